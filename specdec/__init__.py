@@ -1,0 +1,55 @@
+"""specdec: lossless speculative decoding you can read, run and measure.
+
+Notation everywhere: p = target model, q = draft model, gamma = drafted tokens per round,
+alpha = acceptance rate, c = draft cost / target cost.
+
+    import specdec
+    target = specdec.load_model("gpt2")
+    draft = specdec.load_model("distilgpt2")
+    result = specdec.speculative_generate(target, draft, input_ids, gamma=4, temperature=0)
+    result.tokens, result.stats.acceptance_rate, result.stats.tokens_per_target_pass
+
+The public API is what this module exports; everything else may change.
+"""
+
+import os
+
+# On Apple Silicon, let operators MPS lacks fall back to the CPU. It must be set before torch is
+# imported anywhere, so it is the first thing the package does.
+os.environ.setdefault("PYTORCH_ENABLE_MPS_FALLBACK", "1")
+
+# Public names and the module each lives in. They are imported on first use, so that
+# `import specdec.reference` (the NumPy reference) and `specdec toy` do not load torch.
+_EXPORTS = {
+    "autoregressive_generate": "specdec.autoregressive",
+    "Draft": "specdec.drafters",
+    "Drafter": "specdec.drafters",
+    "ModelDrafter": "specdec.drafters",
+    "PromptLookupDrafter": "specdec.drafters",
+    "SpecdecError": "specdec.errors",
+    "check_same_tokenizer": "specdec.loading",
+    "load_model": "specdec.loading",
+    "load_tokenizer": "specdec.loading",
+    "resolve_device": "specdec.loading",
+    "resolve_dtype": "specdec.loading",
+    "DraftedToken": "specdec.results",
+    "GenerationResult": "specdec.results",
+    "GenerationStats": "specdec.results",
+    "Round": "specdec.results",
+    "TokenOrigin": "specdec.results",
+    "SamplingConfig": "specdec.sampling",
+    "speculative_generate": "specdec.speculative",
+}
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        import importlib
+
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'specdec' has no attribute '{name}'")
+
+
+__version__ = "0.1.0"
+
+__all__ = sorted(_EXPORTS)

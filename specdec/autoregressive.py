@@ -1,0 +1,66 @@
+"""Plain decoding, one target pass per token, with a KV cache: the baseline speculative decoding must beat.
+
+It shares its sampling (`specdec.sampling`), caches (`specdec.kv_cache`) and checks with the
+speculative loop, so a comparison between the two measures speculation and nothing else. With
+temperature 0 its tokens equal `model.generate(do_sample=False)`; the tests hold it to that.
+
+Not handled: batches, beam search, repetition penalties.
+"""
+
+from __future__ import annotations
+
+import torch
+from transformers import PreTrainedModel
+
+from specdec.inputs import as_prompt, check_counts, check_fits_context, eos_ids, make_generator
+from specdec.kv_cache import CachedModel
+from specdec.results import GenerationResult, GenerationStats
+from specdec.sampling import SamplingConfig, choose_next
+from specdec.timing import Stopwatch
+
+
+def autoregressive_generate(
+    model: PreTrainedModel,
+    input_ids: torch.Tensor,
+    *,
+    max_new_tokens: int = 64,
+    temperature: float = 1.0,
+    top_k: int = 0,
+    top_p: float = 1.0,
+    seed: int | None = None,
+    eos_token_id: int | list[int] | None = None,
+) -> GenerationResult:
+    """Generate up to `max_new_tokens` tokens after `input_ids`, one forward pass per token.
+
+    Same arguments and result type as `speculative_generate`, without the draft; `rounds` is empty.
+    """
+    check_counts(max_new_tokens)
+    sampling = SamplingConfig(temperature, top_k, top_p)
+    prompt = as_prompt(input_ids).to(model.device)                      # [T]
+    check_fits_context(model, prompt.numel(), max_new_tokens, "model")
+    stop_ids = eos_ids(eos_token_id)
+    lm = CachedModel(model)
+    generator = make_generator(seed, model.device)
+    watch = Stopwatch(model.device)
+
+    tokens: list[int] = []
+    pending = prompt                                                    # tokens the cache has not seen
+    while len(tokens) < max_new_tokens and not (tokens and tokens[-1] in stop_ids):
+        with watch.measure("verify"):
+            logits = lm.feed(pending, keep=1)                           # [1, V]
+        token, _ = choose_next(logits[0], sampling, generator)
+        tokens.append(token)
+        pending = prompt.new_tensor([token])                            # [1]
+
+    stats = GenerationStats(
+        new_tokens=len(tokens),
+        drafted=0,
+        accepted=0,
+        target_passes=lm.passes,
+        draft_passes=0,
+        wall_time_s=watch.elapsed(),
+        draft_time_s=0.0,
+        verify_time_s=watch.totals["verify"],
+        prompt_tokens=prompt.numel(),
+    )
+    return GenerationResult(tokens=tokens, stats=stats)

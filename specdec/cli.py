@@ -1,0 +1,184 @@
+"""The command line: `specdec run` (real models) and `specdec toy` (the NumPy losslessness demo).
+
+    specdec toy                                   # is the accept/reject rule exact? 200k trials
+    specdec toy --target 0.3,0.4,0.3 --draft 0.6,0.2,0.2 --theory
+    specdec run --target ./big-model --draft ./small-model --prompt "def fib(n):" --temperature 0 --compare
+
+Bad input prints one line on stderr and exits with code 2, never a traceback. All the work is
+done by the package; this module only parses, loads, calls and prints. torch is imported only by
+the commands that need it, so `specdec toy` starts fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+
+from specdec.errors import SpecdecError
+
+DEFAULT_PROMPT = "Write a Python function that checks whether a number is prime."
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage mistake is one line on stderr (exit 2) that points at --help."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _probabilities(text: str) -> tuple[float, ...]:
+    try:
+        values = tuple(float(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated probabilities like 0.3,0.4,0.3, got '{text}'") from None
+    if len(values) < 2 or any(v < 0 for v in values) or abs(sum(values) - 1.0) > 1e-6:
+        raise argparse.ArgumentTypeError(f"expected at least two non-negative probabilities summing to 1, got '{text}'")
+    return values
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got '{text}'") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="specdec", description="Lossless speculative decoding you can read, run and measure.")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    toy = commands.add_parser("toy", help="check the accept/reject rule on a toy distribution (NumPy, no models)")
+    toy.add_argument("--trials", type=_positive_int, default=200_000, help="how many times to run the rule (default 200000)")
+    toy.add_argument("--seed", type=int, default=None, help="random seed for a repeatable run")
+    toy.add_argument("--target", type=_probabilities, default=None, help="target p, e.g. 0.3,0.4,0.3")
+    toy.add_argument("--draft", type=_probabilities, default=None, help="draft q, e.g. 0.6,0.2,0.2")
+    toy.add_argument("--theory", action="store_true", help="also print alpha = sum(min(p, q)), predicted and measured")
+
+    run = commands.add_parser("run", help="generate with a real draft/target pair and print the statistics")
+    run.add_argument("--target", required=True, help="target model p: hub id, local folder or .gguf file")
+    run.add_argument("--draft", required=True, help="draft model q (same tokenizer), or 'prompt-lookup' for the model-free draft")
+    run.add_argument("--prompt", default=DEFAULT_PROMPT, help="the text to continue")
+    run.add_argument("--gamma", type=int, default=4, help="drafted tokens per round, 1..64 (default 4)")
+    run.add_argument("--max-new-tokens", type=int, default=64, help="tokens to generate at most (default 64)")
+    run.add_argument("--temperature", type=float, default=1.0, help="0 is greedy (default 1.0)")
+    run.add_argument("--top-k", type=int, default=0, help="keep the k most likely tokens; 0 keeps all (default)")
+    run.add_argument("--top-p", type=float, default=1.0, help="keep the smallest set with this much probability; 1 keeps all")
+    run.add_argument("--seed", type=int, default=None, help="random seed: the same seed gives the same text")
+    run.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps (default auto)")
+    run.add_argument("--dtype", default="auto", help="auto, float32, bfloat16 or float16 (default auto)")
+    run.add_argument("--chat", action="store_true", help="wrap the prompt in the target's chat template")
+    run.add_argument("--compare", action="store_true", help="also run the target alone and report the wall-clock speedup")
+    run.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of `specdec` and `python -m specdec`; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "toy":
+            return _toy(args)
+        return _run(args)
+    except SpecdecError as error:
+        print(f"specdec: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("specdec: interrupted", file=sys.stderr)
+        return 130
+
+
+def _toy(args: argparse.Namespace) -> int:
+    from specdec.toy import DEFAULT_DRAFT, DEFAULT_TARGET, format_check, run_losslessness_check
+
+    target, draft = args.target or DEFAULT_TARGET, args.draft or DEFAULT_DRAFT
+    if len(target) != len(draft):
+        raise SpecdecError(f"--target has {len(target)} probabilities but --draft has {len(draft)}: give both the same length")
+    check = run_losslessness_check(target, draft, args.trials, args.seed)
+    print(format_check(check, show_theory=args.theory))
+    return 0 if check.passed else 1
+
+
+def _run(args: argparse.Namespace) -> int:
+    from specdec.inputs import check_counts
+    from specdec.sampling import SamplingConfig
+
+    check_counts(args.max_new_tokens, args.gamma)                  # refuse bad numbers before loading anything
+    SamplingConfig(args.temperature, args.top_k, args.top_p)
+    if not args.prompt.strip():
+        raise SpecdecError("the prompt is empty: pass some text with --prompt")
+
+    from specdec import pairing
+
+    pair = pairing.load_pair(args.target, args.draft, args.device, args.dtype, progress=_progress)
+    input_ids = pairing.encode_prompt(pair.tokenizer, args.prompt, chat=args.chat)
+    settings = dict(gamma=args.gamma, max_new_tokens=args.max_new_tokens, temperature=args.temperature,
+                    top_k=args.top_k, top_p=args.top_p, seed=args.seed)
+    result = pairing.generate_speculative(pair, input_ids, **settings)
+    baseline = pairing.generate_plain(pair, input_ids, **settings) if args.compare else None
+    text = pair.tokenizer.decode(result.tokens, skip_special_tokens=True)
+
+    if args.json:
+        print(json.dumps(_report_json(args, pair, text, result, baseline), indent=2))
+    else:
+        print(_report_text(pair, text, result, baseline, greedy=args.temperature == 0))
+    return 0
+
+
+def _progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _report_json(args, pair, text, result, baseline) -> dict:
+    report = {
+        "target": args.target,
+        "draft": args.draft,
+        "device": str(pair.device),
+        "dtype": str(pair.dtype).replace("torch.", ""),
+        "settings": {key: getattr(args, key) for key in ("gamma", "max_new_tokens", "temperature", "top_k", "top_p", "seed", "chat")},
+        "text": text,
+        "tokens": result.tokens,
+        "stats": result.stats.to_dict(),
+    }
+    if baseline is not None:
+        report["compare"] = {
+            "target_alone_stats": baseline.stats.to_dict(),
+            "wall_clock_speedup": baseline.stats.wall_time_s / result.stats.wall_time_s,
+            "identical_tokens": baseline.tokens == result.tokens,
+        }
+    return report
+
+
+def _report_text(pair, text, result, baseline, greedy: bool) -> str:
+    stats = result.stats
+    acceptance = "n/a (nothing drafted)" if stats.drafted == 0 else f"{stats.acceptance_rate:.1%}"
+    lines = [
+        f"Device: {pair.device}   dtype: {str(pair.dtype).replace('torch.', '')}",
+        "--- OUTPUT ---",
+        text,
+        "--- STATS ---",
+        f"avg tokens per target pass: {stats.tokens_per_target_pass:.2f}   (>1 means speedup)",
+        f"acceptance rate (alpha): {acceptance}   ({stats.accepted} of {stats.drafted} drafted tokens accepted)",
+        f"new tokens: {stats.new_tokens}   target passes: {stats.target_passes}   draft passes: {stats.draft_passes}",
+        f"time: {stats.wall_time_s:.2f} s   (draft {stats.draft_time_s:.2f} s, verify {stats.verify_time_s:.2f} s, "
+        f"other {stats.other_time_s:.2f} s)   {stats.tokens_per_second:.1f} tokens/s",
+    ]
+    if baseline is not None:
+        lines += [
+            "--- COMPARE ---",
+            f"target alone: {baseline.stats.wall_time_s:.2f} s   {baseline.stats.tokens_per_second:.1f} tokens/s",
+            f"wall-clock speedup: {baseline.stats.wall_time_s / stats.wall_time_s:.2f}x",
+        ]
+        if greedy:
+            same = "yes" if baseline.tokens == result.tokens else "NO (please report this as a bug)"
+            lines.append(f"identical to the target's own greedy output: {same}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,165 @@
+"""Loading models and tokenizers, picking devices and dtypes, and refusing pairs that cannot work.
+
+    model = load_model("gpt2")                                  # a hub id (needs the model hub)
+    model = load_model("./my-model")                            # a folder saved by save_pretrained
+    model = load_model("~/models/qwen2.5-coder-0.5b-q4_k_m.gguf", dtype="bfloat16")  # a GGUF file
+    tokenizer = load_tokenizer("./my-model")
+    check_same_tokenizer(target_tokenizer, draft_tokenizer)     # speculative decoding needs one tokenizer
+
+Devices: "auto" picks cuda, then mps, then cpu; asking for a device this machine lacks is a
+`SpecdecError`. dtypes: "auto" is float32 on the CPU (exact comparisons; see the README for when
+bfloat16 is faster), bfloat16 on CUDA where supported (else float16), float16 on MPS.
+
+When the model hub cannot be reached, loading a hub id fails at once with one line that says so,
+instead of transformers' half-minute of retries. `trust_remote_code` is never turned on: no code
+from a model repository runs here.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import socket
+from pathlib import Path
+from urllib.parse import urlparse
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+
+from specdec.errors import SpecdecError
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def available_devices() -> list[str]:
+    """The device names this machine really has, best first: e.g. ['cuda', 'cpu']."""
+    devices = []
+    if torch.cuda.is_available():
+        devices.append("cuda")
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        devices.append("mps")
+    return devices + ["cpu"]
+
+
+def resolve_device(device: str | torch.device = "auto") -> torch.device:
+    """'auto' -> the best available device; anything else is checked to exist here.
+
+    >>> resolve_device("cpu")
+    device(type='cpu')
+    """
+    if str(device) == "auto":
+        return torch.device(available_devices()[0])
+    try:
+        resolved = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise SpecdecError(f"unknown device '{device}': use auto, {', '.join(available_devices())}") from None
+    if resolved.type not in available_devices():
+        raise SpecdecError(f"device '{device}' is not available on this machine (it has: "
+                           f"{', '.join(available_devices())}): use --device auto")
+    if resolved.type == "cuda" and resolved.index is not None and resolved.index >= torch.cuda.device_count():
+        raise SpecdecError(f"device '{device}' does not exist: this machine has {torch.cuda.device_count()} CUDA device(s)")
+    return resolved
+
+
+def resolve_dtype(dtype: str | torch.dtype = "auto", device: torch.device | str = "cpu") -> torch.dtype:
+    """'auto' -> float32 on the CPU, bfloat16 (or float16) on CUDA, float16 on MPS.
+
+    >>> resolve_dtype("auto", "cpu"), resolve_dtype("bfloat16", "cpu")
+    (torch.float32, torch.bfloat16)
+    """
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    if dtype != "auto":
+        if dtype not in DTYPES:
+            raise SpecdecError(f"unknown dtype '{dtype}': use auto, {', '.join(DTYPES)}")
+        return DTYPES[dtype]
+    device_type = torch.device(device).type
+    if device_type == "cuda":
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    if device_type == "mps":
+        return torch.float16
+    return torch.float32
+
+
+@functools.lru_cache(maxsize=1)
+def hub_reachable(timeout_s: float = 3.0) -> bool:
+    """Whether a TCP connection to the model hub opens within `timeout_s` (asked once per process)."""
+    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("", "0", "false", "False"):
+        return False
+    host = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname or "huggingface.co"
+    try:
+        with socket.create_connection((host, 443), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
+def _locate(name_or_path: str) -> tuple[str, dict]:
+    """Where transformers should load from: (folder or hub id, extra from_pretrained arguments)."""
+    path = Path(name_or_path).expanduser()
+    if path.suffix == ".gguf":
+        if not path.is_file():
+            raise SpecdecError(f"no GGUF file at {path}: check the path")
+        return str(path.parent), {"gguf_file": path.name}
+    if path.is_dir():
+        return str(path), {}
+    if path.exists():
+        raise SpecdecError(f"{path} is neither a model folder nor a .gguf file")
+    if name_or_path.startswith((".", "/", "~")) or name_or_path.count("/") > 1:
+        raise SpecdecError(f"no model folder at {path}: check the path")
+    return name_or_path, {}
+
+
+def _from_pretrained(loader, name_or_path: str, what: str, **kwargs):
+    """Call `loader.from_pretrained`, local files first, turning failures into one clear line."""
+    source, extra = _locate(name_or_path)
+    kwargs = {**kwargs, **extra, "trust_remote_code": False}
+    is_hub_id = source == name_or_path and not extra and not Path(source).is_dir()
+    try:
+        return loader.from_pretrained(source, local_files_only=True, **kwargs)
+    except (OSError, ValueError) as error:
+        if not is_hub_id:
+            raise SpecdecError(f"could not load the {what} from {name_or_path}: {_first_line(error)}") from None
+    if not hub_reachable():
+        raise SpecdecError(f"cannot load '{name_or_path}': it is not cached here and the model hub cannot be reached; "
+                           "use a local folder or .gguf file, or a model from `specdec models list`")
+    try:
+        return loader.from_pretrained(source, **kwargs)
+    except (OSError, ValueError) as error:
+        raise SpecdecError(f"could not load the {what} '{name_or_path}' from the model hub: {_first_line(error)}") from None
+
+
+def _first_line(error: Exception) -> str:
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+
+
+def load_model(name_or_path: str, device: str | torch.device = "auto", dtype: str | torch.dtype = "auto") -> PreTrainedModel:
+    """A causal LM from a hub id, a local folder or a .gguf file, in eval mode on `device`."""
+    resolved_device = resolve_device(device)
+    resolved_dtype = resolve_dtype(dtype, resolved_device)
+    model = _from_pretrained(AutoModelForCausalLM, name_or_path, "model", dtype=resolved_dtype)
+    return model.to(resolved_device).eval()
+
+
+def load_tokenizer(name_or_path: str) -> PreTrainedTokenizerBase:
+    """The tokenizer that goes with `load_model(name_or_path)`."""
+    return _from_pretrained(AutoTokenizer, name_or_path, "tokenizer")
+
+
+def check_same_tokenizer(target_tokenizer: PreTrainedTokenizerBase, draft_tokenizer: PreTrainedTokenizerBase,
+                         target_name: str = "target", draft_name: str = "draft") -> None:
+    """Refuse a pair whose tokenizers map text to different ids.
+
+    Speculative decoding compares token ids, so draft and target must share one vocabulary.
+    We compare the token-to-id maps themselves, not `vocab_size` (which counts embedding rows and
+    differs between Qwen2.5 sizes that share a tokenizer).
+    """
+    target_vocab, draft_vocab = target_tokenizer.get_vocab(), draft_tokenizer.get_vocab()
+    if target_vocab == draft_vocab:
+        return
+    differing = sum(1 for token, index in draft_vocab.items() if target_vocab.get(token) != index)
+    raise SpecdecError(
+        f"the draft '{draft_name}' and the target '{target_name}' use different tokenizers "
+        f"({len(draft_vocab)} vs {len(target_vocab)} tokens, {differing} differ): pick a draft from the target's model family "
+        "or use the model-free draft 'prompt-lookup'"
+    )

@@ -1,0 +1,107 @@
+"""A draft/target pair, loaded and checked, ready to generate: what the CLI and the dashboard share.
+
+    pair = load_pair("Qwen/Qwen2.5-1.5B", "Qwen/Qwen2.5-0.5B", device="auto", dtype="auto")
+    input_ids = encode_prompt(pair.tokenizer, "Write a haiku.", chat=True)   # [1, T]
+    result = generate_speculative(pair, input_ids, gamma=4, temperature=0)
+    plain = generate_plain(pair, input_ids, temperature=0)                  # the target alone
+
+The draft may be the model-free `prompt-lookup`. A pair whose tokenizers differ is refused here,
+before any generation, because speculative decoding compares token ids.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from specdec.autoregressive import autoregressive_generate
+from specdec.drafters import Drafter, ModelDrafter, PromptLookupDrafter
+from specdec.errors import SpecdecError
+from specdec.loading import check_same_tokenizer, load_model, load_tokenizer, resolve_device, resolve_dtype
+from specdec.results import GenerationResult
+from specdec.speculative import speculative_generate
+
+PROMPT_LOOKUP = "prompt-lookup"
+
+
+@dataclass
+class LoadedPair:
+    """A target, its draft (None for prompt lookup) and their shared tokenizer, on one device."""
+
+    target_name: str
+    draft_name: str
+    target: PreTrainedModel
+    draft: PreTrainedModel | None
+    tokenizer: PreTrainedTokenizerBase
+    device: torch.device
+    dtype: torch.dtype
+    load_seconds: dict[str, float] = field(default_factory=dict)
+
+    def drafter(self) -> Drafter:
+        """A fresh drafter for one generation."""
+        return PromptLookupDrafter() if self.draft is None else ModelDrafter(self.draft, self.draft_name)
+
+    @property
+    def eos_token_ids(self) -> list[int]:
+        """Every id that ends generation: the tokenizer's EOS and the target's generation config's."""
+        ids = set()
+        if self.tokenizer.eos_token_id is not None:
+            ids.add(int(self.tokenizer.eos_token_id))
+        configured = getattr(self.target.generation_config, "eos_token_id", None)
+        if configured is not None:
+            ids.update([configured] if isinstance(configured, int) else configured)
+        return sorted(ids)
+
+
+def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: str = "auto",
+              progress: Callable[[str], None] | None = None) -> LoadedPair:
+    """Load the target, the draft (unless it is `prompt-lookup`) and the tokenizers, and check they match."""
+    if target_name == PROMPT_LOOKUP:
+        raise SpecdecError("prompt-lookup can only be the draft: give a model as the target")
+    say = progress or (lambda message: None)
+    resolved_device = resolve_device(device)
+    resolved_dtype = resolve_dtype(dtype, resolved_device)
+    seconds: dict[str, float] = {}
+    start = time.perf_counter()
+    tokenizer = load_tokenizer(target_name)
+    if draft_name != PROMPT_LOOKUP:
+        check_same_tokenizer(tokenizer, load_tokenizer(draft_name), target_name, draft_name)
+    seconds["tokenizers"] = time.perf_counter() - start
+    models = {}
+    for role, name in (("target", target_name), ("draft", draft_name)):
+        if name == PROMPT_LOOKUP:
+            continue
+        say(f"Loading {role} {name} ...")
+        start = time.perf_counter()
+        models[role] = load_model(name, resolved_device, resolved_dtype)
+        seconds[role] = time.perf_counter() - start
+        say(f"Loaded {role} {name} in {seconds[role]:.1f} s")
+    return LoadedPair(target_name, draft_name, models["target"], models.get("draft"), tokenizer,
+                      resolved_device, resolved_dtype, seconds)
+
+
+def encode_prompt(tokenizer: PreTrainedTokenizerBase, prompt: str, chat: bool = False) -> torch.Tensor:
+    """Token ids [1, T] for `prompt`, wrapped in the tokenizer's chat template when `chat`."""
+    if not prompt.strip():
+        raise SpecdecError("the prompt is empty: give some text to continue")
+    if chat:
+        if not getattr(tokenizer, "chat_template", None):
+            raise SpecdecError("this model's tokenizer has no chat template: run without --chat (chat needs an instruct model)")
+        text = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True)
+        return tokenizer(text, return_tensors="pt", add_special_tokens=False).input_ids
+    return tokenizer(prompt, return_tensors="pt").input_ids
+
+
+def generate_speculative(pair: LoadedPair, input_ids: torch.Tensor, **settings) -> GenerationResult:
+    """`speculative_generate` with the pair's models and end-of-sequence ids."""
+    return speculative_generate(pair.target, pair.drafter(), input_ids, eos_token_id=pair.eos_token_ids, **settings)
+
+
+def generate_plain(pair: LoadedPair, input_ids: torch.Tensor, **settings) -> GenerationResult:
+    """The target alone, with the same settings (gamma is ignored)."""
+    settings = {key: value for key, value in settings.items() if key != "gamma"}
+    return autoregressive_generate(pair.target, input_ids, eos_token_id=pair.eos_token_ids, **settings)

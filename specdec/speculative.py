@@ -1,0 +1,157 @@
+"""Speculative decoding with KV caches: draft gamma tokens, verify them in one target pass, repeat.
+
+Notation: p is the target, q the draft, gamma the number of drafted tokens per round, alpha the
+acceptance rate. The loop (Leviathan et al. 2023, Algorithm 1; Chen et al. 2023, Algorithm 2):
+
+    1. prompt pass: the target reads the prompt and samples the first new token from p
+    2. round, while tokens are still wanted:
+       a. the drafter proposes x_1..x_k (k = gamma, fewer near max_new_tokens) drawn from q
+       b. ONE target pass over [last token, x_1..x_k] gives p at the k + 1 positions
+       c. the accept/reject rule (`specdec.verification`) keeps x_1..x_n and adds one token
+          from the target: resampled after a rejection, a bonus token after a full accept
+       d. both KV caches are rolled back to the accepted text; nothing is recomputed
+
+Cache invariant after every round: the target's cache holds every token of the text but the
+last (whose keys and values the next round's pass computes); the draft's cache holds a prefix of
+the text, at most one token shorter than the target's after a full accept, caught up in the first
+draft pass of the next round.
+
+The output has exactly the target's distribution, and with temperature 0 exactly the target's
+greedy tokens. Not handled: batches, token trees, an adaptive gamma.
+"""
+
+from __future__ import annotations
+
+import torch
+from transformers import PreTrainedModel
+
+from specdec.drafters import Draft, Drafter, ModelDrafter
+from specdec.inputs import as_prompt, check_counts, check_fits_context, eos_ids, make_generator
+from specdec.kv_cache import CachedModel
+from specdec.results import DraftedToken, GenerationResult, GenerationStats, Round, TokenOrigin
+from specdec.sampling import SamplingConfig, choose_next, probabilities
+from specdec.timing import Stopwatch
+from specdec.verification import Verdict, verify_greedy, verify_sampled
+from specdec.errors import SpecdecError
+
+
+def speculative_generate(
+    target: PreTrainedModel,
+    draft: PreTrainedModel | Drafter,
+    input_ids: torch.Tensor,
+    *,
+    gamma: int = 4,
+    max_new_tokens: int = 64,
+    temperature: float = 1.0,
+    top_k: int = 0,
+    top_p: float = 1.0,
+    seed: int | None = None,
+    eos_token_id: int | list[int] | None = None,
+) -> GenerationResult:
+    """Generate up to `max_new_tokens` tokens after `input_ids` with the target p, drafted by q.
+
+    `draft` is a causal LM sharing the target's tokenizer, or a model-free `Drafter` such as
+    `PromptLookupDrafter()`. `input_ids` is [T] or [1, T]. temperature 0 is greedy; top-k and
+    top-p are applied to both p and q. Generation stops after `eos_token_id` (included in the
+    output). The same `seed` gives the same tokens.
+    """
+    check_counts(max_new_tokens, gamma)
+    sampling = SamplingConfig(temperature, top_k, top_p)
+    drafter = ModelDrafter(draft) if isinstance(draft, PreTrainedModel) else draft
+    if not isinstance(drafter, Drafter):
+        raise SpecdecError(f"draft must be a transformers causal LM or a Drafter, got {type(draft).__name__}")
+    prompt = as_prompt(input_ids).to(target.device)                              # [T]
+    check_fits_context(target, prompt.numel(), max_new_tokens, "target")
+    if isinstance(drafter, ModelDrafter):
+        if drafter.model.device != target.device:
+            raise SpecdecError(f"the draft is on {drafter.model.device} but the target on {target.device}: load both on one device")
+        check_fits_context(drafter.model, prompt.numel(), max_new_tokens, "draft")
+    stop_ids = eos_ids(eos_token_id)
+    target_lm = CachedModel(target)
+    drafter.start(prompt, target_lm.vocab_size)                                   # q must cover p's ids
+    generator = make_generator(seed, target.device)
+    watch = Stopwatch(target.device)
+
+    with watch.measure("verify"):                                                 # 1. the prompt pass
+        logits = target_lm.feed(prompt, keep=1)                                   # [1, V_target]
+    first, _ = choose_next(logits[0], sampling, generator)
+    rounds = [Round((), 0, first, TokenOrigin.TARGET, ((first, TokenOrigin.TARGET),))]
+    tokens = [first]
+    sequence = torch.cat([prompt, prompt.new_tensor([first])])                    # [T + 1]
+
+    while len(tokens) < max_new_tokens and tokens[-1] not in stop_ids:           # 2. rounds
+        round_gamma = min(gamma, max_new_tokens - len(tokens) - 1)                # never overshoot
+        with watch.measure("draft"):
+            draft_block = drafter.propose(sequence, round_gamma, sampling, generator) if round_gamma else _empty_draft(sequence)
+        verdict = _verify(target_lm, sequence, draft_block, sampling, generator, watch)
+        kept = sequence.numel() + verdict.accepted                                # text whose KV stays valid
+        target_lm.rollback(kept)
+        drafter.rollback(kept)
+        round_ = _record_round(draft_block, verdict, stop_ids)
+        rounds.append(round_)
+        new_tokens = [token for token, _ in round_.emitted]
+        tokens += new_tokens
+        sequence = torch.cat([sequence, sequence.new_tensor(new_tokens)])
+
+    wall_time = watch.elapsed()
+    stats = GenerationStats(
+        new_tokens=len(tokens),
+        drafted=sum(len(r.drafted) for r in rounds),
+        accepted=sum(r.accepted for r in rounds),
+        target_passes=target_lm.passes,
+        draft_passes=drafter.passes,
+        wall_time_s=wall_time,
+        draft_time_s=watch.totals["draft"],
+        verify_time_s=watch.totals["verify"],
+        prompt_tokens=prompt.numel(),
+    )
+    return GenerationResult(tokens=tokens, stats=stats, rounds=tuple(rounds))
+
+
+def _empty_draft(sequence: torch.Tensor) -> Draft:
+    return Draft(sequence.new_empty(0), None)
+
+
+def _verify(
+    target_lm: CachedModel,
+    sequence: torch.Tensor,
+    draft: Draft,
+    sampling: SamplingConfig,
+    generator: torch.Generator,
+    watch: Stopwatch,
+) -> Verdict:
+    """One target pass over [last token, x_1..x_k], then the accept/reject rule."""
+    k = draft.tokens.numel()
+    with watch.measure("verify"):
+        logits = target_lm.feed(torch.cat([sequence[-1:], draft.tokens]), keep=k + 1)  # [k+1, V]
+    if sampling.greedy:
+        return verify_greedy(logits, draft.tokens)
+    p = probabilities(logits, sampling)                                                  # [k+1, V]
+    q = draft.q if draft.q is not None else p.new_empty(0, p.shape[-1])                  # [k, V]
+    return verify_sampled(p, q, draft.tokens, generator)
+
+
+def _record_round(draft: Draft, verdict: Verdict, stop_ids: frozenset[int]) -> Round:
+    """The trace of one round, with the emitted tokens cut after the first end-of-sequence token."""
+    drafted_list = draft.tokens.tolist()
+    drafted = tuple(
+        DraftedToken(
+            token=token,
+            p=verdict.target_probs[i],
+            q=verdict.draft_probs[i],
+            u=verdict.uniforms[i],
+            accepted=None if i > verdict.accepted else i < verdict.accepted,
+        )
+        for i, token in enumerate(drafted_list)
+    )
+    if not drafted_list:
+        next_origin = TokenOrigin.TARGET
+    else:
+        next_origin = TokenOrigin.BONUS if verdict.full_accept else TokenOrigin.RESAMPLED
+    emitted = [(token, TokenOrigin.ACCEPTED) for token in drafted_list[:verdict.accepted]]
+    emitted.append((verdict.next_token, next_origin))
+    for i, (token, _) in enumerate(emitted):
+        if token in stop_ids:
+            emitted = emitted[:i + 1]
+            break
+    return Round(drafted, verdict.accepted, verdict.next_token, next_origin, tuple(emitted))

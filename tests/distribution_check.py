@@ -1,0 +1,47 @@
+"""Exact target distributions by enumeration, and the sampled ones to hold against them.
+
+Used by the statistical tests: generate many seeded runs, count the tokens of the first
+speculative round, and compare with what the target alone would give, computed exactly by running
+the target on every possible continuation.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from collections.abc import Callable
+
+import torch
+
+from specdec.sampling import SamplingConfig, probabilities
+
+
+@torch.inference_mode()
+def exact_distribution(model: torch.nn.Module, prompt: list[int], length: int, sampling: SamplingConfig,
+                       skip_first: bool = True) -> dict[tuple[int, ...], float]:
+    """P(t_1..t_length | prompt) under the warped target, by enumerating every continuation.
+
+    With `skip_first`, the first token is summed out: the result is the distribution of
+    (t_2..t_length), the tokens the first speculative round produces.
+    """
+    vocab = model.get_output_embeddings().out_features
+    joint = {(): 1.0}
+    for _ in range(length):
+        prefixes = list(joint)
+        batch = torch.tensor([prompt + list(prefix) for prefix in prefixes])      # [B, T + i]
+        logits = model(input_ids=batch).logits[:, -1]                            # [B, V]
+        next_probs = probabilities(logits, sampling).tolist()                    # [B, V]
+        joint = {prefix + (token,): joint[prefix] * next_probs[b][token]
+                 for b, prefix in enumerate(prefixes) for token in range(vocab) if next_probs[b][token] > 0}
+    if not skip_first:
+        return joint
+    marginal: dict[tuple[int, ...], float] = Counter()
+    for sequence, probability in joint.items():
+        marginal[sequence[1:]] += probability
+    return dict(marginal)
+
+
+def sampled_counts(generate: Callable[[int], list[int]], runs: int, length: int, skip_first: bool = True) -> Counter:
+    """Counts of (t_2..t_length) (or t_1..t_length) over `runs` seeded generations."""
+    start = 1 if skip_first else 0
+    return Counter(tuple(generate(seed)[start:length]) for seed in range(runs))

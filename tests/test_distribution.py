@@ -1,0 +1,94 @@
+"""Sampled speculative output has exactly the target's distribution: a statistical test with teeth.
+
+For each setting we run speculative decoding RUNS times with seeds 0..RUNS-1 (so the test is
+repeatable), count the three tokens the first speculative round produces (tokens 2..4; token 1
+comes from the target's prompt pass), and compare the counts with the exact distribution of the
+target alone, computed by enumerating every continuation (`distribution_check.exact_distribution`).
+
+The test is Pearson's chi-square with rare cells pooled (`specdec.stats.chi_square_test`); it
+passes when the p-value is above SIGNIFICANCE. A correct engine fails it about once in a thousand
+seed ranges. Negative controls swap in deliberately broken accept/reject rules, and the very same
+test must FAIL for them: proof that it can tell a correct rule from a wrong one.
+"""
+
+import pytest
+import torch
+
+import specdec.speculative
+from distribution_check import exact_distribution, sampled_counts
+from specdec import PromptLookupDrafter, speculative_generate
+from specdec.sampling import SamplingConfig, sample
+from specdec.stats import chi_square_test
+from specdec.verification import Verdict, verify_sampled
+from tiny_models import tiny_pair
+
+RUNS = 3000
+SIGNIFICANCE = 1e-3
+PROMPT = [2, 3, 4]
+LENGTH = 4   # tokens per run: the prompt pass gives token 1, one round of gamma = 2 gives tokens 2..4
+
+
+@pytest.fixture(scope="module")
+def small_pair():
+    """A vocabulary of 8 so every continuation can be enumerated; draft and target really differ."""
+    return tiny_pair("gpt2", vocab_size=8, noise=0.4)
+
+
+def speculative_fit(target, draft_factory, sampling: SamplingConfig, prompt=PROMPT):
+    exact = exact_distribution(target, prompt, LENGTH, sampling)
+    drafted = accepted = 0
+
+    def generate(seed):
+        nonlocal drafted, accepted
+        result = speculative_generate(target, draft_factory(), torch.tensor(prompt), gamma=3, max_new_tokens=LENGTH,
+                                      temperature=sampling.temperature, top_k=sampling.top_k, top_p=sampling.top_p,
+                                      seed=seed)
+        drafted, accepted = drafted + result.stats.drafted, accepted + result.stats.accepted
+        return result.tokens
+
+    fit = chi_square_test(sampled_counts(generate, RUNS, LENGTH), exact)
+    return fit, accepted / drafted
+
+
+@pytest.mark.parametrize("sampling", [
+    SamplingConfig(temperature=1.0),
+    SamplingConfig(temperature=0.7),
+    SamplingConfig(temperature=1.0, top_k=3),
+    SamplingConfig(temperature=1.0, top_p=0.8),
+], ids=["t1.0", "t0.7", "top_k3", "top_p0.8"])
+def test_matches_the_target_distribution(small_pair, sampling):
+    target, draft = small_pair
+    fit, acceptance = speculative_fit(target, lambda: draft, sampling)
+    assert fit.p_value > SIGNIFICANCE, fit
+    assert 0.1 < acceptance < 0.9  # both branches of the rule were exercised often
+
+
+def test_prompt_lookup_sampling_matches_the_target_distribution(small_pair):
+    """A point-mass q: accepted with probability p(x), else resampled from p without x."""
+    target, _ = small_pair
+    fit, acceptance = speculative_fit(target, PromptLookupDrafter, SamplingConfig(temperature=1.0), prompt=[2, 3, 4, 5, 2, 3])
+    assert fit.p_value > SIGNIFICANCE, fit
+    assert 0.1 < acceptance < 0.9
+
+
+def accept_always(p, q, drafted, generator):
+    """BROKEN: keep every drafted token, then add a bonus token from p."""
+    k = drafted.shape[0]
+    return Verdict(k, int(sample(p[k][None], generator)), True, (None,) * k, (0.0,) * k, (0.0,) * k)
+
+
+def skip_the_residual(p, q, drafted, generator):
+    """BROKEN: after a rejection, resample from p instead of norm(max(0, p - q))."""
+    verdict = verify_sampled(p, q, drafted, generator)
+    if verdict.full_accept:
+        return verdict
+    replacement = int(sample(p[verdict.accepted][None], generator))
+    return Verdict(verdict.accepted, replacement, False, verdict.uniforms, verdict.target_probs, verdict.draft_probs)
+
+
+@pytest.mark.parametrize("broken_rule", [accept_always, skip_the_residual])
+def test_negative_control_broken_rules_fail(small_pair, monkeypatch, broken_rule):
+    target, draft = small_pair
+    monkeypatch.setattr(specdec.speculative, "verify_sampled", broken_rule)
+    fit, _ = speculative_fit(target, lambda: draft, SamplingConfig(temperature=1.0))
+    assert fit.p_value < SIGNIFICANCE, fit

@@ -1,0 +1,89 @@
+"""Tiny causal LMs and a tiny tokenizer, built from configs in the tests: nothing is downloaded.
+
+The output layer is drawn with a large standard deviation ("sharpened") so the next-token
+distributions are peaked and two models built with different seeds really disagree: p and q then
+differ enough that the accept/reject rule is exercised in both directions.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from transformers import (
+    GPT2Config,
+    GPT2LMHeadModel,
+    LlamaConfig,
+    LlamaForCausalLM,
+    PreTrainedTokenizerFast,
+    Qwen2Config,
+    Qwen2ForCausalLM,
+)
+
+ARCHITECTURES = ("gpt2", "llama", "qwen2")
+
+
+def tiny_model(architecture: str = "gpt2", vocab_size: int = 24, seed: int = 0, sharpness: float = 3.0,
+               hidden_size: int = 32, layers: int = 2, max_positions: int = 256) -> torch.nn.Module:
+    """A randomly initialised causal LM in float32 and eval mode."""
+    torch.manual_seed(seed)
+    if architecture == "gpt2":
+        config = GPT2Config(vocab_size=vocab_size, n_embd=hidden_size, n_layer=layers, n_head=2,
+                            n_positions=max_positions, tie_word_embeddings=False, bos_token_id=None, eos_token_id=None)
+        model = GPT2LMHeadModel(config)
+    elif architecture in ("llama", "qwen2"):
+        config_class, model_class = (LlamaConfig, LlamaForCausalLM) if architecture == "llama" else (Qwen2Config, Qwen2ForCausalLM)
+        config = config_class(vocab_size=vocab_size, hidden_size=hidden_size, intermediate_size=2 * hidden_size,
+                              num_hidden_layers=layers, num_attention_heads=2, num_key_value_heads=1,
+                              max_position_embeddings=max_positions, tie_word_embeddings=False,
+                              bos_token_id=None, eos_token_id=None, pad_token_id=None)
+        model = model_class(config)
+    else:
+        raise ValueError(f"unknown architecture {architecture}")
+    with torch.no_grad():
+        head = model.get_output_embeddings()
+        head.weight.normal_(0.0, sharpness / hidden_size ** 0.5)
+    return model.float().eval()
+
+
+def tiny_tokenizer(vocab_size: int = 24) -> PreTrainedTokenizerFast:
+    """A whitespace word-level tokenizer: ids 0 and 1 are <s> and </s>, then words w2, w3, ..."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, decoders
+
+    vocab = {"<s>": 0, "</s>": 1} | {f"w{i}": i for i in range(2, vocab_size - 1)} | {"<unk>": vocab_size - 1}
+    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    backend.decoder = decoders.WordPiece(prefix="##")  # joins words with spaces
+    return PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", eos_token="</s>", unk_token="<unk>")
+
+
+def save_tiny_model(folder: Path, architecture: str = "gpt2", vocab_size: int = 24, seed: int = 0) -> Path:
+    """Write a tiny model and its tokenizer to `folder` (what `load_model(folder)` reads)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    tiny_model(architecture, vocab_size, seed).save_pretrained(folder)
+    tiny_tokenizer(vocab_size).save_pretrained(folder)
+    return folder
+
+
+def tiny_pair(architecture: str = "gpt2", vocab_size: int = 24, seed: int = 0, noise: float = 0.5,
+              draft_vocab_size: int | None = None) -> tuple[torch.nn.Module, torch.nn.Module]:
+    """(target, draft): the draft is the target with every weight perturbed, so they agree often but not always.
+
+    With `draft_vocab_size` the draft gets a different number of output rows (ids shared below the
+    smaller size), like Qwen2.5 sizes that share a tokenizer.
+    """
+    target = tiny_model(architecture, vocab_size, seed)
+    draft = tiny_model(architecture, draft_vocab_size or vocab_size, seed)
+    generator = torch.Generator().manual_seed(seed + 1000)
+    with torch.no_grad():
+        target_params = dict(target.named_parameters())
+        for name, parameter in draft.named_parameters():
+            source = target_params[name]
+            rows = min(source.shape[0], parameter.shape[0])
+            parameter[:rows] = source[:rows]
+            scale = float(parameter.std()) if parameter.numel() > 1 else 1.0
+            parameter.add_(noise * scale * torch.randn(parameter.shape, generator=generator))
+        if draft_vocab_size is not None and draft_vocab_size < vocab_size:
+            # like the padding rows of a real checkpoint: ids the target (almost) never predicts
+            target.get_output_embeddings().weight[draft_vocab_size:] = 0.0
+    return target, draft
