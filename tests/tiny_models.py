@@ -57,11 +57,14 @@ def tiny_tokenizer(vocab_size: int = 24) -> PreTrainedTokenizerFast:
     return PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", eos_token="</s>", unk_token="<unk>")
 
 
-def save_tiny_model(folder: Path, architecture: str = "gpt2", vocab_size: int = 24, seed: int = 0) -> Path:
-    """Write a tiny model and its tokenizer to `folder` (what `load_model(folder)` reads)."""
+def save_tiny_model(folder: Path, model: torch.nn.Module, chat_template: str | None = None) -> Path:
+    """Write `model` and a matching tiny tokenizer to `folder` (what `load_model(folder)` reads)."""
     folder.mkdir(parents=True, exist_ok=True)
-    tiny_model(architecture, vocab_size, seed).save_pretrained(folder)
-    tiny_tokenizer(vocab_size).save_pretrained(folder)
+    model.save_pretrained(folder)
+    tokenizer = tiny_tokenizer(model.config.vocab_size)
+    if chat_template:
+        tokenizer.chat_template = chat_template
+    tokenizer.save_pretrained(folder)
     return folder
 
 

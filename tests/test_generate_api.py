@@ -1,0 +1,109 @@
+"""The public generate functions: arguments, limits, seeds, and the bookkeeping of results."""
+
+import math
+
+import pytest
+import torch
+
+from specdec import PromptLookupDrafter, SpecdecError, TokenOrigin, autoregressive_generate, speculative_generate
+
+
+@pytest.mark.parametrize("max_new_tokens", [1, 2, 5, 17])
+@pytest.mark.parametrize("gamma", [1, 4, 8])
+def test_max_new_tokens_is_exact(pairs, max_new_tokens, gamma):
+    target, draft = pairs["gpt2"]
+    for temperature in (0.0, 1.0):
+        result = speculative_generate(target, draft, torch.tensor([3, 4]), gamma=gamma, max_new_tokens=max_new_tokens,
+                                      temperature=temperature, seed=1)
+        assert len(result.tokens) == max_new_tokens
+
+
+def test_same_seed_same_tokens_other_seed_other_tokens(pairs):
+    target, draft = pairs["llama"]
+    runs = [speculative_generate(target, draft, torch.tensor([3, 4]), max_new_tokens=30, seed=seed).tokens for seed in (7, 7, 8)]
+    assert runs[0] == runs[1] != runs[2]
+    plain = [autoregressive_generate(target, torch.tensor([3, 4]), max_new_tokens=30, seed=seed).tokens for seed in (7, 7, 8)]
+    assert plain[0] == plain[1] != plain[2]
+
+
+def test_one_and_two_dimensional_prompts_agree(pairs):
+    target, draft = pairs["gpt2"]
+    flat = speculative_generate(target, draft, torch.tensor([3, 4, 5]), max_new_tokens=10, temperature=0)
+    batched = speculative_generate(target, draft, torch.tensor([[3, 4, 5]]), max_new_tokens=10, temperature=0)
+    assert flat.tokens == batched.tokens
+
+
+def test_rounds_account_for_every_token(pairs):
+    target, draft = pairs["qwen2"]
+    result = speculative_generate(target, draft, torch.tensor([2, 3, 4, 5]), gamma=4, max_new_tokens=40, seed=3)
+    assert [token for r in result.rounds for token, _ in r.emitted] == result.tokens
+    assert len(result.origins()) == len(result.tokens)
+    assert result.rounds[0].next_origin == TokenOrigin.TARGET and not result.rounds[0].drafted
+    for round_ in result.rounds[1:]:
+        tested = [d for d in round_.drafted if d.accepted is not None]
+        assert [d.accepted for d in tested] == [True] * round_.accepted + [False] * (len(tested) - round_.accepted)
+        assert all(d.u is not None and 0 <= d.u < 1 for d in tested)
+        for d in tested:  # the rule itself: accepted exactly when u < p / q
+            assert d.accepted == (d.u * d.q < d.p)
+        if round_.next_origin == TokenOrigin.BONUS:
+            assert round_.accepted == len(round_.drafted) > 0
+    stats = result.stats
+    assert stats.drafted == sum(len(r.drafted) for r in result.rounds)
+    assert stats.accepted == sum(r.accepted for r in result.rounds)
+    assert stats.acceptance_rate == pytest.approx(stats.accepted / stats.drafted)
+    assert stats.tokens_per_target_pass == pytest.approx(len(result.tokens) / stats.target_passes)
+    assert stats.wall_time_s >= stats.draft_time_s + stats.verify_time_s > 0
+    assert stats.to_dict()["acceptance_rate"] == stats.acceptance_rate
+
+
+def test_greedy_trace_uses_point_masses(pairs):
+    target, draft = pairs["gpt2"]
+    result = speculative_generate(target, draft, torch.tensor([2, 3]), max_new_tokens=20, temperature=0)
+    for round_ in result.rounds[1:]:
+        for d in round_.drafted:
+            assert d.q == 1.0 and d.u is None and d.p in (0.0, 1.0)
+
+
+def test_plain_decoding_statistics(pairs):
+    target, _ = pairs["gpt2"]
+    result = autoregressive_generate(target, torch.tensor([2, 3]), max_new_tokens=12, temperature=0)
+    assert result.stats.target_passes == 12 and result.stats.tokens_per_target_pass == 1.0
+    assert result.rounds == () and math.isnan(result.stats.acceptance_rate)
+    assert result.stats.to_dict()["acceptance_rate"] is None
+    assert set(result.origins()) == {TokenOrigin.TARGET}
+
+
+def test_prompt_lookup_without_matches_falls_back_to_plain_steps(pairs):
+    target, _ = pairs["gpt2"]
+    result = speculative_generate(target, PromptLookupDrafter(), torch.tensor([2]), max_new_tokens=1, temperature=0)
+    assert result.stats.drafted == 0 and len(result.tokens) == 1
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(gamma=0), "gamma"),
+    (dict(gamma=65), "gamma"),
+    (dict(max_new_tokens=0), "max_new_tokens"),
+    (dict(temperature=-1.0), "temperature"),
+    (dict(top_p=0.0), "top_p"),
+    (dict(top_k=-2), "top_k"),
+    (dict(max_new_tokens=300), "context"),
+])
+def test_bad_arguments_raise_a_clear_error(pairs, kwargs, message):
+    target, draft = pairs["gpt2"]
+    with pytest.raises(SpecdecError, match=message):
+        speculative_generate(target, draft, torch.tensor([2, 3]), **kwargs)
+
+
+@pytest.mark.parametrize("prompt", [torch.tensor([], dtype=torch.long), torch.tensor([[1, 2], [3, 4]]), [1, 2], torch.tensor([0.5])])
+def test_bad_prompts_raise_a_clear_error(pairs, prompt):
+    target, draft = pairs["gpt2"]
+    with pytest.raises(SpecdecError):
+        speculative_generate(target, draft, prompt)
+    with pytest.raises(SpecdecError):
+        autoregressive_generate(target, prompt)
+
+
+def test_a_prompt_longer_than_the_context_is_refused(pairs):
+    target, draft = pairs["gpt2"]
+    with pytest.raises(SpecdecError, match="shorten the prompt"):
+        speculative_generate(target, draft, torch.ones(300, dtype=torch.long), max_new_tokens=4)

@@ -1,0 +1,92 @@
+"""KV caches: rolled back to the accepted text after every round, and as good as a fresh full pass.
+
+A drafter subclass inspects both caches at the start of every round (when it is handed the text
+accepted so far): the target's cache must hold every token but the last, the draft's a prefix at
+most one shorter than that, and the next logits computed from each cache must equal a fresh
+forward pass over the whole text.
+"""
+
+import copy
+
+import pytest
+import torch
+
+import specdec.speculative
+from specdec import ModelDrafter, speculative_generate
+from specdec.kv_cache import CachedModel
+from tiny_models import tiny_model, tiny_pair
+
+
+def test_feed_rollback_feed_equals_a_full_pass():
+    model = tiny_model("llama")
+    text = torch.tensor([3, 4, 5, 6, 7, 8, 9])
+    cached = CachedModel(model)
+    cached.feed(text[:4], keep=1)
+    cached.feed(torch.tensor([20, 21, 22]), keep=3)      # a drafted continuation the target rejects
+    cached.rollback(4)
+    assert cached.length == 4 and cached.cache.get_seq_length() == 4
+    logits = cached.feed(text[4:], keep=3)               # [3, V]
+    full = model(input_ids=text[None]).logits[0, 4:]     # [3, V]
+    assert torch.allclose(logits, full, atol=1e-5)
+    assert cached.passes == 3
+
+
+def test_rollback_refuses_to_grow():
+    cached = CachedModel(tiny_model("gpt2"))
+    cached.feed(torch.tensor([1, 2, 3]))
+    with pytest.raises(ValueError):
+        cached.rollback(5)
+
+
+class CheckingDrafter(ModelDrafter):
+    """Checks both caches against fresh full passes at the start of every round."""
+
+    target_caches: list[CachedModel] = []
+
+    def __init__(self, model, target):
+        super().__init__(model)
+        self.target = target
+        self.rounds_checked = 0
+
+    def propose(self, sequence, gamma, sampling, generator):
+        target_lm = self.target_caches[-1]
+        assert target_lm.length == sequence.numel() - 1                    # everything but the last token
+        if self.rounds_checked == 0:
+            assert self.cached.length == 0                                 # the draft reads the prompt in its first pass
+        else:
+            assert sequence.numel() - 2 <= self.cached.length <= sequence.numel() - 1
+        for model, cached in ((self.target, target_lm), (self.model, self.cached)):
+            if cached.length == 0:
+                continue
+            probe = copy.deepcopy(cached)                                  # feeding must not disturb the real cache
+            from_cache = probe.feed(sequence[cached.length:], keep=1)[-1]  # [V]
+            fresh = model(input_ids=sequence[None]).logits[0, -1]          # [V]
+            assert torch.allclose(from_cache, fresh, atol=1e-5)
+        self.rounds_checked += 1
+        return super().propose(sequence, gamma, sampling, generator)
+
+
+class RecordingCachedModel(CachedModel):
+    def __init__(self, model):
+        super().__init__(model)
+        CheckingDrafter.target_caches.append(self)
+
+
+@pytest.mark.parametrize("architecture", ["gpt2", "llama", "qwen2"])
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_caches_hold_exactly_the_accepted_text_after_every_round(monkeypatch, architecture, temperature):
+    monkeypatch.setattr(specdec.speculative, "CachedModel", RecordingCachedModel)
+    target, draft = tiny_pair(architecture)
+    drafter = CheckingDrafter(draft, target)
+    result = speculative_generate(target, drafter, torch.tensor([2, 3, 4]), gamma=4, max_new_tokens=30,
+                                  temperature=temperature, seed=0)
+    assert drafter.rounds_checked == sum(1 for r in result.rounds if r.drafted) > 3
+    assert 0 < result.stats.accepted < result.stats.drafted       # both rollbacks and full accepts happened
+
+
+def test_pass_counts_one_target_pass_per_round_one_draft_pass_per_drafted_token(pairs):
+    target, draft = pairs["qwen2"]
+    result = speculative_generate(target, draft, torch.tensor([2, 3, 4, 5]), gamma=3, max_new_tokens=50, temperature=0)
+    assert result.stats.target_passes == len(result.rounds)       # the prompt pass, then one per round
+    assert result.stats.draft_passes == result.stats.drafted      # catching up after a full accept is free
+    assert any(r.next_origin.value == "bonus" for r in result.rounds)

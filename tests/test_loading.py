@@ -1,0 +1,68 @@
+"""Loading models and tokenizers, devices and dtypes, and the checks that refuse unusable pairs."""
+
+import time
+
+import pytest
+import torch
+
+import specdec.loading
+from specdec import SpecdecError, check_same_tokenizer, load_model, load_tokenizer, resolve_device, resolve_dtype
+from specdec.pairing import PROMPT_LOOKUP, encode_prompt, load_pair
+from tiny_models import save_tiny_model, tiny_model, tiny_pair, tiny_tokenizer
+
+
+def test_devices():
+    assert resolve_device("cpu") == torch.device("cpu")
+    assert resolve_device("auto").type in specdec.loading.available_devices()
+    if not torch.cuda.is_available():
+        with pytest.raises(SpecdecError, match="not available"):
+            resolve_device("cuda")
+    with pytest.raises(SpecdecError, match="unknown device"):
+        resolve_device("warp-drive")
+
+
+def test_dtypes():
+    assert resolve_dtype("auto", "cpu") == torch.float32
+    assert resolve_dtype("bfloat16", "cpu") == torch.bfloat16
+    assert resolve_dtype(torch.float16) == torch.float16
+    with pytest.raises(SpecdecError, match="unknown dtype"):
+        resolve_dtype("float8")
+
+
+def test_load_a_local_folder_in_the_asked_dtype(tmp_path):
+    folder = save_tiny_model(tmp_path / "m", tiny_model("llama"))
+    model = load_model(str(folder), device="cpu", dtype="bfloat16")
+    assert model.dtype == torch.bfloat16 and not model.training
+    assert load_tokenizer(str(folder)).decode([2, 3]) == "w2 w3"
+
+
+def test_missing_paths_fail_clearly(tmp_path):
+    with pytest.raises(SpecdecError, match="no model folder"):
+        load_model(str(tmp_path / "nothing-here"))
+    with pytest.raises(SpecdecError, match="no GGUF file"):
+        load_model(str(tmp_path / "model.gguf"))
+
+
+def test_unreachable_hub_fails_at_once(monkeypatch):
+    monkeypatch.setattr(specdec.loading, "hub_reachable", lambda: False)
+    start = time.perf_counter()
+    with pytest.raises(SpecdecError, match="model hub cannot be reached"):
+        load_model("some-org/some-model")
+    assert time.perf_counter() - start < 10  # not transformers' half-minute of retries
+
+
+def test_same_tokenizer_passes_and_different_is_refused():
+    check_same_tokenizer(tiny_tokenizer(24), tiny_tokenizer(24))
+    with pytest.raises(SpecdecError, match="different tokenizers"):
+        check_same_tokenizer(tiny_tokenizer(24), tiny_tokenizer(30), "big", "small")
+
+
+def test_load_pair_with_prompt_lookup(tmp_path):
+    target, _ = tiny_pair("gpt2")  # (transformers reads a qwen2 folder's tokenizer as Qwen's own BPE class)
+    folder = str(save_tiny_model(tmp_path / "t", target))
+    pair = load_pair(folder, PROMPT_LOOKUP, device="cpu")
+    assert pair.draft is None and pair.drafter().name == "prompt-lookup"
+    assert pair.eos_token_ids == [1]  # the tokenizer's </s>
+    assert encode_prompt(pair.tokenizer, "w2 w3").tolist() == [[2, 3]]
+    with pytest.raises(SpecdecError, match="only be the draft"):
+        load_pair(PROMPT_LOOKUP, folder)
