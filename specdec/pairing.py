@@ -19,13 +19,12 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from specdec.autoregressive import autoregressive_generate
+from specdec.catalog import PROMPT_LOOKUP
 from specdec.drafters import Drafter, ModelDrafter, PromptLookupDrafter
 from specdec.errors import SpecdecError
 from specdec.loading import check_same_tokenizer, load_model, load_tokenizer, resolve_device, resolve_dtype
 from specdec.results import GenerationResult
 from specdec.speculative import speculative_generate
-
-PROMPT_LOOKUP = "prompt-lookup"
 
 
 @dataclass

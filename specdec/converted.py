@@ -1,0 +1,111 @@
+"""Converted copies: a GGUF checkpoint, once dequantized, kept as safetensors so the next load is quick.
+
+Loading a GGUF file dequantizes every tensor (about 40 s for a 1.5B model on a 2-core CPU). After
+the first load `specdec.loading` saves the model in the dtype it was loaded in, with its
+tokenizer, under `<cache>/models/<name>/converted-<dtype>/`, and later loads read that folder.
+
+Writes are atomic: the copy is saved into a temporary folder next to its final place and renamed
+only when complete. A `specdec-manifest.json` records the SHA-256 of the GGUF it came from and the
+size and SHA-256 of every file written; a copy whose source changed or whose files do not match
+their recorded sizes is ignored (and replaced on the next load).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import torch
+
+from specdec.catalog import ModelEntry
+from specdec.fetch import model_dir
+
+MANIFEST = "specdec-manifest.json"
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """torch.bfloat16 -> 'bfloat16'."""
+    return str(dtype).removeprefix("torch.")
+
+
+def converted_dir(entry: ModelEntry, dtype: torch.dtype) -> Path:
+    return model_dir(entry) / f"converted-{dtype_name(dtype)}"
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(8 * 1024 * 1024):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def find_converted(entry: ModelEntry, dtype: torch.dtype) -> Path | None:
+    """The converted copy for this model and dtype if it is complete and matches its source, else None."""
+    folder = converted_dir(entry, dtype)
+    manifest_path = folder / MANIFEST
+    if entry.package is None or not manifest_path.is_file():
+        return None
+    try:
+        manifest = json.loads(manifest_path.read_text())
+    except (OSError, ValueError):
+        return None
+    if manifest.get("source_sha256") != entry.package.sha256:
+        return None
+    for name, recorded in manifest.get("files", {}).items():
+        path = folder / name
+        if not path.is_file() or path.stat().st_size != recorded["bytes"]:
+            return None
+    return folder
+
+
+def any_converted_tokenizer(entry: ModelEntry) -> Path | None:
+    """A converted copy of any dtype (they all carry the same tokenizer), or None."""
+    for dtype in (torch.bfloat16, torch.float32, torch.float16):
+        folder = find_converted(entry, dtype)
+        if folder is not None:
+            return folder
+    return None
+
+
+def _save_dequantized(model: torch.nn.Module, folder: Path) -> None:
+    """`save_pretrained` for a model loaded from GGUF.
+
+    transformers marks such a model as GGUF-quantized and refuses to save it, although its layers
+    hold ordinary dequantized tensors. We detach that marker for the save, so the copy is a plain
+    safetensors checkpoint that loads without any GGUF machinery, and put it back afterwards.
+    """
+    quantizer = getattr(model, "hf_quantizer", None)
+    quantization_config = getattr(model.config, "quantization_config", None)
+    try:
+        model.hf_quantizer = None
+        if quantization_config is not None:
+            del model.config.quantization_config
+        model.save_pretrained(folder)
+    finally:
+        model.hf_quantizer = quantizer
+        if quantization_config is not None:
+            model.config.quantization_config = quantization_config
+
+
+def save_converted(entry: ModelEntry, model: torch.nn.Module, tokenizer, dtype: torch.dtype) -> Path:
+    """Save `model` and `tokenizer` as the converted copy of `entry` in `dtype`, atomically."""
+    final = converted_dir(entry, dtype)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".convert-", dir=final.parent))
+    try:
+        _save_dequantized(model, work)
+        tokenizer.save_pretrained(work)
+        files = {path.name: {"bytes": path.stat().st_size, "sha256": _sha256(path)} for path in sorted(work.iterdir()) if path.is_file()}
+        manifest = {"model": entry.name, "dtype": dtype_name(dtype), "source_sha256": entry.package.sha256, "files": files}
+        (work / MANIFEST).write_text(json.dumps(manifest, indent=2))
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(work, final)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return final

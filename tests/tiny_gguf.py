@@ -1,0 +1,68 @@
+"""A tiny GGUF checkpoint (qwen2 architecture, byte-level BPE tokenizer) written with gguf.GGUFWriter.
+
+It goes through the very loader real zoo models use: transformers reads GGUF metadata, rebuilds the
+config and the tokenizer, and loads the tensors. Nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import gguf
+import numpy as np
+
+HIDDEN, LAYERS, HEADS, KV_HEADS, FFN, CONTEXT = 32, 2, 4, 2, 64, 128
+# A byte-level BPE vocabulary: the letters a-h, spaces as 'Ġ', a few merges, and two special tokens.
+LETTERS = list("abcdefgh")
+TOKENS = LETTERS + ["Ġ" + letter for letter in LETTERS] + ["Ġ", "ab", "cd", "Ġab", "<|endoftext|>", "<|im_end|>"]
+MERGES = ["a b", "c d", "Ġ ab"]
+
+
+def write_tiny_gguf(path: Path, seed: int = 0) -> Path:
+    """Write a tiny random qwen2-architecture model with its tokenizer to `path` and return it."""
+    rng = np.random.default_rng(seed)
+    vocab = len(TOKENS)
+    writer = gguf.GGUFWriter(str(path), "qwen2")
+    writer.add_context_length(CONTEXT)
+    writer.add_embedding_length(HIDDEN)
+    writer.add_block_count(LAYERS)
+    writer.add_feed_forward_length(FFN)
+    writer.add_head_count(HEADS)
+    writer.add_head_count_kv(KV_HEADS)
+    writer.add_layer_norm_rms_eps(1e-6)
+    writer.add_rope_freq_base(10000.0)
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre("qwen2")
+    writer.add_token_list(TOKENS)
+    writer.add_token_types([1] * (vocab - 2) + [3, 3])   # 1 normal, 3 control
+    writer.add_token_scores([0.0] * vocab)                # transformers needs scores even for BPE
+    writer.add_token_merges(MERGES)
+    writer.add_eos_token_id(vocab - 1)
+    writer.add_bos_token_id(vocab - 2)
+
+    def tensor(name: str, *shape: int, scale: float = 0.2) -> None:
+        writer.add_tensor(name, (rng.standard_normal(shape) * scale).astype(np.float32))
+
+    head_dim = HIDDEN // HEADS
+    tensor("token_embd.weight", vocab, HIDDEN)
+    for layer in range(LAYERS):
+        block = f"blk.{layer}"
+        writer.add_tensor(f"{block}.attn_norm.weight", np.ones(HIDDEN, dtype=np.float32))
+        tensor(f"{block}.attn_q.weight", HIDDEN, HIDDEN)
+        tensor(f"{block}.attn_q.bias", HIDDEN)
+        tensor(f"{block}.attn_k.weight", KV_HEADS * head_dim, HIDDEN)
+        tensor(f"{block}.attn_k.bias", KV_HEADS * head_dim)
+        tensor(f"{block}.attn_v.weight", KV_HEADS * head_dim, HIDDEN)
+        tensor(f"{block}.attn_v.bias", KV_HEADS * head_dim)
+        tensor(f"{block}.attn_output.weight", HIDDEN, HIDDEN)
+        writer.add_tensor(f"{block}.ffn_norm.weight", np.ones(HIDDEN, dtype=np.float32))
+        tensor(f"{block}.ffn_gate.weight", FFN, HIDDEN)
+        tensor(f"{block}.ffn_up.weight", FFN, HIDDEN)
+        tensor(f"{block}.ffn_down.weight", HIDDEN, FFN)
+    writer.add_tensor("output_norm.weight", np.ones(HIDDEN, dtype=np.float32))
+    tensor("output.weight", vocab, HIDDEN, scale=1.0)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
