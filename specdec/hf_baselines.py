@@ -1,0 +1,66 @@
+"""transformers' own decoding, as baselines measured in the same process as ours.
+
+- `generate`: the target alone with `model.generate` (the baseline every speedup is relative to);
+- `assisted`: transformers' assisted generation with the same draft (`assistant_model=`), drafting
+  a constant gamma tokens per round;
+- `assisted-dynamic`: the same with transformers' dynamic schedule (gamma +2 after a full accept,
+  -1 otherwise, starting from gamma, and its default confidence threshold);
+- `prompt-lookup`: transformers' prompt lookup decoding (`prompt_lookup_num_tokens=gamma`).
+
+Each returns the new tokens and the wall time, device synchronised. transformers does not report
+how many drafted tokens it accepted, so those statistics are left empty for these rows.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+
+import torch
+from transformers import PreTrainedModel
+
+from specdec.timing import synchronize
+
+HF_METHODS = ("generate", "assisted", "assisted-dynamic", "hf-prompt-lookup")
+
+
+@torch.inference_mode()
+def hf_generate(method: str, target: PreTrainedModel, draft: PreTrainedModel | None, input_ids: torch.Tensor, *,
+                gamma: int | None, max_new_tokens: int, temperature: float, top_k: int, top_p: float,
+                seed: int, eos_token_id: list[int]) -> tuple[list[int], float]:
+    """Run one transformers baseline; return (new tokens, wall seconds)."""
+    input_ids = input_ids.to(target.device)
+    kwargs = dict(max_new_tokens=max_new_tokens, eos_token_id=eos_token_id or None,
+                  pad_token_id=(eos_token_id or [0])[0], attention_mask=torch.ones_like(input_ids))
+    if temperature > 0:
+        kwargs |= dict(do_sample=True, temperature=temperature, top_k=top_k, top_p=top_p)  # top_k=0 turns it off
+    else:
+        kwargs |= dict(do_sample=False)
+    saved_config = None
+    if method in ("assisted", "assisted-dynamic"):
+        if draft is None:
+            raise ValueError(f"{method} needs a draft model")
+        saved_config = draft.generation_config
+        draft.generation_config = copy.deepcopy(saved_config)
+        draft.generation_config.num_assistant_tokens = gamma
+        if method == "assisted":
+            draft.generation_config.num_assistant_tokens_schedule = "constant"
+            draft.generation_config.assistant_confidence_threshold = 0.0   # always draft gamma tokens
+        else:
+            draft.generation_config.num_assistant_tokens_schedule = "heuristic"
+        kwargs["assistant_model"] = draft
+    elif method == "hf-prompt-lookup":
+        kwargs["prompt_lookup_num_tokens"] = gamma
+    elif method != "generate":
+        raise ValueError(f"unknown transformers method {method}")
+    torch.manual_seed(seed)
+    try:
+        synchronize(target.device)
+        start = time.perf_counter()
+        output = target.generate(input_ids, **kwargs)
+        synchronize(target.device)
+        elapsed = time.perf_counter() - start
+    finally:
+        if saved_config is not None:
+            draft.generation_config = saved_config
+    return output[0, input_ids.shape[1]:].tolist(), elapsed

@@ -1,0 +1,110 @@
+"""The built-in prompt suite, in the spirit of Spec-Bench's categories, written for this project.
+
+Speculative decoding's gain depends on the task: a draft (or an n-gram lookup) guesses well when
+the output repeats the input (summaries, code edits) and badly when it must invent (open questions,
+translation). Each category has a handful of prompts so the dashboard and `specdec bench` can show
+that spread.
+
+    for prompt in suite(["code", "summarization"]):
+        ids = encode_bench_prompt(tokenizer, prompt)   # chat template when the tokenizer has one
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from specdec.errors import SpecdecError
+
+
+@dataclass(frozen=True)
+class BenchPrompt:
+    category: str
+    id: str
+    messages: tuple[tuple[str, str], ...]  # (role, content) turns; the last is the user's
+
+    @property
+    def text(self) -> str:
+        """The prompt as plain text, for models without a chat template."""
+        return "\n\n".join(content for _, content in self.messages) + "\n\n"
+
+
+_ARTICLE = (
+    "The city council voted on Tuesday to convert the old rail yard into a public park. The project will "
+    "cost about 40 million dollars, paid for by a bond approved by voters last year. Construction starts in "
+    "the spring and the first section, with a playground and a community garden, should open within two "
+    "years. Some residents worry about traffic on the streets around the park, and the council promised a "
+    "study of parking before the second phase begins."
+)
+_EMAIL = (
+    "Hi team, the release planned for Friday moves to next Wednesday. Two tests in the payment module fail "
+    "on the new database version, and we need time to fix them and rerun the full suite. Please finish "
+    "your open reviews by Monday so we can cut the release branch on Tuesday morning. Thanks, Dana"
+)
+
+_SUITE: dict[str, list[tuple[tuple[str, str], ...]]] = {
+    "code": [
+        (("user", "Write a Python function that checks whether a number is prime."),),
+        (("user", "Write a Python function that returns the n-th Fibonacci number iteratively, with a docstring."),),
+        (("user", "Write a Python class Stack with push, pop, peek and is_empty methods."),),
+        (("user", "Write a function in Python that reverses the words in a sentence, and a test for it."),),
+    ],
+    "summarization": [
+        (("user", f"Summarize the following article in two sentences.\n\n{_ARTICLE}"),),
+        (("user", f"Summarize this email in one sentence.\n\n{_EMAIL}"),),
+        (("user", f"List the three main facts of this article as bullet points.\n\n{_ARTICLE}"),),
+    ],
+    "qa": [
+        (("user", "Why is the sky blue? Answer in a short paragraph."),),
+        (("user", "What is the difference between a list and a tuple in Python?"),),
+        (("user", "What causes the seasons on Earth?"),),
+    ],
+    "math": [
+        (("user", "A shop sells pens at 3 dollars each. How much do 17 pens cost? Explain step by step."),),
+        (("user", "Solve for x: 3x + 7 = 25. Show your steps."),),
+        (("user", "What is the sum of the integers from 1 to 100? Explain how you get it."),),
+    ],
+    "translation": [
+        (("user", "Translate into French: The weather is nice today, so we will walk to the market."),),
+        (("user", "Translate into German: Please close the window before you leave the office."),),
+        (("user", "Translate into Spanish: My brother is reading a book about the history of Rome."),),
+    ],
+    "chat": [
+        (("user", "I want to learn to cook. Where should I start?"),
+         ("assistant", "Start with a few simple dishes you like to eat, such as eggs, pasta and a soup."),
+         ("user", "Great. Give me a simple pasta recipe for two people.")),
+        (("user", "Can you help me plan a weekend trip?"),
+         ("assistant", "Of course. Where would you like to go, and what do you enjoy doing?"),
+         ("user", "A quiet town near the sea. I like walking and good food.")),
+        (("user", "What is a good name for a grey cat?"),
+         ("assistant", "Some ideas: Smoke, Ash, Pebble, Earl Grey or Misty."),
+         ("user", "I like Pebble. Write a two-line poem about Pebble the cat.")),
+    ],
+}
+
+CATEGORIES: tuple[str, ...] = tuple(_SUITE)
+
+
+def suite(categories: list[str] | tuple[str, ...] | None = None, per_category: int | None = None) -> list[BenchPrompt]:
+    """The prompts of the chosen categories (all by default), at most `per_category` of each.
+
+    >>> [p.id for p in suite(["math"], per_category=2)]
+    ['math-1', 'math-2']
+    """
+    chosen = CATEGORIES if categories is None else tuple(categories)
+    unknown = [name for name in chosen if name not in _SUITE]
+    if unknown:
+        raise SpecdecError(f"unknown prompt categories {unknown}: choose from {', '.join(CATEGORIES)}")
+    prompts = []
+    for category in chosen:
+        for index, messages in enumerate(_SUITE[category][:per_category], start=1):
+            prompts.append(BenchPrompt(category, f"{category}-{index}", messages))
+    return prompts
+
+
+def encode_bench_prompt(tokenizer, prompt: BenchPrompt):
+    """Token ids [1, T]: the chat template over all turns when the tokenizer has one, else plain text."""
+    if getattr(tokenizer, "chat_template", None):
+        messages = [{"role": role, "content": content} for role, content in prompt.messages]
+        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        return tokenizer(text, return_tensors="pt", add_special_tokens=False).input_ids
+    return tokenizer(prompt.text, return_tensors="pt").input_ids
