@@ -13,13 +13,17 @@ Honest measurement, by construction:
 - speedup is always relative to the target alone with transformers' `generate` on the same prompt,
   temperature and repeat (it is added to the methods when missing), so a slow baseline of our own
   cannot flatter us;
-- each speculative row carries its prediction from theory, E[tokens per round] / (gamma * c +
-  v(gamma)), built from the alpha measured in that run and c and v(gamma) measured for the pair
-  (`specdec.costs`), and efficiency = measured speedup / predicted speedup.
+- each speculative row with a fixed gamma carries its prediction from theory, E[tokens per round] /
+  (gamma * c + v(gamma)), built from the alpha estimated in that run (accepted / tested tokens,
+  `GenerationStats.alpha_estimate`) and c and v(gamma) measured for the pair (`specdec.costs`),
+  and efficiency = measured speedup / predicted speedup.
 
 Methods: "speculative" (ours), "plain" (ours, target alone), and transformers' "generate",
 "assisted", "assisted-dynamic" and "hf-prompt-lookup" (`specdec.hf_baselines`). A method that
 does not apply to a pair (assisted generation without a draft model) is skipped for that pair.
+
+Gammas are whole numbers or "adaptive": our `AdaptiveGamma` schedule for "speculative", and
+transformers' own dynamic schedule from its default start for "assisted-dynamic".
 """
 
 from __future__ import annotations
@@ -42,16 +46,19 @@ from specdec.hf_baselines import HF_METHODS, hf_generate
 from specdec.inputs import MAX_GAMMA
 from specdec.pairing import LoadedPair, generate_plain, generate_speculative
 from specdec.prompts import BenchPrompt, encode_bench_prompt, suite
-from specdec.theory import expected_tokens_per_pass
+from specdec.schedule import AdaptiveGamma
+from specdec.theory import walltime_speedup
 
 METHODS = ("speculative", "plain") + HF_METHODS
 GAMMA_METHODS = {"speculative", "assisted", "assisted-dynamic", "hf-prompt-lookup"}
+ADAPTIVE = "adaptive"
+ADAPTIVE_METHODS = {"speculative", "assisted-dynamic"}
 BASELINE = "generate"
 
 COLUMNS = [
-    "timestamp", "pair", "draft", "target", "method", "gamma", "category", "prompt_id", "temperature", "top_k",
+    "timestamp", "pair", "draft", "target", "method", "schedule", "gamma", "mean_gamma", "category", "prompt_id", "temperature", "top_k",
     "top_p", "repeat", "seed", "max_new_tokens", "prompt_tokens", "new_tokens", "wall_time_s", "tokens_per_second",
-    "draft_time_s", "verify_time_s", "other_time_s", "drafted", "accepted", "acceptance_rate", "rounds",
+    "draft_time_s", "verify_time_s", "other_time_s", "drafted", "accepted", "acceptance_rate", "alpha_estimate", "rounds",
     "mean_accepted_per_round", "tokens_per_target_pass", "target_passes", "draft_cost_ratio", "verify_cost",
     "predicted_speedup", "speedup", "efficiency", "device", "dtype", "torch_version", "transformers_version",
     "specdec_version", "python_version",
@@ -63,7 +70,7 @@ class BenchSettings:
     """What to run. Every combination of methods x gammas x prompts x temperatures x repeats runs once."""
 
     methods: tuple[str, ...] = ("speculative", "generate")
-    gammas: tuple[int, ...] = (4,)
+    gammas: tuple[int | str, ...] = (4,)               # whole numbers and/or "adaptive"
     categories: tuple[str, ...] | None = None       # None: all of `specdec.prompts.CATEGORIES`
     prompts_per_category: int | None = None         # None: every prompt of a category
     temperatures: tuple[float, ...] = (0.0,)
@@ -73,13 +80,16 @@ class BenchSettings:
     top_k: int = 0
     top_p: float = 1.0
     seed: int = 0
+    draft_vocab_limit: int | None = None             # see ModelDrafter(vocab_limit=...)
+    max_adaptive_gamma: int = 12
 
     def __post_init__(self) -> None:
         unknown = [method for method in self.methods if method not in METHODS]
         if unknown:
             raise SpecdecError(f"unknown methods {unknown}: choose from {', '.join(METHODS)}")
-        if not self.gammas or any(not 1 <= gamma <= MAX_GAMMA for gamma in self.gammas):
-            raise SpecdecError(f"gammas must be whole numbers from 1 to {MAX_GAMMA}, got {list(self.gammas)}")
+        if not self.gammas or any(gamma != ADAPTIVE and not (isinstance(gamma, int) and 1 <= gamma <= MAX_GAMMA)
+                                  for gamma in self.gammas):
+            raise SpecdecError(f"gammas must be whole numbers from 1 to {MAX_GAMMA} or '{ADAPTIVE}', got {list(self.gammas)}")
         if self.repeats < 1 or self.max_new_tokens < 1 or self.warmup_runs < 0:
             raise SpecdecError("repeats and max_new_tokens must be >= 1 and warmup_runs >= 0")
         if any(t < 0 for t in self.temperatures) or not self.temperatures:
@@ -90,13 +100,23 @@ class BenchSettings:
         """The chosen methods with the baseline first (added when missing)."""
         return (BASELINE,) + tuple(method for method in self.methods if method != BASELINE)
 
+    @property
+    def fixed_gammas(self) -> list[int]:
+        return [gamma for gamma in self.gammas if gamma != ADAPTIVE]
+
+    def gammas_for(self, method: str) -> tuple[int | str | None, ...]:
+        """The gamma values `method` runs with (None for methods without one)."""
+        if method not in GAMMA_METHODS:
+            return (None,)
+        return tuple(gamma for gamma in self.gammas if gamma != ADAPTIVE or method in ADAPTIVE_METHODS)
+
 
 @dataclass(frozen=True)
 class Run:
     """One planned run: a method, its gamma (None for methods without one), a prompt, a temperature, a repeat."""
 
     method: str
-    gamma: int | None
+    gamma: int | str | None
     prompt: BenchPrompt
     temperature: float
     repeat: int
@@ -115,7 +135,7 @@ def plan_runs(pair: LoadedPair, settings: BenchSettings) -> list[Run]:
     """Every run for one pair, interleaved: per (prompt, temperature, repeat) all methods back to back,
     in reverse order on odd repeats."""
     variants = [(method, gamma) for method in settings.all_methods if applicable(method, pair)
-                for gamma in (settings.gammas if method in GAMMA_METHODS else (None,))]
+                for gamma in settings.gammas_for(method)]
     runs = []
     for prompt in suite(settings.categories, settings.prompts_per_category):
         for temperature in settings.temperatures:
@@ -135,16 +155,17 @@ def run_benchmark(pairs: Sequence[LoadedPair], settings: BenchSettings,
     done = 0
     for pair, runs in plans:
         encoded = {prompt.id: encode_bench_prompt(pair.tokenizer, prompt) for prompt in {run.prompt for run in runs}}
-        costs = measure_costs(pair.target, pair.draft, next(iter(encoded.values())), list(settings.gammas))
+        costs = measure_costs(pair.target, pair.draft, next(iter(encoded.values())),
+                              sorted(set(settings.fixed_gammas) | {1, 2, 4, 8, settings.max_adaptive_gamma}))
         for run in runs[:settings.warmup_runs * len({(r.method, r.gamma) for r in runs})]:
-            _execute(pair, run, encoded[run.prompt.id], settings, warmup=True)
+            _execute(pair, run, encoded[run.prompt.id], settings, costs, warmup=True)
         for run in runs:
             if should_stop is not None and should_stop():
                 return _finish(rows)
             if progress is not None:
                 progress(done, total, f"{pair.draft_name}->{pair.target_name}: {run.method}"
                                       f"{'' if run.gamma is None else f' gamma={run.gamma}'} on {run.prompt.id}")
-            rows.append(_execute(pair, run, encoded[run.prompt.id], settings, costs=costs))
+            rows.append(_execute(pair, run, encoded[run.prompt.id], settings, costs))
             done += 1
     if progress is not None:
         progress(done, total, "done")
@@ -152,18 +173,20 @@ def run_benchmark(pairs: Sequence[LoadedPair], settings: BenchSettings,
 
 
 def _execute(pair: LoadedPair, run: Run, input_ids: torch.Tensor, settings: BenchSettings,
-             costs: CostProfile | None = None, warmup: bool = False) -> dict | None:
+             costs: CostProfile, warmup: bool = False) -> dict | None:
     """Run one method once; return its row (None for a warm-up)."""
     seed = settings.seed + run.repeat
     common = dict(max_new_tokens=settings.max_new_tokens, temperature=run.temperature, top_k=settings.top_k,
                   top_p=settings.top_p, seed=seed)
     row: dict = {}
+    adaptive = run.gamma == ADAPTIVE
     if run.method == "speculative":
-        result = generate_speculative(pair, input_ids, gamma=run.gamma, **common)
+        gamma = AdaptiveGamma(costs, settings.max_adaptive_gamma) if adaptive else run.gamma
+        result = generate_speculative(pair, input_ids, gamma=gamma, draft_vocab_limit=settings.draft_vocab_limit, **common)
     elif run.method == "plain":
         result = generate_plain(pair, input_ids, **common)
     else:
-        tokens, wall = hf_generate(run.method, pair.target, pair.draft, input_ids, gamma=run.gamma,
+        tokens, wall = hf_generate(run.method, pair.target, pair.draft, input_ids, gamma=None if adaptive else run.gamma,
                                    eos_token_id=pair.eos_token_ids, **common)
         result = None
         row = dict(new_tokens=len(tokens), wall_time_s=wall)
@@ -173,10 +196,13 @@ def _execute(pair: LoadedPair, run: Run, input_ids: torch.Tensor, settings: Benc
         stats = result.stats
         drafting_rounds = sum(1 for round_ in result.rounds if round_.drafted)
         row = stats.to_dict() | dict(rounds=drafting_rounds,
+                                     mean_gamma=stats.drafted / drafting_rounds if drafting_rounds else None,
                                      mean_accepted_per_round=stats.accepted / drafting_rounds if drafting_rounds else None)
     row |= dict(
         timestamp=datetime.now(timezone.utc).isoformat(timespec="seconds"), pair=f"{pair.draft_name}->{pair.target_name}",
-        draft=pair.draft_name, target=pair.target_name, method=run.method, gamma=run.gamma, category=run.prompt.category,
+        draft=pair.draft_name, target=pair.target_name, method=run.method,
+        schedule=ADAPTIVE if adaptive else ("fixed" if run.method in GAMMA_METHODS else "none"),
+        gamma=None if adaptive else run.gamma, category=run.prompt.category,
         prompt_id=run.prompt.id, temperature=run.temperature, top_k=settings.top_k, top_p=settings.top_p, repeat=run.repeat,
         seed=seed, max_new_tokens=settings.max_new_tokens, prompt_tokens=input_ids.shape[-1],
         tokens_per_second=row["new_tokens"] / row["wall_time_s"] if row["wall_time_s"] > 0 else None,
@@ -184,11 +210,13 @@ def _execute(pair: LoadedPair, run: Run, input_ids: torch.Tensor, settings: Benc
         transformers_version=transformers.__version__, specdec_version=_specdec_version(),
         python_version=platform.python_version(),
     )
-    if run.method in GAMMA_METHODS and costs is not None:
-        row |= dict(draft_cost_ratio=costs.c, verify_cost=costs.v(run.gamma))
-        alpha = row.get("acceptance_rate")
-        if run.method == "speculative" and alpha is not None:
-            row["predicted_speedup"] = expected_tokens_per_pass(alpha, run.gamma) / (run.gamma * costs.c + costs.v(run.gamma))
+    if run.method in GAMMA_METHODS:
+        row["draft_cost_ratio"] = costs.c
+        if not adaptive:
+            row["verify_cost"] = costs.v(run.gamma)
+            alpha = row.get("alpha_estimate")
+            if run.method == "speculative" and alpha is not None:
+                row["predicted_speedup"] = walltime_speedup(alpha, run.gamma, costs.c, costs.v(run.gamma))
     return row
 
 
@@ -211,17 +239,25 @@ def _finish(rows: list[dict]) -> pd.DataFrame:
 
 
 def summarize(frame: pd.DataFrame) -> pd.DataFrame:
-    """Median with min and max of the key measures per (pair, method, gamma, category)."""
+    """Median with min and max of the key measures per (pair, method, schedule, gamma, category); gamma 0 means none."""
     measures = ["speedup", "tokens_per_second", "acceptance_rate", "tokens_per_target_pass", "predicted_speedup", "efficiency"]
-    grouped = frame.assign(gamma=frame["gamma"].fillna(0)).groupby(["pair", "method", "gamma", "category"])[measures]
+    grouped = frame.assign(gamma=frame["gamma"].fillna(0)).groupby(["pair", "method", "schedule", "gamma", "category"])[measures]
     summary = grouped.agg(["median", "min", "max"])
     summary.columns = [f"{measure}_{stat}" for measure, stat in summary.columns]
     return summary.reset_index().assign(runs=grouped.size().to_numpy())
 
 
+def overview(frame: pd.DataFrame) -> pd.DataFrame:
+    """One line per (pair, method, schedule, gamma) over all prompts: the medians a reader wants first."""
+    measures = {"speedup": "median", "tokens_per_second": "median", "acceptance_rate": "median", "alpha_estimate": "median",
+                "tokens_per_target_pass": "median", "predicted_speedup": "median", "efficiency": "median", "prompt_id": "count"}
+    table = frame.assign(gamma=frame["gamma"].fillna(0)).groupby(["pair", "method", "schedule", "gamma"]).agg(measures)
+    return table.rename(columns={"prompt_id": "runs"}).reset_index()
+
+
 def best_gammas(frame: pd.DataFrame, method: str = "speculative") -> pd.DataFrame:
-    """Per pair, the gamma with the highest median speedup of `method` over all prompts."""
-    rows = frame[frame["method"] == method]
+    """Per pair, the fixed gamma with the highest median speedup of `method` over all prompts."""
+    rows = frame[(frame["method"] == method) & (frame["schedule"] == "fixed")]
     medians = rows.groupby(["pair", "gamma"])["speedup"].median().reset_index()
     best = medians.loc[medians.groupby("pair")["speedup"].idxmax()]
     return best.rename(columns={"speedup": "median_speedup"}).reset_index(drop=True)
@@ -248,7 +284,7 @@ def load_csv(path_or_buffer) -> pd.DataFrame:
         frame = pd.read_csv(path_or_buffer)
     except (ValueError, OSError, UnicodeDecodeError) as error:
         raise SpecdecError(f"could not read the benchmark CSV: {error}") from None
-    missing = [column for column in ("pair", "method", "gamma", "category", "speedup") if column not in frame.columns]
+    missing = [column for column in ("pair", "method", "schedule", "gamma", "category", "speedup") if column not in frame.columns]
     if missing:
         raise SpecdecError(f"this CSV is not a specdec benchmark (missing columns {missing}): download one from the Compare page "
                            "or write one with `specdec bench --out results.csv`")

@@ -49,6 +49,24 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def _floats(text: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(part) for part in _names(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got '{text}'") from None
+
+
+def _gammas(text: str) -> tuple[int | str, ...]:
+    try:
+        return tuple(part if part == "adaptive" else int(part) for part in _names(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers or 'adaptive', got '{text}'") from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="specdec", description="Lossless speculative decoding you can read, run and measure.")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -78,6 +96,28 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--compare", action="store_true", help="also run the target alone and report the wall-clock speedup")
     run.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
 
+    bench = commands.add_parser("bench", help="benchmark pairs x methods x gammas over the built-in prompt suite")
+    bench.add_argument("--pairs", nargs="+", default=["qwen2.5-coder-0.5b->qwen2.5-coder-1.5b"], metavar="DRAFT->TARGET",
+                       help="pairs as 'draft->target' (zoo names, hub ids or paths; draft may be prompt-lookup)")
+    bench.add_argument("--methods", type=_names, default=("speculative",),
+                       help="comma-separated: speculative, plain, generate, assisted, assisted-dynamic, hf-prompt-lookup "
+                            "(generate, the baseline, always runs)")
+    bench.add_argument("--gammas", type=_gammas, default=(4,), help="comma-separated gammas, and/or 'adaptive' (default 4)")
+    bench.add_argument("--categories", type=_names, default=None, help="comma-separated prompt categories (default all)")
+    bench.add_argument("--prompts-per-category", type=_positive_int, default=None, help="at most this many prompts per category")
+    bench.add_argument("--temperatures", type=_floats, default=(0.0,), help="comma-separated temperatures (default 0)")
+    bench.add_argument("--repeats", type=_positive_int, default=1, help="runs of every combination (default 1)")
+    bench.add_argument("--warmup", type=int, default=1, help="unrecorded warm-up runs per method (default 1)")
+    bench.add_argument("--max-new-tokens", type=_positive_int, default=128, help="tokens per run (default 128)")
+    bench.add_argument("--draft-vocab-limit", type=_positive_int, default=None,
+                       help="let the draft compute only its first K output rows (faster draft, still exact)")
+    bench.add_argument("--seed", type=int, default=0)
+    bench.add_argument("--device", default="auto")
+    bench.add_argument("--dtype", default="auto")
+    bench.add_argument("--out", default=None, help="write one row per run to this CSV file")
+    bench.add_argument("--figure", default=None, help="write the charts to this .html or .png file (png needs kaleido and chromium)")
+    bench.add_argument("--markdown", action="store_true", help="print the summary as a markdown table")
+
     models = commands.add_parser("models", help="the model zoo: list, fetch, locate and remove models")
     actions = models.add_subparsers(dest="action", required=True, parser_class=_Parser)
     actions.add_parser("list", help="models and curated pairs, with sizes, sources, licences and what is cached")
@@ -98,6 +138,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _toy(args)
         if args.command == "models":
             return _models(args)
+        if args.command == "bench":
+            return _bench(args)
         return _run(args)
     except SpecdecError as error:
         print(f"specdec: error: {error}", file=sys.stderr)
@@ -116,6 +158,71 @@ def _toy(args: argparse.Namespace) -> int:
     check = run_losslessness_check(target, draft, args.trials, args.seed)
     print(format_check(check, show_theory=args.theory))
     return 0 if check.passed else 1
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from specdec.bench import BenchSettings, best_gammas, overview, run_benchmark, save_csv
+    from specdec.catalog import PAIRS
+
+    settings = BenchSettings(methods=args.methods, gammas=args.gammas, categories=args.categories,
+                             prompts_per_category=args.prompts_per_category, temperatures=args.temperatures,
+                             repeats=args.repeats, warmup_runs=args.warmup, max_new_tokens=args.max_new_tokens,
+                             seed=args.seed, draft_vocab_limit=args.draft_vocab_limit)
+    if args.figure and not args.figure.endswith((".html", ".png")):
+        raise SpecdecError(f"--figure must end in .html or .png, got {args.figure}")
+    names = []
+    for text in args.pairs:
+        pair = PAIRS.get(text.strip().lower())
+        draft, separator, target = text.partition("->") if pair is None else (pair.draft, "->", pair.target)
+        if not separator or not draft.strip() or not target.strip():
+            raise SpecdecError(f"a pair is written 'draft->target', got '{text}'")
+        names.append((draft.strip(), target.strip()))
+
+    from specdec import pairing
+
+    pairs = [pairing.load_pair(target, draft, args.device, args.dtype, progress=_progress) for draft, target in names]
+    frame = run_benchmark(pairs, settings, progress=lambda done, total, message: _progress(f"[{done + 1}/{total}] {message}")
+                          if done < total else None)
+    if args.out:
+        save_csv(frame, args.out)
+        _progress(f"wrote {len(frame)} rows to {args.out}")
+    table = overview(frame)
+    print(_markdown(table) if args.markdown else table.to_string(index=False, float_format="%.2f"))
+    print()
+    print("best fixed gamma per pair:")
+    print(best_gammas(frame).to_string(index=False, float_format="%.2f"))
+    if args.figure:
+        _write_figure(frame, args.figure)
+    return 0
+
+
+def _markdown(frame) -> str:
+    """A pandas frame as a markdown table, numbers with two decimals (no extra dependency)."""
+    def cell(value) -> str:
+        return f"{value:.2f}" if isinstance(value, float) else str(value)
+
+    lines = ["| " + " | ".join(frame.columns) + " |", "|" + "---|" * len(frame.columns)]
+    lines += ["| " + " | ".join(cell(value) for value in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join(lines)
+
+
+def _write_figure(frame, path: str) -> None:
+    from specdec.charts import summary_figure
+
+    figure = summary_figure(frame)
+    if path.endswith(".html"):
+        figure.write_html(path, include_plotlyjs=True)
+    else:
+        try:
+            figure.write_image(path)
+        except Exception as error:  # kaleido missing, or no browser for it to drive
+            raise SpecdecError(f"could not write {path} ({_first_line(error)}): pip install kaleido and set BROWSER_PATH "
+                               "to a Chrome or Chromium binary, or write an .html figure instead") from None
+    _progress(f"wrote the charts to {path}")
+
+
+def _first_line(error: Exception) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
 def _models(args: argparse.Namespace) -> int:

@@ -57,18 +57,24 @@ class Drafter(Protocol):
 
 
 class ModelDrafter:
-    """A small causal LM as the draft, run incrementally with its own KV cache."""
+    """A small causal LM as the draft, run incrementally with its own KV cache.
 
-    def __init__(self, model: PreTrainedModel, name: str | None = None) -> None:
+    `vocab_limit=K` makes the draft compute only the first K rows of its output layer, so it can
+    only propose ids below K (in byte-pair vocabularies, roughly the K most frequent tokens). That
+    saves the draft work; its q is still a proper distribution, so the output stays exact.
+    """
+
+    def __init__(self, model: PreTrainedModel, name: str | None = None, vocab_limit: int | None = None) -> None:
         self.model = model
         self.name = name or getattr(model.config, "_name_or_path", "") or type(model).__name__
-        self.cached = CachedModel(model)
+        self.vocab_limit = vocab_limit
+        self.cached = CachedModel(model, vocab_limit)
         self.vocab_size = self.cached.vocab_size
         self.embedding_rows = model.get_input_embeddings().num_embeddings
         self.passes = 0
 
     def start(self, prompt: torch.Tensor, vocab_size: int) -> None:
-        self.cached = CachedModel(self.model)
+        self.cached = CachedModel(self.model, self.vocab_limit)
         self.vocab_size = vocab_size
         self.passes = 0
 

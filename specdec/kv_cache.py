@@ -14,6 +14,10 @@ prefix.
 Invariant: `length` is the number of tokens whose keys and values are in the cache, and the
 cache is only ever fed tokens of the text being generated (or drafted continuations of it).
 
+With `output_rows=K` only the first K rows of the output layer are computed: the logits cover
+token ids 0..K-1. A draft may do this to save work (byte-pair vocabularies give frequent tokens low
+ids); its q then lives on those ids, which the accept/reject rule handles exactly like any other q.
+
 Not handled: batches (one sequence at a time), sliding-window caches that already dropped tokens.
 """
 
@@ -26,16 +30,22 @@ from transformers import DynamicCache, PreTrainedModel
 class CachedModel:
     """A transformers causal LM plus a `DynamicCache` and the count of forward passes made."""
 
-    def __init__(self, model: PreTrainedModel) -> None:
+    def __init__(self, model: PreTrainedModel, output_rows: int | None = None) -> None:
         self.model = model
         self.cache = DynamicCache(config=model.config)
         self.length = 0   # tokens held in the cache
         self.passes = 0   # forward passes made
+        self.head = None  # the first `output_rows` rows of the output layer, when restricted
+        if output_rows is not None:
+            head = model.get_output_embeddings()
+            if not isinstance(head, torch.nn.Linear) or getattr(model.config, "final_logit_softcapping", None):
+                raise ValueError(f"cannot restrict the output layer of {type(model).__name__}: it is not a plain linear layer")
+            self.head = (head.weight[:output_rows], None if head.bias is None else head.bias[:output_rows])  # views, no copy
 
     @property
     def vocab_size(self) -> int:
-        """Rows of the output layer: the width of the logits this model returns."""
-        return self.model.get_output_embeddings().out_features
+        """The width of the logits this model returns."""
+        return self.head[0].shape[0] if self.head is not None else self.model.get_output_embeddings().out_features
 
     @property
     def device(self) -> torch.device:
@@ -47,15 +57,15 @@ class CachedModel:
         if tokens.ndim != 1 or tokens.numel() == 0:
             raise ValueError(f"feed takes a non-empty 1-D tensor of token ids, got shape {tuple(tokens.shape)}")
         keep = min(max(keep, 1), tokens.numel())  # transformers reads logits_to_keep=0 as "all"
-        output = self.model(
-            input_ids=tokens[None].to(self.device),  # [1, n]
-            cache=self.cache,
-            use_cache=True,
-            logits_to_keep=keep,
-        )
+        input_ids = tokens[None].to(self.device)   # [1, n]
+        if self.head is None:
+            logits = self.model(input_ids=input_ids, cache=self.cache, use_cache=True, logits_to_keep=keep).logits[0]
+        else:
+            hidden = self.model.base_model(input_ids=input_ids, cache=self.cache, use_cache=True).last_hidden_state
+            logits = torch.nn.functional.linear(hidden[0, -keep:], *self.head)  # [keep, K]
         self.length += tokens.numel()
         self.passes += 1
-        return output.logits[0, -keep:]            # [keep, V]
+        return logits[-keep:]                      # [keep, V]
 
     def rollback(self, length: int) -> None:
         """Forget every cached token after the first `length`."""

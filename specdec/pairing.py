@@ -40,9 +40,9 @@ class LoadedPair:
     dtype: torch.dtype
     load_seconds: dict[str, float] = field(default_factory=dict)
 
-    def drafter(self) -> Drafter:
-        """A fresh drafter for one generation."""
-        return PromptLookupDrafter() if self.draft is None else ModelDrafter(self.draft, self.draft_name)
+    def drafter(self, vocab_limit: int | None = None) -> Drafter:
+        """A fresh drafter for one generation (`vocab_limit`: see `ModelDrafter`)."""
+        return PromptLookupDrafter() if self.draft is None else ModelDrafter(self.draft, self.draft_name, vocab_limit)
 
     @property
     def eos_token_ids(self) -> list[int]:
@@ -95,9 +95,10 @@ def encode_prompt(tokenizer: PreTrainedTokenizerBase, prompt: str, chat: bool = 
     return tokenizer(prompt, return_tensors="pt").input_ids
 
 
-def generate_speculative(pair: LoadedPair, input_ids: torch.Tensor, **settings) -> GenerationResult:
+def generate_speculative(pair: LoadedPair, input_ids: torch.Tensor, draft_vocab_limit: int | None = None,
+                         **settings) -> GenerationResult:
     """`speculative_generate` with the pair's models and end-of-sequence ids."""
-    return speculative_generate(pair.target, pair.drafter(), input_ids, eos_token_id=pair.eos_token_ids, **settings)
+    return speculative_generate(pair.target, pair.drafter(draft_vocab_limit), input_ids, eos_token_id=pair.eos_token_ids, **settings)
 
 
 def generate_plain(pair: LoadedPair, input_ids: torch.Tensor, **settings) -> GenerationResult:

@@ -62,11 +62,26 @@ class GenerationStats:
     draft_time_s: float     # time inside the drafter
     verify_time_s: float    # time inside target forward passes (the prompt pass included)
     prompt_tokens: int = 0
+    rejections: int = 0     # rounds that ended with a rejected drafted token
 
     @property
     def acceptance_rate(self) -> float:
-        """alpha measured: accepted / drafted (NaN when nothing was drafted)."""
+        """Accepted / drafted (NaN when nothing was drafted), as serving engines report it.
+
+        Drafted tokens after a rejection are never tested but count here, so this is lower than
+        the per-token alpha of the theory; see `alpha_estimate`.
+        """
         return self.accepted / self.drafted if self.drafted else math.nan
+
+    @property
+    def alpha_estimate(self) -> float:
+        """The per-token acceptance alpha the formulas assume: accepted / (accepted + rejections).
+
+        Each round tests drafted tokens until the first rejection, so accepted + rejections is the
+        number of tokens the rule actually tested (the maximum-likelihood estimate of alpha).
+        """
+        tested = self.accepted + self.rejections
+        return self.accepted / tested if tested else math.nan
 
     @property
     def tokens_per_target_pass(self) -> float:
@@ -86,6 +101,7 @@ class GenerationStats:
         """Fields and derived rates as a JSON-friendly dict (NaN becomes None)."""
         values = asdict(self) | {
             "acceptance_rate": self.acceptance_rate,
+            "alpha_estimate": self.alpha_estimate,
             "tokens_per_target_pass": self.tokens_per_target_pass,
             "other_time_s": self.other_time_s,
             "tokens_per_second": self.tokens_per_second,

@@ -26,6 +26,7 @@ import torch
 from transformers import PreTrainedModel
 
 from specdec.drafters import Draft, Drafter, ModelDrafter
+from specdec.schedule import FixedGamma, GammaSchedule
 from specdec.inputs import as_prompt, check_counts, check_fits_context, eos_ids, make_generator
 from specdec.kv_cache import CachedModel
 from specdec.results import DraftedToken, GenerationResult, GenerationStats, Round, TokenOrigin
@@ -40,7 +41,7 @@ def speculative_generate(
     draft: PreTrainedModel | Drafter,
     input_ids: torch.Tensor,
     *,
-    gamma: int = 4,
+    gamma: int | GammaSchedule = 4,
     max_new_tokens: int = 64,
     temperature: float = 1.0,
     top_k: int = 0,
@@ -53,9 +54,11 @@ def speculative_generate(
     `draft` is a causal LM sharing the target's tokenizer, or a model-free `Drafter` such as
     `PromptLookupDrafter()`. `input_ids` is [T] or [1, T]. temperature 0 is greedy; top-k and
     top-p are applied to both p and q. Generation stops after `eos_token_id` (included in the
-    output). The same `seed` gives the same tokens.
+    output). The same `seed` gives the same tokens. `gamma` may also be a `GammaSchedule` (such as
+    `AdaptiveGamma`) that picks each round's gamma.
     """
-    check_counts(max_new_tokens, gamma)
+    schedule = gamma if isinstance(gamma, GammaSchedule) else FixedGamma(gamma)
+    check_counts(max_new_tokens, None if isinstance(gamma, GammaSchedule) else gamma)
     sampling = SamplingConfig(temperature, top_k, top_p)
     drafter = ModelDrafter(draft) if isinstance(draft, PreTrainedModel) else draft
     if not isinstance(drafter, Drafter):
@@ -80,13 +83,15 @@ def speculative_generate(
     sequence = torch.cat([prompt, prompt.new_tensor([first])])                    # [T + 1]
 
     while len(tokens) < max_new_tokens and tokens[-1] not in stop_ids:           # 2. rounds
-        round_gamma = min(gamma, max_new_tokens - len(tokens) - 1)                # never overshoot
+        round_gamma = min(schedule.next_gamma(), max_new_tokens - len(tokens) - 1)  # never overshoot
         with watch.measure("draft"):
             draft_block = drafter.propose(sequence, round_gamma, sampling, generator) if round_gamma else _empty_draft(sequence)
         verdict = _verify(target_lm, sequence, draft_block, sampling, generator, watch)
         kept = sequence.numel() + verdict.accepted                                # text whose KV stays valid
         target_lm.rollback(kept)
         drafter.rollback(kept)
+        if draft_block.tokens.numel():
+            schedule.update(draft_block.tokens.numel(), verdict.accepted)
         round_ = _record_round(draft_block, verdict, stop_ids)
         rounds.append(round_)
         new_tokens = [token for token, _ in round_.emitted]
@@ -98,6 +103,7 @@ def speculative_generate(
         new_tokens=len(tokens),
         drafted=sum(len(r.drafted) for r in rounds),
         accepted=sum(r.accepted for r in rounds),
+        rejections=sum(1 for r in rounds if r.next_origin == TokenOrigin.RESAMPLED),
         target_passes=target_lm.passes,
         draft_passes=drafter.passes,
         wall_time_s=wall_time,

@@ -16,7 +16,7 @@ import torch
 
 import specdec.speculative
 from distribution_check import exact_distribution, sampled_counts
-from specdec import PromptLookupDrafter, speculative_generate
+from specdec import ModelDrafter, PromptLookupDrafter, speculative_generate
 from specdec.sampling import SamplingConfig, sample
 from specdec.stats import chi_square_test
 from specdec.verification import Verdict, verify_sampled
@@ -67,6 +67,14 @@ def test_prompt_lookup_sampling_matches_the_target_distribution(small_pair):
     """A point-mass q: accepted with probability p(x), else resampled from p without x."""
     target, _ = small_pair
     fit, acceptance = speculative_fit(target, PromptLookupDrafter, SamplingConfig(temperature=1.0), prompt=[2, 3, 4, 5, 2, 3])
+    assert fit.p_value > SIGNIFICANCE, fit
+    assert 0.1 < acceptance < 0.9
+
+
+def test_draft_with_a_restricted_output_layer_matches_the_target_distribution(small_pair):
+    """The draft computes only ids 0..4 of 8: q is zero elsewhere, and the output is still exactly p."""
+    target, draft = small_pair
+    fit, acceptance = speculative_fit(target, lambda: ModelDrafter(draft, vocab_limit=5), SamplingConfig(temperature=1.0))
     assert fit.p_value > SIGNIFICANCE, fit
     assert 0.1 < acceptance < 0.9
 

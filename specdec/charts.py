@@ -1,0 +1,125 @@
+"""Plotly figures of a benchmark frame (`specdec.bench`): what the Compare page and the README show.
+
+One colour per pair throughout. Measured values are medians over prompts and repeats; theory
+curves (dashed) come from `specdec.theory` fed with the pair's measured alpha, c and v(gamma).
+
+    figures = benchmark_figures(frame)      # {"acceptance": Figure, "tokens_per_pass": ..., ...}
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.colors import qualitative
+from plotly.subplots import make_subplots
+
+from specdec.theory import expected_tokens_per_pass, walltime_speedup
+
+COLOURS = qualitative.Plotly
+
+
+def _colour(pairs: list[str], pair: str) -> str:
+    return COLOURS[pairs.index(pair) % len(COLOURS)]
+
+
+def _fixed(frame: pd.DataFrame, method: str = "speculative") -> pd.DataFrame:
+    return frame[(frame["method"] == method) & (frame["schedule"] == "fixed")]
+
+
+def _per_gamma(rows: pd.DataFrame, column: str) -> pd.Series:
+    return rows.groupby("gamma")[column].median().sort_index()
+
+
+def acceptance_figure(frame: pd.DataFrame) -> go.Figure:
+    """Acceptance rate (accepted / drafted) and the per-token alpha estimate vs gamma, per pair."""
+    figure = go.Figure()
+    pairs = sorted(frame["pair"].unique())
+    for pair, rows in _fixed(frame).groupby("pair"):
+        rate, alpha = _per_gamma(rows, "acceptance_rate"), _per_gamma(rows, "alpha_estimate")
+        figure.add_scatter(x=rate.index, y=rate.values, name=f"{pair}: accepted / drafted", mode="lines+markers",
+                           line=dict(color=_colour(pairs, pair)))
+        figure.add_scatter(x=alpha.index, y=alpha.values, name=f"{pair}: alpha (per tested token)", mode="lines",
+                           line=dict(color=_colour(pairs, pair), dash="dot"))
+    return figure.update_layout(title="Acceptance vs gamma", xaxis_title="gamma", yaxis_title="acceptance", yaxis_range=[0, 1.05])
+
+
+def tokens_per_pass_figure(frame: pd.DataFrame) -> go.Figure:
+    """Measured tokens per target pass vs gamma, with the theory (1 - a^(g+1)) / (1 - a) from the measured alpha."""
+    figure = go.Figure()
+    pairs = sorted(frame["pair"].unique())
+    for pair, rows in _fixed(frame).groupby("pair"):
+        measured = _per_gamma(rows, "tokens_per_target_pass")
+        alpha = min(float(rows["alpha_estimate"].median()), 0.999)
+        gammas = list(range(1, int(measured.index.max()) + 1))
+        figure.add_scatter(x=measured.index, y=measured.values, name=f"{pair}: measured", mode="lines+markers",
+                           line=dict(color=_colour(pairs, pair)))
+        figure.add_scatter(x=gammas, y=[expected_tokens_per_pass(alpha, g) for g in gammas],
+                           name=f"{pair}: theory, alpha={alpha:.2f}", mode="lines", line=dict(color=_colour(pairs, pair), dash="dash"))
+    return figure.update_layout(title="Tokens per target pass vs gamma", xaxis_title="gamma", yaxis_title="tokens per target pass")
+
+
+def speedup_figure(frame: pd.DataFrame) -> go.Figure:
+    """Wall-clock speedup over transformers' generate vs gamma: measured, predicted, and assisted generation."""
+    figure = go.Figure()
+    pairs = sorted(frame["pair"].unique())
+    for pair, rows in _fixed(frame).groupby("pair"):
+        colour = _colour(pairs, pair)
+        measured = _per_gamma(rows, "speedup")
+        figure.add_scatter(x=measured.index, y=measured.values, name=f"{pair}: specdec", mode="lines+markers", line=dict(color=colour))
+        alpha = min(float(rows["alpha_estimate"].median()), 0.999)
+        c = float(rows["draft_cost_ratio"].median())
+        verify = rows.groupby("gamma")["verify_cost"].median().sort_index()
+        predicted = [walltime_speedup(alpha, int(g), c, v) for g, v in verify.items()]
+        figure.add_scatter(x=verify.index, y=predicted, name=f"{pair}: predicted (alpha={alpha:.2f}, c={c:.2f})", mode="lines",
+                           line=dict(color=colour, dash="dash"))
+        assisted = _fixed(frame[frame["pair"] == pair], "assisted")
+        if len(assisted):
+            line = _per_gamma(assisted, "speedup")
+            figure.add_scatter(x=line.index, y=line.values, name=f"{pair}: transformers assisted", mode="lines+markers",
+                               line=dict(color=colour, dash="dot"), marker=dict(symbol="x"))
+    figure.add_hline(y=1.0, line=dict(color="grey", width=1), annotation_text="target alone (generate)")
+    return figure.update_layout(title="Wall-clock speedup vs gamma", xaxis_title="gamma", yaxis_title="speedup over generate")
+
+
+def category_figure(frame: pd.DataFrame) -> go.Figure:
+    """Median speedup per prompt category for each pair's speculative runs at its best fixed gamma, and adaptive."""
+    figure = go.Figure()
+    pairs = sorted(frame["pair"].unique())
+    speculative = frame[frame["method"] == "speculative"]
+    for pair, rows in speculative.groupby("pair"):
+        fixed = rows[rows["schedule"] == "fixed"]
+        if len(fixed):
+            best = fixed.groupby("gamma")["speedup"].median().idxmax()
+            bars = fixed[fixed["gamma"] == best].groupby("category")["speedup"].median()
+            figure.add_bar(x=bars.index, y=bars.values, name=f"{pair}: gamma={int(best)}", marker_color=_colour(pairs, pair))
+        adaptive = rows[rows["schedule"] == "adaptive"]
+        if len(adaptive):
+            bars = adaptive.groupby("category")["speedup"].median()
+            figure.add_bar(x=bars.index, y=bars.values, name=f"{pair}: adaptive", marker_color=_colour(pairs, pair),
+                           marker_pattern_shape="/")
+    figure.add_hline(y=1.0, line=dict(color="grey", width=1))
+    return figure.update_layout(title="Speedup by prompt category", barmode="group", yaxis_title="speedup over generate")
+
+
+def benchmark_figures(frame: pd.DataFrame) -> dict[str, go.Figure]:
+    return {
+        "acceptance": acceptance_figure(frame),
+        "tokens_per_pass": tokens_per_pass_figure(frame),
+        "speedup": speedup_figure(frame),
+        "categories": category_figure(frame),
+    }
+
+
+def summary_figure(frame: pd.DataFrame) -> go.Figure:
+    """The four figures on one 2x2 canvas, for a single picture (the README's)."""
+    parts = benchmark_figures(frame)
+    canvas = make_subplots(rows=2, cols=2, subplot_titles=[figure.layout.title.text for figure in parts.values()])
+    for index, figure in enumerate(parts.values()):
+        row, col = divmod(index, 2)
+        for trace in figure.data:
+            canvas.add_trace(trace.update(showlegend=index == 2), row=row + 1, col=col + 1)
+    canvas.update_xaxes(title_text="gamma", row=1, col=1).update_xaxes(title_text="gamma", row=1, col=2)
+    canvas.update_xaxes(title_text="gamma", row=2, col=1)
+    canvas.add_hline(y=1.0, line=dict(color="grey", width=1), row=2, col=1)
+    canvas.add_hline(y=1.0, line=dict(color="grey", width=1), row=2, col=2)
+    return canvas.update_layout(height=900, width=1300, barmode="group", legend=dict(font=dict(size=10)))

@@ -1,0 +1,154 @@
+"""The benchmark harness's bookkeeping on tiny models: rows, columns, interleaving, predictions, CSV.
+
+Nothing here times anything against a threshold: speed is measured by `specdec bench`, not asserted.
+"""
+
+import pandas as pd
+import pytest
+import torch
+
+import specdec.bench as bench
+from specdec import SpecdecError
+from specdec.bench import BenchSettings, best_gammas, load_csv, plan_runs, run_benchmark, save_csv, summarize
+from specdec.pairing import LoadedPair
+from specdec.theory import walltime_speedup
+from tiny_models import tiny_pair, tiny_tokenizer
+
+
+@pytest.fixture(scope="module")
+def tiny_loaded_pair():
+    target, draft = tiny_pair("gpt2")
+    return LoadedPair("tiny-target", "tiny-draft", target, draft, tiny_tokenizer(24), torch.device("cpu"), torch.float32)
+
+
+@pytest.fixture(scope="module")
+def lookup_pair(tiny_loaded_pair):
+    p = tiny_loaded_pair
+    return LoadedPair("tiny-target", "prompt-lookup", p.target, None, p.tokenizer, p.device, p.dtype)
+
+
+SETTINGS = BenchSettings(methods=("speculative", "plain", "assisted"), gammas=(2, 4, "adaptive"),
+                         categories=("code", "chat"), prompts_per_category=1, repeats=2, max_new_tokens=12)
+
+
+@pytest.fixture(scope="module")
+def frame(tiny_loaded_pair, lookup_pair):
+    return run_benchmark([tiny_loaded_pair, lookup_pair], SETTINGS)
+
+
+def test_one_row_per_run_with_every_column(frame):
+    # model pair: generate + plain + speculative x (2, 4, adaptive) + assisted x (2, 4) = 7 runs per prompt and repeat
+    # prompt lookup: generate + plain + speculative x 3 (assisted needs a draft model) = 5
+    assert len(frame) == (7 + 5) * 2 * 2
+    assert list(frame.columns) == bench.COLUMNS
+    assert set(frame["method"]) == {"generate", "plain", "speculative", "assisted"}
+    assert frame["device"].eq("cpu").all() and frame["torch_version"].eq(torch.__version__).all()
+
+
+def test_speedup_is_relative_to_generate_on_the_same_prompt_and_repeat(frame):
+    key = ["pair", "prompt_id", "temperature", "repeat"]
+    baseline = frame[frame["method"] == "generate"].set_index(key)["tokens_per_second"]
+    for _, row in frame.iterrows():
+        expected = row["tokens_per_second"] / baseline[tuple(row[key])]
+        assert row["speedup"] == pytest.approx(expected)
+    assert frame.loc[frame["method"] == "generate", "speedup"].eq(1.0).all()
+
+
+def test_predictions_use_the_measured_alpha_c_and_v(frame):
+    rows = frame[(frame["method"] == "speculative") & (frame["schedule"] == "fixed")]
+    assert len(rows) and rows["predicted_speedup"].notna().all()
+    for _, row in rows.iterrows():
+        predicted = walltime_speedup(row["alpha_estimate"], int(row["gamma"]), row["draft_cost_ratio"], row["verify_cost"])
+        assert row["predicted_speedup"] == pytest.approx(predicted)
+        assert row["efficiency"] == pytest.approx(row["speedup"] / predicted)
+    lookup = rows[rows["draft"] == "prompt-lookup"]
+    assert lookup["draft_cost_ratio"].eq(0).all()   # a model-free draft costs nothing
+
+
+def test_methods_are_interleaved_per_prompt_and_repeat(tiny_loaded_pair):
+    runs = plan_runs(tiny_loaded_pair, SETTINGS)
+    first, second = runs[:7], runs[7:14]
+    assert {r.repeat for r in first} == {0} and {r.repeat for r in second} == {1}
+    assert [(r.method, r.gamma) for r in second] == [(r.method, r.gamma) for r in first][::-1]  # A B C, then C B A
+    assert first[0].method == "generate"
+    assert len({r.prompt.id for r in first}) == 1
+
+
+def test_summary_and_best_gamma(frame):
+    summary = summarize(frame)
+    assert {"speedup_median", "speedup_min", "speedup_max", "runs"} <= set(summary.columns)
+    assert summary["runs"].sum() == len(frame)
+    best = best_gammas(frame)
+    assert set(best["pair"]) == set(frame["pair"]) and best["gamma"].isin([2, 4]).all()
+
+
+def test_csv_round_trip(frame, tmp_path):
+    path = save_csv(frame, tmp_path / "out" / "results.csv")
+    again = load_csv(path)
+    assert list(again.columns) == bench.COLUMNS and len(again) == len(frame)
+    pd.testing.assert_series_equal(again["speedup"], frame["speedup"], check_dtype=False)
+    assert not list((tmp_path / "out").glob(".results.csv.*"))  # no temporary left behind
+
+
+def test_a_csv_that_is_not_a_benchmark_is_refused(tmp_path):
+    (tmp_path / "other.csv").write_text("a,b\n1,2\n")
+    with pytest.raises(SpecdecError, match="not a specdec benchmark"):
+        load_csv(tmp_path / "other.csv")
+
+
+def test_stopping_early_keeps_the_rows_so_far(tiny_loaded_pair):
+    calls = []
+    frame = run_benchmark([tiny_loaded_pair], SETTINGS, progress=lambda done, total, message: calls.append(done),
+                          should_stop=lambda: len(calls) >= 3)
+    assert len(frame) == 3
+
+
+@pytest.mark.parametrize("kwargs", [dict(methods=("warp",)), dict(gammas=(0,)), dict(gammas=("sometimes",)),
+                                    dict(repeats=0), dict(temperatures=(-1.0,))])
+def test_bad_settings_are_refused(kwargs):
+    with pytest.raises(SpecdecError):
+        BenchSettings(**kwargs)
+
+
+def test_charts_have_one_colour_per_pair_and_theory_curves(frame):
+    from specdec.charts import benchmark_figures, summary_figure
+
+    figures = benchmark_figures(frame)
+    names = [trace.name for trace in figures["tokens_per_pass"].data]
+    assert any("theory" in name for name in names) and any("measured" in name for name in names)
+    colours = {trace.name.split(":")[0]: trace.line.color for trace in figures["speedup"].data if trace.name}
+    assert len(set(colours.values())) == len(colours) == 2          # two pairs, two colours
+    assert any("assisted" in trace.name for trace in figures["speedup"].data)
+    assert len(figures["categories"].data) >= 2
+    assert len(summary_figure(frame).data) == sum(len(f.data) for f in figures.values())
+
+
+def test_bench_command_writes_csv_and_figure(tmp_path, monkeypatch, capsys):
+    import json
+
+    from specdec import catalog
+    from specdec.cli import main
+    from tiny_models import save_tiny_model
+
+    target, draft = tiny_pair("gpt2")
+    extra = {"models": [{"name": "tiny-t", "path": str(save_tiny_model(tmp_path / "t", target)), "family": "tiny"},
+                        {"name": "tiny-d", "path": str(save_tiny_model(tmp_path / "d", draft)), "family": "tiny"}]}
+    (tmp_path / "extra.json").write_text(json.dumps(extra))
+    monkeypatch.setenv("SPECDEC_EXTRA_MODELS", str(tmp_path / "extra.json"))
+    for name in ("tiny-t", "tiny-d"):
+        monkeypatch.setitem(catalog.MODELS, name, None)
+    catalog._load_extra_models()
+    code = main(["bench", "--pairs", "tiny-d->tiny-t", "--methods", "speculative,plain", "--gammas", "2,adaptive",
+                 "--categories", "math", "--prompts-per-category", "2", "--max-new-tokens", "8", "--device", "cpu",
+                 "--out", str(tmp_path / "r.csv"), "--figure", str(tmp_path / "f.html"), "--markdown"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert len(load_csv(tmp_path / "r.csv")) == 2 * 4   # 2 prompts x (generate, plain, speculative gamma 2, adaptive)
+    assert (tmp_path / "f.html").stat().st_size > 10_000 and "| pair | method |" in out and "best fixed gamma" in out
+    for argv in (["bench", "--gammas", "2,often"], ["bench", "--figure", "x.pdf", "--pairs", "tiny-d->tiny-t"],
+                 ["bench", "--pairs", "just-one-model"]):
+        try:
+            code = main(argv)
+        except SystemExit as exit_:
+            code = exit_.code
+        assert code == 2, argv
