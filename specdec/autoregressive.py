@@ -9,6 +9,8 @@ Not handled: batches, beam search, repetition penalties.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from transformers import PreTrainedModel
 
@@ -29,10 +31,12 @@ def autoregressive_generate(
     top_p: float = 1.0,
     seed: int | None = None,
     eos_token_id: int | list[int] | None = None,
+    on_token: Callable[[int], None] | None = None,
 ) -> GenerationResult:
     """Generate up to `max_new_tokens` tokens after `input_ids`, one forward pass per token.
 
     Same arguments and result type as `speculative_generate`, without the draft; `rounds` is empty.
+    `on_token`, if given, is called with every new token as soon as it is chosen.
     """
     check_counts(max_new_tokens)
     sampling = SamplingConfig(temperature, top_k, top_p)
@@ -50,6 +54,8 @@ def autoregressive_generate(
             logits = lm.feed(pending, keep=1)                           # [1, V]
         token, _ = choose_next(logits[0], sampling, generator)
         tokens.append(token)
+        if on_token is not None:
+            on_token(token)
         pending = prompt.new_tensor([token])                            # [1]
 
     stats = GenerationStats(

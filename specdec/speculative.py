@@ -22,18 +22,20 @@ greedy tokens. Not handled: batches, token trees, an adaptive gamma.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from transformers import PreTrainedModel
 
 from specdec.drafters import Draft, Drafter, ModelDrafter
-from specdec.schedule import FixedGamma, GammaSchedule
+from specdec.errors import SpecdecError
 from specdec.inputs import as_prompt, check_counts, check_fits_context, eos_ids, make_generator
 from specdec.kv_cache import CachedModel
 from specdec.results import DraftedToken, GenerationResult, GenerationStats, Round, TokenOrigin
 from specdec.sampling import SamplingConfig, choose_next, probabilities
+from specdec.schedule import FixedGamma, GammaSchedule
 from specdec.timing import Stopwatch
 from specdec.verification import Verdict, verify_greedy, verify_sampled
-from specdec.errors import SpecdecError
 
 
 def speculative_generate(
@@ -48,6 +50,7 @@ def speculative_generate(
     top_p: float = 1.0,
     seed: int | None = None,
     eos_token_id: int | list[int] | None = None,
+    on_round: Callable[[Round], None] | None = None,
 ) -> GenerationResult:
     """Generate up to `max_new_tokens` tokens after `input_ids` with the target p, drafted by q.
 
@@ -55,7 +58,8 @@ def speculative_generate(
     `PromptLookupDrafter()`. `input_ids` is [T] or [1, T]. temperature 0 is greedy; top-k and
     top-p are applied to both p and q. Generation stops after `eos_token_id` (included in the
     output). The same `seed` gives the same tokens. `gamma` may also be a `GammaSchedule` (such as
-    `AdaptiveGamma`) that picks each round's gamma.
+    `AdaptiveGamma`) that picks each round's gamma. `on_round`, if given, is called with every
+    `Round` as soon as it is decided (the prompt pass first), for showing text as it is generated.
     """
     schedule = gamma if isinstance(gamma, GammaSchedule) else FixedGamma(gamma)
     check_counts(max_new_tokens, None if isinstance(gamma, GammaSchedule) else gamma)
@@ -79,6 +83,8 @@ def speculative_generate(
         logits = target_lm.feed(prompt, keep=1)                                   # [1, V_target]
     first, _ = choose_next(logits[0], sampling, generator)
     rounds = [Round((), 0, first, TokenOrigin.TARGET, ((first, TokenOrigin.TARGET),))]
+    if on_round is not None:
+        on_round(rounds[0])
     tokens = [first]
     sequence = torch.cat([prompt, prompt.new_tensor([first])])                    # [T + 1]
 
@@ -94,6 +100,8 @@ def speculative_generate(
             schedule.update(draft_block.tokens.numel(), verdict.accepted)
         round_ = _record_round(draft_block, verdict, stop_ids)
         rounds.append(round_)
+        if on_round is not None:
+            on_round(round_)
         new_tokens = [token for token, _ in round_.emitted]
         tokens += new_tokens
         sequence = torch.cat([sequence, sequence.new_tensor(new_tokens)])

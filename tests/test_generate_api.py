@@ -107,3 +107,12 @@ def test_a_prompt_longer_than_the_context_is_refused(pairs):
     target, draft = pairs["gpt2"]
     with pytest.raises(SpecdecError, match="shorten the prompt"):
         speculative_generate(target, draft, torch.ones(300, dtype=torch.long), max_new_tokens=4)
+
+
+def test_callbacks_see_every_token_as_it_is_decided(pairs):
+    target, draft = pairs["qwen2"]
+    seen_rounds, seen_tokens = [], []
+    result = speculative_generate(target, draft, torch.tensor([2, 3]), max_new_tokens=20, seed=1, on_round=seen_rounds.append)
+    assert [token for r in seen_rounds for token, _ in r.emitted] == result.tokens
+    plain = autoregressive_generate(target, torch.tensor([2, 3]), max_new_tokens=20, seed=1, on_token=seen_tokens.append)
+    assert seen_tokens == plain.tokens
