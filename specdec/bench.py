@@ -61,7 +61,7 @@ COLUMNS = [
     "draft_time_s", "verify_time_s", "other_time_s", "drafted", "accepted", "acceptance_rate", "alpha_estimate", "rounds",
     "mean_accepted_per_round", "tokens_per_target_pass", "target_passes", "draft_cost_ratio", "verify_cost",
     "predicted_speedup", "speedup", "efficiency", "device", "dtype", "torch_version", "transformers_version",
-    "specdec_version", "python_version",
+    "specdec_version", "python_version", "draft_quantization", "draft_vocab_limit",
 ]
 
 
@@ -207,6 +207,7 @@ def _execute(pair: LoadedPair, run: Run, input_ids: torch.Tensor, settings: Benc
         seed=seed, max_new_tokens=settings.max_new_tokens, prompt_tokens=input_ids.shape[-1],
         tokens_per_second=row["new_tokens"] / row["wall_time_s"] if row["wall_time_s"] > 0 else None,
         device=str(pair.device), dtype=str(pair.dtype).removeprefix("torch."), torch_version=torch.__version__,
+        draft_quantization=pair.draft_quantization, draft_vocab_limit=settings.draft_vocab_limit,
         transformers_version=transformers.__version__, specdec_version=_specdec_version(),
         python_version=platform.python_version(),
     )

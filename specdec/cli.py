@@ -92,6 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, default=None, help="random seed: the same seed gives the same text")
     run.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps (default auto)")
     run.add_argument("--dtype", default="auto", help="auto, float32, bfloat16 or float16 (default auto)")
+    run.add_argument("--draft-quantization", choices=("none", "int8"), default="none",
+                     help="int8: run the draft's linear layers in int8 on the CPU (cheaper drafts, same output)")
     run.add_argument("--chat", action="store_true", help="wrap the prompt in the target's chat template")
     run.add_argument("--compare", action="store_true", help="also run the target alone and report the wall-clock speedup")
     run.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
@@ -111,6 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--max-new-tokens", type=_positive_int, default=128, help="tokens per run (default 128)")
     bench.add_argument("--draft-vocab-limit", type=_positive_int, default=None,
                        help="let the draft compute only its first K output rows (faster draft, still exact)")
+    bench.add_argument("--draft-quantization", choices=("none", "int8"), default="none",
+                       help="int8: run the draft's linear layers in int8 on the CPU, for every method that uses the draft")
     bench.add_argument("--seed", type=int, default=0)
     bench.add_argument("--device", default="auto")
     bench.add_argument("--dtype", default="auto")
@@ -180,7 +184,8 @@ def _bench(args: argparse.Namespace) -> int:
 
     from specdec import pairing
 
-    pairs = [pairing.load_pair(target, draft, args.device, args.dtype, progress=_progress) for draft, target in names]
+    pairs = [pairing.load_pair(target, draft, args.device, args.dtype, progress=_progress, draft_quantization=args.draft_quantization)
+             for draft, target in names]
     frame = run_benchmark(pairs, settings, progress=lambda done, total, message: _progress(f"[{done + 1}/{total}] {message}")
                           if done < total else None)
     if args.out:
@@ -286,7 +291,8 @@ def _run(args: argparse.Namespace) -> int:
 
     from specdec import pairing
 
-    pair = pairing.load_pair(args.target, args.draft, args.device, args.dtype, progress=_progress)
+    pair = pairing.load_pair(args.target, args.draft, args.device, args.dtype, progress=_progress,
+                             draft_quantization=args.draft_quantization)
     input_ids = pairing.encode_prompt(pair.tokenizer, args.prompt, chat=args.chat)
     settings = dict(gamma=args.gamma, max_new_tokens=args.max_new_tokens, temperature=args.temperature,
                     top_k=args.top_k, top_p=args.top_p, seed=args.seed)
@@ -313,7 +319,8 @@ def _report_json(args, pair, text, result, baseline) -> dict:
         "draft": args.draft,
         "device": str(pair.device),
         "dtype": dtype_name(pair.dtype),
-        "settings": {key: getattr(args, key) for key in ("gamma", "max_new_tokens", "temperature", "top_k", "top_p", "seed", "chat")},
+        "settings": {key: getattr(args, key) for key in ("gamma", "max_new_tokens", "temperature", "top_k", "top_p", "seed", "chat",
+                                                          "draft_quantization")},
         "text": text,
         "tokens": result.tokens,
         "stats": result.stats.to_dict(),

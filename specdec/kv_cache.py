@@ -26,6 +26,8 @@ from __future__ import annotations
 import torch
 from transformers import DynamicCache, PreTrainedModel
 
+from specdec.errors import SpecdecError
+
 
 class CachedModel:
     """A transformers causal LM plus a `DynamicCache` and the count of forward passes made."""
@@ -39,7 +41,8 @@ class CachedModel:
         if output_rows is not None:
             head = model.get_output_embeddings()
             if not isinstance(head, torch.nn.Linear) or getattr(model.config, "final_logit_softcapping", None):
-                raise ValueError(f"cannot restrict the output layer of {type(model).__name__}: it is not a plain linear layer")
+                raise SpecdecError(f"cannot restrict the output layer of this {type(model).__name__}: it is not a plain linear "
+                                   "layer (an int8 draft's is not); drop the vocabulary limit")
             self.head = (head.weight[:output_rows], None if head.bias is None else head.bias[:output_rows])  # views, no copy
 
     @property

@@ -79,6 +79,17 @@ def test_draft_with_a_restricted_output_layer_matches_the_target_distribution(sm
     assert 0.1 < acceptance < 0.9
 
 
+def test_int8_draft_matches_the_target_distribution(small_pair):
+    """A quantized draft only changes q; the output stays exactly p."""
+    from specdec.draft_quantization import quantize_draft
+
+    target, draft = small_pair
+    quantized = quantize_draft(draft)
+    fit, acceptance = speculative_fit(target, lambda: quantized, SamplingConfig(temperature=1.0))
+    assert fit.p_value > SIGNIFICANCE, fit
+    assert 0.1 < acceptance < 0.9
+
+
 def accept_always(p, q, drafted, generator):
     """BROKEN: keep every drafted token, then add a bonus token from p."""
     k = drafted.shape[0]

@@ -66,3 +66,13 @@ def test_load_pair_with_prompt_lookup(tmp_path):
     assert encode_prompt(pair.tokenizer, "w2 w3").tolist() == [[2, 3]]
     with pytest.raises(SpecdecError, match="only be the draft"):
         load_pair(PROMPT_LOOKUP, folder)
+
+
+def test_load_pair_with_an_int8_draft(tmp_path):
+    target, draft = tiny_pair("gpt2")
+    pair = load_pair(str(save_tiny_model(tmp_path / "t", target)), str(save_tiny_model(tmp_path / "d", draft)),
+                     device="cpu", dtype="bfloat16", draft_quantization="int8")
+    assert pair.draft_quantization == "int8" and pair.target.dtype == torch.bfloat16
+    assert any("Quantized" in type(module).__name__ or "quantized" in type(module).__module__ for module in pair.draft.modules())
+    with pytest.raises(SpecdecError, match="unknown draft quantization"):
+        load_pair(str(tmp_path / "t"), str(tmp_path / "d"), draft_quantization="int4")
