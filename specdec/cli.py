@@ -17,7 +17,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-from specdec.errors import SpecdecError
+from specdec.errors import SpecdecError, first_line
 
 DEFAULT_PROMPT = "Write a Python function that checks whether a number is prime."
 
@@ -221,13 +221,9 @@ def _write_figure(frame, path: str) -> None:
         try:
             figure.write_image(path)
         except Exception as error:  # kaleido missing, or no browser for it to drive
-            raise SpecdecError(f"could not write {path} ({_first_line(error)}): pip install kaleido and set BROWSER_PATH "
+            raise SpecdecError(f"could not write {path} ({first_line(error)}): pip install kaleido and set BROWSER_PATH "
                                "to a Chrome or Chromium binary, or write an .html figure instead") from None
     _progress(f"wrote the charts to {path}")
-
-
-def _first_line(error: Exception) -> str:
-    return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
 def _models(args: argparse.Namespace) -> int:

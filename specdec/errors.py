@@ -14,3 +14,13 @@ class SpecdecError(ValueError):
     ...
     specdec.errors.SpecdecError: gamma must be between 1 and 64, got 0: pass --gamma 4
     """
+
+
+def first_line(error: BaseException) -> str:
+    """The first line of an exception's message (its type name when it has none), for one-line reports.
+
+    >>> first_line(OSError("no such file\\nmore detail"))
+    'no such file'
+    """
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__

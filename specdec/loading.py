@@ -33,7 +33,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, P
 
 from specdec import converted
 from specdec.catalog import ModelEntry, resolve_model
-from specdec.errors import SpecdecError
+from specdec.errors import SpecdecError, first_line
 from specdec.fetch import checkpoint_path, is_cached
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -125,20 +125,16 @@ def _from_pretrained(loader, name_or_path: str, what: str, **kwargs):
     is_hub_id = source == name_or_path and not extra and not Path(source).is_dir()
     try:
         return loader.from_pretrained(source, local_files_only=True, **kwargs)
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, KeyError, RuntimeError) as error:  # a missing, partial or malformed checkpoint
         if not is_hub_id:
-            raise SpecdecError(f"could not load the {what} from {name_or_path}: {_first_line(error)}") from None
+            raise SpecdecError(f"could not load the {what} from {name_or_path}: {first_line(error)}") from None
     if not hub_reachable():
         raise SpecdecError(f"cannot load '{name_or_path}': it is not cached here and the model hub cannot be reached; "
                            "use a local folder or .gguf file, or a model from `specdec models list`")
     try:
         return loader.from_pretrained(source, **kwargs)
     except (OSError, ValueError) as error:
-        raise SpecdecError(f"could not load the {what} '{name_or_path}' from the model hub: {_first_line(error)}") from None
-
-
-def _first_line(error: Exception) -> str:
-    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise SpecdecError(f"could not load the {what} '{name_or_path}' from the model hub: {first_line(error)}") from None
 
 
 def load_model(name_or_path: str, device: str | torch.device = "auto", dtype: str | torch.dtype = "auto") -> PreTrainedModel:
