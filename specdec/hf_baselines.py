@@ -4,7 +4,8 @@
 - `assisted`: transformers' assisted generation with the same draft (`assistant_model=`), drafting
   a constant gamma tokens per round;
 - `assisted-dynamic`: the same with transformers' dynamic schedule (gamma +2 after a full accept,
-  -1 otherwise, starting from gamma, and its default confidence threshold);
+  -1 otherwise, starting from gamma or from transformers' default of 20, and its default confidence
+  threshold of 0.4 that stops drafting early when the draft is unsure);
 - `prompt-lookup`: transformers' prompt lookup decoding (`prompt_lookup_num_tokens=gamma`).
 
 Each returns the new tokens and the wall time, device synchronised. transformers does not report
@@ -42,7 +43,8 @@ def hf_generate(method: str, target: PreTrainedModel, draft: PreTrainedModel | N
             raise ValueError(f"{method} needs a draft model")
         saved_config = draft.generation_config
         draft.generation_config = copy.deepcopy(saved_config)
-        draft.generation_config.num_assistant_tokens = gamma
+        if gamma is not None:  # None: transformers' own default start (20 tokens)
+            draft.generation_config.num_assistant_tokens = gamma
         if method == "assisted":
             draft.generation_config.num_assistant_tokens_schedule = "constant"
             draft.generation_config.assistant_confidence_threshold = 0.0   # always draft gamma tokens
