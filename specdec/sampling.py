@@ -1,10 +1,11 @@
 """From logits to the distributions p and q: temperature, top-k and top-p, as transformers does it.
 
 Speculative sampling is exact for whatever distributions it is given, so the target's p must be
-the distribution a user asked for (say temperature 0.7, top-p 0.9) and the draft's q must be
-warped the *same* way before the accept test: warp p but not q and the draft proposes from the
-wrong distribution, which costs acceptance but not exactness; warp q but compare against an
-unwarped p and the output is no longer what the user asked for.
+the distribution a user asked for (say temperature 0.7, top-p 0.9), and the q in the accept test
+must be the distribution the draft really sampled from. We warp both the same way, so the draft
+proposes what the warped target is likely to want. Warping p but not q keeps the output exact
+(as long as the test uses the q that was sampled) but changes alpha, usually for the worse; warping
+q but testing against an unwarped p gives output that is not what the user asked for.
 
 The order and the edge cases follow transformers' `generate` (`TemperatureLogitsWarper`, then
 `TopKLogitsWarper`, then `TopPLogitsWarper`): top-k keeps ties with the k-th logit, top-p always

@@ -17,7 +17,8 @@ the text, at most one token shorter than the target's after a full accept, caugh
 draft pass of the next round.
 
 The output has exactly the target's distribution, and with temperature 0 exactly the target's
-greedy tokens. Not handled: batches, token trees, an adaptive gamma.
+greedy tokens. gamma may change from round to round (`specdec.schedule`). Not handled: batches,
+token trees.
 """
 
 from __future__ import annotations

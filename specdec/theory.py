@@ -120,8 +120,8 @@ def best_gamma(alpha: float, c: float, max_gamma: int = 64, verify_cost: float =
 def pays_off(alpha: float, c: float) -> bool:
     """Whether some gamma gives a speedup above 1: exactly when alpha > c (with verify_cost = 1).
 
-    With gamma = 1 the speedup is (1 + alpha) / (1 + c), above 1 exactly when alpha > c, and
-    Leviathan et al. (Corollary 3.9) show no larger gamma helps when gamma = 1 does not.
+    With gamma = 1 the speedup is (1 + alpha) / (1 + c), above 1 exactly when alpha > c. And no
+    larger gamma helps when alpha <= c: E[tokens] <= 1 + gamma * alpha <= 1 + gamma * c, the cost.
 
     >>> pays_off(0.6, 0.4), pays_off(0.3, 0.4)
     (True, False)

@@ -1,0 +1,414 @@
+"""Every number the lessons quote, and where it comes from.
+
+A chapter never contains a typed-in result. It contains the number as text, and this file says
+how that number is produced. `tests/test_guide.py` checks, for every entry, that the chapter
+contains the entry's text with today's value filled in, and fails when a chapter contains a
+decimal number, a percentage or a speedup ("2.4x") that no entry accounts for.
+
+Three kinds of entries:
+
+- `Computed(chapter, text, value)`: `value()` calls specdec now. `text` is the exact phrase in
+  the chapter with `<<format>>` where each value goes, e.g.
+
+      Computed("01-math.md", r"$\\alpha = <<.2f>>$", lambda: acceptance_rate(TOY_P, TOY_Q))
+
+  The phrase carries some words around the number, so that a 0.30 that means "p(A)" cannot
+  stand in for a 0.30 that means "1 - alpha". Whitespace and line breaks do not matter.
+- `Measured(chapter, text, command, source, value)`: a number from a run on real models. The
+  run's saved output is `guide/measurements/<source>`, `value(saved_text)` reads the number
+  from it, and `command` (which produced that output) must appear in the chapter.
+- `Reported(chapter, text, source)`: a number a paper or benchmark reports; `source` is its
+  URL and must appear in the chapter.
+
+`Output(chapter, command, produce)` is a whole code block: the output of a command that is run
+again by the test (the seeded toy demo) and must match the block line for line.
+
+Inputs a reader could change (the toy p and q, a cost ratio c) are `Computed` entries too: their
+value is the constant below, so the text and the calculation use the same numbers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+GUIDE = Path(__file__).resolve().parent
+sys.path.insert(0, str(GUIDE.parent))
+
+from specdec import bugs  # noqa: E402
+from specdec.stats import binomial_standard_error  # noqa: E402
+from specdec.theory import (  # noqa: E402
+    acceptance_rate,
+    best_gamma,
+    expected_tokens_per_pass,
+    pays_off,
+    residual_distribution,
+    total_variation,
+    walltime_speedup,
+)
+
+MEASUREMENTS = GUIDE / "measurements"
+
+
+@dataclass(frozen=True)
+class Computed:
+    chapter: str
+    text: str
+    value: Callable[[], object]
+
+
+@dataclass(frozen=True)
+class Measured:
+    chapter: str
+    text: str
+    command: str
+    source: str
+    value: Callable[[str], object]
+
+
+@dataclass(frozen=True)
+class Reported:
+    chapter: str
+    text: str
+    source: str
+
+
+@dataclass(frozen=True)
+class Output:
+    chapter: str
+    command: str
+    produce: Callable[[], str]
+
+
+PLACEHOLDER = re.compile(r"<<([^<>]*)>>")
+
+
+def render(template: str, values: object) -> str:
+    """Fill each <<format>> of `template` with the next value: render("a <<.2f>>", 0.5) == "a 0.50"."""
+    items = iter(values if isinstance(values, tuple) else (values,))
+    rendered = PLACEHOLDER.sub(lambda match: format(next(items), match.group(1)), template)
+    leftover = list(items)
+    if leftover:
+        raise ValueError(f"{template!r} has fewer placeholders than values; left over: {leftover}")
+    return rendered
+
+
+def entry_text(entry: Computed | Measured | Reported) -> str:
+    """The exact text an entry expects in its chapter, with today's values filled in."""
+    if isinstance(entry, Computed):
+        return render(entry.text, entry.value())
+    if isinstance(entry, Measured):
+        return render(entry.text, entry.value((MEASUREMENTS / entry.source).read_text(encoding="utf-8")))
+    return entry.text
+
+
+def vector(values, digits: int = 2) -> str:
+    """(0.3, 0.4) -> '0.30, 0.40': how the lessons write a distribution."""
+    return ", ".join(f"{float(v):.{digits}f}" for v in values)
+
+
+def stats(saved: str, key: str, baseline: bool = False) -> float:
+    """A field of `specdec run --json` output: stats of the speculative run, or of the target alone."""
+    report = json.loads(saved)
+    return (report["compare"]["target_alone_stats"] if baseline else report["stats"])[key]
+
+
+def report_line(saved: str, pattern: str) -> float:
+    """A number from `specdec run`'s text report, found by a regular expression with one group."""
+    match = re.search(pattern, saved)
+    if not match:
+        raise ValueError(f"no match for {pattern!r} in the saved report")
+    return float(match.group(1))
+
+
+def cli_output(*argv: str) -> str:
+    """What `specdec <argv>` prints, run in this process."""
+    from specdec.cli import main
+
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        main(list(argv))
+    return f"$ specdec {' '.join(argv)}\n{buffer.getvalue()}".rstrip("\n")
+
+
+# --- the running example: the seed's three-token p and q (also `specdec toy`'s default) -------
+
+TOY_P = (0.30, 0.40, 0.30)   # target p over tokens A, B, C
+TOY_Q = (0.60, 0.20, 0.20)   # draft q: over-proposes A, under-proposes B and C
+A, B, C = 0, 1, 2
+TOY_ALPHA = acceptance_rate(TOY_P, TOY_Q)
+TOY_RESIDUAL = residual_distribution(TOY_P, TOY_Q)
+TOY_OVERLAP = np.minimum(TOY_P, TOY_Q)
+TOY_OUTPUT = bugs.correct_rule(TOY_P, TOY_Q)
+
+# --- real runs, saved in guide/measurements/ ---------------------------------------------------
+
+RUN_JSON = "specdec run --temperature 0 --compare --chat --dtype bfloat16 --json"
+RUN_TEXT = "specdec run --temperature 0 --compare --chat --dtype bfloat16"
+
+
+def draft_cost_ratio(saved: str) -> float:
+    """c from one saved run: seconds per draft pass / seconds per plain target step (its prompt pass included)."""
+    draft_step = stats(saved, "draft_time_s") / stats(saved, "draft_passes")
+    target_step = stats(saved, "verify_time_s", baseline=True) / stats(saved, "target_passes", baseline=True)
+    return draft_step / target_step
+
+
+INTUITION = "00-intuition.md"
+
+NUMBERS: list[Computed | Measured | Reported] = [
+    # 00: why generation is slow (1.5e9 parameters x 2 bytes each)
+    Computed(INTUITION, "A model with <<.1f>> billion parameters stored in bfloat16 (2 bytes each) reads about <<.1f>> GB per token",
+             lambda: (1.5, 1.5e9 * 2 / 1e9)),
+    # 00: the toy example in words
+    Computed(INTUITION, "p = (<<s>>)", lambda: vector(TOY_P)),
+    Computed(INTUITION, "q = (<<s>>)", lambda: vector(TOY_Q)),
+    Computed(INTUITION, "The draft proposes A with <<.2f>> but the target wants <<.2f>>, so a proposed A is kept half of the time (<<.2f>>)",
+             lambda: (TOY_Q[A], TOY_P[A], TOY_P[A] / TOY_Q[A])),
+    Computed(INTUITION, "B is missing <<.2f>> (<<.2f>> wanted, <<.2f>> proposed) and C is missing <<.2f>>",
+             lambda: (TOY_P[B] - TOY_Q[B], TOY_P[B], TOY_Q[B], TOY_P[C] - TOY_Q[C])),
+    Computed(INTUITION, "A comes out only by being proposed and kept: <<.2f>>", lambda: TOY_OUTPUT[A]),
+    Computed(INTUITION, "come out when they are proposed (<<.2f>> each) plus when they replace a rejected A (rejections happen "
+                        "<<.2f>> of the time, and <<.2f>> of that goes to B and <<.2f>> to C). That gives B <<.2f>> and C <<.2f>>.",
+             lambda: (TOY_OVERLAP[B], 1 - TOY_ALPHA, (1 - TOY_ALPHA) * TOY_RESIDUAL[B], (1 - TOY_ALPHA) * TOY_RESIDUAL[C],
+                      TOY_OUTPUT[B], TOY_OUTPUT[C])),
+    Computed(INTUITION, "a guessed token is kept <<.0f>> % of the time (alpha = <<.2f>>)", lambda: (100 * TOY_ALPHA, TOY_ALPHA)),
+    Computed(INTUITION, "size has c roughly near <<.1f>>.", lambda: 0.1),
+    Computed(INTUITION, "With alpha = <<.1f>> and gamma = <<d>>, a target pass produces <<.2f>> tokens on average. If the draft costs "
+                        "c = <<.1f>>, the whole thing is <<.2f>>x faster than the target alone.",
+             lambda: (0.8, 4, expected_tokens_per_pass(0.8, 4), 0.1, walltime_speedup(0.8, 4, 0.1))),
+    Computed(INTUITION, "c = <<.1f>>, and alpha = <<.1f>>, the same gamma gives only <<.2f>>x", lambda: (0.4, 0.7, walltime_speedup(0.7, 4, 0.4))),
+    Measured(INTUITION, "The draft's guesses were kept <<.1f>> % of the time, each target pass produced <<.2f>> tokens, and the "
+                        "wall clock said <<.2f>>x faster than the target alone. Why only <<.2f>>x when each pass gave <<.2f>> tokens?",
+             RUN_JSON, "qwen-greedy-bf16.json",
+             lambda saved: (100 * stats(saved, "acceptance_rate"), stats(saved, "tokens_per_target_pass"),
+                            json.loads(saved)["compare"]["wall_clock_speedup"], json.loads(saved)["compare"]["wall_clock_speedup"],
+                            stats(saved, "tokens_per_target_pass"))),
+    Measured(INTUITION, "each draft step cost about <<.2f>> of a target step", RUN_JSON, "qwen-greedy-bf16.json", draft_cost_ratio),
+    Measured(INTUITION, "reported <<.2f>>x", RUN_TEXT, "qwen-greedy-bf16-busy.txt",
+             lambda saved: report_line(saved, r"wall-clock speedup: ([\d.]+)x")),
+    Computed(INTUITION, "p(A) / q(A) = <<.2f>> / <<.2f>> = <<.2f>>", lambda: (TOY_P[A], TOY_Q[A], TOY_P[A] / TOY_Q[A])),
+    Computed(INTUITION, "the draft proposes it with <<.2f>>, the target wants <<.2f>>", lambda: (TOY_Q[A], TOY_P[A])),
+]
+
+OUTPUTS: list[Output] = [
+    Output(INTUITION, "specdec toy --theory --seed 0", lambda: cli_output("toy", "--theory", "--seed", "0")),
+]
+
+
+# --- 01-math.md -------------------------------------------------------------------------------
+
+MATH = "01-math.md"
+LEVIATHAN = "https://arxiv.org/abs/2211.17192"
+CLOSE_P = (0.50, 0.30, 0.20)     # a target and a close draft, for the warping section
+CLOSE_Q = (0.40, 0.35, 0.25)
+EXERCISE_P = (0.50, 0.50, 0.00)  # exercise 1
+EXERCISE_Q = (0.25, 0.25, 0.50)
+
+
+def verification_cost(saved: str) -> float:
+    """v from one saved run: seconds per verification pass / seconds per plain target step (prompt passes included)."""
+    verify_pass = stats(saved, "verify_time_s") / stats(saved, "target_passes")
+    target_step = stats(saved, "verify_time_s", baseline=True) / stats(saved, "target_passes", baseline=True)
+    return verify_pass / target_step
+
+
+def smallest_gamma_reaching(alpha: float, tokens: float) -> int:
+    """The smallest gamma whose expected tokens per target pass reach `tokens`."""
+    return next(gamma for gamma in range(1, 10_000) if expected_tokens_per_pass(alpha, gamma) >= tokens)
+
+
+def table_row(label: str, values, digits: int = 2) -> str:
+    return "| " + " | ".join([label] + [f"{v:.{digits}f}" for v in values]) + " |"
+
+
+NUMBERS += [
+    Computed(MATH, r"p = (<<s>>), \qquad q = (<<s>>)", lambda: (vector(TOY_P), vector(TOY_Q))),
+    Computed(MATH, "r = (<<s>>)", lambda: vector(TOY_RESIDUAL, 3)),
+    *[Computed(MATH, "<<s>>", (lambda i=i: table_row("ABC"[i], (TOY_P[i], TOY_Q[i], TOY_OVERLAP[i],
+                                                                    (1 - TOY_ALPHA) * TOY_RESIDUAL[i], TOY_OUTPUT[i]))))
+      for i in (A, B, C)],
+    Computed(MATH, r"For our example, $\alpha = <<.2f>>$ and $\mathrm{TV}(p, q) = <<.2f>>$",
+             lambda: (TOY_ALPHA, total_variation(TOY_P, TOY_Q))),
+    Computed(MATH, r"For $\alpha = <<.2f>>$ and $\gamma = <<d>>$: $$ \frac{1 - <<.2f>>^{<<d>>}}{1 - <<.2f>>} = <<.2f>> $$",
+             lambda: (TOY_ALPHA, 4, TOY_ALPHA, 5, TOY_ALPHA, expected_tokens_per_pass(TOY_ALPHA, 4))),
+    *[Computed(MATH, "<<s>>", (lambda alpha=alpha: table_row(f"α = {alpha:g}", [expected_tokens_per_pass(alpha, g) for g in (1, 2, 4, 8)])))
+      for alpha in (0.5, 0.7, 0.8, 0.9)],
+    Computed(MATH, r"with $\alpha = <<.1f>>$, never more than <<.2f>> tokens per pass", lambda: (0.8, 1 / (1 - 0.8))),
+    Computed(MATH, r"$\alpha = <<.1f>>$, $\gamma = <<d>>$, $c = <<.1f>>$: $S = <<.2f>>$.", lambda: (0.8, 4, 0.1, walltime_speedup(0.8, 4, 0.1))),
+    Computed(MATH, r"$\alpha = <<.1f>>$, $\gamma = <<d>>$, $c = <<.1f>>$: $S = <<.2f>>$. A draft that costs <<.0f>>% of the target",
+             lambda: (0.7, 4, 0.4, walltime_speedup(0.7, 4, 0.4), 0.4 * 100)),
+    Computed(MATH, r"where the check costs $v = <<.1f>>$ instead of 1: $S = <<.2f>>$", lambda: (1.2, walltime_speedup(0.7, 4, 0.4, 1.2))),
+    Measured(MATH, r"a draft step cost $c \approx <<.2f>>$ target steps", RUN_JSON, "qwen-greedy-bf16.json", draft_cost_ratio),
+    Measured(MATH, r"a verification pass cost $v \approx <<.2f>>$ target steps", RUN_JSON, "qwen-greedy-bf16.json", verification_cost),
+    Computed(MATH, r"with $\alpha = <<.1f>>$ and $c = <<.1f>>$ even the best $\gamma$ gives $S = <<.2f>>$: `pays_off(<<.1f>>, <<.1f>>)` is `<<s>>`",
+             lambda: (0.3, 0.4, best_gamma(0.3, 0.4)[1], 0.3, 0.4, str(pays_off(0.3, 0.4)))),
+    *[Computed(MATH, r"$\alpha = <<.1f>>$, $c = <<.1f>>$: best $\gamma = <<d>>$, speedup <<.2f>>.",
+               (lambda alpha=alpha, c=c: (alpha, c, *best_gamma(alpha, c))))
+      for alpha, c in ((0.8, 0.1), (0.7, 0.4), (0.9, 0.1))],
+    Computed(MATH, r"The user asked for, say, temperature <<.1f>>, so $p$ must be the target's distribution at temperature <<.1f>>",
+             lambda: (0.5, 0.5)),
+    Computed(MATH, r"$(<<s>>)$ instead of the requested $(<<s>>)$", lambda: (vector(TOY_P), vector(bugs.warp(TOY_P, temperature=0.5)))),
+    Computed(MATH, r"Take $p = (<<s>>)$ and a close draft $q = (<<s>>)$. At temperature <<.1f>>, warping both gives $\alpha = <<.3f>>$; "
+                   r"warping only $p$ gives $\alpha = <<.3f>>$. With top-k = 2, warping both gives $\alpha = <<.3f>>$, warping only $p$ gives $<<.3f>>$",
+             lambda: (vector(CLOSE_P), vector(CLOSE_Q), 0.5,
+                      acceptance_rate(bugs.warp(CLOSE_P, 0.5), bugs.warp(CLOSE_Q, 0.5)), acceptance_rate(bugs.warp(CLOSE_P, 0.5), CLOSE_Q),
+                      acceptance_rate(bugs.warp(CLOSE_P, top_k=2), bugs.warp(CLOSE_Q, top_k=2)),
+                      acceptance_rate(bugs.warp(CLOSE_P, top_k=2), CLOSE_Q))),
+    Computed(MATH, r"warping both to temperature <<.1f>> *lowers* alpha from $<<.3f>>$ to $<<.3f>>$",
+             lambda: (0.5, acceptance_rate(bugs.warp(TOY_P, 0.5), TOY_Q), acceptance_rate(bugs.warp(TOY_P, 0.5), bugs.warp(TOY_Q, 0.5)))),
+    Computed(MATH, r"$\alpha = \sum \min(p, q) = <<.2f>> + <<.2f>> + <<.2f>> = <<.2f>>$", lambda: (*TOY_OVERLAP, TOY_ALPHA)),
+    Computed(MATH, r"rejections happen with probability $1 - \alpha = <<.2f>>$", lambda: 1 - TOY_ALPHA),
+    Computed(MATH, r"Tokens per target pass with $\gamma = <<d>>$: $<<.2f>>$.", lambda: (4, expected_tokens_per_pass(TOY_ALPHA, 4))),
+    Computed(MATH, r"Speedup with $c = <<.1f>>$, $\gamma = <<d>>$: $S = <<.2f>>$.", lambda: (0.1, 4, walltime_speedup(TOY_ALPHA, 4, 0.1))),
+    Computed(MATH, r"Best gamma for $c = <<.1f>>$: $\gamma = <<d>>$, $S = <<.2f>>$. Best gamma for $c = <<.1f>>$: $\gamma = <<d>>$, $S = <<.2f>>$.",
+             lambda: (0.1, *best_gamma(TOY_ALPHA, 0.1), 0.4, *best_gamma(TOY_ALPHA, 0.4))),
+    # exercises
+    Computed(MATH, r"Let $p = (<<s>>)$ and $q = (<<s>>)$. Compute $\alpha$", lambda: (vector(EXERCISE_P), vector(EXERCISE_Q))),
+    Computed(MATH, r"$\min(p, q) = (<<s>>)$, so $\alpha = <<.2f>>$. The excess $\max(0, p - q) = (<<s>>)$ sums to $1 - \alpha = <<.2f>>$, "
+                   r"so the residual is $r = (<<s>>)$",
+             lambda: (vector(np.minimum(EXERCISE_P, EXERCISE_Q)), acceptance_rate(EXERCISE_P, EXERCISE_Q),
+                      vector(np.maximum(np.subtract(EXERCISE_P, EXERCISE_Q), 0)), 1 - acceptance_rate(EXERCISE_P, EXERCISE_Q),
+                      vector(residual_distribution(EXERCISE_P, EXERCISE_Q)))),
+    Computed(MATH, r"The output is $(<<s>>) = p$", lambda: vector(bugs.correct_rule(EXERCISE_P, EXERCISE_Q))),
+    Computed(MATH, r"accepted with $\alpha = <<.1f>>$ and costs $c = <<.2f>>$", lambda: (0.6, 0.25)),
+    Computed(MATH, r"It pays off because $\alpha = <<.1f>> > c = <<.2f>>$. Trying every $\gamma$, the best is $\gamma = <<d>>$ with "
+                   r"speedup $S = <<.2f>>$. At $\gamma = <<d>>$ each target pass produces $(1 - <<.1f>>^{<<d>>}) / (1 - <<.1f>>) = <<.2f>>$ tokens "
+                   r"on average; the draft steps cost $<<d>> \times <<.2f>>$ of a target step per round, which is why the speedup "
+                   r"is much lower than <<.2f>>.",
+             lambda: (0.6 if pays_off(0.6, 0.25) else float("nan"), 0.25, *best_gamma(0.6, 0.25), best_gamma(0.6, 0.25)[0], 0.6,
+                      best_gamma(0.6, 0.25)[0] + 1, 0.6, expected_tokens_per_pass(0.6, best_gamma(0.6, 0.25)[0]),
+                      best_gamma(0.6, 0.25)[0], 0.25, expected_tokens_per_pass(0.6, best_gamma(0.6, 0.25)[0]))),
+    Computed(MATH, r"What is that ceiling for $\alpha = <<.1f>>$?", lambda: 0.9),
+    Computed(MATH, "four values of alpha at c = <<.1f>>", lambda: 0.1),
+    Reported(MATH, "(their Theorem 3.8)", LEVIATHAN),
+    Reported(MATH, "(Corollary 3.9)", LEVIATHAN),
+    Computed(MATH, r"For $\alpha = <<.1f>>$ the ceiling is <<.2f>> tokens per pass. With $\gamma = <<d>>$ you already get <<.2f>>; "
+                   r"reaching <<d>> tokens needs $\gamma = <<d>>$",
+             lambda: (0.9, 1 / (1 - 0.9), 8, expected_tokens_per_pass(0.9, 8), 9, smallest_gamma_reaching(0.9, 9))),
+]
+
+
+# --- 02-algorithm.md --------------------------------------------------------------------------
+
+ALGORITHM = "02-algorithm.md"
+RUN_FP32 = "specdec run --temperature 0 --compare --chat --dtype float32"
+USER_TEMPERATURE = 0.5
+WARPED_P = bugs.warp(TOY_P, temperature=USER_TEMPERATURE)
+BUG_TABLE = [   # (row label, exact output of one position)
+    ("none (the correct rule)", bugs.correct_rule),
+    ("drafting by argmax while sampling", bugs.argmax_drafting),
+    ("skipping the residual: resample from p", bugs.resample_from_target),
+    ("skipping the residual: retry after a rejection", bugs.retry_on_reject),
+    ("skipping the check: accept every draft", bugs.accept_always),
+    ("reseeding per position", bugs.reseeded_position),
+]
+
+
+def bug_output(bug) -> np.ndarray:
+    return bug(TOY_P, TOY_Q)
+
+
+def sampled_warped_ratio_raw() -> np.ndarray:
+    """Bug 3a: the draft samples at the user's temperature, the ratio uses the raw q."""
+    return bugs.mismatched_warping(WARPED_P, TOY_Q, sampled_with={"temperature": USER_TEMPERATURE}, ratio_with={})
+
+
+NUMBERS += [
+    Computed(ALGORITHM, "for our running example p = (<<s>>), q = (<<s>>)", lambda: (vector(TOY_P), vector(TOY_Q))),
+    *[Computed(ALGORITHM, "| <<s>> | (<<s>>) | <<.3f>> |",
+               (lambda label=label, bug=bug: (label, vector(bug_output(bug), 3), bugs.largest_error(bug_output(bug), TOY_P))))
+      for label, bug in BUG_TABLE],
+    Computed(ALGORITHM, "The output is (<<s>>) instead of p.", lambda: vector(bugs.argmax_drafting(TOY_P, TOY_Q), 3)),
+    Computed(ALGORITHM, r"The output is $\min(p, q) + (1 - \alpha)\, p$ = (<<s>>)", lambda: vector(bugs.resample_from_target(TOY_P, TOY_Q), 3)),
+    Computed(ALGORITHM, r"$\min(p, q) / \alpha$ = (<<s>>)", lambda: vector(bugs.retry_on_reject(TOY_P, TOY_Q), 3)),
+    Computed(ALGORITHM, "The output is q itself, (<<s>>)", lambda: vector(bugs.accept_always(TOY_P, TOY_Q), 3)),
+    Computed(ALGORITHM, r"The user asks for temperature <<.1f>>, so the target's distribution must be $p_{<<.1f>>} =$ (<<s>>)",
+             lambda: (USER_TEMPERATURE, USER_TEMPERATURE, vector(WARPED_P, 3))),
+    Computed(ALGORITHM, "The draft samples at temperature <<.1f>>, but the code that computes q for the accept test forgets the "
+                        "temperature and uses the raw q. The output is (<<s>>), off by up to <<.3f>>.",
+             lambda: (USER_TEMPERATURE, vector(sampled_warped_ratio_raw(), 3), bugs.largest_error(sampled_warped_ratio_raw(), WARPED_P))),
+    Computed(ALGORITHM, "The output is then exactly the raw p, (<<s>>): a perfect sample of the wrong thing, off by up to <<.3f>>",
+             lambda: (vector(bugs.correct_rule(TOY_P, TOY_Q), 3), bugs.largest_error(TOY_P, WARPED_P))),
+    Computed(ALGORITHM, "works this out: the output is (<<s>>).", lambda: vector(bugs.reseeded_position(TOY_P, TOY_Q), 3)),
+    Computed(ALGORITHM, "<<.2f>> is stored as <<.8f>>", lambda: (0.3, float(bugs.round_to_bfloat16([0.3])[0]))),
+    Computed(ALGORITHM, "For our example the output becomes (<<s>>), off by <<.4f>>.",
+             lambda: (vector(bugs.mixed_dtypes(TOY_P, TOY_Q), 4), bugs.largest_error(bugs.mixed_dtypes(TOY_P, TOY_Q), TOY_P))),
+    Computed(ALGORITHM, "after 200,000 trials the standard error of a frequency near <<.1f>> is <<.4f>>",
+             lambda: (0.4, binomial_standard_error(0.4, 200_000))),
+    Measured(ALGORITHM, "In bfloat16 the speculative text parted from the target's own greedy text at token <<d>>", RUN_TEXT,
+             "qwen-greedy-bf16-busy.txt", lambda saved: int(report_line(saved, r"they part at token (\d+)"))),
+    Measured(ALGORITHM, "in float32 it was identical to the target's greedy output for all <<d>> tokens", RUN_FP32,
+             "qwen-greedy-fp32.txt",
+             lambda saved: int(report_line(saved, r"new tokens: (\d+)")) if "greedy output: yes" in saved else -1),
+    Computed(ALGORITHM, "produces the frequencies (<<s>>) for our example", lambda: vector(bugs.reseeded_position(TOY_P, TOY_Q), 1)),
+    Computed(ALGORITHM, "Two bugs in the table give A = <<.1f>>: argmax drafting gives (<<s>>) and reseeding gives (<<s>>)",
+             lambda: (bugs.reseeded_position(TOY_P, TOY_Q)[A], vector(bugs.argmax_drafting(TOY_P, TOY_Q), 3),
+                      vector(bugs.reseeded_position(TOY_P, TOY_Q), 3))),
+    Computed(ALGORITHM, "with reseeding its proposals still follow q (A <<.0f>>% of the time)", lambda: 100 * TOY_Q[A]),
+]
+
+
+# --- 03-methods.md: numbers the papers and benchmarks report ---------------------------------
+
+METHODS = "03-methods.md"
+SPEC_BENCH = "https://github.com/hemingkx/Spec-Bench/blob/main/Leaderboard.md"   # A100 table, Vicuna-7B-v1.3
+CHEN = "https://arxiv.org/abs/2302.01318"
+PROMPT_LOOKUP = "https://github.com/apoorvumang/prompt-lookup-decoding"
+SPECINFER = "https://arxiv.org/abs/2305.09781"
+MEDUSA = "https://arxiv.org/abs/2401.10774"
+EAGLE, EAGLE3 = "https://arxiv.org/abs/2401.15077", "https://arxiv.org/abs/2503.01840"
+LOOKAHEAD = "https://arxiv.org/abs/2402.02057"
+DRAFT_AND_VERIFY, LAYERSKIP = "https://arxiv.org/abs/2309.08168", "https://arxiv.org/abs/2404.16710"
+SMARTSPEC = "https://arxiv.org/abs/2406.14066"
+HETEROGENEOUS = "https://arxiv.org/abs/2502.05202"
+
+NUMBERS += [
+    Reported(METHODS, "The same method can give 2.43x on one task and 1.04x on another", SPEC_BENCH),
+    Reported(METHODS, "a 2X-3X acceleration compared to the standard T5X implementation, with identical outputs", LEVIATHAN),
+    Reported(METHODS, "a 2-2.5x decoding speedup in a distributed setup", CHEN),
+    Reported(METHODS, "| EAGLE | 2.29x | 3.61 |", SPEC_BENCH),
+    Reported(METHODS, "| Hydra | 2.09x | 3.24 |", SPEC_BENCH),
+    Reported(METHODS, "| Medusa | 1.78x | 2.32 |", SPEC_BENCH),
+    Reported(METHODS, "| prompt lookup (PLD) | 1.59x | 1.73 |", SPEC_BENCH),
+    Reported(METHODS, "| small draft model (SpS) | 1.49x | 2.28 |", SPEC_BENCH),
+    Reported(METHODS, "| REST | 1.48x | 1.82 |", SPEC_BENCH),
+    Reported(METHODS, "| lookahead | 1.27x | 1.66 |", SPEC_BENCH),
+    Reported(METHODS, "(2.28 against 1.73)", SPEC_BENCH),
+    Reported(METHODS, "Saxena: \"2x-4x\" on input-grounded tasks", PROMPT_LOOKUP),
+    Reported(METHODS, "2.43x on summarization but 1.04x on translation", SPEC_BENCH),
+    Reported(METHODS, "1.5-2.8x for distributed LLM inference and 2.6-3.5x for offloading-based inference", SPECINFER),
+    Reported(METHODS, "2.18x for Medusa-1 and 2.83x for Medusa-2 (the paper's abstract: \"over 2.2x\" and \"2.3-3.6x\" across models)", MEDUSA),
+    Reported(METHODS, "Spec-Bench's A100 leaderboard: 1.78x.", SPEC_BENCH),
+    Reported(METHODS, "a latency speedup of 2.7x-3.5x for LLaMA2-Chat 70B (abstract)", EAGLE),
+    Reported(METHODS, "LLaMA2-Chat 7B decodes at 160.4 tokens/s on a single RTX 3090", EAGLE),
+    Reported(METHODS, "Spec-Bench's A100 leaderboard: 2.29x for Vicuna-7B", SPEC_BENCH),
+    Reported(METHODS, "a speedup of up to 6.5x, about 1.4x over EAGLE-2, and a 1.38x throughput improvement at batch size 64", EAGLE3),
+    Reported(METHODS, "Up to 1.8x on MT-bench, and 4x with strong scaling on multiple GPUs", LOOKAHEAD),
+    Reported(METHODS, "Spec-Bench's A100 leaderboard: 1.27x.", SPEC_BENCH),
+    Reported(METHODS, "up to 1.99x on LLaMA-2 and its fine-tuned variants", DRAFT_AND_VERIFY),
+    Reported(METHODS, "up to 2.16x on CNN/DM summarization, 1.82x on coding and 2.0x on the TOPv2 semantic parsing task", LAYERSKIP),
+    Reported(METHODS, "it reduces average request latency by up to 3.2x", SMARTSPEC),
+    Reported(METHODS, "Up to 2.8x over autoregressive decoding", HETEROGENEOUS),
+    Reported(METHODS, "Spec-Bench measured 1.59x overall", SPEC_BENCH),
+    Reported(METHODS, "1.73 accepted tokens per step for prompt lookup", SPEC_BENCH),
+    # exercises: chapter 1's formula
+    Computed(METHODS, r"$\alpha = <<.1f>>$ at $\gamma = <<d>>$, what speedup", lambda: (0.6, 4)),
+    Computed(METHODS, r"With $c = 0$ the speedup equals the tokens per pass: $(1 - <<.1f>>^{<<d>>}) / (1 - <<.1f>>) = <<.2f>>$",
+             lambda: (0.6, 5, 0.6, walltime_speedup(0.6, 4, 0.0))),
+    Computed(METHODS, "far below <<.2f>>", lambda: expected_tokens_per_pass(0.6, 4)),
+    Computed(METHODS, r"$\alpha = <<.1f>>$ and $\gamma = <<d>>$. Compute the speedup", lambda: (0.7, 4)),
+    Computed(METHODS, r"The tokens per pass are $(1 - <<.1f>>^{<<d>>}) / (1 - <<.1f>>) = <<.2f>>$, so the speedup is $<<.2f>> / v$: "
+                      r"<<.2f>> for $v = 1$, <<.2f>> for $v = 2$ and <<.2f>> for $v = 3$. Speculation hurts once $v$ exceeds the tokens "
+                      r"per pass, here above <<.2f>>.",
+             lambda: (0.7, 5, 0.7, expected_tokens_per_pass(0.7, 4), expected_tokens_per_pass(0.7, 4),
+                      *(walltime_speedup(0.7, 4, 0.0, verify_cost=v) for v in (1.0, 2.0, 3.0)), expected_tokens_per_pass(0.7, 4))),
+]

@@ -1,0 +1,150 @@
+"""guide/explainer.html in a real browser, with every network request blocked.
+
+The page must work offline by double-click, so it is loaded from a file:// URL and any request
+to anything else fails the test. Dragging a bar must move alpha to exactly what
+`specdec.theory.acceptance_rate` computes for the p and q the page now shows; the residual,
+the speedup calculator and the simulation are held to `specdec` the same way.
+
+Needs Debian's chromium (`apt-get install -y chromium`) and `pip install playwright==1.65.2`
+(`playwright install` cannot download a browser here). When either is missing the tests FAIL
+and say how to install it: a skipped browser test would hide a broken page.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+
+from specdec.stats import binomial_standard_error
+from specdec.theory import acceptance_rate, best_gamma, expected_tokens_per_pass, residual_distribution, walltime_speedup
+
+pytestmark = pytest.mark.browser
+
+EXPLAINER = Path(__file__).resolve().parents[1] / "guide" / "explainer.html"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+INSTALL = "install them with `apt-get install -y chromium` and `pip install playwright==1.65.2`"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail(f"Playwright for Python is not installed: {INSTALL}")
+    executable = CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium")
+    if executable is None:
+        pytest.fail(f"chromium is not installed (looked for {CHROMIUM} and `chromium` on PATH): {INSTALL}")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS, headless=True)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser):
+    """A fresh page on the explainer, offline: any request that is not the file itself is aborted and recorded."""
+    context = browser.new_context(viewport={"width": 1200, "height": 1400})
+    outside, errors = [], []
+
+    def route(request_route):
+        url = request_route.request.url
+        if url.startswith("file://"):
+            request_route.continue_()
+        else:
+            outside.append(url)
+            request_route.abort()
+
+    context.route("**/*", route)
+    page = context.new_page()
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    page.goto(EXPLAINER.as_uri())
+    page.wait_for_selector("#alpha[data-value]:not([data-value=''])")
+    yield page
+    context.close()
+    assert outside == [], f"the explainer tried to reach the network: {outside}"
+    assert errors == [], f"the explainer raised errors: {errors}"
+
+
+def shown(page, selector: str) -> list[float]:
+    """The full-precision values the page stores on the elements matching `selector`, in token order."""
+    return [float(value) for value in page.eval_on_selector_all(selector, "nodes => nodes.map(n => n.dataset.value)")]
+
+
+def distributions(page) -> tuple[list[float], list[float]]:
+    return shown(page, '.bar[data-dist="p"]'), shown(page, '.bar[data-dist="q"]')
+
+
+def assert_alpha_matches(page, p, q) -> float:
+    alpha = acceptance_rate(p, q)
+    assert float(page.get_attribute("#alpha", "data-value")) == pytest.approx(alpha, abs=1e-12)
+    text = page.inner_text("#alpha")
+    assert text == f"{alpha:.3f}" or abs(float(text) - alpha) <= 0.0005 + 1e-12, (text, alpha)
+    return alpha
+
+
+def test_loads_offline_with_the_course_example(page):
+    p, q = distributions(page)
+    assert p == pytest.approx([0.3, 0.4, 0.3]) and q == pytest.approx([0.6, 0.2, 0.2])
+    assert page.inner_text("#alpha") == f"{acceptance_rate(p, q):.3f}" == "0.700"
+    assert shown(page, ".residual-bar") == pytest.approx(residual_distribution(p, q).tolist(), abs=1e-12)
+    assert page.title().startswith("Speculative decoding")
+
+
+def test_dragging_a_bar_changes_alpha_to_what_specdec_computes(page):
+    p_before, q_before = distributions(page)
+    alpha_before = assert_alpha_matches(page, p_before, q_before)
+
+    bar = page.locator('.bar[data-dist="p"][data-token="0"]').bounding_box()   # drag p(A) from 0.3 up
+    x, y = bar["x"] + bar["width"] / 2, bar["y"] + 2
+    page.mouse.move(x, y)
+    page.mouse.down()
+    page.mouse.move(x, y - 60, steps=6)
+    page.mouse.up()
+
+    p, q = distributions(page)
+    assert p[0] > p_before[0] + 0.1, f"the drag did not raise p(A): {p_before} -> {p}"
+    assert sum(p) == pytest.approx(1.0) and q == pytest.approx(q_before)
+    alpha = assert_alpha_matches(page, p, q)
+    assert abs(alpha - alpha_before) > 0.05
+    assert shown(page, ".residual-bar") == pytest.approx(residual_distribution(p, q).tolist(), abs=1e-12)
+    assert shown(page, ".overlap-bar") == pytest.approx([min(a, b) for a, b in zip(p, q)], abs=1e-12)
+
+    q_bar = page.locator('.bar[data-dist="q"][data-token="2"]')                  # and a keyboard nudge on q(C)
+    q_bar.focus()
+    for _ in range(5):
+        page.keyboard.press("ArrowUp")
+    p, q = distributions(page)
+    assert q[2] == pytest.approx(q_before[2] + 0.05, abs=1e-9)
+    assert_alpha_matches(page, p, q)
+
+
+def test_speedup_calculator_matches_specdec_theory(page):
+    for alpha, gamma, c in [(0.8, 4, 0.1), (0.7, 4, 0.4), (0.3, 3, 0.4)]:
+        page.fill("#alpha-input", str(alpha))
+        page.fill("#gamma-input", str(gamma))
+        page.fill("#c-input", str(c))
+        assert page.inner_text("#expected-tokens") == f"{expected_tokens_per_pass(alpha, gamma):.3f}"
+        assert float(page.get_attribute("#speedup", "data-value")) == pytest.approx(walltime_speedup(alpha, gamma, c), rel=1e-12)
+        best, best_speedup = best_gamma(alpha, c)
+        assert page.inner_text("#best-gamma") == str(best)
+        assert page.inner_text("#best-speedup") == f"{best_speedup:.3f}"
+        assert ("Does not pay off" in page.inner_text("#pays-off")) == (alpha <= c)
+
+
+def test_simulation_histogram_converges_to_p(page):
+    for _ in range(3):
+        page.click("#burst")
+    p, q = distributions(page)
+    trials = int(page.inner_text("#trials").replace(",", ""))
+    assert trials == 30_000
+    frequencies = shown(page, ".frequency-bar")
+    for frequency, target in zip(frequencies, p):
+        assert abs(frequency - target) <= 5 * binomial_standard_error(target, trials), (frequencies, p)
+    measured_alpha = float(page.inner_text("#alpha-measured"))
+    assert abs(measured_alpha - acceptance_rate(p, q)) <= 5 * binomial_standard_error(acceptance_rate(p, q), trials)
+    assert not math.isinf(float(page.inner_text("#max-se")))

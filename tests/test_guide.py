@@ -1,0 +1,298 @@
+"""The lessons in guide/ are held to the code: numbers, code excerpts, figures, links and exercises.
+
+- Every number a chapter quotes is listed in guide/lesson_numbers.py with the call that produces it;
+  the chapter must contain it with today's value, and any decimal, percentage or "2.4x" in a
+  chapter that no entry accounts for fails the test.
+- Every ```python block is either an excerpt, announced by a line "From `specdec/....py`",
+  that must appear verbatim (up to indentation) in that file, or marked ```python sketch.
+- Command outputs quoted in a chapter are produced again and must match line for line.
+- Figures are redrawn from specdec and must equal the SVG files; links must be well formed;
+  every chapter ends with two or three exercises, each with a collapsed solution.
+
+Each checker is a plain function returning a list of problems, and the last tests feed the
+checkers a broken chapter to show they can fail.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+GUIDE = ROOT / "guide"
+sys.path.insert(0, str(GUIDE))
+
+import figures  # noqa: E402  (guide/figures.py)
+import lesson_numbers as guide_numbers  # noqa: E402  (guide/lesson_numbers.py)
+
+CHAPTERS = ["00-intuition.md", "01-math.md", "02-algorithm.md", "03-methods.md"]
+EXTRAS = ["papers.md", "glossary.md"]
+
+FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+INLINE_CODE = re.compile(r"`[^`\n]+`")
+LINK = re.compile(r"(!?)\[([^\]]*)\]\(([^)\s]+)\)")
+NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:\s?%|[xX](?!\w)|×)?(?!\w)")
+EXCERPT_SOURCE = re.compile(r"^From `((?:specdec|tests|guide)/[\w/.-]+\.py)`")
+
+
+def read(name: str) -> str:
+    return (GUIDE / name).read_text(encoding="utf-8")
+
+
+def squash(text: str) -> str:
+    """Collapse every run of whitespace into one space, so line wrapping never matters."""
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def prose(text: str) -> str:
+    """The chapter without code blocks and link targets (inline code stays; its numbers are not claims)."""
+    text = FENCE.sub(" ", text)
+    return LINK.sub(lambda match: match.group(1) + "[" + match.group(2) + "]", text)
+
+
+# --- numbers ---------------------------------------------------------------------------------
+
+def number_problems(chapter: str, text: str, entries) -> list[str]:
+    """Entries whose text is missing from the chapter, and numbers in the chapter no entry covers."""
+    problems = []
+    flat = squash(prose(text))
+    covered = [False] * len(flat)
+    for code in INLINE_CODE.finditer(flat):  # commands and calls: their numbers are arguments, not claims
+        covered[code.start():code.end()] = [True] * (code.end() - code.start())
+    for entry in entries:
+        if entry.chapter != chapter:
+            continue
+        expected = squash(guide_numbers.entry_text(entry))
+        if expected not in flat:
+            problems.append(f"{chapter} should contain {expected!r} ({type(entry).__name__} entry {entry.text!r}) but does not")
+            continue
+        start = flat.find(expected)
+        while start != -1:
+            covered[start:start + len(expected)] = [True] * len(expected)
+            start = flat.find(expected, start + 1)
+        if isinstance(entry, guide_numbers.Measured) and squash(entry.command) not in squash(text):
+            problems.append(f"{chapter} quotes a measurement but never shows its command {entry.command!r}")
+        if isinstance(entry, guide_numbers.Reported) and entry.source not in text:
+            problems.append(f"{chapter} quotes {entry.text!r} but does not link its source {entry.source}")
+    for match in NUMBER.finditer(flat):
+        token = match.group(0)
+        if "." not in token and not token.rstrip().endswith(("%", "x", "X", "×")):
+            continue  # whole numbers (gamma = 4, 64 tokens) are inputs, not results
+        if not all(covered[match.start():match.end()]):
+            context = flat[max(0, match.start() - 50):match.end() + 30]
+            problems.append(f"{chapter}: the number {token!r} is not in guide/lesson_numbers.py (…{context}…)")
+    return problems
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_every_number_is_computed_by_specdec(chapter):
+    problems = number_problems(chapter, read(chapter), guide_numbers.NUMBERS)
+    assert not problems, "\n".join(problems)
+
+
+def test_every_number_entry_belongs_to_a_chapter():
+    names = set(CHAPTERS)
+    stray = [entry.text for entry in guide_numbers.NUMBERS + guide_numbers.OUTPUTS if entry.chapter not in names]
+    assert not stray, f"entries for chapters that do not exist: {stray}"
+    for entry in guide_numbers.NUMBERS:
+        if isinstance(entry, guide_numbers.Measured):
+            assert (guide_numbers.MEASUREMENTS / entry.source).is_file(), f"missing saved run {entry.source}"
+
+
+def output_problems(chapter: str, text: str, outputs) -> list[str]:
+    blocks = [body.rstrip("\n") for _, body in FENCE.findall(text)]
+    problems = []
+    for output in outputs:
+        if output.chapter != chapter:
+            continue
+        produced = output.produce()
+        if produced not in blocks:
+            problems.append(f"{chapter} should contain a code block with the output of `{output.command}`:\n{produced}")
+    for info, body in FENCE.findall(text):
+        first = body.splitlines()[0] if body.strip() else ""
+        if first.startswith("$ specdec") and not any(o.chapter == chapter and first == f"$ {o.command}" for o in outputs):
+            problems.append(f"{chapter} quotes the output of `{first[2:]}`, which guide/lesson_numbers.py does not reproduce")
+    return problems
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_quoted_command_output_is_reproduced(chapter):
+    problems = output_problems(chapter, read(chapter), guide_numbers.OUTPUTS)
+    assert not problems, "\n".join(problems)
+
+
+# --- code excerpts ---------------------------------------------------------------------------
+
+def excerpts(text: str) -> list[tuple[str | None, str, str]]:
+    """(source path or None, info string, body) for every fenced block, the source taken from the line before it."""
+    found = []
+    for match in FENCE.finditer(text):
+        before = text[:match.start()].rstrip("\n").splitlines()
+        previous = before[-1].strip() if before else ""
+        source = EXCERPT_SOURCE.match(previous)
+        found.append((source.group(1) if source else None, match.group(1).strip(), match.group(2)))
+    return found
+
+
+def appears_verbatim(excerpt: str, source: str) -> bool:
+    """Whether each run of lines in `excerpt` (runs split at a line "...") is a run of lines of `source`, up to indentation."""
+    source_lines = source.splitlines()
+    position = 0
+    for chunk in re.split(r"^[ \t]*(?:#[ \t]*)?\.\.\.[ \t]*$\n?", excerpt, flags=re.MULTILINE):
+        lines = textwrap.dedent(chunk).strip("\n").splitlines()
+        if not lines:
+            continue
+        wanted = textwrap.dedent("\n".join(lines))
+        for start in range(position, len(source_lines) - len(lines) + 1):
+            if textwrap.dedent("\n".join(source_lines[start:start + len(lines)])) == wanted:
+                position = start + len(lines)
+                break
+        else:
+            return False
+    return True
+
+
+def excerpt_problems(chapter: str, text: str) -> list[str]:
+    problems = []
+    for source, info, body in excerpts(text):
+        if source is not None:
+            path = ROOT / source
+            if not path.is_file():
+                problems.append(f"{chapter} quotes {source}, which does not exist")
+            elif not appears_verbatim(body, path.read_text(encoding="utf-8")):
+                problems.append(f"{chapter}: this excerpt is no longer in {source} (update the lesson):\n{body}")
+        elif info.split()[:1] == ["python"] and info != "python sketch":
+            problems.append(f"{chapter}: a python block must follow a line 'From `specdec/....py`' or be marked ```python sketch:\n{body}")
+    return problems
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_code_excerpts_match_the_code(chapter):
+    problems = excerpt_problems(chapter, read(chapter))
+    assert not problems, "\n".join(problems)
+
+
+def test_the_algorithm_chapter_quotes_the_engine():
+    sources = {source for source, _, _ in excerpts(read("02-algorithm.md")) if source}
+    assert {"specdec/speculative.py", "specdec/verification.py", "specdec/drafters.py", "specdec/kv_cache.py"} <= sources, sources
+
+
+# --- figures, links, exercises ----------------------------------------------------------------
+
+@pytest.mark.parametrize("name", sorted(figures.FIGURE_BUILDERS))
+def test_figures_are_drawn_from_specdec(name):
+    on_disk = (figures.FIGURES / name).read_text(encoding="utf-8")
+    assert on_disk == figures.FIGURE_BUILDERS[name](), f"guide/figures/{name} is stale: run `python guide/figures.py`"
+
+
+def link_problems(name: str, text: str) -> list[str]:
+    problems = []
+    for image, label, target in LINK.findall(prose_links_only(text)):
+        if not label.strip():
+            problems.append(f"{name}: a link to {target} has no text")
+        if target.startswith(("http://", "https://")):
+            if not re.match(r"https://[\w.-]+\.[a-z]{2,}(/\S*)?$", target):
+                problems.append(f"{name}: malformed or non-https link {target}")
+            if "arxiv.org" in target and not re.fullmatch(r"https://arxiv\.org/abs/\d{4}\.\d{4,5}", target):
+                problems.append(f"{name}: link arXiv papers as https://arxiv.org/abs/NNNN.NNNNN, not {target}")
+        elif target.startswith("#"):
+            continue
+        elif not (GUIDE / target).exists():
+            problems.append(f"{name}: {'image' if image else 'link'} target {target} does not exist")
+    return problems
+
+
+def prose_links_only(text: str) -> str:
+    return FENCE.sub(" ", text)
+
+
+@pytest.mark.parametrize("name", CHAPTERS + EXTRAS)
+def test_links_are_well_formed(name):
+    problems = link_problems(name, read(name))
+    assert not problems, "\n".join(problems)
+
+
+def test_reading_list_has_one_line_per_paper():
+    items = [line for line in read("papers.md").splitlines() if line.startswith("- ")]
+    assert len(items) >= 15
+    for item in items:
+        assert re.search(r"\]\(https://(arxiv\.org/abs/\d{4}\.\d{4,5}|[\w.-]+/\S*)\)", item), f"no link: {item}"
+        assert " — " in item or ": " in item, f"no one-line description: {item}"
+
+
+def test_no_pdfs_of_papers_are_shipped():
+    assert not [path for path in GUIDE.rglob("*.pdf") if path.parent.name != "pdf"]
+
+
+DETAILS = re.compile(r"<details><summary>Solution</summary>\n\n(.*?)\n\n</details>", re.DOTALL)
+
+
+def exercise_problems(name: str, text: str) -> list[str]:
+    if "\n## Exercises\n" not in text:
+        return [f"{name} has no '## Exercises' section"]
+    section = text.split("\n## Exercises\n", 1)[1]
+    questions = re.findall(r"^\*\*(\d+)\.\*\*", section, flags=re.MULTILINE)
+    solutions = DETAILS.findall(section)
+    problems = []
+    if not 2 <= len(questions) <= 3:
+        problems.append(f"{name} has {len(questions)} exercises; the course promises two or three")
+    if len(solutions) != len(questions):
+        problems.append(f"{name} has {len(questions)} exercises but {len(solutions)} well-formed collapsed solutions")
+    if section.count("<details>") != section.count("</details>"):
+        problems.append(f"{name}: unbalanced <details> tags")
+    if any(not solution.strip() for solution in solutions):
+        problems.append(f"{name}: an empty solution")
+    return problems
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_every_chapter_has_exercises_with_solutions(chapter):
+    problems = exercise_problems(chapter, read(chapter))
+    assert not problems, "\n".join(problems)
+
+
+def test_course_is_about_an_hour_of_reading():
+    words = sum(len(prose(read(name)).split()) for name in CHAPTERS)
+    assert 7_000 <= words <= 16_000, f"{words} words: about an hour is 7,000 to 16,000 words at a learner's pace"
+
+
+def test_intuition_ends_with_try_it_and_chapters_have_titles():
+    intuition = read("00-intuition.md")
+    assert "## Try it" in intuition and "specdec toy" in intuition and "Playground" in intuition
+    for chapter in CHAPTERS:
+        assert read(chapter).startswith("# "), f"{chapter} must start with its title"
+
+
+# --- the checkers can fail -------------------------------------------------------------------
+
+def test_checkers_catch_a_wrong_number_and_a_typed_in_number():
+    entry = next(e for e in guide_numbers.NUMBERS if isinstance(e, guide_numbers.Computed) and e.chapter == "01-math.md")
+    text = read("01-math.md")
+    right = guide_numbers.entry_text(entry)
+    wrong = re.sub(r"\d\.\d+", lambda m: f"{float(m.group(0)) + 0.01:.{len(m.group(0).split('.')[1])}f}", right, count=1)
+    assert wrong != right
+    broken = squash(text).replace(squash(right), squash(wrong))
+    assert any("should contain" in problem for problem in number_problems("01-math.md", broken, guide_numbers.NUMBERS))
+    typed = text + "\nThe speedup is 9.87x.\n"
+    assert any("9.87x" in problem for problem in number_problems("01-math.md", typed, guide_numbers.NUMBERS))
+
+
+def test_checkers_catch_a_stale_excerpt_and_a_missing_solution():
+    text = read("02-algorithm.md")
+    source, _, body = next(item for item in excerpts(text) if item[0])
+    stale = text.replace(body, body.replace("(", "( ", 1), 1)
+    assert any("no longer in" in problem for problem in excerpt_problems("02-algorithm.md", stale))
+    unsolved = text.replace("<details><summary>Solution</summary>", "<details><summary>Answer</summary>", 1)
+    assert exercise_problems("02-algorithm.md", unsolved)
+    assert link_problems("x.md", "[paper](https://arxiv.org/pdf/2211.17192)")
+
+
+def test_explainer_is_one_self_contained_file():
+    page = read("explainer.html")
+    assert "<script src" not in page and "<link" not in page and "@import" not in page
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page), "the explainer must not load anything"
+    assert "fetch(" not in page and "XMLHttpRequest" not in page
