@@ -160,11 +160,11 @@ def run_benchmark(pairs: Sequence[LoadedPair], settings: BenchSettings,
         for run in runs[:settings.warmup_runs * len({(r.method, r.gamma) for r in runs})]:
             _execute(pair, run, encoded[run.prompt.id], settings, costs, warmup=True)
         for run in runs:
-            if should_stop is not None and should_stop():
-                return _finish(rows)
             if progress is not None:
                 progress(done, total, f"{pair.draft_name}->{pair.target_name}: {run.method}"
                                       f"{'' if run.gamma is None else f' gamma={run.gamma}'} on {run.prompt.id}")
+            if should_stop is not None and should_stop():  # asked after the progress report a Stop button may answer
+                return _finish(rows)
             rows.append(_execute(pair, run, encoded[run.prompt.id], settings, costs))
             done += 1
     if progress is not None:
@@ -285,6 +285,8 @@ def load_csv(path_or_buffer) -> pd.DataFrame:
         frame = pd.read_csv(path_or_buffer)
     except (ValueError, OSError, UnicodeDecodeError) as error:
         raise SpecdecError(f"could not read the benchmark CSV: {error}") from None
+    if "schedule" not in frame.columns and "gamma" in frame.columns:  # files written before adaptive gamma existed
+        frame["schedule"] = frame["gamma"].notna().map({True: "fixed", False: "none"})
     missing = [column for column in ("pair", "method", "schedule", "gamma", "category", "speedup") if column not in frame.columns]
     if missing:
         raise SpecdecError(f"this CSV is not a specdec benchmark (missing columns {missing}): download one from the Compare page "

@@ -330,13 +330,8 @@ def _report_json(args, pair, text, result, baseline) -> dict:
     return report
 
 
-def _first_difference(a: list[int], b: list[int]) -> int:
-    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-
-
 def _report_text(pair, text, result, baseline, greedy: bool) -> str:
-    import torch
-
+    from specdec.comparison import greedy_check
     from specdec.converted import dtype_name
 
     stats = result.stats
@@ -359,15 +354,8 @@ def _report_text(pair, text, result, baseline, greedy: bool) -> str:
             f"wall-clock speedup: {baseline.stats.wall_time_s / stats.wall_time_s:.2f}x",
         ]
         if greedy:
-            if baseline.tokens == result.tokens:
-                same = "yes"
-            elif pair.dtype != torch.float32:
-                same = (f"no, they part at token {_first_difference(baseline.tokens, result.tokens)}: in {dtype_name(pair.dtype)} a pass "
-                        "over several tokens rounds differently from one-token steps, so near-ties can flip; "
-                        "run with --dtype float32 to check exactness")
-            else:
-                same = f"NO, they part at token {_first_difference(baseline.tokens, result.tokens)} (please report this as a bug)"
-            lines.append(f"identical to the target's own greedy output: {same}")
+            check = greedy_check(result.tokens, baseline.tokens, dtype_name(pair.dtype))
+            lines.append(f"identical to the target's own greedy output: {'yes' if check.identical else 'no, ' + check.message}")
     return "\n".join(lines)
 
 

@@ -100,7 +100,7 @@ def test_stopping_early_keeps_the_rows_so_far(tiny_loaded_pair):
     calls = []
     frame = run_benchmark([tiny_loaded_pair], SETTINGS, progress=lambda done, total, message: calls.append(done),
                           should_stop=lambda: len(calls) >= 3)
-    assert len(frame) == 3
+    assert len(frame) == 2  # the stop asked at the third progress report: the third run never starts
 
 
 @pytest.mark.parametrize("kwargs", [dict(methods=("warp",)), dict(gammas=(0,)), dict(gammas=("sometimes",)),

@@ -1,0 +1,150 @@
+"""Playground: run one prompt with speculative decoding and with the target alone, and see every token."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import streamlit as st
+
+from pages.common import load_pair, offer_downloads, render_sidebar, shows_errors
+from pages.common.charts import time_split_figure
+from pages.common.models import is_chat_model
+from pages.common.playground import RESULT, UPDATES_PER_SECOND, PlaygroundRun, run_playground
+from pages.common.settings import Settings
+from pages.common.state import keep, remember
+from pages.common.tokens_html import legend_html, plain_text_html, tokens_html
+from specdec import pairing
+from specdec.comparison import compare_runs, greedy_check
+from specdec.prompts import suite
+from specdec.trace import count_kinds
+
+st.set_page_config(page_title="Playground · specdec", page_icon=":material/play_circle:", layout="wide")
+settings = render_sidebar()
+EXAMPLES = suite()
+
+
+def _example_text(index: int) -> str:
+    return EXAMPLES[index].messages[-1][1]
+
+
+def _use_example(index: int) -> None:
+    keep("prompt", _example_text(index))
+
+
+def _prompt_controls(settings: Settings) -> tuple[str, bool, bool, bool]:
+    """Example picker, prompt box and options; returns (prompt, chat template?, also the target alone?, stream?)."""
+    st.selectbox("Example prompts", range(len(EXAMPLES)),
+                 format_func=lambda i: f"{EXAMPLES[i].category} · {_example_text(i)[:90]}",
+                 **remember("example", 0, then=_use_example))
+    prompt = st.text_area("Prompt", height=110, **remember("prompt", _example_text(0)))
+    left, middle, right = st.columns(3)
+    chat = left.checkbox("Apply the target's chat template", help="wraps the prompt as a user turn (instruct models)",
+                         **remember(f"chat:{settings.target}", is_chat_model(settings.target)))
+    also_plain = middle.checkbox("Also run the target alone", help="for the wall-clock speedup and the greedy check",
+                                 **remember("also_plain", True))
+    stream = right.checkbox("Show tokens as they are generated", **remember("stream", True),
+                            help=f"redraws the text {UPDATES_PER_SECOND} times a second; that and decoding each token for "
+                                 "display cost both runs a little time (counted as 'other'); untick for the cleanest timings")
+    return prompt, chat, also_plain, stream
+
+
+def _metrics(run: PlaygroundRun) -> None:
+    stats = run.speculative.stats
+    comparison = compare_runs(stats, run.plain.stats if run.plain else None, run.settings.gamma)
+    columns = st.columns(5)
+    alpha, kept = stats.alpha_estimate, stats.acceptance_rate
+    columns[0].metric("α: accepted / tested", "n/a" if math.isnan(alpha) else f"{alpha:.0%}",
+                      help=f"accepted / (accepted + rejections) = {stats.accepted} / ({stats.accepted} + {stats.rejections}): "
+                           "the per-token α of the formulas. Accepted / all drafted is "
+                           + ("n/a" if math.isnan(kept) else f"{kept:.0%}")
+                           + ", lower, because drafts after a rejection are never tested.")
+    predicted = comparison.predicted_tokens_per_pass
+    columns[1].metric("Tokens per target pass", f"{stats.tokens_per_target_pass:.2f}",
+                      help=f"{stats.new_tokens} new tokens / {stats.target_passes} target passes (the prompt pass included). "
+                           f"Per drafting round: {comparison.tokens_per_round:.2f} measured"
+                           + ("" if math.isnan(predicted) else f", {predicted:.2f} by theory, (1 - α^(γ+1)) / (1 - α)."))
+    speedup = comparison.wall_clock_speedup
+    columns[2].metric("Wall-clock speedup", "n/a" if math.isnan(speedup) else f"{speedup:.2f}×",
+                      help="target-alone wall time / speculative wall time; above 1 is a gain")
+    columns[3].metric("Speculative tokens/s", f"{stats.tokens_per_second:.1f}", help=f"{stats.wall_time_s:.2f} s in all")
+    columns[4].metric("Target-alone tokens/s", f"{run.plain.stats.tokens_per_second:.1f}" if run.plain else "n/a",
+                      help=f"{run.plain.stats.wall_time_s:.2f} s in all" if run.plain else "not run")
+    st.plotly_chart(time_split_figure(comparison.time_split()), width="stretch")
+
+
+def _greedy_check(run: PlaygroundRun) -> None:
+    if not run.settings.greedy or run.plain is None:
+        return
+    check = greedy_check(run.speculative.tokens, run.plain.tokens, run.dtype)
+    show = {"identical": st.success, "rounding": st.warning, "bug": st.error}[check.verdict]
+    show(f"Greedy check: {check.message}.")
+
+
+def _round_table(run: PlaygroundRun) -> None:
+    rows = pd.DataFrame([{
+        "round": row.round_index,
+        "drafted (✓ accepted, ✗ rejected, · not tested)": row.drafted,
+        "accepted": f"{row.accepted}/{row.drafted_count}" if row.drafted_count else "–",
+        "target added": row.added,
+        "how": row.added_kind,
+        "tokens out": row.emitted,
+    } for row in run.rounds])
+    st.dataframe(rows, hide_index=True, width="stretch")
+
+
+def _stopped_note(run: PlaygroundRun) -> str | None:
+    if run.phase == "speculative":
+        return f"Stopped during speculative decoding, after {sum(span.in_output for span in run.spans)} tokens."
+    if run.phase == "plain" and run.plain is None:
+        return "Stopped during the target-alone run."
+    return None
+
+
+def show_run(run: PlaygroundRun, settings: Settings) -> None:
+    """Everything about the last run: coloured text, the target's own text, metrics, checks and rounds."""
+    s = run.settings
+    st.caption(f"{s.draft} → {s.target} on {run.device} in {run.dtype} · gamma {s.gamma} · temperature {s.temperature} · "
+               f"top-k {s.top_k} · top-p {s.top_p} · seed {s.seed} · {run.prompt_tokens} prompt tokens"
+               + (" · the sidebar has changed since this run" if s != settings else ""))
+    note = _stopped_note(run)
+    if note:
+        st.warning(note)
+    st.html(legend_html(count_kinds(run.spans)))
+    left, right = st.columns(2)
+    with left:
+        st.markdown("**Speculative decoding** (hover a token for p, q, p/q and u)")
+        st.html(tokens_html(run.spans))
+    with right:
+        st.markdown("**Target alone**")
+        if run.plain_text:
+            st.html(plain_text_html(run.plain_text))
+        elif run.phase == "done":
+            st.info("Not run (tick “Also run the target alone”).")
+    if run.speculative is not None:
+        _metrics(run)
+        _greedy_check(run)
+    st.markdown("**Rounds**: what the draft proposed, how much the target accepted, what it added")
+    _round_table(run)
+
+
+st.title("Playground")
+st.caption("The draft q proposes gamma tokens; the target p checks them all in one pass, keeps a prefix and adds one "
+           "token of its own. Colours show how each token arose.")
+prompt, chat, also_plain, stream = _prompt_controls(settings)
+ready = offer_downloads(settings, key="playground_download")
+generate_column, stop_column, _ = st.columns([1, 1, 4])
+generate = generate_column.button("Generate", type="primary", disabled=not ready, width="stretch")
+stop_column.button("Stop", width="stretch", help="Stops the generation; what is done so far stays on the page.")
+autorun = st.session_state.pop("playground_autorun", False)
+
+if (generate or autorun) and ready:
+    with shows_errors():
+        pair = load_pair(settings)
+        input_ids = pairing.encode_prompt(pair.tokenizer, prompt, chat=chat)
+        run_playground(pair, input_ids, settings, also_plain, stream)
+
+if RESULT in st.session_state:
+    show_run(st.session_state[RESULT], settings)
+else:
+    st.info("Pick a pair in the sidebar, choose or write a prompt, and press Generate.")

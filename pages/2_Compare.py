@@ -1,0 +1,158 @@
+"""Compare: benchmark several pairs across a range of gamma and prompt categories; charts, table and CSV."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pandas as pd
+import streamlit as st
+
+from pages.common import fetch_models, load_pair, render_sidebar, shows_errors
+from pages.common.models import missing_models
+from pages.common.settings import CUSTOM, Settings
+from pages.common.sidebar import pair_label
+from pages.common.state import is_kept, keep, kept, remember
+from pages.common.stopping import StopRequest
+from specdec import bench
+from specdec.catalog import PAIRS
+from specdec.charts import benchmark_figures
+from specdec.prompts import CATEGORIES
+
+st.set_page_config(page_title="Compare · specdec", page_icon=":material/bar_chart:", layout="wide")
+settings = render_sidebar()
+FRAME, NOTE = "compare_frame", "compare_note"
+
+
+def _pair_settings(name: str) -> Settings:
+    """The sidebar's settings with the pair `name` ('draft->target', curated or custom)."""
+    if name in PAIRS:
+        return replace(settings, pair=name)
+    draft, target = name.split("->", 1)
+    return replace(settings, pair=CUSTOM, custom_draft=draft, custom_target=target)
+
+
+def _choose_pairs() -> list[str]:
+    """The pairs to compare, picked in the sidebar (the current custom pair can join the curated ones)."""
+    options = list(PAIRS) + ([settings.pair_name] if settings.pair == CUSTOM and settings.draft and settings.target else [])
+    if is_kept("compare_pairs"):   # drop pairs that are gone (a custom pair that was changed)
+        keep("compare_pairs", [name for name in kept("compare_pairs") if name in options])
+    default = [settings.pair_name] if settings.pair_name in options else []
+    with st.sidebar:
+        st.subheader("Pairs to compare")
+        return st.multiselect("Pairs", options, format_func=lambda name: pair_label(name) if name in PAIRS else f"custom: {name}",
+                              label_visibility="collapsed", **remember("compare_pairs", default or [options[0]]))
+
+
+def _bench_settings(gammas: tuple[int, int], adaptive: bool, assisted: bool, categories: list[str], per_category: int,
+                    repeats: int) -> bench.BenchSettings:
+    return bench.BenchSettings(methods=("speculative", "assisted") if assisted else ("speculative",),
+                               gammas=tuple(range(gammas[0], gammas[1] + 1)) + ((bench.ADAPTIVE,) if adaptive else ()),
+                               categories=tuple(categories), prompts_per_category=per_category,
+                               temperatures=(settings.temperature,), repeats=repeats,
+                               max_new_tokens=settings.max_new_tokens, top_k=settings.top_k, top_p=settings.top_p,
+                               seed=settings.seed)
+
+
+def run_comparison(pairs: list[str], bench_settings: bench.BenchSettings) -> None:
+    """Benchmark each pair in turn; the rows so far are saved after every pair and on Stop."""
+    frames: list[pd.DataFrame] = []
+    stop = StopRequest()
+    st.session_state[NOTE] = None
+    bar = st.progress(0.0, text="starting")
+    for index, name in enumerate(pairs):
+        with shows_errors():
+            pair = load_pair(_pair_settings(name))
+
+            def report(done: int, total: int, message: str, index: int = index) -> None:
+                fraction = (index + done / max(total, 1)) / len(pairs)
+                stop.guard(lambda: bar.progress(fraction, text=f"{message} ({done}/{total} runs of this pair)"))
+
+            frames.append(bench.run_benchmark([pair], bench_settings, progress=report, should_stop=stop.should_stop))
+            st.session_state[FRAME] = pd.concat(frames, ignore_index=True)
+        if stop.pending is not None:
+            st.session_state[NOTE] = f"Stopped early: the {sum(len(f) for f in frames)} runs finished so far are kept."
+            break
+    stop.resume()
+    bar.progress(1.0, text="done")
+
+
+def _overlay() -> pd.DataFrame | None:
+    """An earlier CSV to draw next to this run, its pairs renamed 'pair [file]', or None (a bad file is reported)."""
+    uploaded = st.file_uploader("Overlay an earlier benchmark CSV", type="csv", key="compare_upload")
+    if uploaded is None:
+        return None
+    with shows_errors():
+        earlier = bench.load_csv(uploaded)
+        return earlier.assign(pair=earlier["pair"] + f" [{uploaded.name}]")
+    return None
+
+
+def show_charts(frame: pd.DataFrame) -> None:
+    """The four charts of `specdec.charts`, one colour per pair, two by two."""
+    figures = list(benchmark_figures(frame).items())
+    for row in range(0, len(figures), 2):
+        for column, (name, figure) in zip(st.columns(2), figures[row:row + 2]):
+            figure.update_layout(height=420, legend=dict(orientation="h", yanchor="top", y=-0.25))
+            column.plotly_chart(figure, width="stretch", key=f"chart_{name}")
+
+
+def show_results(frame: pd.DataFrame | None, overlay: pd.DataFrame | None) -> None:
+    """Charts and the table for this run and the overlay; the CSV of this run."""
+    frames = [part for part in (frame, overlay) if part is not None and not part.empty]
+    if not frames:
+        st.info("Choose pairs in the sidebar and press Run benchmark, or upload an earlier CSV.")
+        return
+    combined = pd.concat(frames, ignore_index=True)
+    show_charts(combined)
+    st.subheader("Results")
+    st.caption("Medians over prompts and repeats. acceptance_rate is accepted / drafted; alpha_estimate is accepted / "
+               "tested, the per-token alpha of the formulas; efficiency is measured / predicted speedup.")
+    st.dataframe(bench.overview(combined).round(3), hide_index=True, width="stretch")
+    if frame is None or frame.empty:
+        return
+    for _, row in bench.best_gammas(frame).iterrows():
+        st.markdown(f"Best fixed gamma for **{row['pair']}**: {int(row['gamma'])} (median speedup {row['median_speedup']:.2f}×)")
+    st.download_button("Download CSV", frame.to_csv(index=False), file_name="specdec-benchmark.csv", mime="text/csv",
+                       type="primary", help="one row per run: settings, device, dtype, library versions, seed, timestamp")
+    with st.expander(f"All {len(frame)} runs of this benchmark"):
+        st.dataframe(frame, hide_index=True, width="stretch")
+
+
+st.title("Compare pairs")
+st.caption("Every pair runs every gamma on every chosen prompt, next to the target alone with transformers' `generate` "
+           "(the baseline of every speedup). Device, dtype, temperature, top-k, top-p, max new tokens and seed come from "
+           "the sidebar; its single gamma is replaced here by a range. Each run generates max-new-tokens tokens (10–20 s "
+           "apiece for the default pair on a laptop CPU in float32, with a warm-up run of each variant first): start small.")
+chosen = _choose_pairs()
+columns = st.columns([2, 3, 1, 1])
+gamma_range = columns[0].slider("gamma range", 1, 12, **remember("compare_gammas", (1, 4)))
+categories = columns[1].multiselect("Prompt categories", CATEGORIES, **remember("compare_categories", ["code", "summarization"]))
+per_category = columns[2].number_input("prompts per category", 1, 4, **remember("compare_per_category", 1))
+repeats = columns[3].number_input("repeats", 1, 5, **remember("compare_repeats", 1))
+columns = st.columns(2)
+adaptive = columns[0].checkbox("Also an adaptive gamma", **remember("compare_adaptive", False),
+                               help="gamma chosen round by round from the running α and the measured costs")
+assisted = columns[1].checkbox("Also transformers' assisted generation", **remember("compare_assisted", False),
+                               help="transformers' own speculative decoding with the same draft, at each gamma")
+
+missing = sorted({entry.name for name in chosen for entry in missing_models(_pair_settings(name))})
+if missing:
+    st.info(f"Some models are not downloaded yet: {', '.join(missing)}.")
+    if st.button("Download them", key="compare_download"):
+        with shows_errors():
+            fetch_models(missing)
+            st.rerun()
+run_column, stop_column, _ = st.columns([1, 1, 4])
+run = run_column.button("Run benchmark", type="primary", disabled=not chosen or not categories or bool(missing), width="stretch")
+stop_column.button("Stop", width="stretch", help="Stops after the run in progress; the finished runs stay on the page.")
+
+# Fixed containers keep every later element in the same place whether or not a run happens in this
+# rerun, so the browser never shows a stale copy of an element next to its replacement.
+progress_area, note_area = st.container(), st.container()
+if run:
+    with progress_area, shows_errors():
+        run_comparison(chosen, _bench_settings(tuple(gamma_range), adaptive, assisted, categories, int(per_category),
+                                               int(repeats)))
+if st.session_state.get(NOTE):
+    note_area.warning(st.session_state[NOTE])
+show_results(st.session_state.get(FRAME), _overlay())

@@ -1,0 +1,17 @@
+"""Code the dashboard's pages share. A package inside `pages/`, so Streamlit does not list it as a page.
+
+- `settings`: the sidebar's settings as a dataclass, and their round trip through the URL
+- `state`: widget values that survive a page switch
+- `sidebar`: the sidebar every page draws
+- `models`: fetching with progress, loading a pair once (`st.cache_resource`), errors as `st.error`
+- `tokens_html`: coloured tokens with hover details
+- `charts`: Plotly figures
+- `stopping`: stopping a long step and keeping its results
+- `lessons`: the chapters in `guide/`
+"""
+
+from pages.common.models import fetch_models, load_pair, offer_downloads, shows_errors
+from pages.common.settings import Settings
+from pages.common.sidebar import render_sidebar
+
+__all__ = ["Settings", "fetch_models", "load_pair", "offer_downloads", "render_sidebar", "shows_errors"]

@@ -1,0 +1,79 @@
+"""Plotly figures for the Explainer and the Playground, drawn from results `specdec` computed.
+
+Explainer: bars for p, q, min(p, q), the residual and the Monte-Carlo output; the speedup curve.
+Playground: where a run's time went. (The Compare page's figures are `specdec.charts`, which
+`specdec bench` shares.) Nothing is computed here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import plotly.graph_objects as go
+
+from specdec.comparison import TimeShare
+from specdec.explainer import AcceptRejectPicture, SpeedupCurve
+
+P_COLOUR, Q_COLOUR, OVERLAP_COLOUR, RESIDUAL_COLOUR = "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728"
+LAYOUT = dict(margin=dict(l=10, r=10, t=50, b=10), legend=dict(orientation="h", yanchor="top", y=-0.2), height=380)
+
+
+def distributions_figure(picture: AcceptRejectPicture, labels: Sequence[str]) -> go.Figure:
+    """p and q side by side, with min(p, q) (what is drafted and accepted) drawn over them."""
+    figure = go.Figure()
+    figure.add_trace(go.Bar(x=list(labels), y=picture.p, name="p (target)", marker_color=P_COLOUR, opacity=0.55))
+    figure.add_trace(go.Bar(x=list(labels), y=picture.q, name="q (draft)", marker_color=Q_COLOUR, opacity=0.55))
+    figure.add_trace(go.Scatter(x=list(labels), y=picture.overlap, name="min(p, q): drafted and accepted",
+                                mode="markers", marker=dict(symbol="line-ew-open", size=34, color=OVERLAP_COLOUR,
+                                                            line=dict(width=4, color=OVERLAP_COLOUR))))
+    figure.update_layout(title=f"p, q and min(p, q): alpha = sum(min(p, q)) = {picture.alpha:.3f}", barmode="group",
+                         yaxis_title="probability", yaxis_range=[0, 1], **LAYOUT)
+    return figure
+
+
+def residual_figure(picture: AcceptRejectPicture, labels: Sequence[str]) -> go.Figure:
+    """The residual norm(max(0, p - q)) the target resamples from after a rejection."""
+    figure = go.Figure(go.Bar(x=list(labels), y=picture.residual, marker_color=RESIDUAL_COLOUR, name="residual"))
+    figure.update_layout(title="after a rejection the target samples from norm(max(0, p - q))",
+                         yaxis_title="probability", yaxis_range=[0, 1], **LAYOUT)
+    return figure
+
+
+def monte_carlo_figure(labels: Sequence[str], target: Sequence[float], measured: Sequence[float], trials: int) -> go.Figure:
+    """How often each token came out of the rule, next to p."""
+    figure = go.Figure()
+    figure.add_trace(go.Bar(x=list(labels), y=list(target), name="p (target)", marker_color=P_COLOUR, opacity=0.55))
+    figure.add_trace(go.Bar(x=list(labels), y=list(measured), name=f"output of the rule ({trials:,} trials)",
+                            marker_color=OVERLAP_COLOUR))
+    figure.update_layout(title="What speculative sampling outputs vs p", barmode="group", yaxis_title="frequency", **LAYOUT)
+    return figure
+
+
+def speedup_curve_figure(curve: SpeedupCurve, chosen_gamma: int) -> go.Figure:
+    """Expected speedup vs gamma, the best gamma starred and the chosen one circled."""
+    figure = go.Figure()
+    figure.add_trace(go.Scatter(x=curve.gammas, y=curve.speedups, name="expected speedup", mode="lines+markers",
+                                line_color=P_COLOUR))
+    figure.add_trace(go.Scatter(x=[curve.best_gamma], y=[curve.best_speedup], name=f"best gamma = {curve.best_gamma}",
+                                mode="markers", marker=dict(symbol="star", size=18, color="#e3b505")))
+    figure.add_trace(go.Scatter(x=[chosen_gamma], y=[curve.at(chosen_gamma)[1]], name=f"your gamma = {chosen_gamma}",
+                                mode="markers", marker=dict(symbol="circle-open", size=18, color=RESIDUAL_COLOUR,
+                                                            line=dict(width=3))))
+    figure.add_hline(y=1.0, line=dict(color="grey", dash="dot"), annotation_text="target alone")
+    figure.update_layout(title=f"speedup = (1 - a^(g+1)) / ((1 - a)(g c + 1)),  a = {curve.alpha:.2f}, c = {curve.c:.2f}",
+                         xaxis_title="gamma", yaxis_title="expected wall-clock speedup", **LAYOUT)
+    figure.update_xaxes(dtick=1)
+    return figure
+
+
+def time_split_figure(shares: Sequence[TimeShare]) -> go.Figure:
+    """One horizontal bar: where the speculative run's wall time went."""
+    colours = {"draft": Q_COLOUR, "verify": P_COLOUR, "other": "#999999"}
+    figure = go.Figure()
+    for share in shares:
+        figure.add_trace(go.Bar(y=["time"], x=[share.seconds], orientation="h", name=f"{share.name} {share.seconds:.2f} s "
+                                f"({share.share:.0%})", marker_color=colours.get(share.name)))
+    figure.update_layout(barmode="stack", height=170, margin=dict(l=10, r=10, t=30, b=10), xaxis_title="seconds",
+                         title="where the speculative run's time went", legend=dict(orientation="h", y=-0.6, traceorder="normal"),
+                         yaxis=dict(showticklabels=False))
+    return figure

@@ -1,0 +1,120 @@
+"""One Playground run: speculative decoding, then the target alone, streamed to the page as they generate.
+
+    run_playground(pair, input_ids, settings, also_plain=True, stream=True)
+    st.session_state[RESULT]                    # a `PlaygroundRun`, complete or stopped part-way
+
+The engine calls back after every round (`on_round`) and, for plain decoding, every token
+(`on_token`); the callbacks grow a `specdec.trace.TraceBuilder` and, at most `UPDATES_PER_SECOND`
+times a second, save the run so far in the session and redraw the text. A Stop click surfaces as
+an exception from that redraw, which ends the generation; the saved part stays on the page.
+
+Streaming costs the runs a little time (decoding each token for display, a few redraws a second),
+counted in their "other" time; turn it off for the cleanest timings.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+
+import streamlit as st
+import torch
+
+from pages.common.settings import Settings
+from pages.common.tokens_html import plain_text_html, tokens_html
+from specdec import pairing
+from specdec.converted import dtype_name
+from specdec.pairing import LoadedPair
+from specdec.results import GenerationResult
+from specdec.trace import RoundRow, TokenSpan, TraceBuilder, trace
+
+RESULT = "playground_run"
+UPDATES_PER_SECOND = 4
+
+
+@dataclass(frozen=True)
+class PlaygroundRun:
+    """What a run produced so far, with the settings it ran with."""
+
+    settings: Settings
+    device: str
+    dtype: str
+    prompt_tokens: int
+    phase: str                                # "speculative" or "plain" while running (or stopped), then "done"
+    spans: tuple[TokenSpan, ...] = ()         # speculative output, rejected drafts included
+    rounds: tuple[RoundRow, ...] = ()
+    speculative: GenerationResult | None = None   # set once the speculative phase finished
+    plain_text: str = ""
+    plain: GenerationResult | None = None         # set once the target-alone phase finished
+
+
+class _Throttle:
+    """True at most `per_second` times a second."""
+
+    def __init__(self, per_second: float) -> None:
+        self.interval, self.last = 1.0 / per_second, time.monotonic()
+
+    def due(self) -> bool:
+        now = time.monotonic()
+        if now - self.last < self.interval:
+            return False
+        self.last = now
+        return True
+
+
+def _decoder(pair: LoadedPair):
+    return lambda ids: pair.tokenizer.decode(ids, skip_special_tokens=False)
+
+
+def _speculative_phase(pair: LoadedPair, input_ids: torch.Tensor, run: PlaygroundRun, stream: bool, slot) -> PlaygroundRun:
+    builder, throttle = TraceBuilder(_decoder(pair)), _Throttle(UPDATES_PER_SECOND)
+
+    def on_round(round_) -> None:
+        builder.add_round(round_)
+        if throttle.due():
+            st.session_state[RESULT] = replace(run, spans=tuple(builder.spans), rounds=tuple(builder.rows))
+            slot.html(tokens_html(builder.spans))
+
+    result = pairing.generate_speculative(pair, input_ids, on_round=on_round if stream else None, **run.settings.decoding())
+    finished = builder if stream else trace(result, _decoder(pair))
+    return replace(run, spans=tuple(finished.spans), rounds=tuple(finished.rows), speculative=result)
+
+
+def _plain_phase(pair: LoadedPair, input_ids: torch.Tensor, run: PlaygroundRun, stream: bool, slot) -> PlaygroundRun:
+    builder, throttle = TraceBuilder(_decoder(pair)), _Throttle(UPDATES_PER_SECOND)
+
+    def on_token(token: int) -> None:
+        builder.add_token(token)
+        if throttle.due():
+            text = "".join(span.text for span in builder.spans)
+            st.session_state[RESULT] = replace(run, plain_text=text)
+            slot.html(plain_text_html(text))
+
+    result = pairing.generate_plain(pair, input_ids, on_token=on_token if stream else None, **run.settings.decoding())
+    return replace(run, plain_text=_decoder(pair)(result.tokens), plain=result)
+
+
+def run_playground(pair: LoadedPair, input_ids: torch.Tensor, settings: Settings, also_plain: bool, stream: bool) -> None:
+    """Both phases, each with a status box, the text streamed below them; results land in `st.session_state[RESULT]`."""
+    statuses, live = st.container(), st.empty()
+    with live.container():
+        left, right = st.columns(2)
+        speculative_slot, plain_slot = left.empty(), right.empty()
+    run = PlaygroundRun(settings, str(pair.device), dtype_name(pair.dtype), int(input_ids.shape[-1]), phase="speculative")
+    with statuses.status(f"Speculative decoding: {settings.draft} drafts {settings.gamma} tokens per round, "
+                         f"{settings.target} verifies them in one pass …") as status:
+        run = _speculative_phase(pair, input_ids, run, stream, speculative_slot)
+        run = replace(run, phase="plain" if also_plain else "done")
+        st.session_state[RESULT] = run
+        stats = run.speculative.stats
+        status.update(label=f"Speculative decoding: {stats.new_tokens} tokens in {stats.wall_time_s:.2f} s",
+                      state="complete", expanded=False)
+    if also_plain:
+        speculative_slot.html(tokens_html(run.spans))
+        with statuses.status(f"Plain decoding: {settings.target} alone, one pass per token …") as status:
+            run = replace(_plain_phase(pair, input_ids, run, stream, plain_slot), phase="done")
+            st.session_state[RESULT] = run
+            stats = run.plain.stats
+            status.update(label=f"Plain decoding: {stats.new_tokens} tokens in {stats.wall_time_s:.2f} s",
+                          state="complete", expanded=False)
+    live.empty()

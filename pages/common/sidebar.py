@@ -1,0 +1,103 @@
+"""The sidebar every page shares: the draft/target pair, device, dtype and the decoding settings.
+
+    settings = render_sidebar()      # a `Settings`; also written to the URL's query string
+
+Values are remembered across pages (`pages.common.state`) and mirrored in the URL, so a link
+reproduces the configuration: a new session starts from the link's query string.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from pages.common.models import pair_availability_labels
+from pages.common.settings import (
+    CUSTOM, DTYPE_CHOICES, GAMMA_RANGE, MAX_NEW_TOKENS_RANGE, SEED_RANGE, TEMPERATURE_RANGE, TOP_K_RANGE, TOP_P_RANGE,
+    Settings,
+)
+from pages.common.state import is_kept, keep, kept, remember
+from specdec.catalog import DEFAULT_PAIR, PAIRS, PROMPT_LOOKUP
+from specdec.loading import available_devices
+
+
+def _initial_settings(devices: list[str]) -> Settings:
+    """The settings a session starts from: the link's query string on its first run, else the defaults."""
+    if is_kept("pair"):
+        return Settings()
+    settings, problems = Settings.from_query(st.query_params.to_dict(), devices)
+    if problems:
+        st.session_state["link_problems"] = problems
+    return settings
+
+
+def pair_label(name: str) -> str:
+    """'draft → target · cached' (and '(default)'), for the pair picker."""
+    if name == CUSTOM:
+        return "custom: your own draft and target"
+    pair = PAIRS[name]
+    default = " (default)" if name == DEFAULT_PAIR else ""
+    return f"{pair.draft} → {pair.target}{default} · {pair_availability_labels().get(name, '?')}"
+
+
+def _pair_picker(initial: Settings) -> tuple[str, str, str]:
+    """The pair selectbox (plus two text fields for a custom pair); returns (pair, custom draft, custom target)."""
+    options = [*PAIRS, CUSTOM]
+    if kept("pair", initial.pair) not in options:   # a pair from a catalogue that changed since
+        keep("pair", DEFAULT_PAIR)
+    pair = st.selectbox("Draft → target pair", options, format_func=pair_label, **remember("pair", initial.pair),
+                        help="q drafts, p verifies. Curated pairs share a tokenizer; 'cached' ones run without a download.")
+    draft = st.text_input("Draft model q", placeholder=f"a zoo name, hub id, folder, .gguf file or {PROMPT_LOOKUP}",
+                          **remember("custom_draft", initial.custom_draft)) if pair == CUSTOM else kept("custom_draft", "")
+    target = st.text_input("Target model p", placeholder="a zoo name, hub id, folder or .gguf file",
+                           **remember("custom_target", initial.custom_target)) if pair == CUSTOM else kept("custom_target", "")
+    if pair != CUSTOM:
+        st.caption(PAIRS[pair].description)
+    return pair, draft, target
+
+
+PAGES = [("app.py", "Home", ":material/home:"), ("pages/1_Playground.py", "Playground", ":material/play_circle:"),
+         ("pages/2_Compare.py", "Compare", ":material/bar_chart:"), ("pages/3_Explainer.py", "Explainer", ":material/calculate:"),
+         ("pages/4_Lessons.py", "Lessons", ":material/menu_book:")]
+
+
+def render_sidebar() -> Settings:
+    """Draw the shared sidebar (page links, then settings) and return its settings (also written to the URL)."""
+    devices = available_devices()
+    initial = _initial_settings(devices)
+    with st.sidebar:
+        for path, label, icon in PAGES:   # Streamlit's own list is hidden (.streamlit/config.toml): it would call Home "app"
+            st.page_link(path, label=label, icon=icon)
+        st.subheader("Models")
+        pair, custom_draft, custom_target = _pair_picker(initial)
+        device = st.selectbox("Device", ["auto", *devices], **remember("device", initial.device),
+                              help="auto picks cuda, then mps, then cpu; only devices this machine has are listed")
+        dtype = st.selectbox("dtype", DTYPE_CHOICES, **remember("dtype", initial.dtype),
+                             help="auto: float32 on the CPU (exact greedy checks), bfloat16 on CUDA. "
+                                  "bfloat16 is often about twice as fast on CPUs that support it.")
+        st.subheader("Decoding")
+        gamma = st.slider("gamma: drafted tokens per round", *GAMMA_RANGE, **remember("gamma", initial.gamma))
+        temperature = st.slider("temperature (0 = greedy)", *TEMPERATURE_RANGE, step=0.05,
+                                **remember("temperature", initial.temperature))
+        top_k = st.number_input("top-k (0 = off)", *TOP_K_RANGE, step=1, **remember("top_k", initial.top_k))
+        top_p = st.slider("top-p (1 = off)", *TOP_P_RANGE, step=0.05, **remember("top_p", initial.top_p))
+        max_new_tokens = st.number_input("max new tokens", *MAX_NEW_TOKENS_RANGE, step=8,
+                                         **remember("max_new_tokens", initial.max_new_tokens))
+        seed = st.number_input("seed", *SEED_RANGE, step=1, **remember("seed", initial.seed))
+        problems = st.session_state.pop("link_problems", None)
+        if problems:
+            st.warning(f"The link had values this app cannot use; defaults were taken for: {', '.join(problems)}")
+    settings = Settings(pair, custom_draft, custom_target, device, dtype, int(gamma), float(temperature), int(top_k),
+                        float(top_p), int(max_new_tokens), int(seed))
+    _write_query(settings)
+    return settings
+
+
+def _write_query(settings: Settings) -> None:
+    """Mirror `settings` in the URL, touching only the keys that changed (other pages may add their own)."""
+    wanted = settings.to_query()
+    for key in ("custom_draft", "custom_target"):
+        if key not in wanted and key in st.query_params:
+            del st.query_params[key]
+    for key, value in wanted.items():
+        if st.query_params.get(key) != value:
+            st.query_params[key] = value

@@ -1,0 +1,132 @@
+"""One speculative run judged against the target alone: speedup, where the time went, and exactness.
+
+Notation: p is the target, q the draft, gamma the drafted tokens per round, alpha the acceptance
+rate. The numbers a person wants after one run, side by side with plain decoding:
+
+    comparison = compare_runs(speculative.stats, plain.stats, gamma=4)
+    comparison.wall_clock_speedup          # plain wall time / speculative wall time
+    comparison.predicted_tokens_per_pass   # (1 - alpha^(gamma+1)) / (1 - alpha) from the alpha this run estimated
+    comparison.time_split()                # draft / verify / other seconds and shares
+    greedy_check(speculative.tokens, plain.tokens, "float32").verdict
+
+With temperature 0 both runs must produce the same tokens: in float32 a difference is a bug; in
+bfloat16 or float16 a pass over several tokens can round differently from one-token steps, so a
+near-tie may flip (the CLI words it the same way).
+
+Not handled: statistics over many runs (see `specdec.bench`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from specdec.results import GenerationStats
+from specdec.theory import expected_tokens_per_pass
+
+EXACT_DTYPES = ("float32", "float64")
+
+
+@dataclass(frozen=True)
+class TimeShare:
+    """Seconds spent in one part of a run, and that part's share of the wall time."""
+
+    name: str
+    seconds: float
+    share: float
+
+
+@dataclass(frozen=True)
+class RunComparison:
+    """A speculative run's statistics, with the target-alone run when there is one."""
+
+    speculative: GenerationStats
+    plain: GenerationStats | None
+    gamma: int
+
+    @property
+    def wall_clock_speedup(self) -> float:
+        """Plain wall time / speculative wall time (NaN without a plain run). Above 1 is a gain."""
+        if self.plain is None or self.speculative.wall_time_s <= 0:
+            return math.nan
+        return self.plain.wall_time_s / self.speculative.wall_time_s
+
+    @property
+    def tokens_per_round(self) -> float:
+        """Tokens per drafting round, measured: the prompt pass (one token, nothing drafted) left out.
+
+        >>> RunComparison(GenerationStats(10, 8, 6, 4, 8, 1.0, 0.2, 0.7), None, gamma=4).tokens_per_round
+        3.0
+        """
+        stats = self.speculative
+        return (stats.new_tokens - 1) / (stats.target_passes - 1) if stats.target_passes > 1 else math.nan
+
+    @property
+    def predicted_tokens_per_pass(self) -> float:
+        """What theory expects per round from the alpha this run estimated (NaN if nothing was tested).
+
+        The alpha is `GenerationStats.alpha_estimate`, accepted / tested drafted tokens: the
+        per-token chance the formula assumes (accepted / drafted would count the drafts after a
+        rejection, which are never tested, and predict too little).
+
+        >>> stats = GenerationStats(10, 8, 6, 4, 8, 1.0, 0.2, 0.7, rejections=2)
+        >>> round(RunComparison(stats, None, gamma=4).predicted_tokens_per_pass, 3)   # alpha = 6 / (6 + 2)
+        3.051
+        """
+        alpha = self.speculative.alpha_estimate
+        return math.nan if math.isnan(alpha) else expected_tokens_per_pass(alpha, self.gamma)
+
+    def time_split(self) -> list[TimeShare]:
+        """Draft, verify and other time of the speculative run, each with its share of the wall time.
+
+        >>> [(t.name, round(t.share, 2)) for t in RunComparison(GenerationStats(10, 8, 6, 4, 8, 1.0, 0.2, 0.7), None, 4).time_split()]
+        [('draft', 0.2), ('verify', 0.7), ('other', 0.1)]
+        """
+        stats = self.speculative
+        wall = stats.wall_time_s if stats.wall_time_s > 0 else math.nan
+        parts = (("draft", stats.draft_time_s), ("verify", stats.verify_time_s), ("other", stats.other_time_s))
+        return [TimeShare(name, seconds, seconds / wall) for name, seconds in parts]
+
+
+def compare_runs(speculative: GenerationStats, plain: GenerationStats | None, gamma: int) -> RunComparison:
+    """Pair a speculative run with its target-alone run (or None)."""
+    return RunComparison(speculative, plain, gamma)
+
+
+@dataclass(frozen=True)
+class GreedyCheck:
+    """Whether greedy speculative decoding reproduced the target's own greedy tokens."""
+
+    identical: bool
+    first_difference: int | None  # index of the first differing token, None when identical
+    verdict: str                  # "identical", "rounding" (a low-precision dtype) or "bug"
+    message: str
+
+
+def first_difference(a: list[int], b: list[int]) -> int | None:
+    """The first index where `a` and `b` differ (or where the shorter one ends); None if equal.
+
+    >>> first_difference([1, 2, 3], [1, 2, 4]), first_difference([1, 2], [1, 2, 5]), first_difference([1], [1])
+    (2, 2, None)
+    """
+    if a == b:
+        return None
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+
+def greedy_check(speculative_tokens: list[int], plain_tokens: list[int], dtype: str) -> GreedyCheck:
+    """Judge a greedy pair of runs; `dtype` is the models' dtype name ("float32", "bfloat16", ...).
+
+    >>> greedy_check([1, 2], [1, 2], "float32").verdict, greedy_check([1, 2], [1, 3], "bfloat16").verdict
+    ('identical', 'rounding')
+    """
+    where = first_difference(speculative_tokens, plain_tokens)
+    if where is None:
+        return GreedyCheck(True, None, "identical",
+                           "identical: speculative decoding produced exactly the target's own greedy tokens")
+    if dtype not in EXACT_DTYPES:
+        return GreedyCheck(False, where, "rounding",
+                           f"they part at token {where}: in {dtype} a pass over several tokens rounds differently from "
+                           "one-token steps, so near-ties can flip; choose dtype float32 to check exactness")
+    return GreedyCheck(False, where, "bug",
+                       f"they part at token {where} in {dtype}, where they must agree: please report this as a bug")

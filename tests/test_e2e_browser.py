@@ -1,0 +1,205 @@
+"""The dashboard in a real browser: `streamlit run app.py` on a free port, driven by headless chromium.
+
+It visits every page, generates in the Playground, runs a tiny Compare, checks that the Plotly
+charts are drawn, downloads the CSV and reads it back, and saves a screenshot of each page to a
+temporary folder, or to $SPECDEC_SCREENSHOTS when it is set. The README's screenshots are made with
+
+    SPECDEC_SCREENSHOTS=docs/screenshots python -m pytest -m browser tests/test_e2e_browser.py
+
+Tiny local models only (dashboard_fixtures.py).
+
+Needs Debian's chromium and Playwright for Python (no `playwright install`):
+
+    apt-get install -y chromium
+    pip install playwright==1.65.2
+    python -m pytest -m browser tests/test_e2e_browser.py
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from dashboard_fixtures import TINY_PAIR, write_guide, write_tiny_catalogue
+
+pytestmark = pytest.mark.browser
+
+APP_FOLDER = Path(__file__).resolve().parents[1]
+SCREENSHOTS = Path(os.environ.get("SPECDEC_SCREENSHOTS") or tempfile.mkdtemp(prefix="specdec-screenshots-"))
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync"]
+IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+INSTALL = ("install them with `apt-get install -y chromium` (gives /usr/bin/chromium) and "
+           "`pip install playwright==1.65.2` (no `playwright install` is needed)")
+SETTINGS = f"pair={TINY_PAIR}&gamma=3&temperature=1.0&max_new_tokens=64&seed=1"
+
+
+def require_browser():
+    """Playwright's entry point, or a failure that says how to install what is missing (never a silent skip)."""
+    try:
+        from playwright.sync_api import sync_playwright as entry
+    except ImportError:
+        pytest.fail(f"Playwright for Python is missing: {INSTALL}")
+    if not CHROMIUM.is_file():
+        pytest.fail(f"Debian's chromium is missing at {CHROMIUM}: {INSTALL}")
+    return entry()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_until_healthy(url: str, process: subprocess.Popen, log: Path, timeout_s: float = 90) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"streamlit exited with code {process.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                if response.read() == b"ok":
+                    return
+        except OSError:
+            time.sleep(0.5)
+    pytest.fail(f"streamlit did not answer within {timeout_s} s:\n{log.read_text()[-3000:]}")
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory):
+    """The app served by `streamlit run app.py --server.headless true` with the tiny models; stopped afterwards."""
+    require_browser()                                    # before anything starts
+    folder = tmp_path_factory.mktemp("browser")
+    guide = APP_FOLDER / "guide" if any((APP_FOLDER / "guide").glob("*.md")) else write_guide(folder / "guide")
+    env = os.environ | {
+        "SPECDEC_EXTRA_MODELS": str(write_tiny_catalogue(folder / "models")),
+        "SPECDEC_CACHE": str(folder / "cache"),          # the real zoo reads "needs download" on every machine
+        "SPECDEC_GUIDE_DIR": str(guide),
+        "HF_HUB_OFFLINE": "1",
+        "OMP_NUM_THREADS": "1",
+        "TRANSFORMERS_VERBOSITY": "error",
+    }
+    port = free_port()
+    log = folder / "streamlit.log"
+    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
+               "--server.address", "127.0.0.1", "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"]
+    with open(log, "w") as output:
+        process = subprocess.Popen(command, cwd=APP_FOLDER, env=env, stdout=output, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_healthy(url, process, log)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+@pytest.fixture(scope="module")
+def page(app_url):
+    with require_browser() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        context = browser.new_context(viewport={"width": 1400, "height": 2000}, accept_downloads=True)
+        tab = context.new_page()
+        tab.set_default_timeout(60_000)
+        yield tab
+        browser.close()
+
+
+def settle(page, selector: str) -> None:
+    """Wait for `selector`, for the script to finish, and for charts and tables to paint."""
+    page.wait_for_selector(selector)
+    page.wait_for_selector(IDLE)
+    page.wait_for_timeout(1_000)
+
+
+def screenshot(page, name: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"))
+
+
+def go_to(page, app_url: str, label: str) -> None:
+    """Follow the sidebar's link to a page, as a person would (opening the app with the test's settings first if needed)."""
+    if not page.url.startswith(app_url):
+        page.goto(f"{app_url}/?{SETTINGS}")
+        settle(page, "text=Models on this machine")
+    page.get_by_test_id("stSidebar").get_by_role("link", name=label, exact=True).click()
+
+
+def test_home_lists_the_models(page, app_url):
+    page.goto(f"{app_url}/?{SETTINGS}")
+    settle(page, "text=Models on this machine")
+    assert page.locator("h1").first.inner_text() == "Speculative decoding, hands on"
+    assert page.get_by_text("Current choice in the sidebar: tiny-draft → tiny-target").count() == 1   # from the link
+    screenshot(page, "home")
+
+
+def test_playground_colours_tokens_and_keeps_the_settings(page, app_url):
+    go_to(page, app_url, "Playground")
+    settle(page, "text=Example prompts")
+    assert "gamma=3" in page.url and "max_new_tokens=64" in page.url                 # the settings came along
+    page.get_by_role("button", name="Generate", exact=True).click()
+    settle(page, "[data-testid='stMetric']")
+    tokens = page.locator(".specdec-tokens .specdec-token")
+    assert tokens.count() >= 64
+    accepted = page.locator(".specdec-token.accepted").first
+    assert "p/q = " in accepted.get_attribute("title") and "u = 0." in accepted.get_attribute("title")
+    assert page.locator(".specdec-token.rejected").first.evaluate("e => getComputedStyle(e).textDecorationLine") == "line-through"
+    assert page.get_by_text("Wall-clock speedup").count() == 1
+    screenshot(page, "playground")
+
+
+def test_compare_draws_charts_and_downloads_the_csv(page, app_url, tmp_path):
+    from specdec import bench
+
+    go_to(page, app_url, "Compare")
+    settle(page, "text=Run benchmark")
+    page.get_by_role("button", name="Run benchmark", exact=True).click()
+    settle(page, "text=Download CSV")
+    charts = page.locator(".js-plotly-plot")
+    assert charts.count() == 4
+    assert page.locator(".js-plotly-plot .scatterlayer .trace").count() >= 4      # lines drawn as SVG
+    assert page.locator(".js-plotly-plot .barlayer .point").count() >= 2            # and the category bars
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Download CSV", exact=True).click()
+    path = tmp_path / download.value.suggested_filename
+    download.value.save_as(path)
+    frame = bench.load_csv(path)
+    assert list(pd.read_csv(path).columns) == bench.COLUMNS
+    # 1 pair x 2 categories (code, summarization) x 1 prompt x 1 repeat x (baseline + gammas 1..4)
+    assert len(frame) == 10 and set(frame["pair"]) == {TINY_PAIR} and frame["timestamp"].notna().all()
+    screenshot(page, "compare")
+
+
+def test_explainer_draws_its_charts(page, app_url):
+    go_to(page, app_url, "Explainer")
+    settle(page, "text=Speedup calculator")
+    assert page.locator(".js-plotly-plot").count() >= 4
+    assert page.get_by_text("The output matches p").count() == 1
+    screenshot(page, "explainer")
+
+
+def test_lessons_render_chapters_with_math_figures_and_solutions(page, app_url):
+    go_to(page, app_url, "Lessons")
+    settle(page, "h1")
+    first = page.locator("h1").first.inner_text().strip()
+    assert page.locator("details summary", has_text="Solution").count() >= 1        # raw HTML blocks render
+    assert page.locator('img[src^="data:image/"]').count() >= 1                    # figures are inlined
+    math = page.locator(".katex").count()
+    screenshot(page, "lessons")
+    page.locator("button", has_text="→").first.click()                              # next chapter
+    page.wait_for_function(f"() => document.querySelector('h1').innerText.trim() !== {first!r}")
+    settle(page, "h1")
+    assert math + page.locator(".katex").count() >= 1                              # KaTeX drew the math
