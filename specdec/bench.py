@@ -23,7 +23,8 @@ Methods: "speculative" (ours), "plain" (ours, target alone), and transformers' "
 does not apply to a pair (assisted generation without a draft model) is skipped for that pair.
 
 Gammas are whole numbers or "adaptive": our `AdaptiveGamma` schedule for "speculative", and
-transformers' own dynamic schedule from its default start for "assisted-dynamic".
+transformers' own dynamic schedule from its default start for "assisted-dynamic" (which then runs
+only that way; without "adaptive" among the gammas it starts from each fixed gamma instead).
 """
 
 from __future__ import annotations
@@ -108,6 +109,8 @@ class BenchSettings:
         """The gamma values `method` runs with (None for methods without one)."""
         if method not in GAMMA_METHODS:
             return (None,)
+        if method == "assisted-dynamic" and ADAPTIVE in self.gammas:
+            return (ADAPTIVE,)  # transformers' schedule from its own default start, not from each fixed gamma
         return tuple(gamma for gamma in self.gammas if gamma != ADAPTIVE or method in ADAPTIVE_METHODS)
 
 
