@@ -255,8 +255,22 @@ def overview(frame: pd.DataFrame) -> pd.DataFrame:
     """One line per (pair, method, schedule, gamma) over all prompts: the medians a reader wants first."""
     measures = {"speedup": "median", "tokens_per_second": "median", "acceptance_rate": "median", "alpha_estimate": "median",
                 "tokens_per_target_pass": "median", "predicted_speedup": "median", "efficiency": "median", "prompt_id": "count"}
-    table = frame.assign(gamma=frame["gamma"].fillna(0)).groupby(["pair", "method", "schedule", "gamma"]).agg(measures)
+    table = frame.assign(gamma=_gamma_labels(frame)).groupby(["pair", "method", "schedule", "gamma"]).agg(measures)
     return table.rename(columns={"prompt_id": "runs"}).reset_index()
+
+
+def _gamma_labels(frame: pd.DataFrame) -> pd.Series:
+    """gamma as text for tables: '5', 'adaptive', or '' for methods without one (zero-padded so they sort)."""
+    return frame.apply(lambda row: ADAPTIVE if row["schedule"] == ADAPTIVE else
+                       ("" if pd.isna(row["gamma"]) else f"{int(row['gamma']):2d}"), axis=1)
+
+
+def by_category(frame: pd.DataFrame, measure: str = "speedup") -> pd.DataFrame:
+    """Median `measure` per variant (method, schedule, gamma) and prompt category, one column per category."""
+    labels = _gamma_labels(frame)
+    variant = frame["method"] + labels.map(lambda label: "" if not label else (" adaptive" if label == ADAPTIVE else f" gamma={label.strip()}"))
+    table = frame.assign(variant=variant).pivot_table(index="variant", columns="category", values=measure, aggfunc="median")
+    return table.reset_index().rename_axis(columns=None)
 
 
 def best_gammas(frame: pd.DataFrame, method: str = "speculative") -> pd.DataFrame:

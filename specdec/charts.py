@@ -117,9 +117,10 @@ def summary_figure(frame: pd.DataFrame) -> go.Figure:
     for index, figure in enumerate(parts.values()):
         row, col = divmod(index, 2)
         for trace in figure.data:
-            canvas.add_trace(trace.update(showlegend=index == 2), row=row + 1, col=col + 1)
+            canvas.add_trace(trace.update(showlegend=True), row=row + 1, col=col + 1)
     canvas.update_xaxes(title_text="gamma", row=1, col=1).update_xaxes(title_text="gamma", row=1, col=2)
     canvas.update_xaxes(title_text="gamma", row=2, col=1)
     canvas.add_hline(y=1.0, line=dict(color="grey", width=1), row=2, col=1)
     canvas.add_hline(y=1.0, line=dict(color="grey", width=1), row=2, col=2)
-    return canvas.update_layout(height=900, width=1300, barmode="group", legend=dict(font=dict(size=10)))
+    return canvas.update_layout(height=1050, width=1300, barmode="group",
+                                legend=dict(font=dict(size=10), orientation="h", yanchor="top", y=-0.06))

@@ -105,6 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="comma-separated: speculative, plain, generate, assisted, assisted-dynamic, hf-prompt-lookup "
                             "(generate, the baseline, always runs)")
     bench.add_argument("--gammas", type=_gammas, default=(4,), help="comma-separated gammas, and/or 'adaptive' (default 4)")
+    bench.add_argument("--max-adaptive-gamma", type=_positive_int, default=12, help="the largest gamma 'adaptive' may pick (default 12)")
     bench.add_argument("--categories", type=_names, default=None, help="comma-separated prompt categories (default all)")
     bench.add_argument("--prompts-per-category", type=_positive_int, default=None, help="at most this many prompts per category")
     bench.add_argument("--temperatures", type=_floats, default=(0.0,), help="comma-separated temperatures (default 0)")
@@ -119,6 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--device", default="auto")
     bench.add_argument("--dtype", default="auto")
     bench.add_argument("--out", default=None, help="write one row per run to this CSV file")
+    bench.add_argument("--from-csv", default=None, metavar="CSV",
+                       help="run nothing: summarise (and chart, with --figure) the rows of an earlier --out file")
     bench.add_argument("--figure", default=None, help="write the charts to this .html or .png file (png needs kaleido and chromium)")
     bench.add_argument("--markdown", action="store_true", help="print the summary as a markdown table")
 
@@ -165,13 +168,13 @@ def _toy(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from specdec.bench import BenchSettings, best_gammas, overview, run_benchmark, save_csv
+    from specdec.bench import BenchSettings, best_gammas, by_category, load_csv, overview, run_benchmark, save_csv
     from specdec.catalog import PAIRS
 
     settings = BenchSettings(methods=args.methods, gammas=args.gammas, categories=args.categories,
                              prompts_per_category=args.prompts_per_category, temperatures=args.temperatures,
                              repeats=args.repeats, warmup_runs=args.warmup, max_new_tokens=args.max_new_tokens,
-                             seed=args.seed, draft_vocab_limit=args.draft_vocab_limit)
+                             seed=args.seed, draft_vocab_limit=args.draft_vocab_limit, max_adaptive_gamma=args.max_adaptive_gamma)
     if args.figure and not args.figure.endswith((".html", ".png")):
         raise SpecdecError(f"--figure must end in .html or .png, got {args.figure}")
     names = []
@@ -182,18 +185,22 @@ def _bench(args: argparse.Namespace) -> int:
             raise SpecdecError(f"a pair is written 'draft->target', got '{text}'")
         names.append((draft.strip(), target.strip()))
 
-    from specdec import pairing
+    if args.from_csv:
+        frame = load_csv(args.from_csv)
+    else:
+        from specdec import pairing
 
-    pairs = [pairing.load_pair(target, draft, args.device, args.dtype, progress=_progress, draft_quantization=args.draft_quantization)
-             for draft, target in names]
-    frame = run_benchmark(pairs, settings, progress=lambda done, total, message: _progress(f"[{done + 1}/{total}] {message}")
-                          if done < total else None)
+        pairs = [pairing.load_pair(target, draft, args.device, args.dtype, progress=_progress,
+                                   draft_quantization=args.draft_quantization) for draft, target in names]
+        frame = run_benchmark(pairs, settings, progress=lambda done, total, message: _progress(f"[{done + 1}/{total}] {message}")
+                              if done < total else None)
     if args.out:
         save_csv(frame, args.out)
         _progress(f"wrote {len(frame)} rows to {args.out}")
-    table = overview(frame)
-    print(_markdown(table) if args.markdown else table.to_string(index=False, float_format="%.2f"))
-    print()
+    for title, table in (("medians over all prompts", overview(frame)), ("median speedup per prompt category", by_category(frame))):
+        print(f"{title}:")
+        print(_markdown(table) if args.markdown else table.to_string(index=False, float_format="%.2f"))
+        print()
     print("best fixed gamma per pair:")
     print(best_gammas(frame).to_string(index=False, float_format="%.2f"))
     if args.figure:
@@ -204,7 +211,9 @@ def _bench(args: argparse.Namespace) -> int:
 def _markdown(frame) -> str:
     """A pandas frame as a markdown table, numbers with two decimals (no extra dependency)."""
     def cell(value) -> str:
-        return f"{value:.2f}" if isinstance(value, float) else str(value)
+        if isinstance(value, float):
+            return "–" if value != value else f"{value:.2f}"  # NaN: not measured for this method
+        return str(value).strip()
 
     lines = ["| " + " | ".join(frame.columns) + " |", "|" + "---|" * len(frame.columns)]
     lines += ["| " + " | ".join(cell(value) for value in row) + " |" for row in frame.itertuples(index=False)]

@@ -217,6 +217,17 @@ def test_playground_colours_every_token_and_reports_the_metrics():
     assert [html for html in app.html if 'class="specdec-plain"' in html.proto.body]
 
 
+def test_an_int8_draft_from_the_sidebar_is_loaded_and_stays_exact():
+    app = open_app("pages/1_Playground.py", pair=TINY_PAIR, gamma="3", temperature="0", max_new_tokens="16",
+                   draft_quantization="int8")
+    assert sidebar_widget(app, "selectbox", "draft precision").value == "int8"
+    run_playground(app)
+    no_errors(app)
+    assert any("int8 draft" in element.label for element in app.status)  # the loading box names the precision
+    assert any("identical" in element.value for element in app.success)   # float32 target: greedy still exact
+    assert app.query_params["draft_quantization"] == "int8"                  # and a link keeps it
+
+
 def test_streaming_shows_the_same_run_as_a_finished_one():
     html = {}
     for stream in (True, False):

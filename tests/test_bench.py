@@ -152,3 +152,12 @@ def test_bench_command_writes_csv_and_figure(tmp_path, monkeypatch, capsys):
         except SystemExit as exit_:
             code = exit_.code
         assert code == 2, argv
+
+
+def test_speedup_per_category_table(frame):
+    from specdec.bench import by_category
+
+    table = by_category(frame)
+    assert set(table.columns) == {"variant", "code", "chat"}
+    assert "speculative gamma=2" in set(table["variant"]) and "speculative adaptive" in set(table["variant"])
+    assert table.set_index("variant").loc["generate", "code"] == 1.0

@@ -4,7 +4,7 @@
         if offer_downloads(settings):              # a button and a progress bar when weights are missing
             pair = load_pair(settings)            # cached across reruns, pages and sessions
 
-A loaded pair lives in `st.cache_resource` keyed by (target, draft, device, dtype) with room for
+A loaded pair lives in `st.cache_resource` keyed by (target, draft, device, dtype, draft precision) with room for
 one entry: choosing another pair frees the previous one once the new one has loaded (so a pair
 that fails to load leaves the previous one usable). Every failure a person can act on arrives as
 a `SpecdecError` and is shown with `st.error`; the page goes on.
@@ -28,7 +28,7 @@ from specdec.fetch import FetchProgress
 from specdec.loading import resolve_device, resolve_dtype
 from specdec.pairing import LoadedPair
 
-_loaded_key: tuple[str, str, str, str] | None = None  # the (target, draft, device, dtype) now in the cache
+_loaded_key: tuple[str, str, str, str, str] | None = None  # (target, draft, device, dtype, draft quantization) in the cache
 
 
 @contextmanager
@@ -88,8 +88,8 @@ def fetch_models(names: list[str]) -> None:
 
 
 @st.cache_resource(max_entries=1, show_spinner=False)
-def _load_pair(target: str, draft: str, device: str, dtype: str, _say=None) -> LoadedPair:
-    return pairing.load_pair(target, draft, device, dtype, progress=_say)
+def _load_pair(target: str, draft: str, device: str, dtype: str, draft_quantization: str, _say=None) -> LoadedPair:
+    return pairing.load_pair(target, draft, device, dtype, progress=_say, draft_quantization=draft_quantization)
 
 
 def _forget_loaded_pair() -> None:
@@ -111,13 +111,15 @@ def load_pair(settings: Settings) -> LoadedPair:
     if not settings.target or not settings.draft:
         raise SpecdecError("give both a draft and a target model for a custom pair (the draft may be prompt-lookup)")
     device, dtype = resolved_device_and_dtype(settings)
-    key = (settings.target, settings.draft, device, dtype)
+    quantization = settings.draft_quantization if settings.draft != PROMPT_LOOKUP else "none"
+    key = (settings.target, settings.draft, device, dtype, quantization)
     if key == _loaded_key:
         return _load_pair(*key)
-    with st.status(f"Loading {settings.draft} → {settings.target} on {device} in {dtype} …") as status:
+    precision = f"{dtype}, int8 draft" if quantization == "int8" else dtype
+    with st.status(f"Loading {settings.draft} → {settings.target} on {device} in {precision} …") as status:
         pair = _load_pair(*key, _say=lambda message: status.update(label=message))
         seconds = sum(pair.load_seconds.values())
-        status.update(label=f"Loaded {settings.draft} → {settings.target} on {device} in {dtype} ({seconds:.1f} s)",
+        status.update(label=f"Loaded {settings.draft} → {settings.target} on {device} in {precision} ({seconds:.1f} s)",
                       state="complete", expanded=False)
     _loaded_key = key
     return pair

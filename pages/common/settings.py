@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields, replace
 
 from specdec.catalog import DEFAULT_PAIR, PAIRS
+from specdec.draft_quantization import QUANTIZATIONS
 
 CUSTOM = "custom"               # the pair picker's entry for your own draft and target
 DTYPE_CHOICES = ("auto", "float32", "bfloat16", "float16")
@@ -35,6 +36,7 @@ class Settings:
     custom_target: str = ""
     device: str = "auto"
     dtype: str = "auto"
+    draft_quantization: str = "none"  # "int8": a cheaper draft on the CPU, the same output
     gamma: int = 4
     temperature: float = 0.0
     top_k: int = 0
@@ -103,6 +105,8 @@ def _parse(name: str, text: str, devices: Sequence[str]):
             return text if text in ("auto", *devices) else None
         if name == "dtype":
             return text if text in DTYPE_CHOICES else None
+        if name == "draft_quantization":
+            return text if text in QUANTIZATIONS else None
         if name == "gamma":
             return _in_range(int(text), GAMMA_RANGE)
         if name == "temperature":
