@@ -14,7 +14,7 @@ from pages.common.sidebar import pair_label
 from pages.common.state import is_kept, keep, kept, remember
 from pages.common.stopping import StopRequest
 from specdec import bench
-from specdec.catalog import PAIRS
+from specdec.catalog import PAIRS, split_pair_name
 from specdec.charts import benchmark_figures
 from specdec.prompts import CATEGORIES
 
@@ -27,7 +27,7 @@ def _pair_settings(name: str) -> Settings:
     """The sidebar's settings with the pair `name` ('draft->target', curated or custom)."""
     if name in PAIRS:
         return replace(settings, pair=name)
-    draft, target = name.split("->", 1)
+    draft, target = split_pair_name(name)
     return replace(settings, pair=CUSTOM, custom_draft=draft, custom_target=target)
 
 

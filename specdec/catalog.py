@@ -197,6 +197,21 @@ def require_model(name: str) -> ModelEntry:
     return entry
 
 
+def split_pair_name(name: str) -> tuple[str, str]:
+    """(draft, target) of a pair written 'draft->target': a curated pair, or your own models.
+
+    >>> split_pair_name("prompt-lookup->./my-model")
+    ('prompt-lookup', './my-model')
+    """
+    pair = PAIRS.get(name.strip().lower())
+    if pair is not None:
+        return pair.draft, pair.target
+    draft, separator, target = name.partition("->")
+    if not separator or not draft.strip() or not target.strip():
+        raise SpecdecError(f"a pair is written 'draft->target', got '{name}'")
+    return draft.strip(), target.strip()
+
+
 def resolve_pair(name: str) -> PairEntry:
     """A curated pair by its name 'draft->target'; an unknown name lists close matches.
 

