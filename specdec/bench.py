@@ -41,6 +41,7 @@ import pandas as pd
 import torch
 import transformers
 
+from specdec.converted import dtype_name
 from specdec.costs import CostProfile, measure_costs
 from specdec.errors import SpecdecError
 from specdec.hf_baselines import HF_METHODS, hf_generate
@@ -209,7 +210,7 @@ def _execute(pair: LoadedPair, run: Run, input_ids: torch.Tensor, settings: Benc
         prompt_id=run.prompt.id, temperature=run.temperature, top_k=settings.top_k, top_p=settings.top_p, repeat=run.repeat,
         seed=seed, max_new_tokens=settings.max_new_tokens, prompt_tokens=input_ids.shape[-1],
         tokens_per_second=row["new_tokens"] / row["wall_time_s"] if row["wall_time_s"] > 0 else None,
-        device=str(pair.device), dtype=str(pair.dtype).removeprefix("torch."), torch_version=torch.__version__,
+        device=str(pair.device), dtype=dtype_name(pair.dtype), torch_version=torch.__version__,
         draft_quantization=pair.draft_quantization, draft_vocab_limit=settings.draft_vocab_limit,
         transformers_version=transformers.__version__, specdec_version=_specdec_version(),
         python_version=platform.python_version(),

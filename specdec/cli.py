@@ -302,7 +302,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(_report_json(args, pair, text, result, baseline), indent=2))
     else:
-        print(_report_text(pair, text, result, baseline, greedy=args.temperature == 0))
+        print(_report_text(pair, text, result, baseline, greedy=args.temperature == 0, gamma=args.gamma))
     return 0
 
 
@@ -311,6 +311,7 @@ def _progress(message: str) -> None:
 
 
 def _report_json(args, pair, text, result, baseline) -> dict:
+    from specdec.comparison import compare_runs
     from specdec.converted import dtype_name
 
     report = {
@@ -327,14 +328,14 @@ def _report_json(args, pair, text, result, baseline) -> dict:
     if baseline is not None:
         report["compare"] = {
             "target_alone_stats": baseline.stats.to_dict(),
-            "wall_clock_speedup": baseline.stats.wall_time_s / result.stats.wall_time_s,
+            "wall_clock_speedup": compare_runs(result.stats, baseline.stats, args.gamma).wall_clock_speedup,
             "identical_tokens": baseline.tokens == result.tokens,
         }
     return report
 
 
-def _report_text(pair, text, result, baseline, greedy: bool) -> str:
-    from specdec.comparison import greedy_check
+def _report_text(pair, text, result, baseline, greedy: bool, gamma: int) -> str:
+    from specdec.comparison import compare_runs, greedy_check
     from specdec.converted import dtype_name
 
     stats = result.stats
@@ -354,7 +355,7 @@ def _report_text(pair, text, result, baseline, greedy: bool) -> str:
         lines += [
             "--- COMPARE ---",
             f"target alone: {baseline.stats.wall_time_s:.2f} s   {baseline.stats.tokens_per_second:.1f} tokens/s",
-            f"wall-clock speedup: {baseline.stats.wall_time_s / stats.wall_time_s:.2f}x",
+            f"wall-clock speedup: {compare_runs(stats, baseline.stats, gamma).wall_clock_speedup:.2f}x",
         ]
         if greedy:
             check = greedy_check(result.tokens, baseline.tokens, dtype_name(pair.dtype))
