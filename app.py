@@ -13,8 +13,8 @@ from pages.common import fetch_models, render_sidebar, shows_errors
 from pages.common.models import missing_models, pair_availability_labels
 from pages.common.settings import Settings
 from pages.common.state import keep
-from specdec import zoo
-from specdec.catalog import DEFAULT_PAIR, MODELS, PAIRS
+from specdec.zoo.catalog import DEFAULT_PAIR, MODELS, PAIRS
+from specdec.zoo.status import model_status
 
 st.set_page_config(page_title="specdec · speculative decoding, hands on", page_icon=":material/bolt:", layout="wide")
 settings = render_sidebar()
@@ -56,7 +56,7 @@ if st.button("Run the default pair on an example prompt" + ("" if state == "cach
 st.subheader("Models on this machine")
 rows = []
 for entry in MODELS.values():
-    status = zoo.model_status(entry)
+    status = model_status(entry)
     rows.append({"model": entry.name, "parameters": entry.parameters, "state": status.availability,
                  "on disk (GB)": round(status.bytes_on_disk / 1e9, 2) if status.bytes_on_disk else None,
                  "source": status.sources, "licence": entry.license, "notes": entry.notes})

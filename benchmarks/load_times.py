@@ -40,8 +40,8 @@ def main() -> None:
     parser.add_argument("--dtype", default="bfloat16")
     args = parser.parse_args()
 
-    from specdec.catalog import require_model
-    from specdec.fetch import checkpoint_path, is_cached
+    from specdec.zoo.catalog import require_model
+    from specdec.zoo.fetch import checkpoint_path, is_cached
 
     with tempfile.TemporaryDirectory(dir=Path(checkpoint_path(require_model(args.models[0]))).parents[2]) as scratch:
         cache = Path(scratch)

@@ -2,7 +2,7 @@
 
     python guide/figures.py            # rewrite guide/figures/*.svg
 
-Every bar height and curve point comes from `specdec.theory`, so a figure cannot disagree with
+Every bar height and curve point comes from `specdec.reference.theory`, so a figure cannot disagree with
 the text; `tests/test_guide.py` redraws each figure and fails when the file on disk differs.
 
 The chapters refer to figures with ordinary markdown, `![caption](figures/overlap.svg)`. The
@@ -21,7 +21,7 @@ from pathlib import Path
 GUIDE = Path(__file__).resolve().parent
 sys.path.insert(0, str(GUIDE.parent))  # run as a script from anywhere: make `specdec` importable
 
-from specdec.theory import acceptance_rate, best_gamma, residual_distribution, walltime_speedup  # noqa: E402
+from specdec.reference.theory import acceptance_rate, best_gamma, residual_distribution, walltime_speedup  # noqa: E402
 
 FIGURES = GUIDE / "figures"
 TOY_P = (0.30, 0.40, 0.30)  # the course's running example (also `specdec toy`'s default)

@@ -23,29 +23,27 @@ Three kinds of entries:
 `Output(chapter, command, produce)` is a whole code block: the output of a command that is run
 again by the test (the seeded toy demo) and must match the block line for line.
 
+The kinds and the helpers that fill them in are in `lesson_entries.py`; this file is the data.
+
 Inputs a reader could change (the toy p and q, a cost ratio c) are `Computed` entries too: their
 value is the constant below, so the text and the calculation use the same numbers.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
-import re
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 GUIDE = Path(__file__).resolve().parent
-sys.path.insert(0, str(GUIDE.parent))
+sys.path.insert(0, str(GUIDE.parent))   # specdec, from a checkout
+sys.path.insert(0, str(GUIDE))          # lesson_entries.py
 
-from specdec import bugs  # noqa: E402
-from specdec.stats import binomial_standard_error  # noqa: E402
-from specdec.theory import (  # noqa: E402
+from specdec.reference import bugs  # noqa: E402
+from specdec.reference.stats import binomial_standard_error  # noqa: E402
+from specdec.reference.theory import (  # noqa: E402
     acceptance_rate,
     best_gamma,
     expected_tokens_per_pass,
@@ -55,88 +53,18 @@ from specdec.theory import (  # noqa: E402
     walltime_speedup,
 )
 
-MEASUREMENTS = GUIDE / "measurements"
-
-
-@dataclass(frozen=True)
-class Computed:
-    chapter: str
-    text: str
-    value: Callable[[], object]
-
-
-@dataclass(frozen=True)
-class Measured:
-    chapter: str
-    text: str
-    command: str
-    source: str
-    value: Callable[[str], object]
-
-
-@dataclass(frozen=True)
-class Reported:
-    chapter: str
-    text: str
-    source: str
-
-
-@dataclass(frozen=True)
-class Output:
-    chapter: str
-    command: str
-    produce: Callable[[], str]
-
-
-PLACEHOLDER = re.compile(r"<<([^<>]*)>>")
-
-
-def render(template: str, values: object) -> str:
-    """Fill each <<format>> of `template` with the next value: render("a <<.2f>>", 0.5) == "a 0.50"."""
-    items = iter(values if isinstance(values, tuple) else (values,))
-    rendered = PLACEHOLDER.sub(lambda match: format(next(items), match.group(1)), template)
-    leftover = list(items)
-    if leftover:
-        raise ValueError(f"{template!r} has fewer placeholders than values; left over: {leftover}")
-    return rendered
-
-
-def entry_text(entry: Computed | Measured | Reported) -> str:
-    """The exact text an entry expects in its chapter, with today's values filled in."""
-    if isinstance(entry, Computed):
-        return render(entry.text, entry.value())
-    if isinstance(entry, Measured):
-        return render(entry.text, entry.value((MEASUREMENTS / entry.source).read_text(encoding="utf-8")))
-    return entry.text
-
-
-def vector(values, digits: int = 2) -> str:
-    """(0.3, 0.4) -> '0.30, 0.40': how the lessons write a distribution."""
-    return ", ".join(f"{float(v):.{digits}f}" for v in values)
-
-
-def stats(saved: str, key: str, baseline: bool = False) -> float:
-    """A field of `specdec run --json` output: stats of the speculative run, or of the target alone."""
-    report = json.loads(saved)
-    return (report["compare"]["target_alone_stats"] if baseline else report["stats"])[key]
-
-
-def report_line(saved: str, pattern: str) -> float:
-    """A number from `specdec run`'s text report, found by a regular expression with one group."""
-    match = re.search(pattern, saved)
-    if not match:
-        raise ValueError(f"no match for {pattern!r} in the saved report")
-    return float(match.group(1))
-
-
-def cli_output(*argv: str) -> str:
-    """What `specdec <argv>` prints, run in this process."""
-    from specdec.cli import main
-
-    buffer = io.StringIO()
-    with contextlib.redirect_stdout(buffer):
-        main(list(argv))
-    return f"$ specdec {' '.join(argv)}\n{buffer.getvalue()}".rstrip("\n")
+from lesson_entries import (  # noqa: E402,F401  (entry_text and the kinds are what tests/test_guide.py reads)
+    MEASUREMENTS,
+    Computed,
+    Measured,
+    Output,
+    Reported,
+    cli_output,
+    entry_text,
+    report_line,
+    stats,
+    vector,
+)
 
 
 # --- the running example: the seed's three-token p and q (also `specdec toy`'s default) -------

@@ -8,16 +8,16 @@ import pandas as pd
 import streamlit as st
 
 from pages.common import load_pair, offer_downloads, render_sidebar, shows_errors
-from pages.common.charts import time_split_figure
+from pages.common.figures import time_split_figure
 from pages.common.models import is_chat_model
 from pages.common.playground import RESULT, UPDATES_PER_SECOND, PlaygroundRun, run_playground
 from pages.common.settings import Settings
 from pages.common.state import keep, remember
 from pages.common.tokens_html import legend_html, plain_text_html, tokens_html
-from specdec import pairing
-from specdec.comparison import compare_runs, greedy_check
-from specdec.prompts import suite
-from specdec.trace import count_kinds
+from pages.common.trace import count_kinds
+from specdec.bench.comparison import RunComparison
+from specdec.bench.prompts import suite
+from specdec.zoo import pairing
 
 st.set_page_config(page_title="Playground · specdec", page_icon=":material/play_circle:", layout="wide")
 settings = render_sidebar()
@@ -51,7 +51,7 @@ def _prompt_controls(settings: Settings) -> tuple[str, bool, bool, bool]:
 
 def _metrics(run: PlaygroundRun) -> None:
     stats = run.speculative.stats
-    comparison = compare_runs(stats, run.plain.stats if run.plain else None, run.settings.gamma)
+    comparison = RunComparison(stats, run.plain.stats if run.plain else None, run.settings.gamma)
     columns = st.columns(5)
     alpha, kept = stats.alpha_estimate, stats.acceptance_rate
     columns[0].metric("α: accepted / tested", "n/a" if math.isnan(alpha) else f"{alpha:.0%}",
@@ -74,11 +74,10 @@ def _metrics(run: PlaygroundRun) -> None:
 
 
 def _greedy_check(run: PlaygroundRun) -> None:
-    if not run.settings.greedy or run.plain is None:
+    if run.greedy is None:
         return
-    check = greedy_check(run.speculative.tokens, run.plain.tokens, run.dtype)
-    show = {"identical": st.success, "rounding": st.warning, "bug": st.error}[check.verdict]
-    show(f"Greedy check: {check.message}.")
+    show = {"identical": st.success, "rounding": st.warning, "suspect": st.error}[run.greedy.verdict]
+    show(f"Greedy check: {run.greedy.message}.")
 
 
 def _round_table(run: PlaygroundRun) -> None:
@@ -103,9 +102,9 @@ def _stopped_note(run: PlaygroundRun) -> str | None:
 
 def show_run(run: PlaygroundRun, settings: Settings) -> None:
     """Everything about the last run: coloured text, the target's own text, metrics, checks and rounds."""
-    s = run.settings
-    st.caption(f"{s.draft} → {s.target} on {run.device} in {run.dtype} · gamma {s.gamma} · temperature {s.temperature} · "
-               f"top-k {s.top_k} · top-p {s.top_p} · seed {s.seed} · {run.prompt_tokens} prompt tokens"
+    s, d = run.settings, run.settings.decoding
+    st.caption(f"{s.draft} → {s.target} on {run.device} in {run.dtype} · gamma {s.gamma} · temperature {d.temperature} · "
+               f"top-k {d.top_k} · top-p {d.top_p} · seed {d.seed} · {run.prompt_tokens} prompt tokens"
                + (" · the sidebar has changed since this run" if s != settings else ""))
     note = _stopped_note(run)
     if note:

@@ -12,11 +12,11 @@ from pages.common.models import missing_models
 from pages.common.settings import CUSTOM, Settings
 from pages.common.sidebar import pair_label
 from pages.common.state import is_kept, keep, kept, remember
-from pages.common.stopping import StopRequest
-from specdec import bench
-from specdec.catalog import PAIRS, split_pair_name
-from specdec.charts import benchmark_figures
-from specdec.prompts import CATEGORIES
+from specdec.bench import harness, tables
+from specdec.bench.charts import benchmark_figures
+from specdec.bench.harness import ADAPTIVE, BenchSettings
+from specdec.bench.prompts import CATEGORIES
+from specdec.zoo.catalog import PAIRS, split_pair_name
 
 st.set_page_config(page_title="Compare · specdec", page_icon=":material/bar_chart:", layout="wide")
 settings = render_sidebar()
@@ -44,35 +44,42 @@ def _choose_pairs() -> list[str]:
 
 
 def _bench_settings(gammas: tuple[int, int], adaptive: bool, assisted: bool, categories: list[str], per_category: int,
-                    repeats: int) -> bench.BenchSettings:
-    return bench.BenchSettings(methods=("speculative", "assisted") if assisted else ("speculative",),
-                               gammas=tuple(range(gammas[0], gammas[1] + 1)) + ((bench.ADAPTIVE,) if adaptive else ()),
-                               categories=tuple(categories), prompts_per_category=per_category,
-                               temperatures=(settings.temperature,), repeats=repeats,
-                               max_new_tokens=settings.max_new_tokens, top_k=settings.top_k, top_p=settings.top_p,
-                               seed=settings.seed)
+                    repeats: int) -> BenchSettings:
+    return BenchSettings(methods=("speculative", "assisted") if assisted else ("speculative",),
+                         gammas=tuple(range(gammas[0], gammas[1] + 1)) + ((ADAPTIVE,) if adaptive else ()),
+                         categories=tuple(categories), prompts_per_category=per_category,
+                         decoding=settings.decoding, repeats=repeats)
 
 
-def run_comparison(pairs: list[str], bench_settings: bench.BenchSettings) -> None:
-    """Benchmark each pair in turn; the rows so far are saved after every pair and on Stop."""
+def run_comparison(pairs: list[str], bench_settings: BenchSettings) -> None:
+    """Benchmark each pair in turn; every finished run is kept, whatever interrupts the rest.
+
+    A Stop click reaches this script as an exception from its next Streamlit call (the progress
+    bar's update, inside the benchmark). The rows are collected as they are measured and saved
+    in `finally`, so the exception can go on to stop or rerun the page without taking them along.
+    """
     frames: list[pd.DataFrame] = []
-    stop = StopRequest()
     st.session_state[NOTE] = None
     bar = st.progress(0.0, text="starting")
     for index, name in enumerate(pairs):
-        with shows_errors():
-            pair = load_pair(_pair_settings(name))
+        rows: list[dict] = []
+        try:
+            with shows_errors():
+                pair = load_pair(_pair_settings(name))
 
-            def report(done: int, total: int, message: str, index: int = index) -> None:
-                fraction = (index + done / max(total, 1)) / len(pairs)
-                stop.guard(lambda: bar.progress(fraction, text=f"{message} ({done}/{total} runs of this pair)"))
+                def report(done: int, total: int, message: str, index: int = index) -> None:
+                    fraction = (index + done / max(total, 1)) / len(pairs)
+                    bar.progress(fraction, text=f"{message} ({done}/{total} runs of this pair)")
 
-            frames.append(bench.run_benchmark([pair], bench_settings, progress=report, should_stop=stop.should_stop))
+                harness.run_benchmark([pair], bench_settings, progress=report, on_row=rows.append)
+        except Exception:
+            raise
+        except BaseException:   # Streamlit's stop or rerun request, or Ctrl-C: keep what is done, then let it through
+            st.session_state[NOTE] = f"Stopped early: the {sum(map(len, frames)) + len(rows)} runs finished so far are kept."
+            raise
+        finally:
+            frames.append(harness.rows_to_frame(rows))
             st.session_state[FRAME] = pd.concat(frames, ignore_index=True)
-        if stop.pending is not None:
-            st.session_state[NOTE] = f"Stopped early: the {sum(len(f) for f in frames)} runs finished so far are kept."
-            break
-    stop.resume()
     bar.progress(1.0, text="done")
 
 
@@ -82,13 +89,13 @@ def _overlay() -> pd.DataFrame | None:
     if uploaded is None:
         return None
     with shows_errors():
-        earlier = bench.load_csv(uploaded)
+        earlier = tables.load_csv(uploaded)
         return earlier.assign(pair=earlier["pair"] + f" [{uploaded.name}]")
     return None
 
 
 def show_charts(frame: pd.DataFrame) -> None:
-    """The four charts of `specdec.charts`, one colour per pair, two by two."""
+    """The four charts of `specdec.bench.charts`, one colour per pair, two by two."""
     figures = list(benchmark_figures(frame).items())
     for row in range(0, len(figures), 2):
         for column, (name, figure) in zip(st.columns(2), figures[row:row + 2]):
@@ -107,10 +114,10 @@ def show_results(frame: pd.DataFrame | None, overlay: pd.DataFrame | None) -> No
     st.subheader("Results")
     st.caption("Medians over prompts and repeats. acceptance_rate is accepted / drafted; alpha_estimate is accepted / "
                "tested, the per-token alpha of the formulas; efficiency is measured / predicted speedup.")
-    st.dataframe(bench.overview(combined).round(3), hide_index=True, width="stretch")
+    st.dataframe(tables.overview(combined).round(3), hide_index=True, width="stretch")
     if frame is None or frame.empty:
         return
-    for _, row in bench.best_gammas(frame).iterrows():
+    for _, row in tables.best_gammas(frame).iterrows():
         st.markdown(f"Best fixed gamma for **{row['pair']}**: {int(row['gamma'])} (median speedup {row['median_speedup']:.2f}×)")
     st.download_button("Download CSV", frame.to_csv(index=False), file_name="specdec-benchmark.csv", mime="text/csv",
                        type="primary", help="one row per run: settings, device, dtype, library versions, seed, timestamp")

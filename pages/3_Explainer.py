@@ -6,12 +6,12 @@ import pandas as pd
 import streamlit as st
 
 from pages.common import render_sidebar
-from pages.common.charts import distributions_figure, monte_carlo_figure, residual_figure, speedup_curve_figure
+from pages.common.figures import distributions_figure, monte_carlo_figure, residual_figure, speedup_curve_figure
 from pages.common.lessons import guide_folder
 from pages.common.state import remember
-from specdec.explainer import accept_reject_picture, speedup_curve
-from specdec.theory import total_variation
-from specdec.toy import STANDARD_ERRORS, run_losslessness_check
+from specdec.reference.explainer import accept_reject_picture, speedup_curve
+from specdec.reference.theory import total_variation
+from specdec.reference.toy import STANDARD_ERRORS, run_losslessness_check
 
 st.set_page_config(page_title="Explainer · specdec", page_icon=":material/calculate:", layout="wide")
 render_sidebar()

@@ -9,6 +9,20 @@ alpha = acceptance rate, c = draft cost / target cost.
     result = specdec.speculative_generate(target, draft, input_ids, gamma=4, temperature=0)
     result.tokens, result.stats.acceptance_rate, result.stats.tokens_per_target_pass
 
+The folders are the layers; each imports only from the layers listed before it:
+
+    specdec/reference/   the rule, its formulas, its classic bugs and statistics, in NumPy
+    specdec/             the engine: the loop (speculative.py), the rule in torch (verification.py),
+                         drafters, KV caches, sampling, gamma schedules, costs, plain decoding
+    specdec/zoo/         models: the catalogue, fetching, converted copies, loading, pairs
+    specdec/bench/       measurement: prompts, the harness, transformers' baselines, tables, charts
+    specdec/cli/         the `specdec` command
+
+One exception, on purpose: `reference.bugs.warp` borrows the engine's warping, so the lessons
+warp exactly as a run does. A new drafter belongs in the engine (`drafters.py`), a new model in
+`zoo/catalog.py`, a new benchmark method in `bench/harness.py`. The dashboard (`app.py`,
+`pages/`) sits on top, and `specdec` never imports streamlit.
+
 The public API is what this module exports; everything else may change.
 """
 
@@ -19,19 +33,20 @@ import os
 os.environ.setdefault("PYTORCH_ENABLE_MPS_FALLBACK", "1")
 
 # Public names and the module each lives in. They are imported on first use, so that
-# `import specdec.reference` (the NumPy reference) and `specdec toy` do not load torch.
+# `import specdec.reference.rule` (the NumPy reference) and `specdec toy` do not load torch.
 _EXPORTS = {
     "autoregressive_generate": "specdec.autoregressive",
+    "Decoding": "specdec.inputs",
     "Draft": "specdec.drafters",
     "Drafter": "specdec.drafters",
     "ModelDrafter": "specdec.drafters",
     "PromptLookupDrafter": "specdec.drafters",
     "SpecdecError": "specdec.errors",
-    "check_same_tokenizer": "specdec.loading",
-    "load_model": "specdec.loading",
-    "load_tokenizer": "specdec.loading",
-    "resolve_device": "specdec.loading",
-    "resolve_dtype": "specdec.loading",
+    "check_same_tokenizer": "specdec.zoo.loading",
+    "load_model": "specdec.zoo.loading",
+    "load_tokenizer": "specdec.zoo.loading",
+    "resolve_device": "specdec.zoo.devices",
+    "resolve_dtype": "specdec.zoo.devices",
     "DraftedToken": "specdec.results",
     "GenerationResult": "specdec.results",
     "GenerationStats": "specdec.results",

@@ -14,11 +14,10 @@ from collections.abc import Callable
 import torch
 from transformers import PreTrainedModel
 
-from specdec.inputs import as_prompt, check_counts, check_fits_context, eos_ids, make_generator
+from specdec.inputs import Decoding, start_generation
 from specdec.kv_cache import CachedModel
 from specdec.results import GenerationResult, GenerationStats
-from specdec.sampling import SamplingConfig, choose_next
-from specdec.timing import Stopwatch
+from specdec.sampling import choose_next
 
 
 def autoregressive_generate(
@@ -38,14 +37,9 @@ def autoregressive_generate(
     Same arguments and result type as `speculative_generate`, without the draft; `rounds` is empty.
     `on_token`, if given, is called with every new token as soon as it is chosen.
     """
-    check_counts(max_new_tokens)
-    sampling = SamplingConfig(temperature, top_k, top_p)
-    prompt = as_prompt(input_ids).to(model.device)                      # [T]
-    check_fits_context(model, prompt.numel(), max_new_tokens, "model")
-    stop_ids = eos_ids(eos_token_id)
+    decoding = Decoding(max_new_tokens, temperature, top_k, top_p, seed)
+    prompt, sampling, stop_ids, generator, watch = start_generation(model, input_ids, decoding, eos_token_id)   # prompt: [T]
     lm = CachedModel(model)
-    generator = make_generator(seed, model.device)
-    watch = Stopwatch(model.device)
 
     tokens: list[int] = []
     pending = prompt                                                    # tokens the cache has not seen

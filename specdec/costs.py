@@ -3,7 +3,7 @@
 Notation: c = one draft step / one target step; v(gamma) = one target pass over gamma + 1 tokens /
 one target step. With them, the expected speedup of a round is
 
-    E[tokens per round] / (gamma * c + v(gamma))     (see specdec.theory.walltime_speedup)
+    E[tokens per round] / (gamma * c + v(gamma))     (see specdec.reference.theory.walltime_speedup)
 
 Both are measured the way the engine really runs the models: through `CachedModel`, with a KV
 cache already holding a prompt, timed with device synchronisation, each the median of a few

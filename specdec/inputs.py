@@ -1,17 +1,27 @@
-"""Checking and normalising what a user passes to the generate functions.
+"""Checking and normalising what a user passes to the generate functions, and what every generation starts with.
 
-Both `speculative_generate` and `autoregressive_generate` accept the same arguments; the checks
-live here once so both refuse bad input with the same one-line `SpecdecError`.
+Both `speculative_generate` and `autoregressive_generate` accept the same decoding arguments
+(`Decoding`: max_new_tokens, temperature, top-k, top-p, seed); the checks live here once so both
+refuse bad input with the same one-line `SpecdecError`, and `start_generation` sets up what both
+loops need before their first pass (the prompt as [T], the warping, the stop ids, the random
+generator and the stopwatch).
+
+    decoding = Decoding(max_new_tokens=32, temperature=0.7, seed=1)
+    speculative_generate(target, draft, input_ids, gamma=4, **decoding.as_kwargs())
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from typing import NamedTuple
 
 import torch
 from transformers import PreTrainedModel
 
 from specdec.errors import SpecdecError
+from specdec.sampling import SamplingConfig
+from specdec.timing import Stopwatch
 
 MAX_GAMMA = 64
 
@@ -81,3 +91,54 @@ def make_generator(seed: int | None, device: torch.device) -> torch.Generator:
     else:
         generator.manual_seed(int(seed))
     return generator
+
+
+@dataclass(frozen=True)
+class Decoding:
+    """How to decode, whatever drafts: the arguments plain and speculative decoding share.
+
+    >>> Decoding(max_new_tokens=8, temperature=0).sampling.greedy
+    True
+    >>> Decoding(max_new_tokens=0)
+    Traceback (most recent call last):
+    ...
+    specdec.errors.SpecdecError: max_new_tokens must be a whole number >= 1, got 0
+    """
+
+    max_new_tokens: int = 64
+    temperature: float = 1.0     # 0 is greedy
+    top_k: int = 0               # 0 keeps every token
+    top_p: float = 1.0           # 1.0 keeps every token
+    seed: int | None = None      # None: a fresh random seed every run
+
+    def __post_init__(self) -> None:
+        check_counts(self.max_new_tokens)
+        self.sampling  # noqa: B018 - refuses a bad temperature, top-k or top-p now, not at the first token
+
+    @property
+    def sampling(self) -> SamplingConfig:
+        """The warping both p and q get."""
+        return SamplingConfig(self.temperature, self.top_k, self.top_p)
+
+    def as_kwargs(self) -> dict[str, float | int | None]:
+        """The keyword arguments of `speculative_generate` and `autoregressive_generate`."""
+        return asdict(self)
+
+
+class Start(NamedTuple):
+    """What a generation loop holds before its first pass (unpack it: prompt, sampling, stop_ids, generator, watch)."""
+
+    prompt: torch.Tensor              # [T] on the model's device
+    sampling: SamplingConfig
+    stop_ids: frozenset[int]
+    generator: torch.Generator
+    watch: Stopwatch
+
+
+def start_generation(model: PreTrainedModel, input_ids: torch.Tensor, decoding: Decoding,
+                     eos_token_id: int | Iterable[int] | None, role: str = "model") -> Start:
+    """Check the prompt against `model`'s context and set up sampling, stop ids, the generator and the stopwatch."""
+    prompt = as_prompt(input_ids).to(model.device)                                       # [T]
+    check_fits_context(model, prompt.numel(), decoding.max_new_tokens, role)
+    return Start(prompt, decoding.sampling, eos_ids(eos_token_id), make_generator(decoding.seed, model.device),
+                 Stopwatch(model.device))

@@ -35,7 +35,7 @@ class DraftedToken:
     p: float              # the target's probability of this token (after warping)
     q: float              # the draft's probability of this token (after warping)
     u: float | None       # the uniform draw it was tested with; None when greedy or not tested
-    accepted: bool | None  # None: never tested, an earlier drafted token was rejected
+    accepted: bool | None  # None: never used, after a rejection or after an accepted end-of-sequence token
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ class Round:
     """One draft-then-verify round (or the prompt pass, which drafts nothing)."""
 
     drafted: tuple[DraftedToken, ...]
-    accepted: int                        # drafted tokens the rule accepted
+    accepted: int                        # drafted tokens accepted and in the output (none after an EOS)
     next_token: int                      # the token the target added after them
     next_origin: TokenOrigin             # RESAMPLED, BONUS, or TARGET when nothing was drafted
     emitted: tuple[tuple[int, TokenOrigin], ...]  # what this round appended to the output, cut at EOS
@@ -62,14 +62,15 @@ class GenerationStats:
     draft_time_s: float     # time inside the drafter
     verify_time_s: float    # time inside target forward passes (the prompt pass included)
     prompt_tokens: int = 0
-    rejections: int = 0     # rounds that ended with a rejected drafted token
+    rejections: int = 0     # rounds whose last output token replaced a rejected drafted token
 
     @property
     def acceptance_rate(self) -> float:
         """Accepted / drafted (NaN when nothing was drafted), as serving engines report it.
 
-        Drafted tokens after a rejection are never tested but count here, so this is lower than
-        the per-token alpha of the theory; see `alpha_estimate`.
+        Drafted tokens after a rejection (or after an accepted end-of-sequence token) never reach
+        the output but count as drafted here, so this is lower than the per-token alpha of the
+        theory; see `alpha_estimate`.
         """
         return self.accepted / self.drafted if self.drafted else math.nan
 

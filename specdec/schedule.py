@@ -8,7 +8,7 @@ guess, a new idea is not. `AdaptiveGamma` keeps a running estimate of alpha from
 (accepted tokens over tested tokens, with recent rounds weighted more and a weak prior), and before
 each round picks the gamma that maximises the expected speedup of that round,
 
-    E[tokens](alpha, gamma) / (gamma * c + v(gamma))        (specdec.theory.walltime_speedup)
+    E[tokens](alpha, gamma) / (gamma * c + v(gamma))        (specdec.reference.theory.walltime_speedup)
 
 with c and v(gamma) measured for the pair (`specdec.costs.measure_costs`). Choosing gamma never
 touches exactness: the rule is exact for any gamma.
@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Protocol, runtime_checkable
 
 from specdec.costs import CostProfile
-from specdec.theory import walltime_speedup
+from specdec.reference.theory import walltime_speedup
 
 
 @runtime_checkable

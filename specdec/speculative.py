@@ -30,7 +30,7 @@ from transformers import PreTrainedModel
 
 from specdec.drafters import Draft, Drafter, ModelDrafter
 from specdec.errors import SpecdecError
-from specdec.inputs import as_prompt, check_counts, check_fits_context, eos_ids, make_generator
+from specdec.inputs import Decoding, check_counts, check_fits_context, start_generation
 from specdec.kv_cache import CachedModel
 from specdec.results import DraftedToken, GenerationResult, GenerationStats, Round, TokenOrigin
 from specdec.sampling import SamplingConfig, choose_next, probabilities
@@ -64,21 +64,17 @@ def speculative_generate(
     """
     schedule = gamma if isinstance(gamma, GammaSchedule) else FixedGamma(gamma)
     check_counts(max_new_tokens, None if isinstance(gamma, GammaSchedule) else gamma)
-    sampling = SamplingConfig(temperature, top_k, top_p)
     drafter = ModelDrafter(draft) if isinstance(draft, PreTrainedModel) else draft
     if not isinstance(drafter, Drafter):
         raise SpecdecError(f"draft must be a transformers causal LM or a Drafter, got {type(draft).__name__}")
-    prompt = as_prompt(input_ids).to(target.device)                              # [T]
-    check_fits_context(target, prompt.numel(), max_new_tokens, "target")
+    decoding = Decoding(max_new_tokens, temperature, top_k, top_p, seed)
+    prompt, sampling, stop_ids, generator, watch = start_generation(target, input_ids, decoding, eos_token_id, "target")  # prompt: [T]
     if isinstance(drafter, ModelDrafter):
         if drafter.model.device != target.device:
             raise SpecdecError(f"the draft is on {drafter.model.device} but the target on {target.device}: load both on one device")
         check_fits_context(drafter.model, prompt.numel(), max_new_tokens, "draft")
-    stop_ids = eos_ids(eos_token_id)
     target_lm = CachedModel(target)
     drafter.start(prompt, target_lm.vocab_size)                                   # q must cover p's ids
-    generator = make_generator(seed, target.device)
-    watch = Stopwatch(target.device)
 
     with watch.measure("verify"):                                                 # 1. the prompt pass
         logits = target_lm.feed(prompt, keep=1)                                   # [1, V_target]
@@ -93,7 +89,7 @@ def speculative_generate(
         round_gamma = min(schedule.next_gamma(), max_new_tokens - len(tokens) - 1)  # never overshoot
         with watch.measure("draft"):
             draft_block = drafter.propose(sequence, round_gamma, sampling, generator) if round_gamma else _empty_draft(sequence)
-        verdict = _verify(target_lm, sequence, draft_block, sampling, generator, watch)
+        verdict = _verify(target_lm, sequence, draft_block, sampling, generator, watch, drafter.name)
         kept = sequence.numel() + verdict.accepted                                # text whose KV stays valid
         target_lm.rollback(kept)
         drafter.rollback(kept)
@@ -112,7 +108,7 @@ def speculative_generate(
         new_tokens=len(tokens),
         drafted=sum(len(r.drafted) for r in rounds),
         accepted=sum(r.accepted for r in rounds),
-        rejections=sum(1 for r in rounds if r.next_origin == TokenOrigin.RESAMPLED),
+        rejections=sum(1 for r in rounds if r.emitted[-1][1] == TokenOrigin.RESAMPLED),
         target_passes=target_lm.passes,
         draft_passes=drafter.passes,
         wall_time_s=wall_time,
@@ -134,6 +130,7 @@ def _verify(
     sampling: SamplingConfig,
     generator: torch.Generator,
     watch: Stopwatch,
+    drafter_name: str = "the drafter",
 ) -> Verdict:
     """One target pass over [last token, x_1..x_k], then the accept/reject rule."""
     k = draft.tokens.numel()
@@ -143,22 +140,19 @@ def _verify(
         return verify_greedy(logits, draft.tokens)
     p = probabilities(logits, sampling)                                                  # [k+1, V]
     q = draft.q if draft.q is not None else p.new_empty(0, p.shape[-1])                  # [k, V]
+    if q.shape != (k, p.shape[-1]):
+        raise SpecdecError(f"{drafter_name} proposed {k} tokens with q of shape {tuple(q.shape)} while sampling; the rule needs "
+                           f"q of shape [{k}, {p.shape[-1]}]: return the distribution each token was drawn from")
     return verify_sampled(p, q, draft.tokens, generator)
 
 
 def _record_round(draft: Draft, verdict: Verdict, stop_ids: frozenset[int]) -> Round:
-    """The trace of one round, with the emitted tokens cut after the first end-of-sequence token."""
+    """The trace of one round, cut after the first end-of-sequence token.
+
+    Drafted tokens after an accepted end-of-sequence token never reach the output: they count as
+    drafted but not as accepted (their `accepted` is None, as for tokens after a rejection).
+    """
     drafted_list = draft.tokens.tolist()
-    drafted = tuple(
-        DraftedToken(
-            token=token,
-            p=verdict.target_probs[i],
-            q=verdict.draft_probs[i],
-            u=verdict.uniforms[i],
-            accepted=None if i > verdict.accepted else i < verdict.accepted,
-        )
-        for i, token in enumerate(drafted_list)
-    )
     if not drafted_list:
         next_origin = TokenOrigin.TARGET
     else:
@@ -169,4 +163,15 @@ def _record_round(draft: Draft, verdict: Verdict, stop_ids: frozenset[int]) -> R
         if token in stop_ids:
             emitted = emitted[:i + 1]
             break
-    return Round(drafted, verdict.accepted, verdict.next_token, next_origin, tuple(emitted))
+    kept = sum(1 for _, origin in emitted if origin == TokenOrigin.ACCEPTED)       # accepted tokens in the output
+    drafted = tuple(
+        DraftedToken(
+            token=token,
+            p=verdict.target_probs[i],
+            q=verdict.draft_probs[i],
+            u=verdict.uniforms[i],
+            accepted=None if i > verdict.accepted or i >= len(emitted) else i < verdict.accepted,
+        )
+        for i, token in enumerate(drafted_list)
+    )
+    return Round(drafted, kept, verdict.next_token, next_origin, tuple(emitted))

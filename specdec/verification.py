@@ -15,7 +15,7 @@ and decide, left to right (Leviathan et al. 2023, Algorithm 1):
     if all k are accepted:    emit y ~ p_{k+1}                 (a "bonus" token)
 
 so every round emits between 1 and k + 1 tokens, distributed exactly as the target would have
-produced them one at a time. `specdec.reference.speculative_rule` is the same rule in NumPy.
+produced them one at a time. `specdec.reference.rule.speculative_rule` is the same rule in NumPy.
 
 Greedy decoding is the temperature-0 limit: p and q are point masses, so a drafted token is
 accepted exactly when it is the target's argmax, and the replacement is the target's argmax.

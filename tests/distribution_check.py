@@ -7,7 +7,6 @@ the target on every possible continuation.
 
 from __future__ import annotations
 
-import itertools
 from collections import Counter
 from collections.abc import Callable
 

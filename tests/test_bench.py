@@ -7,11 +7,11 @@ import pandas as pd
 import pytest
 import torch
 
-import specdec.bench as bench
-from specdec import SpecdecError
-from specdec.bench import BenchSettings, best_gammas, load_csv, plan_runs, run_benchmark, save_csv, summarize
-from specdec.pairing import LoadedPair
-from specdec.theory import walltime_speedup
+from specdec import Decoding, SpecdecError
+from specdec.bench.harness import BenchSettings, plan_runs, rows_to_frame, run_benchmark
+from specdec.bench.tables import COLUMNS, best_gammas, load_csv, overview, save_csv
+from specdec.reference.theory import walltime_speedup
+from specdec.zoo.pairing import LoadedPair
 from tiny_models import tiny_pair, tiny_tokenizer
 
 
@@ -28,7 +28,8 @@ def lookup_pair(tiny_loaded_pair):
 
 
 SETTINGS = BenchSettings(methods=("speculative", "plain", "assisted"), gammas=(2, 4, "adaptive"),
-                         categories=("code", "chat"), prompts_per_category=1, repeats=2, max_new_tokens=12)
+                         categories=("code", "chat"), prompts_per_category=1, repeats=2,
+                         decoding=Decoding(max_new_tokens=12, temperature=0.0, seed=0))
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +41,7 @@ def test_one_row_per_run_with_every_column(frame):
     # model pair: generate + plain + speculative x (2, 4, adaptive) + assisted x (2, 4) = 7 runs per prompt and repeat
     # prompt lookup: generate + plain + speculative x 3 (assisted needs a draft model) = 5
     assert len(frame) == (7 + 5) * 2 * 2
-    assert list(frame.columns) == bench.COLUMNS
+    assert list(frame.columns) == COLUMNS
     assert set(frame["method"]) == {"generate", "plain", "speculative", "assisted"}
     assert frame["device"].eq("cpu").all() and frame["torch_version"].eq(torch.__version__).all()
 
@@ -74,10 +75,10 @@ def test_methods_are_interleaved_per_prompt_and_repeat(tiny_loaded_pair):
     assert len({r.prompt.id for r in first}) == 1
 
 
-def test_summary_and_best_gamma(frame):
-    summary = summarize(frame)
-    assert {"speedup_median", "speedup_min", "speedup_max", "runs"} <= set(summary.columns)
-    assert summary["runs"].sum() == len(frame)
+def test_overview_and_best_gamma(frame):
+    table = overview(frame)
+    assert table["runs"].sum() == len(frame)
+    assert set(table["method"]) == set(frame["method"])
     best = best_gammas(frame)
     assert set(best["pair"]) == set(frame["pair"]) and best["gamma"].isin([2, 4]).all()
 
@@ -85,7 +86,7 @@ def test_summary_and_best_gamma(frame):
 def test_csv_round_trip(frame, tmp_path):
     path = save_csv(frame, tmp_path / "out" / "results.csv")
     again = load_csv(path)
-    assert list(again.columns) == bench.COLUMNS and len(again) == len(frame)
+    assert list(again.columns) == COLUMNS and len(again) == len(frame)
     pd.testing.assert_series_equal(again["speedup"], frame["speedup"], check_dtype=False)
     assert not list((tmp_path / "out").glob(".results.csv.*"))  # no temporary left behind
 
@@ -103,15 +104,32 @@ def test_stopping_early_keeps_the_rows_so_far(tiny_loaded_pair):
     assert len(frame) == 2  # the stop asked at the third progress report: the third run never starts
 
 
+def test_an_interrupted_benchmark_has_handed_over_its_rows(tiny_loaded_pair):
+    """The Compare page's Stop: an exception from the progress callback (Streamlit's stop or rerun request)."""
+    class Interrupted(BaseException):
+        pass
+
+    def progress(done, total, message):
+        if done == 3:
+            raise Interrupted
+
+    rows = []
+    with pytest.raises(Interrupted):
+        run_benchmark([tiny_loaded_pair], SETTINGS, progress=progress, on_row=rows.append)
+    frame = rows_to_frame(rows)
+    assert len(frame) == 3 and list(frame.columns) == COLUMNS
+    assert frame.loc[frame["method"] == "generate", "speedup"].eq(1.0).all()   # the baseline ran first, speedups are there
+
+
 @pytest.mark.parametrize("kwargs", [dict(methods=("warp",)), dict(gammas=(0,)), dict(gammas=("sometimes",)),
-                                    dict(repeats=0), dict(temperatures=(-1.0,))])
+                                    dict(repeats=0), dict(temperatures=(-1.0,)), dict(temperatures=())])
 def test_bad_settings_are_refused(kwargs):
     with pytest.raises(SpecdecError):
         BenchSettings(**kwargs)
 
 
 def test_charts_have_one_colour_per_pair_and_theory_curves(frame):
-    from specdec.charts import benchmark_figures, summary_figure
+    from specdec.bench.charts import benchmark_figures, summary_figure
 
     figures = benchmark_figures(frame)
     names = [trace.name for trace in figures["tokens_per_pass"].data]
@@ -126,7 +144,7 @@ def test_charts_have_one_colour_per_pair_and_theory_curves(frame):
 def test_bench_command_writes_csv_and_figure(tmp_path, monkeypatch, capsys):
     import json
 
-    from specdec import catalog
+    from specdec.zoo import catalog
     from specdec.cli import main
     from tiny_models import save_tiny_model
 
@@ -155,7 +173,7 @@ def test_bench_command_writes_csv_and_figure(tmp_path, monkeypatch, capsys):
 
 
 def test_speedup_per_category_table(frame):
-    from specdec.bench import by_category
+    from specdec.bench.tables import by_category
 
     table = by_category(frame)
     assert set(table.columns) == {"variant", "code", "chat"}

@@ -5,7 +5,7 @@ repeatable), count the three tokens the first speculative round produces (tokens
 comes from the target's prompt pass), and compare the counts with the exact distribution of the
 target alone, computed by enumerating every continuation (`distribution_check.exact_distribution`).
 
-The test is Pearson's chi-square with rare cells pooled (`specdec.stats.chi_square_test`); it
+The test is Pearson's chi-square with rare cells pooled (`specdec.reference.stats.chi_square_test`); it
 passes when the p-value is above SIGNIFICANCE. A correct engine fails it about once in a thousand
 seed ranges. Negative controls swap in deliberately broken accept/reject rules, and the very same
 test must FAIL for them: proof that it can tell a correct rule from a wrong one.
@@ -18,7 +18,7 @@ import specdec.speculative
 from distribution_check import exact_distribution, sampled_counts
 from specdec import ModelDrafter, PromptLookupDrafter, speculative_generate
 from specdec.sampling import SamplingConfig, sample
-from specdec.stats import chi_square_test
+from specdec.reference.stats import chi_square_test
 from specdec.verification import Verdict, verify_sampled
 from tiny_models import tiny_pair
 
@@ -81,7 +81,7 @@ def test_draft_with_a_restricted_output_layer_matches_the_target_distribution(sm
 
 def test_int8_draft_matches_the_target_distribution(small_pair):
     """A quantized draft only changes q; the output stays exactly p."""
-    from specdec.draft_quantization import quantize_draft
+    from specdec.zoo.quantization import quantize_draft
 
     target, draft = small_pair
     quantized = quantize_draft(draft)

@@ -162,7 +162,7 @@ def test_playground_colours_tokens_and_keeps_the_settings(page, app_url):
 
 
 def test_compare_draws_charts_and_downloads_the_csv(page, app_url, tmp_path):
-    from specdec import bench
+    from specdec.bench import tables
 
     go_to(page, app_url, "Compare")
     settle(page, "text=Run benchmark")
@@ -176,8 +176,8 @@ def test_compare_draws_charts_and_downloads_the_csv(page, app_url, tmp_path):
         page.get_by_role("button", name="Download CSV", exact=True).click()
     path = tmp_path / download.value.suggested_filename
     download.value.save_as(path)
-    frame = bench.load_csv(path)
-    assert list(pd.read_csv(path).columns) == bench.COLUMNS
+    frame = tables.load_csv(path)
+    assert list(pd.read_csv(path).columns) == tables.COLUMNS
     # 1 pair x 2 categories (code, summarization) x 1 prompt x 1 repeat x (baseline + gammas 1..4)
     assert len(frame) == 10 and set(frame["pair"]) == {TINY_PAIR} and frame["timestamp"].notna().all()
     screenshot(page, "compare")

@@ -2,7 +2,7 @@
 
 The page must work offline by double-click, so it is loaded from a file:// URL and any request
 to anything else fails the test. Dragging a bar must move alpha to exactly what
-`specdec.theory.acceptance_rate` computes for the p and q the page now shows; the residual,
+`specdec.reference.theory.acceptance_rate` computes for the p and q the page now shows; the residual,
 the speedup calculator and the simulation are held to `specdec` the same way.
 
 Needs Debian's chromium (`apt-get install -y chromium`) and `pip install playwright==1.65.2`
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from specdec.stats import binomial_standard_error
-from specdec.theory import acceptance_rate, best_gamma, expected_tokens_per_pass, residual_distribution, walltime_speedup
+from specdec.reference.stats import binomial_standard_error
+from specdec.reference.theory import acceptance_rate, best_gamma, expected_tokens_per_pass, residual_distribution, walltime_speedup
 
 pytestmark = pytest.mark.browser
 

@@ -1,13 +1,13 @@
-"""specdec.explainer: the numbers the Explainer page draws, held against specdec.theory and the NumPy reference."""
+"""specdec.reference.explainer: the numbers the Explainer page draws, held against specdec.reference.theory and the NumPy reference."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from specdec.explainer import accept_reject_picture, normalise, speedup_curve
-from specdec.reference import sample_one_position
-from specdec.theory import residual_distribution, walltime_speedup
+from specdec.reference.explainer import accept_reject_picture, normalise, speedup_curve
+from specdec.reference.rule import sample_one_position
+from specdec.reference.theory import residual_distribution, walltime_speedup
 
 
 def test_picture_agrees_with_theory_and_the_reference_rule():

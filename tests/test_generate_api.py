@@ -116,3 +116,47 @@ def test_callbacks_see_every_token_as_it_is_decided(pairs):
     assert [token for r in seen_rounds for token, _ in r.emitted] == result.tokens
     plain = autoregressive_generate(target, torch.tensor([2, 3]), max_new_tokens=20, seed=1, on_token=seen_tokens.append)
     assert seen_tokens == plain.tokens
+
+
+class OracleDrafter:
+    """Proposes the target's own greedy continuation (known in advance), so every drafted token is accepted."""
+
+    name = "oracle"
+    passes = 0
+
+    def __init__(self, prompt_length: int, continuation: list[int]) -> None:
+        self.prompt_length, self.continuation = prompt_length, continuation
+
+    def start(self, prompt, vocab_size):
+        self.vocab_size = vocab_size
+
+    def propose(self, sequence, gamma, sampling, generator):
+        from specdec import Draft
+
+        done = sequence.numel() - self.prompt_length
+        return Draft(torch.tensor(self.continuation[done:done + gamma], dtype=torch.long), None)
+
+    def rollback(self, length):
+        pass
+
+
+def test_drafted_tokens_after_an_accepted_end_of_sequence_are_not_counted_as_accepted(pairs):
+    target, _ = pairs["qwen2"]
+    prompt = torch.tensor([2, 3, 5])
+    greedy = autoregressive_generate(target, prompt, max_new_tokens=12, temperature=0).tokens
+    eos = greedy[3]                                   # the 4th new token: drafted in the middle of the first round
+    assert eos not in greedy[:3]
+    result = speculative_generate(target, OracleDrafter(3, greedy), prompt, gamma=6, max_new_tokens=12, temperature=0,
+                                  eos_token_id=eos)
+    assert result.tokens == greedy[:4]                # the output stops at the end-of-sequence token
+    first_round = result.rounds[1]
+    assert len(first_round.drafted) == 6 and first_round.accepted == 3    # tokens 2..4 were drafted: 3 of them reached the output
+    assert [d.accepted for d in first_round.drafted] == [True, True, True, None, None, None]
+    assert result.stats.accepted == 3 and result.stats.drafted == 6 and result.stats.rejections == 0
+
+
+def test_a_drafter_that_gives_no_q_while_sampling_gets_a_clear_error(pairs):
+    target, _ = pairs["gpt2"]
+    greedy = autoregressive_generate(target, torch.tensor([3, 4]), max_new_tokens=8, temperature=0).tokens
+    with pytest.raises(SpecdecError, match="oracle proposed .* tokens with q of shape"):
+        speculative_generate(target, OracleDrafter(2, greedy), torch.tensor([3, 4]), max_new_tokens=8, temperature=1.0, seed=0)

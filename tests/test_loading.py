@@ -5,15 +5,16 @@ import time
 import pytest
 import torch
 
-import specdec.loading
+import specdec.zoo.devices
+import specdec.zoo.loading
 from specdec import SpecdecError, check_same_tokenizer, load_model, load_tokenizer, resolve_device, resolve_dtype
-from specdec.pairing import PROMPT_LOOKUP, encode_prompt, load_pair
+from specdec.zoo.pairing import PROMPT_LOOKUP, encode_prompt, load_pair
 from tiny_models import save_tiny_model, tiny_model, tiny_pair, tiny_tokenizer
 
 
 def test_devices():
     assert resolve_device("cpu") == torch.device("cpu")
-    assert resolve_device("auto").type in specdec.loading.available_devices()
+    assert resolve_device("auto").type in specdec.zoo.devices.available_devices()
     if not torch.cuda.is_available():
         with pytest.raises(SpecdecError, match="not available"):
             resolve_device("cuda")
@@ -44,7 +45,7 @@ def test_missing_paths_fail_clearly(tmp_path):
 
 
 def test_unreachable_hub_fails_at_once(monkeypatch):
-    monkeypatch.setattr(specdec.loading, "hub_reachable", lambda: False)
+    monkeypatch.setattr(specdec.zoo.loading, "hub_reachable", lambda: False)
     start = time.perf_counter()
     with pytest.raises(SpecdecError, match="model hub cannot be reached"):
         load_model("some-org/some-model")

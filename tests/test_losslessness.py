@@ -18,17 +18,16 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from specdec.reference import (  # noqa: E402
-    accept_always,
+from specdec.reference.bugs import accept_always_rule, resample_from_target_rule  # noqa: E402
+from specdec.reference.rule import (  # noqa: E402
     markov_sequence_distribution,
-    resample_from_target,
     sample_one_position,
     speculative_markov_generate,
     speculative_rule,
 )
-from specdec.stats import chi_square_test  # noqa: E402
-from specdec.theory import acceptance_rate, residual_distribution  # noqa: E402
-from specdec.toy import run_losslessness_check  # noqa: E402
+from specdec.reference.stats import chi_square_test  # noqa: E402
+from specdec.reference.theory import acceptance_rate, residual_distribution  # noqa: E402
+from specdec.reference.toy import run_losslessness_check  # noqa: E402
 
 P = np.array([0.30, 0.40, 0.30])   # target
 Q = np.array([0.60, 0.20, 0.20])   # draft
@@ -84,13 +83,13 @@ def test_whole_blocks_match_target_sequences():
 
 def test_negative_control_accept_always_fails():
     exact = markov_sequence_distribution(TARGET_TABLE, 0, 3)
-    fit = chi_square_test(_block_counts(accept_always), exact)
+    fit = chi_square_test(_block_counts(accept_always_rule), exact)
     assert fit.p_value < SIGNIFICANCE, fit
 
 
 def test_negative_control_skipping_the_residual_fails():
     exact = markov_sequence_distribution(TARGET_TABLE, 0, 3)
-    fit = chi_square_test(_block_counts(resample_from_target), exact)
+    fit = chi_square_test(_block_counts(resample_from_target_rule), exact)
     assert fit.p_value < SIGNIFICANCE, fit
 
 

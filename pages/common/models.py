@@ -20,13 +20,12 @@ import streamlit as st
 import torch
 
 from pages.common.settings import Settings
-from specdec import pairing, zoo
-from specdec.catalog import MODELS, PAIRS, PROMPT_LOOKUP, ModelEntry, resolve_model
-from specdec.converted import dtype_name
 from specdec.errors import SpecdecError
-from specdec.fetch import FetchProgress
-from specdec.loading import resolve_device, resolve_dtype
-from specdec.pairing import LoadedPair
+from specdec.zoo import pairing, status
+from specdec.zoo.catalog import MODELS, PAIRS, PROMPT_LOOKUP, ModelEntry, resolve_model
+from specdec.zoo.devices import dtype_name, resolve_device, resolve_dtype
+from specdec.zoo.fetch import FetchProgress
+from specdec.zoo.pairing import LoadedPair
 
 _loaded_key: tuple[str, str, str, str, str] | None = None  # (target, draft, device, dtype, draft quantization) in the cache
 
@@ -47,17 +46,17 @@ def shows_errors() -> Iterator[None]:
 @st.cache_data(ttl=60, show_spinner=False)
 def pair_availability_labels() -> dict[str, str]:
     """Each curated pair's state: 'cached', 'needs download (N MB)' or 'needs a model hub (~N MB)'."""
-    return {name: zoo.pair_availability(pair) for name, pair in PAIRS.items()}
+    return {name: status.pair_availability(pair) for name, pair in PAIRS.items()}
 
 
 def missing_models(settings: Settings) -> list[ModelEntry]:
     """The zoo models of the chosen pair that are not on this machine yet (custom paths and hub ids are not checked)."""
     entries = [resolve_model(name) for name in dict.fromkeys((settings.draft, settings.target)) if name != PROMPT_LOOKUP]
-    return [entry for entry in entries if entry is not None and not zoo.model_status(entry).cached]
+    return [entry for entry in entries if entry is not None and not status.model_status(entry).cached]
 
 
 def _download_size(entry: ModelEntry) -> str:
-    return zoo.model_status(entry).availability.removeprefix("needs ")
+    return status.model_status(entry).availability.removeprefix("needs ")
 
 
 def offer_downloads(settings: Settings, key: str) -> bool:
@@ -82,7 +81,7 @@ def fetch_models(names: list[str]) -> None:
             done = f"{update.done_bytes / 1e6:,.0f} / {update.total_bytes / 1e6:,.0f} MB" if update.total_bytes else ""
             bar.progress(update.fraction, text=f"{update.model}: {update.message} {done}")
 
-        zoo.fetch(name, progress=report)
+        status.fetch(name, progress=report)
         bar.progress(1.0, text=f"{name}: ready")
     pair_availability_labels.clear()
 
@@ -116,11 +115,11 @@ def load_pair(settings: Settings) -> LoadedPair:
     if key == _loaded_key:
         return _load_pair(*key)
     precision = f"{dtype}, int8 draft" if quantization == "int8" else dtype
-    with st.status(f"Loading {settings.draft} → {settings.target} on {device} in {precision} …") as status:
-        pair = _load_pair(*key, _say=lambda message: status.update(label=message))
+    with st.status(f"Loading {settings.draft} → {settings.target} on {device} in {precision} …") as box:
+        pair = _load_pair(*key, _say=lambda message: box.update(label=message))
         seconds = sum(pair.load_seconds.values())
-        status.update(label=f"Loaded {settings.draft} → {settings.target} on {device} in {precision} ({seconds:.1f} s)",
-                      state="complete", expanded=False)
+        box.update(label=f"Loaded {settings.draft} → {settings.target} on {device} in {precision} ({seconds:.1f} s)",
+                   state="complete", expanded=False)
     _loaded_key = key
     return pair
 

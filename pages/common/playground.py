@@ -4,7 +4,7 @@
     st.session_state[RESULT]                    # a `PlaygroundRun`, complete or stopped part-way
 
 The engine calls back after every round (`on_round`) and, for plain decoding, every token
-(`on_token`); the callbacks grow a `specdec.trace.TraceBuilder` and, at most `UPDATES_PER_SECOND`
+(`on_token`); the callbacks grow a `pages.common.trace.TraceBuilder` and, at most `UPDATES_PER_SECOND`
 times a second, save the run so far in the session and redraw the text. A Stop click surfaces as
 an exception from that redraw, which ends the generation; the saved part stays on the page.
 
@@ -22,11 +22,12 @@ import torch
 
 from pages.common.settings import Settings
 from pages.common.tokens_html import plain_text_html, tokens_html
-from specdec import pairing
-from specdec.converted import dtype_name
-from specdec.pairing import LoadedPair
+from pages.common.trace import RoundRow, TokenSpan, TraceBuilder, trace
+from specdec.bench.comparison import GreedyCheck, greedy_check_of_pair
 from specdec.results import GenerationResult
-from specdec.trace import RoundRow, TokenSpan, TraceBuilder, trace
+from specdec.zoo import pairing
+from specdec.zoo.devices import dtype_name
+from specdec.zoo.pairing import LoadedPair
 
 RESULT = "playground_run"
 UPDATES_PER_SECOND = 4
@@ -46,6 +47,7 @@ class PlaygroundRun:
     speculative: GenerationResult | None = None   # set once the speculative phase finished
     plain_text: str = ""
     plain: GenerationResult | None = None         # set once the target-alone phase finished
+    greedy: GreedyCheck | None = None             # greedy runs with the target alone: are the tokens identical?
 
 
 class _Throttle:
@@ -75,7 +77,8 @@ def _speculative_phase(pair: LoadedPair, input_ids: torch.Tensor, run: Playgroun
             st.session_state[RESULT] = replace(run, spans=tuple(builder.spans), rounds=tuple(builder.rows))
             slot.html(tokens_html(builder.spans))
 
-    result = pairing.generate_speculative(pair, input_ids, on_round=on_round if stream else None, **run.settings.decoding())
+    result = pairing.generate_speculative(pair, input_ids, run.settings.decoding, gamma=run.settings.gamma,
+                                          on_round=on_round if stream else None)
     finished = builder if stream else trace(result, _decoder(pair))
     return replace(run, spans=tuple(finished.spans), rounds=tuple(finished.rows), speculative=result)
 
@@ -90,8 +93,11 @@ def _plain_phase(pair: LoadedPair, input_ids: torch.Tensor, run: PlaygroundRun, 
             st.session_state[RESULT] = replace(run, plain_text=text)
             slot.html(plain_text_html(text))
 
-    result = pairing.generate_plain(pair, input_ids, on_token=on_token if stream else None, **run.settings.decoding())
-    return replace(run, plain_text=_decoder(pair)(result.tokens), plain=result)
+    result = pairing.generate_plain(pair, input_ids, run.settings.decoding, on_token=on_token if stream else None)
+    run = replace(run, plain_text=_decoder(pair)(result.tokens), plain=result)
+    if run.settings.decoding.sampling.greedy:
+        run = replace(run, greedy=greedy_check_of_pair(pair, input_ids, run.speculative.tokens, result.tokens))
+    return run
 
 
 def run_playground(pair: LoadedPair, input_ids: torch.Tensor, settings: Settings, also_plain: bool, stream: bool) -> None:

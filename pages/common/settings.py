@@ -2,23 +2,25 @@
 
     settings, problems = Settings.from_query({"pair": "prompt-lookup->smollm2-135m", "gamma": "6"}, ["cpu"])
     settings.gamma, settings.draft, settings.target      # 6, 'prompt-lookup', 'smollm2-135m'
+    settings.decoding.temperature                       # 0.0: the `specdec.inputs.Decoding` every run gets
     settings.to_query()["gamma"]                        # '6': a link with this query reproduces the settings
 
 A value in a link that is out of range or unknown is replaced by its default and reported in
-`problems`, so an old or hand-edited link never breaks the app. No Streamlit here: the sidebar
-(`pages.common.sidebar`) draws the widgets.
+`problems`, so an old or hand-edited link never breaks the app. Each query key has one parser in
+`PARSERS`. No Streamlit here: the sidebar (`pages.common.sidebar`) draws the widgets.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, fields, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
 
-from specdec.catalog import DEFAULT_PAIR, PAIRS
-from specdec.draft_quantization import QUANTIZATIONS
+from specdec.inputs import Decoding
+from specdec.zoo.catalog import DEFAULT_PAIR, PAIRS
+from specdec.zoo.devices import DTYPE_CHOICES
+from specdec.zoo.quantization import QUANTIZATIONS
 
 CUSTOM = "custom"               # the pair picker's entry for your own draft and target
-DTYPE_CHOICES = ("auto", "float32", "bfloat16", "float16")
 GAMMA_RANGE = (1, 16)
 TEMPERATURE_RANGE = (0.0, 2.0)
 TOP_K_RANGE = (0, 1000)
@@ -29,7 +31,7 @@ SEED_RANGE = (0, 2**31 - 1)
 
 @dataclass(frozen=True)
 class Settings:
-    """What the sidebar sets: the pair, where and how to run it, and how to decode."""
+    """What the sidebar sets: the pair, where and how to run it, gamma, and how to decode."""
 
     pair: str = DEFAULT_PAIR     # a curated pair "draft->target", or CUSTOM
     custom_draft: str = ""       # used when pair == CUSTOM
@@ -38,11 +40,7 @@ class Settings:
     dtype: str = "auto"
     draft_quantization: str = "none"  # "int8": a cheaper draft on the CPU, the same output
     gamma: int = 4
-    temperature: float = 0.0
-    top_k: int = 0
-    top_p: float = 1.0
-    max_new_tokens: int = 48
-    seed: int = 0
+    decoding: Decoding = field(default_factory=lambda: Decoding(max_new_tokens=48, temperature=0.0, seed=0))
 
     @property
     def draft(self) -> str:
@@ -57,18 +55,10 @@ class Settings:
         """'draft->target', for curated and custom pairs alike."""
         return f"{self.draft}->{self.target}"
 
-    @property
-    def greedy(self) -> bool:
-        return self.temperature == 0
-
-    def decoding(self) -> dict[str, float | int]:
-        """The keyword arguments of `pairing.generate_speculative` / `generate_plain`."""
-        return dict(gamma=self.gamma, max_new_tokens=self.max_new_tokens, temperature=self.temperature,
-                    top_k=self.top_k, top_p=self.top_p, seed=self.seed)
-
     def to_query(self) -> dict[str, str]:
-        """Every setting as text; the custom names only for a custom pair."""
-        values = {name: str(value) for name, value in asdict(self).items()}
+        """Every setting as text, the decoding's fields flattened in; the custom names only for a custom pair."""
+        values = {name: str(value) for name, value in asdict(self).items() if name != "decoding"}
+        values |= {name: str(value) for name, value in asdict(self.decoding).items()}
         if self.pair != CUSTOM:
             del values["custom_draft"], values["custom_target"]
         return values
@@ -77,48 +67,52 @@ class Settings:
     def from_query(cls, query: Mapping[str, str], devices: Sequence[str]) -> tuple[Settings, list[str]]:
         """Settings from a query string's values; unknown or bad values fall back to defaults, listed in the second result."""
         settings, problems = cls(), []
-        for field in fields(cls):
-            if field.name not in query:
+        decoding_fields = {item.name for item in fields(Decoding)}
+        for name, parse in PARSERS.items():
+            if name not in query:
                 continue
-            text = str(query[field.name])
-            value = _parse(field.name, text, devices)
+            value = parse(str(query[name]), devices)
             if value is None:
-                problems.append(f"{field.name}={text}")
+                problems.append(f"{name}={query[name]}")
+            elif name in decoding_fields:
+                settings = replace(settings, decoding=replace(settings.decoding, **{name: value}))
             else:
-                settings = replace(settings, **{field.name: value})
+                settings = replace(settings, **{name: value})
         return settings, problems
 
 
-def _in_range(value, bounds):
-    low, high = bounds
-    return value if low <= value <= high else None
+Parser = Callable[[str, Sequence[str]], object]   # (query text, this machine's devices) -> value, or None if unacceptable
 
 
-def _parse(name: str, text: str, devices: Sequence[str]):
-    """One query value as the field's type, or None when it is not acceptable."""
-    try:
-        if name == "pair":
-            return text if text in PAIRS or text == CUSTOM else None
-        if name in ("custom_draft", "custom_target"):
-            return text
-        if name == "device":
-            return text if text in ("auto", *devices) else None
-        if name == "dtype":
-            return text if text in DTYPE_CHOICES else None
-        if name == "draft_quantization":
-            return text if text in QUANTIZATIONS else None
-        if name == "gamma":
-            return _in_range(int(text), GAMMA_RANGE)
-        if name == "temperature":
-            return _in_range(float(text), TEMPERATURE_RANGE)
-        if name == "top_k":
-            return _in_range(int(text), TOP_K_RANGE)
-        if name == "top_p":
-            return _in_range(float(text), TOP_P_RANGE)
-        if name == "max_new_tokens":
-            return _in_range(int(text), MAX_NEW_TOKENS_RANGE)
-        if name == "seed":
-            return _in_range(int(text), SEED_RANGE)
-    except ValueError:
-        return None
-    return None
+def _text(text: str, devices: Sequence[str]) -> str:
+    return text
+
+
+def _one_of(choices: Callable[[Sequence[str]], Sequence[str]]) -> Parser:
+    return lambda text, devices: text if text in choices(devices) else None
+
+
+def _number(kind: type, bounds: tuple[float, float]) -> Parser:
+    def parse(text: str, devices: Sequence[str]):
+        try:
+            value = kind(text)
+        except ValueError:
+            return None
+        return value if bounds[0] <= value <= bounds[1] else None
+    return parse
+
+
+PARSERS: dict[str, Parser] = {
+    "pair": _one_of(lambda devices: (*PAIRS, CUSTOM)),
+    "custom_draft": _text,
+    "custom_target": _text,
+    "device": _one_of(lambda devices: ("auto", *devices)),
+    "dtype": _one_of(lambda devices: DTYPE_CHOICES),
+    "draft_quantization": _one_of(lambda devices: QUANTIZATIONS),
+    "gamma": _number(int, GAMMA_RANGE),
+    "max_new_tokens": _number(int, MAX_NEW_TOKENS_RANGE),
+    "temperature": _number(float, TEMPERATURE_RANGE),
+    "top_k": _number(int, TOP_K_RANGE),
+    "top_p": _number(float, TOP_P_RANGE),
+    "seed": _number(int, SEED_RANGE),
+}

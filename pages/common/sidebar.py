@@ -12,13 +12,20 @@ import streamlit as st
 
 from pages.common.models import pair_availability_labels
 from pages.common.settings import (
-    CUSTOM, DTYPE_CHOICES, GAMMA_RANGE, MAX_NEW_TOKENS_RANGE, SEED_RANGE, TEMPERATURE_RANGE, TOP_K_RANGE, TOP_P_RANGE,
+    CUSTOM,
+    GAMMA_RANGE,
+    MAX_NEW_TOKENS_RANGE,
+    SEED_RANGE,
+    TEMPERATURE_RANGE,
+    TOP_K_RANGE,
+    TOP_P_RANGE,
     Settings,
 )
 from pages.common.state import is_kept, keep, kept, remember
-from specdec.catalog import DEFAULT_PAIR, PAIRS, PROMPT_LOOKUP
-from specdec.draft_quantization import QUANTIZATIONS
-from specdec.loading import available_devices
+from specdec.inputs import Decoding
+from specdec.zoo.catalog import DEFAULT_PAIR, PAIRS, PROMPT_LOOKUP
+from specdec.zoo.devices import DTYPE_CHOICES, available_devices
+from specdec.zoo.quantization import QUANTIZATIONS
 
 
 def _initial_settings(devices: list[str]) -> Settings:
@@ -83,17 +90,17 @@ def render_sidebar() -> Settings:
         st.subheader("Decoding")
         gamma = st.slider("gamma: drafted tokens per round", *GAMMA_RANGE, **remember("gamma", initial.gamma))
         temperature = st.slider("temperature (0 = greedy)", *TEMPERATURE_RANGE, step=0.05,
-                                **remember("temperature", initial.temperature))
-        top_k = st.number_input("top-k (0 = off)", *TOP_K_RANGE, step=1, **remember("top_k", initial.top_k))
-        top_p = st.slider("top-p (1 = off)", *TOP_P_RANGE, step=0.05, **remember("top_p", initial.top_p))
+                                **remember("temperature", initial.decoding.temperature))
+        top_k = st.number_input("top-k (0 = off)", *TOP_K_RANGE, step=1, **remember("top_k", initial.decoding.top_k))
+        top_p = st.slider("top-p (1 = off)", *TOP_P_RANGE, step=0.05, **remember("top_p", initial.decoding.top_p))
         max_new_tokens = st.number_input("max new tokens", *MAX_NEW_TOKENS_RANGE, step=8,
-                                         **remember("max_new_tokens", initial.max_new_tokens))
-        seed = st.number_input("seed", *SEED_RANGE, step=1, **remember("seed", initial.seed))
+                                         **remember("max_new_tokens", initial.decoding.max_new_tokens))
+        seed = st.number_input("seed", *SEED_RANGE, step=1, **remember("seed", initial.decoding.seed))
         problems = st.session_state.pop("link_problems", None)
         if problems:
             st.warning(f"The link had values this app cannot use; defaults were taken for: {', '.join(problems)}")
-    settings = Settings(pair, custom_draft, custom_target, device, dtype, draft_quantization, int(gamma), float(temperature),
-                        int(top_k), float(top_p), int(max_new_tokens), int(seed))
+    decoding = Decoding(int(max_new_tokens), float(temperature), int(top_k), float(top_p), int(seed))
+    settings = Settings(pair, custom_draft, custom_target, device, dtype, draft_quantization, int(gamma), decoding)
     _write_query(settings)
     return settings
 

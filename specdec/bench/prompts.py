@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from specdec.errors import SpecdecError
+from specdec.zoo.pairing import encode_chat, has_chat_template
 
 
 @dataclass(frozen=True)
@@ -103,8 +104,6 @@ def suite(categories: list[str] | tuple[str, ...] | None = None, per_category: i
 
 def encode_bench_prompt(tokenizer, prompt: BenchPrompt):
     """Token ids [1, T]: the chat template over all turns when the tokenizer has one, else plain text."""
-    if getattr(tokenizer, "chat_template", None):
-        messages = [{"role": role, "content": content} for role, content in prompt.messages]
-        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        return tokenizer(text, return_tensors="pt", add_special_tokens=False).input_ids
+    if has_chat_template(tokenizer):
+        return encode_chat(tokenizer, prompt.messages)
     return tokenizer(prompt.text, return_tensors="pt").input_ids

@@ -1,9 +1,10 @@
-"""Plotly figures of a benchmark frame (`specdec.bench`): what the Compare page and the README show.
+"""Plotly figures of a benchmark frame (`specdec.bench.harness`): what the Compare page and the README show.
 
 One colour per pair throughout. Measured values are medians over prompts and repeats; theory
-curves (dashed) come from `specdec.theory` fed with the pair's measured alpha, c and v(gamma).
+curves (dashed) come from `specdec.reference.theory` fed with the pair's measured alpha, c and v(gamma).
 
     figures = benchmark_figures(frame)      # {"acceptance": Figure, "tokens_per_pass": ..., ...}
+    write_figure(summary_figure(frame), "benchmark.png")   # or .html
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
-from specdec.theory import expected_tokens_per_pass, walltime_speedup
+from specdec.errors import SpecdecError, first_line
+from specdec.reference.theory import expected_tokens_per_pass, walltime_speedup
 
 COLOURS = qualitative.Plotly
 
@@ -124,3 +126,17 @@ def summary_figure(frame: pd.DataFrame) -> go.Figure:
     canvas.add_hline(y=1.0, line=dict(color="grey", width=1), row=2, col=2)
     return canvas.update_layout(height=1050, width=1300, barmode="group",
                                 legend=dict(font=dict(size=10), orientation="h", yanchor="top", y=-0.06))
+
+
+def write_figure(figure: go.Figure, path: str) -> None:
+    """Save `figure` as a self-contained .html page or a .png picture (which needs kaleido and a Chromium)."""
+    if path.endswith(".html"):
+        figure.write_html(path, include_plotlyjs=True)
+        return
+    if not path.endswith(".png"):
+        raise SpecdecError(f"a figure is written as .html or .png, got {path}")
+    try:
+        figure.write_image(path)
+    except Exception as error:  # kaleido missing, or no browser for it to drive
+        raise SpecdecError(f"could not write {path} ({first_line(error)}): pip install kaleido and set BROWSER_PATH "
+                           "to a Chrome or Chromium binary, or write an .html figure instead") from None

@@ -2,7 +2,7 @@
 
 Notation: p is the target distribution, q the draft distribution, alpha = sum(min(p, q)).
 
-The correct rule at one position (`specdec.reference.speculative_rule`) drafts x ~ q, accepts it
+The correct rule at one position (`specdec.reference.rule.speculative_rule`) drafts x ~ q, accepts it
 with probability min(1, p(x)/q(x)), and after a rejection samples from norm(max(0, p - q)). Its
 output is exactly p. Every function below computes, exactly and without sampling, what one
 position outputs when a classic mistake is made, so a lesson can show how far from p it lands:
@@ -20,7 +20,9 @@ number, independent of the draft's own draw.
 
 `output_distribution(p_rule, q_rule, q_sampled)` is the general formula; the named bugs call it
 or say in their docstring why they need something else. The tests check each formula against a
-simulation of the buggy procedure. Pure NumPy, one position at a time; no models, no torch.
+simulation of the buggy procedure. Two bugs are also kept as procedures (`accept_always_rule`,
+`resample_from_target_rule`): broken on purpose, they are the negative controls the statistical
+tests must catch. NumPy, one position at a time, no models; only `warp` borrows the engine's torch.
 """
 
 from __future__ import annotations
@@ -29,27 +31,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from specdec.reference.rule import sample_from
+from specdec.reference.theory import residual_distribution
+
 Distribution = Sequence[float] | np.ndarray
 
 
 def _array(values: Distribution) -> np.ndarray:
     return np.asarray(values, dtype=np.float64)
-
-
-def residual(p: Distribution, q: Distribution) -> np.ndarray:
-    """norm(max(0, p - q)), falling back to norm(p) when p <= q everywhere (as `specdec.verification` does).
-
-    Unlike `specdec.theory.residual_distribution` it accepts p and q that do not sum to exactly 1,
-    which the rounded distributions of `mixed_dtypes` need.
-
-    >>> residual([0.3, 0.4, 0.3], [0.6, 0.2, 0.2]).round(6).tolist()
-    [0.0, 0.666667, 0.333333]
-    """
-    p_array, q_array = _array(p), _array(q)
-    excess = np.maximum(p_array - q_array, 0.0)
-    if excess.sum() <= 0:
-        return p_array / p_array.sum()
-    return excess / excess.sum()
 
 
 def output_distribution(p_rule: Distribution, q_rule: Distribution, q_sampled: Distribution) -> np.ndarray:
@@ -68,7 +57,7 @@ def output_distribution(p_rule: Distribution, q_rule: Distribution, q_sampled: D
         ratio = np.where(q_array > 0, p_array / q_array, np.where(p_array > 0, np.inf, 0.0))
     accepted = sampled * np.minimum(1.0, ratio)
     rejected = max(0.0, 1.0 - accepted.sum())
-    return accepted + rejected * residual(p_array, q_array)
+    return accepted + rejected * residual_distribution(p_array, q_array, strict=False)
 
 
 def correct_rule(p: Distribution, q: Distribution) -> np.ndarray:
@@ -102,7 +91,7 @@ def argmax_drafting(p: Distribution, q: Distribution) -> np.ndarray:
 def resample_from_target(p: Distribution, q: Distribution) -> np.ndarray:
     """BUG: after a rejection, sample from p instead of the residual: min(p, q) + (1 - alpha) p.
 
-    The exact counterpart of `specdec.reference.resample_from_target`.
+    The procedure itself, a negative control for the statistical tests: `resample_from_target_rule`.
     """
     p_array, q_array = _array(p), _array(q)
     overlap = np.minimum(p_array, q_array)
@@ -120,27 +109,30 @@ def retry_on_reject(p: Distribution, q: Distribution) -> np.ndarray:
 
 
 def accept_always(p: Distribution, q: Distribution) -> np.ndarray:
-    """BUG: no check at all. The output is the draft's q (the `specdec.reference.accept_always` control)."""
+    """BUG: no check at all. The output is the draft's q (the procedure: `accept_always_rule`)."""
     return _array(q).copy()
 
 
 def warp(probabilities: Distribution, temperature: float = 1.0, top_k: int = 0) -> np.ndarray:
-    """Temperature then top-k on a distribution, as `specdec.sampling.warp_logits` does on logits.
+    """Temperature then top-k on a distribution, by the engine's own warping (`specdec.sampling`).
 
     softmax(log(probs) / T) = probs^(1/T) renormalised; top-k keeps ties with the k-th value.
+    The arithmetic is the engine's float32, so the lessons warp exactly as a run does.
 
     >>> warp([0.6, 0.2, 0.2], temperature=0.5).round(6).tolist()
     [0.818182, 0.090909, 0.090909]
     >>> warp([0.6, 0.3, 0.1], top_k=2).round(6).tolist()
     [0.666667, 0.333333, 0.0]
     """
+    import torch
+
+    from specdec.sampling import SamplingConfig
+    from specdec.sampling import probabilities as warped
+
     if temperature <= 0:
         raise ValueError(f"temperature must be > 0 here (greedy is a point mass: use one_hot), got {temperature}")
-    scaled = _array(probabilities) ** (1.0 / temperature)
-    if top_k > 0:
-        kth_best = np.sort(scaled)[::-1][min(top_k, scaled.size) - 1]
-        scaled = np.where(scaled >= kth_best, scaled, 0.0)
-    return scaled / scaled.sum()
+    logits = torch.log(torch.as_tensor(_array(probabilities)))[None]                   # [1, V]
+    return warped(logits, SamplingConfig(temperature, top_k))[0].double().numpy()
 
 
 def mismatched_warping(p: Distribution, q: Distribution, sampled_with: dict, ratio_with: dict) -> np.ndarray:
@@ -165,7 +157,7 @@ def reseeded_position(p: Distribution, q: Distribution) -> np.ndarray:
     [0.5, 0.3, 0.2]
     """
     p_array, q_array = _array(p), _array(q)
-    repair = residual(p_array, q_array)
+    repair = residual_distribution(p_array, q_array, strict=False)
     q_edges, repair_edges = np.cumsum(q_array), np.cumsum(repair)
     with np.errstate(divide="ignore", invalid="ignore"):
         thresholds = np.where(q_array > 0, p_array / q_array, 0.0)  # accept x while v < p(x)/q(x)
@@ -180,7 +172,7 @@ def reseeded_position(p: Distribution, q: Distribution) -> np.ndarray:
 
 
 def _invert(cumulative: np.ndarray, v: float) -> int:
-    """The token whose cumulative interval holds v, as `specdec.reference.sample_from` picks it."""
+    """The token whose cumulative interval holds v, as `specdec.reference.rule.sample_from` picks it."""
     return int(min(np.searchsorted(cumulative, v * cumulative[-1], side="right"), cumulative.size - 1))
 
 
@@ -213,3 +205,15 @@ def largest_error(output: Distribution, p: Distribution) -> float:
     0.2
     """
     return float(np.abs(_array(output) - _array(p)).max())
+
+
+def accept_always_rule(p: np.ndarray, q: np.ndarray, drafted: int, u: float, rng: np.random.Generator) -> tuple[int, bool]:
+    """BROKEN on purpose, as a procedure (`rule.Rule`): keep every drafted token. The output follows q, not p."""
+    return drafted, True
+
+
+def resample_from_target_rule(p: np.ndarray, q: np.ndarray, drafted: int, u: float, rng: np.random.Generator) -> tuple[int, bool]:
+    """BROKEN on purpose, as a procedure: on rejection sample from p instead of the residual (see `resample_from_target`)."""
+    if u * q[drafted] < p[drafted]:
+        return drafted, True
+    return sample_from(p, rng), False

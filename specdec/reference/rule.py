@@ -19,8 +19,8 @@ the next-token tables P and Q play the roles of target and draft models. The tor
 `specdec.verification` implements the same rule on real model outputs; the tests hold the two
 against each other and against exact enumeration (`markov_sequence_distribution`).
 
-Two deliberately broken rules (`accept_always`, `resample_from_target`) are kept here as
-teaching material and as negative controls: the statistical tests must catch them.
+Deliberately broken rules, the negative controls the statistical tests must catch, live with
+the other classic bugs in `specdec.reference.bugs` (`accept_always_rule`, `resample_from_target_rule`).
 
 Not handled here: temperature, top-k and top-p (see `specdec.sampling`), models, caches.
 """
@@ -32,7 +32,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from specdec.theory import residual_distribution
+from specdec.reference.theory import residual_distribution
 
 # A rule decides one drafted token: (p_row, q_row, drafted, u, rng) -> (emitted token, accepted?).
 Rule = Callable[[np.ndarray, np.ndarray, int, float, np.random.Generator], tuple[int, bool]]
@@ -61,21 +61,6 @@ def speculative_rule(p: np.ndarray, q: np.ndarray, drafted: int, u: float, rng: 
     if u * q[drafted] < p[drafted]:
         return drafted, True
     return sample_from(residual_distribution(p, q), rng), False
-
-
-def accept_always(p: np.ndarray, q: np.ndarray, drafted: int, u: float, rng: np.random.Generator) -> tuple[int, bool]:
-    """BROKEN on purpose: keep every drafted token. The output follows q instead of p."""
-    return drafted, True
-
-
-def resample_from_target(p: np.ndarray, q: np.ndarray, drafted: int, u: float, rng: np.random.Generator) -> tuple[int, bool]:
-    """BROKEN on purpose: on rejection sample from p instead of the residual.
-
-    The output becomes min(p, q) + (1 - alpha) * p, which over-weights tokens both models like.
-    """
-    if u * q[drafted] < p[drafted]:
-        return drafted, True
-    return sample_from(p, rng), False
 
 
 def sample_one_position(p: np.ndarray, q: np.ndarray, trials: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:

@@ -1,5 +1,8 @@
 """A speculative generation turned into what a person can read: one span per token, one row per round.
 
+Only the dashboard uses this (the Playground's coloured text and round table); it needs no
+Streamlit and no torch, so it is tested like the package.
+
 Notation: p is the target, q the draft, gamma the drafted tokens per round, alpha the acceptance
 rate. The engine (`specdec.speculative`) records every round: the drafted tokens with p(x), q(x)
 and the uniform draw u that tested them, how many were accepted, and the token the target added.
@@ -11,9 +14,9 @@ This module lays that record out in reading order, the way the dashboard colours
     bonus      the extra token the target adds when all drafted tokens pass
     target     a token the target produced with nothing drafted (the prompt pass, plain decoding)
 
-    spans = token_spans(result, decode=lambda ids: tokenizer.decode(ids))
-    "".join(span.text for span in spans if span.in_output)    # the generated text
-    [row.drafted for row in round_rows(result, decode)]     # the per-round table
+    finished = trace(result, decode=lambda ids: tokenizer.decode(ids))
+    "".join(span.text for span in finished.spans if span.in_output)   # the generated text
+    [row.drafted for row in finished.rows]                            # the per-round table
 
     builder = TraceBuilder(decode)                           # or round by round, while generating:
     speculative_generate(..., on_round=builder.add_round)    # builder.spans, builder.rows grow
@@ -194,7 +197,22 @@ def _round_row(index: int, round_: Round, proposal: list[str], pieces: list[str]
 
 
 def trace(result: GenerationResult, decode: Decode) -> TraceBuilder:
-    """The whole trace of a finished run (speculative or plain)."""
+    """The whole trace of a finished run (speculative or plain): its `spans` and its round `rows`.
+
+    Every output token in order, with each rejected draft just before the token that replaced it;
+    one row per round, the prompt pass being round 0.
+
+    >>> from specdec.results import DraftedToken, GenerationStats, Round, TokenOrigin as O
+    >>> rounds = (Round((), 0, 5, O.TARGET, ((5, O.TARGET),)),
+    ...           Round((DraftedToken(6, 0.9, 0.8, 0.1, True), DraftedToken(7, 0.1, 0.6, 0.9, False)),
+    ...                 1, 8, O.RESAMPLED, ((6, O.ACCEPTED), (8, O.RESAMPLED))))
+    >>> stats = GenerationStats(3, 2, 1, 2, 2, 1.0, 0.1, 0.8)
+    >>> finished = trace(GenerationResult([5, 6, 8], stats, rounds), lambda ids: "".join(f"<{i}>" for i in ids))
+    >>> [(span.text, span.kind.value) for span in finished.spans]
+    [('<5>', 'target'), ('<6>', 'accepted'), ('<7>', 'rejected'), ('<8>', 'resampled')]
+    >>> finished.rows[1].drafted
+    '✓<6> ✗<7>'
+    """
     builder = TraceBuilder(decode)
     if result.rounds:
         for round_ in result.rounds:
@@ -203,29 +221,6 @@ def trace(result: GenerationResult, decode: Decode) -> TraceBuilder:
         for token in result.tokens:
             builder.add_token(token)
     return builder
-
-
-def token_spans(result: GenerationResult, decode: Decode) -> list[TokenSpan]:
-    """Every output token in order, with each rejected draft just before the token that replaced it.
-
-    >>> from specdec.results import DraftedToken, GenerationStats, Round, TokenOrigin as O
-    >>> rounds = (Round((), 0, 5, O.TARGET, ((5, O.TARGET),)),
-    ...           Round((DraftedToken(6, 0.9, 0.8, 0.1, True), DraftedToken(7, 0.1, 0.6, 0.9, False)),
-    ...                 1, 8, O.RESAMPLED, ((6, O.ACCEPTED), (8, O.RESAMPLED))))
-    >>> stats = GenerationStats(3, 2, 1, 2, 2, 1.0, 0.1, 0.8)
-    >>> spans = token_spans(GenerationResult([5, 6, 8], stats, rounds), lambda ids: "".join(f"<{i}>" for i in ids))
-    >>> [(span.text, span.kind.value) for span in spans]
-    [('<5>', 'target'), ('<6>', 'accepted'), ('<7>', 'rejected'), ('<8>', 'resampled')]
-    """
-    return trace(result, decode).spans
-
-
-def round_rows(result: GenerationResult, decode: Decode) -> list[RoundRow]:
-    """One row per round: what the draft proposed (marked), how many passed, what the target added.
-
-    The prompt pass is round 0: it drafts nothing and adds the first token.
-    """
-    return trace(result, decode).rows
 
 
 def _mark(drafted: DraftedToken) -> str:

@@ -8,10 +8,10 @@ round, alpha the acceptance rate, c the draft cost / target cost.
     curve = speedup_curve(alpha=0.8, c=0.3, max_gamma=12)     # tokens per pass and speedup per gamma
     curve.best_gamma, curve.best_speedup
 
-Everything comes from `specdec.theory` (the formulas) and `specdec.toy` / `specdec.reference` (the
+Everything comes from `specdec.reference.theory` (the formulas) and `specdec.reference.toy` / `specdec.reference.rule` (the
 Monte-Carlo run of the rule); this module only arranges the results for display.
 
-Not handled: more than one position (see `specdec.reference.speculative_markov_generate`).
+Not handled: more than one position (see `specdec.reference.rule.speculative_markov_generate`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specdec.theory import acceptance_rate, best_gamma, expected_tokens_per_pass, pays_off, residual_distribution, walltime_speedup
+from specdec.reference.theory import (
+    acceptance_rate,
+    best_gamma,
+    expected_tokens_per_pass,
+    pays_off,
+    residual_distribution,
+    walltime_speedup,
+)
 
 
 def normalise(weights: Sequence[float], name: str = "weights") -> np.ndarray:

@@ -8,7 +8,7 @@ The pass/fail threshold is statistical, not a magic number: every token's measur
 must lie within 5 binomial standard errors of its target probability (a correct rule fails that
 about once in a million runs).
 
-Not handled: more than one position (see `specdec.reference.speculative_markov_generate`).
+Not handled: more than one position (see `specdec.reference.rule.speculative_markov_generate`).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specdec.reference import sample_one_position
-from specdec.stats import binomial_standard_error
-from specdec.theory import acceptance_rate
+from specdec.reference.rule import sample_one_position
+from specdec.reference.stats import binomial_standard_error
+from specdec.reference.theory import acceptance_rate
 
 DEFAULT_TARGET = (0.30, 0.40, 0.30)  # p
 DEFAULT_DRAFT = (0.60, 0.20, 0.20)   # q: over-confident in A, under-proposes B

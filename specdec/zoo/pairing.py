@@ -2,8 +2,9 @@
 
     pair = load_pair("Qwen/Qwen2.5-1.5B", "Qwen/Qwen2.5-0.5B", device="auto", dtype="auto")
     input_ids = encode_prompt(pair.tokenizer, "Write a haiku.", chat=True)   # [1, T]
-    result = generate_speculative(pair, input_ids, gamma=4, temperature=0)
-    plain = generate_plain(pair, input_ids, temperature=0)                  # the target alone
+    decoding = Decoding(max_new_tokens=64, temperature=0)
+    result = generate_speculative(pair, input_ids, decoding, gamma=4)
+    plain = generate_plain(pair, input_ids, decoding)                       # the target alone
 
 The draft may be the model-free `prompt-lookup`. A pair whose tokenizers differ is refused here,
 before any generation, because speculative decoding compares token ids.
@@ -12,20 +13,23 @@ before any generation, because speculative decoding compares token ids.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from specdec.autoregressive import autoregressive_generate
-from specdec.catalog import PROMPT_LOOKUP
-from specdec.draft_quantization import QUANTIZATIONS, quantize_draft
 from specdec.drafters import Drafter, ModelDrafter, PromptLookupDrafter
 from specdec.errors import SpecdecError
-from specdec.loading import check_same_tokenizer, load_model, load_tokenizer, resolve_device, resolve_dtype
-from specdec.results import GenerationResult
+from specdec.inputs import Decoding
+from specdec.results import GenerationResult, Round
+from specdec.schedule import GammaSchedule
 from specdec.speculative import speculative_generate
+from specdec.zoo.catalog import PROMPT_LOOKUP
+from specdec.zoo.devices import resolve_device, resolve_dtype
+from specdec.zoo.loading import check_same_tokenizer, load_model, load_tokenizer
+from specdec.zoo.quantization import QUANTIZATIONS, quantize_draft
 
 
 @dataclass
@@ -96,25 +100,49 @@ def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: st
                       resolved_device, resolved_dtype, seconds, draft_quantization if draft_name != PROMPT_LOOKUP else "none")
 
 
+def encode_chat(tokenizer: PreTrainedTokenizerBase, messages: Sequence[tuple[str, str]]) -> torch.Tensor:
+    """Token ids [1, T] of (role, content) turns in the tokenizer's chat template, ready for the assistant's reply."""
+    turns = [{"role": role, "content": content} for role, content in messages]
+    text = tokenizer.apply_chat_template(turns, tokenize=False, add_generation_prompt=True)
+    return tokenizer(text, return_tensors="pt", add_special_tokens=False).input_ids     # the template holds the specials
+
+
+def has_chat_template(tokenizer: PreTrainedTokenizerBase) -> bool:
+    return bool(getattr(tokenizer, "chat_template", None))
+
+
 def encode_prompt(tokenizer: PreTrainedTokenizerBase, prompt: str, chat: bool = False) -> torch.Tensor:
     """Token ids [1, T] for `prompt`, wrapped in the tokenizer's chat template when `chat`."""
     if not prompt.strip():
         raise SpecdecError("the prompt is empty: give some text to continue")
-    if chat:
-        if not getattr(tokenizer, "chat_template", None):
-            raise SpecdecError("this model's tokenizer has no chat template: run without --chat (chat needs an instruct model)")
-        text = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True)
-        return tokenizer(text, return_tensors="pt", add_special_tokens=False).input_ids
-    return tokenizer(prompt, return_tensors="pt").input_ids
+    if not chat:
+        return tokenizer(prompt, return_tensors="pt").input_ids
+    if not has_chat_template(tokenizer):
+        raise SpecdecError("this model's tokenizer has no chat template: run without --chat (chat needs an instruct model)")
+    return encode_chat(tokenizer, [("user", prompt)])
 
 
-def generate_speculative(pair: LoadedPair, input_ids: torch.Tensor, draft_vocab_limit: int | None = None,
-                         **settings) -> GenerationResult:
+def generate_speculative(pair: LoadedPair, input_ids: torch.Tensor, decoding: Decoding, gamma: int | GammaSchedule = 4,
+                         draft_vocab_limit: int | None = None, on_round: Callable[[Round], None] | None = None) -> GenerationResult:
     """`speculative_generate` with the pair's models and end-of-sequence ids."""
-    return speculative_generate(pair.target, pair.drafter(draft_vocab_limit), input_ids, eos_token_id=pair.eos_token_ids, **settings)
+    return speculative_generate(pair.target, pair.drafter(draft_vocab_limit), input_ids, gamma=gamma, eos_token_id=pair.eos_token_ids,
+                                on_round=on_round, **decoding.as_kwargs())
 
 
-def generate_plain(pair: LoadedPair, input_ids: torch.Tensor, **settings) -> GenerationResult:
-    """The target alone, with the same settings (gamma is ignored)."""
-    settings = {key: value for key, value in settings.items() if key != "gamma"}
-    return autoregressive_generate(pair.target, input_ids, eos_token_id=pair.eos_token_ids, **settings)
+def generate_plain(pair: LoadedPair, input_ids: torch.Tensor, decoding: Decoding,
+                   on_token: Callable[[int], None] | None = None) -> GenerationResult:
+    """The target alone, with the same decoding."""
+    return autoregressive_generate(pair.target, input_ids, eos_token_id=pair.eos_token_ids, on_token=on_token, **decoding.as_kwargs())
+
+
+@torch.inference_mode()
+def target_margin(pair: LoadedPair, input_ids: torch.Tensor, tokens: Sequence[int], position: int) -> float:
+    """The gap between the target's two best logits for new token `position`, from one pass over the text before it.
+
+    Where greedy speculative and plain decoding part, a tiny gap says the two passes rounded a
+    near-tie differently; a large one says something else went wrong (`bench.comparison.greedy_check`).
+    """
+    context = torch.cat([input_ids.reshape(-1).cpu(), torch.tensor(list(tokens[:position]), dtype=torch.long)])  # [T + position]
+    logits = pair.target(input_ids=context[None].to(pair.device), logits_to_keep=1).logits[0, -1].float()        # [V]
+    best, second = logits.topk(2).values.tolist()
+    return best - second

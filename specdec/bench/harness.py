@@ -2,7 +2,7 @@
 
     pairs = [load_pair("qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b", dtype="bfloat16")]
     frame = run_benchmark(pairs, BenchSettings(methods=("speculative", "assisted"), gammas=(2, 4, 6)))
-    summarize(frame); best_gammas(frame); save_csv(frame, "results.csv")
+    overview(frame); best_gammas(frame); save_csv(frame, "results.csv")      # specdec.bench.tables
 
 Honest measurement, by construction:
 
@@ -19,7 +19,7 @@ Honest measurement, by construction:
   and efficiency = measured speedup / predicted speedup.
 
 Methods: "speculative" (ours), "plain" (ours, target alone), and transformers' "generate",
-"assisted", "assisted-dynamic" and "hf-prompt-lookup" (`specdec.hf_baselines`). A method that
+"assisted", "assisted-dynamic" and "hf-prompt-lookup" (`specdec.bench.hf_baselines`). A method that
 does not apply to a pair (assisted generation without a draft model) is skipped for that pair.
 
 Gammas are whole numbers or "adaptive": our `AdaptiveGamma` schedule for "speculative", and
@@ -29,43 +29,30 @@ only that way; without "adaptive" among the gammas it starts from each fixed gam
 
 from __future__ import annotations
 
-import os
 import platform
-import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from pathlib import Path
 
 import pandas as pd
 import torch
 import transformers
 
-from specdec.converted import dtype_name
+from specdec.bench.hf_baselines import HF_METHODS, hf_generate
+from specdec.bench.prompts import BenchPrompt, encode_bench_prompt, suite
+from specdec.bench.tables import ADAPTIVE, COLUMNS
 from specdec.costs import CostProfile, measure_costs
 from specdec.errors import SpecdecError
-from specdec.hf_baselines import HF_METHODS, hf_generate
-from specdec.inputs import MAX_GAMMA
-from specdec.pairing import LoadedPair, generate_plain, generate_speculative
-from specdec.prompts import BenchPrompt, encode_bench_prompt, suite
+from specdec.inputs import MAX_GAMMA, Decoding
+from specdec.reference.theory import walltime_speedup
 from specdec.schedule import AdaptiveGamma
-from specdec.theory import walltime_speedup
+from specdec.zoo.devices import dtype_name
+from specdec.zoo.pairing import LoadedPair, generate_plain, generate_speculative
 
 METHODS = ("speculative", "plain") + HF_METHODS
 GAMMA_METHODS = {"speculative", "assisted", "assisted-dynamic", "hf-prompt-lookup"}
-ADAPTIVE = "adaptive"
 ADAPTIVE_METHODS = {"speculative", "assisted-dynamic"}
 BASELINE = "generate"
-
-COLUMNS = [
-    "timestamp", "pair", "draft", "target", "method", "schedule", "gamma", "mean_gamma", "category", "prompt_id", "temperature", "top_k",
-    "top_p", "repeat", "seed", "max_new_tokens", "prompt_tokens", "new_tokens", "wall_time_s", "tokens_per_second",
-    "draft_time_s", "verify_time_s", "other_time_s", "drafted", "accepted", "acceptance_rate", "alpha_estimate", "rounds",
-    "mean_accepted_per_round", "tokens_per_target_pass", "target_passes", "draft_cost_ratio", "verify_cost",
-    "predicted_speedup", "speedup", "efficiency", "device", "dtype", "torch_version", "transformers_version",
-    "specdec_version", "python_version", "draft_quantization", "draft_vocab_limit",
-]
-
 
 @dataclass(frozen=True)
 class BenchSettings:
@@ -73,15 +60,12 @@ class BenchSettings:
 
     methods: tuple[str, ...] = ("speculative", "generate")
     gammas: tuple[int | str, ...] = (4,)               # whole numbers and/or "adaptive"
-    categories: tuple[str, ...] | None = None       # None: all of `specdec.prompts.CATEGORIES`
+    categories: tuple[str, ...] | None = None       # None: all of `specdec.bench.prompts.CATEGORIES`
     prompts_per_category: int | None = None         # None: every prompt of a category
-    temperatures: tuple[float, ...] = (0.0,)
-    repeats: int = 1
+    decoding: Decoding = field(default_factory=lambda: Decoding(max_new_tokens=128, temperature=0.0, seed=0))
+    temperatures: tuple[float, ...] | None = None    # a sweep of temperatures; None: the decoding's own
+    repeats: int = 1                                 # repeat r runs with seed decoding.seed + r
     warmup_runs: int = 1
-    max_new_tokens: int = 128
-    top_k: int = 0
-    top_p: float = 1.0
-    seed: int = 0
     draft_vocab_limit: int | None = None             # see ModelDrafter(vocab_limit=...)
     max_adaptive_gamma: int = 12
 
@@ -92,10 +76,19 @@ class BenchSettings:
         if not self.gammas or any(gamma != ADAPTIVE and not (isinstance(gamma, int) and 1 <= gamma <= MAX_GAMMA)
                                   for gamma in self.gammas):
             raise SpecdecError(f"gammas must be whole numbers from 1 to {MAX_GAMMA} or '{ADAPTIVE}', got {list(self.gammas)}")
-        if self.repeats < 1 or self.max_new_tokens < 1 or self.warmup_runs < 0:
-            raise SpecdecError("repeats and max_new_tokens must be >= 1 and warmup_runs >= 0")
-        if any(t < 0 for t in self.temperatures) or not self.temperatures:
+        if self.repeats < 1 or self.warmup_runs < 0:
+            raise SpecdecError("repeats must be >= 1 and warmup_runs >= 0")
+        if self.temperatures is not None and (any(t < 0 for t in self.temperatures) or not self.temperatures):
             raise SpecdecError(f"temperatures must be >= 0, got {list(self.temperatures)}")
+
+    @property
+    def temperature_sweep(self) -> tuple[float, ...]:
+        """The temperatures every variant runs at."""
+        return self.temperatures or (self.decoding.temperature,)
+
+    def decoding_for(self, run: Run) -> Decoding:
+        """The decoding of one run: its temperature, and the first seed plus its repeat."""
+        return replace(self.decoding, temperature=run.temperature, seed=(self.decoding.seed or 0) + run.repeat)
 
     @property
     def all_methods(self) -> tuple[str, ...]:
@@ -142,7 +135,7 @@ def plan_runs(pair: LoadedPair, settings: BenchSettings) -> list[Run]:
                 for gamma in settings.gammas_for(method)]
     runs = []
     for prompt in suite(settings.categories, settings.prompts_per_category):
-        for temperature in settings.temperatures:
+        for temperature in settings.temperature_sweep:
             for repeat in range(settings.repeats):
                 ordered = variants if repeat % 2 == 0 else variants[::-1]
                 runs += [Run(method, gamma, prompt, temperature, repeat) for method, gamma in ordered]
@@ -151,8 +144,13 @@ def plan_runs(pair: LoadedPair, settings: BenchSettings) -> list[Run]:
 
 def run_benchmark(pairs: Sequence[LoadedPair], settings: BenchSettings,
                   progress: Callable[[int, int, str], None] | None = None,
-                  should_stop: Callable[[], bool] | None = None) -> pd.DataFrame:
-    """Run the benchmark and return one row per run (columns `COLUMNS`). Stopping early keeps the rows so far."""
+                  should_stop: Callable[[], bool] | None = None,
+                  on_row: Callable[[dict], None] | None = None) -> pd.DataFrame:
+    """Run the benchmark and return one row per run (columns `COLUMNS`). Stopping early keeps the rows so far.
+
+    `on_row` is given every row as soon as it is measured, so a caller that is interrupted (an
+    exception from its `progress` callback, say) still holds the rows so far: `rows_to_frame(rows)`.
+    """
     plans = [(pair, plan_runs(pair, settings)) for pair in pairs]
     total = sum(len(runs) for _, runs in plans)
     rows: list[dict] = []
@@ -168,30 +166,30 @@ def run_benchmark(pairs: Sequence[LoadedPair], settings: BenchSettings,
                 progress(done, total, f"{pair.draft_name}->{pair.target_name}: {run.method}"
                                       f"{'' if run.gamma is None else f' gamma={run.gamma}'} on {run.prompt.id}")
             if should_stop is not None and should_stop():  # asked after the progress report a Stop button may answer
-                return _finish(rows)
+                return rows_to_frame(rows)
             rows.append(_execute(pair, run, encoded[run.prompt.id], settings, costs))
+            if on_row is not None:
+                on_row(rows[-1])
             done += 1
     if progress is not None:
         progress(done, total, "done")
-    return _finish(rows)
+    return rows_to_frame(rows)
 
 
 def _execute(pair: LoadedPair, run: Run, input_ids: torch.Tensor, settings: BenchSettings,
              costs: CostProfile, warmup: bool = False) -> dict | None:
     """Run one method once; return its row (None for a warm-up)."""
-    seed = settings.seed + run.repeat
-    common = dict(max_new_tokens=settings.max_new_tokens, temperature=run.temperature, top_k=settings.top_k,
-                  top_p=settings.top_p, seed=seed)
+    decoding = settings.decoding_for(run)
     row: dict = {}
     adaptive = run.gamma == ADAPTIVE
     if run.method == "speculative":
         gamma = AdaptiveGamma(costs, settings.max_adaptive_gamma) if adaptive else run.gamma
-        result = generate_speculative(pair, input_ids, gamma=gamma, draft_vocab_limit=settings.draft_vocab_limit, **common)
+        result = generate_speculative(pair, input_ids, decoding, gamma=gamma, draft_vocab_limit=settings.draft_vocab_limit)
     elif run.method == "plain":
-        result = generate_plain(pair, input_ids, **common)
+        result = generate_plain(pair, input_ids, decoding)
     else:
         tokens, wall = hf_generate(run.method, pair.target, pair.draft, input_ids, gamma=None if adaptive else run.gamma,
-                                   eos_token_id=pair.eos_token_ids, **common)
+                                   eos_token_id=pair.eos_token_ids, **decoding.as_kwargs())
         result = None
         row = dict(new_tokens=len(tokens), wall_time_s=wall)
     if warmup:
@@ -207,8 +205,7 @@ def _execute(pair: LoadedPair, run: Run, input_ids: torch.Tensor, settings: Benc
         draft=pair.draft_name, target=pair.target_name, method=run.method,
         schedule=ADAPTIVE if adaptive else ("fixed" if run.method in GAMMA_METHODS else "none"),
         gamma=None if adaptive else run.gamma, category=run.prompt.category,
-        prompt_id=run.prompt.id, temperature=run.temperature, top_k=settings.top_k, top_p=settings.top_p, repeat=run.repeat,
-        seed=seed, max_new_tokens=settings.max_new_tokens, prompt_tokens=input_ids.shape[-1],
+        prompt_id=run.prompt.id, repeat=run.repeat, prompt_tokens=input_ids.shape[-1], **decoding.as_kwargs(),
         tokens_per_second=row["new_tokens"] / row["wall_time_s"] if row["wall_time_s"] > 0 else None,
         device=str(pair.device), dtype=dtype_name(pair.dtype), torch_version=torch.__version__,
         draft_quantization=pair.draft_quantization, draft_vocab_limit=settings.draft_vocab_limit,
@@ -231,7 +228,7 @@ def _specdec_version() -> str:
     return __version__
 
 
-def _finish(rows: list[dict]) -> pd.DataFrame:
+def rows_to_frame(rows: list[dict]) -> pd.DataFrame:
     """Rows to a frame with every column, plus speedup vs `generate` on the same (pair, prompt, temperature, repeat)."""
     frame = pd.DataFrame(rows).reindex(columns=COLUMNS)
     if frame.empty:
@@ -241,73 +238,3 @@ def _finish(rows: list[dict]) -> pd.DataFrame:
     frame["speedup"] = frame["tokens_per_second"].to_numpy() / baseline.reindex(pd.MultiIndex.from_frame(frame[key])).to_numpy()
     frame["efficiency"] = frame["speedup"] / frame["predicted_speedup"]
     return frame
-
-
-def summarize(frame: pd.DataFrame) -> pd.DataFrame:
-    """Median with min and max of the key measures per (pair, method, schedule, gamma, category); gamma 0 means none."""
-    measures = ["speedup", "tokens_per_second", "acceptance_rate", "tokens_per_target_pass", "predicted_speedup", "efficiency"]
-    grouped = frame.assign(gamma=frame["gamma"].fillna(0)).groupby(["pair", "method", "schedule", "gamma", "category"])[measures]
-    summary = grouped.agg(["median", "min", "max"])
-    summary.columns = [f"{measure}_{stat}" for measure, stat in summary.columns]
-    return summary.reset_index().assign(runs=grouped.size().to_numpy())
-
-
-def overview(frame: pd.DataFrame) -> pd.DataFrame:
-    """One line per (pair, method, schedule, gamma) over all prompts: the medians a reader wants first."""
-    measures = {"speedup": "median", "tokens_per_second": "median", "acceptance_rate": "median", "alpha_estimate": "median",
-                "tokens_per_target_pass": "median", "predicted_speedup": "median", "efficiency": "median", "prompt_id": "count"}
-    table = frame.assign(gamma=_gamma_labels(frame)).groupby(["pair", "method", "schedule", "gamma"]).agg(measures)
-    return table.rename(columns={"prompt_id": "runs"}).reset_index()
-
-
-def _gamma_labels(frame: pd.DataFrame) -> pd.Series:
-    """gamma as text for tables: '5', 'adaptive', or '' for methods without one (zero-padded so they sort)."""
-    return frame.apply(lambda row: ADAPTIVE if row["schedule"] == ADAPTIVE else
-                       ("" if pd.isna(row["gamma"]) else f"{int(row['gamma']):2d}"), axis=1)
-
-
-def by_category(frame: pd.DataFrame, measure: str = "speedup") -> pd.DataFrame:
-    """Median `measure` per variant (method, schedule, gamma) and prompt category, one column per category."""
-    labels = _gamma_labels(frame)
-    variant = frame["method"] + labels.map(lambda label: "" if not label else (" adaptive" if label == ADAPTIVE else f" gamma={label.strip()}"))
-    table = frame.assign(variant=variant).pivot_table(index="variant", columns="category", values=measure, aggfunc="median")
-    return table.reset_index().rename_axis(columns=None)
-
-
-def best_gammas(frame: pd.DataFrame, method: str = "speculative") -> pd.DataFrame:
-    """Per pair, the fixed gamma with the highest median speedup of `method` over all prompts."""
-    rows = frame[(frame["method"] == method) & (frame["schedule"] == "fixed")]
-    medians = rows.groupby(["pair", "gamma"])["speedup"].median().reset_index()
-    best = medians.loc[medians.groupby("pair")["speedup"].idxmax()]
-    return best.rename(columns={"speedup": "median_speedup"}).reset_index(drop=True)
-
-
-def save_csv(frame: pd.DataFrame, path: str | Path) -> Path:
-    """Write `frame` to `path` atomically (a temporary file, then a rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w") as out:
-            frame.to_csv(out, index=False)
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-    return path
-
-
-def load_csv(path_or_buffer) -> pd.DataFrame:
-    """Read a benchmark CSV back, refusing files that are not one."""
-    try:
-        frame = pd.read_csv(path_or_buffer)
-    except (ValueError, OSError, UnicodeDecodeError) as error:
-        raise SpecdecError(f"could not read the benchmark CSV: {error}") from None
-    if "schedule" not in frame.columns and "gamma" in frame.columns:  # files written before adaptive gamma existed
-        frame["schedule"] = frame["gamma"].notna().map({True: "fixed", False: "none"})
-    missing = [column for column in ("pair", "method", "schedule", "gamma", "category", "speedup") if column not in frame.columns]
-    if missing:
-        raise SpecdecError(f"this CSV is not a specdec benchmark (missing columns {missing}): download one from the Compare page "
-                           "or write one with `specdec bench --out results.csv`")
-    return frame.reindex(columns=COLUMNS)
-

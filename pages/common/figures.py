@@ -1,7 +1,7 @@
 """Plotly figures for the Explainer and the Playground, drawn from results `specdec` computed.
 
 Explainer: bars for p, q, min(p, q), the residual and the Monte-Carlo output; the speedup curve.
-Playground: where a run's time went. (The Compare page's figures are `specdec.charts`, which
+Playground: where a run's time went. (The Compare page's figures are `specdec.bench.charts`, which
 `specdec bench` shares.) Nothing is computed here.
 """
 
@@ -11,8 +11,8 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
-from specdec.comparison import TimeShare
-from specdec.explainer import AcceptRejectPicture, SpeedupCurve
+from specdec.bench.comparison import TimeShare
+from specdec.reference.explainer import AcceptRejectPicture, SpeedupCurve
 
 P_COLOUR, Q_COLOUR, OVERLAP_COLOUR, RESIDUAL_COLOUR = "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728"
 LAYOUT = dict(margin=dict(l=10, r=10, t=50, b=10), legend=dict(orientation="h", yanchor="top", y=-0.2), height=380)

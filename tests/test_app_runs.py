@@ -1,0 +1,150 @@
+"""The dashboard's two pages that run models, headless under AppTest: the Playground and Compare.
+
+The environment (tiny models, empty cache) is `app_testing.dashboard_environment`.
+"""
+
+from __future__ import annotations
+
+import io
+
+from streamlit.testing.v1 import AppTest
+
+from app_testing import dashboard_environment  # noqa: F401  (an autouse fixture: tiny models, empty cache, fixture guide)
+from app_testing import (
+    button, figure_titled, no_errors, open_app, run_playground, sidebar_widget, token_html, values,
+)
+from dashboard_fixtures import TINY_LOOKUP_PAIR, TINY_PAIR
+
+
+# --- the Playground ---------------------------------------------------------------------------
+
+
+def test_playground_colours_every_token_and_reports_the_metrics():
+    app = open_app("pages/1_Playground.py", pair=TINY_PAIR, gamma="3", temperature="1.0", max_new_tokens="24", seed="1")
+    assert app.checkbox[0].value is True             # tiny-target is an instruct model: the chat template is on
+    run_playground(app)
+    no_errors(app)
+    html = token_html(app)
+    kinds = [part.split('"')[0] for part in html.split('data-kind="')[1:]]
+    assert len(kinds) - kinds.count("rejected") == 24                    # every new token, coloured
+    assert {"target", "accepted", "rejected", "resampled"} <= set(kinds)    # 24 tokens of a noisy draft show them all
+    assert kinds.count("rejected") == kinds.count("resampled")
+    assert "text-decoration:line-through" in html and "p/q = " in html and "u = 0." in html
+    metrics = {metric.label: metric.value for metric in app.metric}
+    assert metrics["α: accepted / tested"].endswith("%") and float(metrics["Tokens per target pass"]) > 1
+    assert metrics["Wall-clock speedup"].endswith("×")
+    assert figure_titled(app, "where the speculative run's time went").data[0].name.startswith("draft")
+    rounds = app.dataframe[0].value
+    assert rounds["tokens out"].sum() == 24 and rounds["round"].tolist() == list(range(len(rounds)))
+    assert [html for html in app.html if 'class="specdec-plain"' in html.proto.body]
+
+
+def test_an_int8_draft_from_the_sidebar_is_loaded_and_stays_exact():
+    app = open_app("pages/1_Playground.py", pair=TINY_PAIR, gamma="3", temperature="0", max_new_tokens="16",
+                   draft_quantization="int8")
+    assert sidebar_widget(app, "selectbox", "draft precision").value == "int8"
+    run_playground(app)
+    no_errors(app)
+    assert any("int8 draft" in element.label for element in app.status)  # the loading box names the precision
+    assert any("identical" in element.value for element in app.success)   # float32 target: greedy still exact
+    assert app.query_params["draft_quantization"] == "int8"                  # and a link keeps it
+
+
+def test_streaming_shows_the_same_run_as_a_finished_one():
+    html = {}
+    for stream in (True, False):
+        app = open_app("pages/1_Playground.py", pair=TINY_PAIR, gamma="2", temperature="1.0", max_new_tokens="30", seed="4")
+        app.checkbox(key="widget:stream").set_value(stream)
+        html[stream] = token_html(run_playground(app))
+    assert html[True] == html[False]
+
+
+def test_stop_during_generation_keeps_the_text_so_far(monkeypatch):
+    from streamlit.proto.WidgetStates_pb2 import WidgetStates
+    from streamlit.runtime.scriptrunner import RerunData, RerunException, get_script_run_ctx
+
+    import pages.common.playground as playground
+
+    redraws = []
+
+    def stop_at_the_third_redraw(spans):
+        redraws.append(len(spans))
+        if len(redraws) == 3:                     # a click on Stop, as the script sees it: rerun this page, no button pressed
+            raise RerunException(RerunData(widget_states=WidgetStates(), page_script_hash=get_script_run_ctx().page_script_hash))
+        return "<div></div>"
+
+    monkeypatch.setattr(playground, "UPDATES_PER_SECOND", 1e9)               # redraw after every round
+    monkeypatch.setattr(playground, "tokens_html", stop_at_the_third_redraw)
+    app = run_playground(open_app("pages/1_Playground.py", pair=TINY_PAIR, temperature="1.0", max_new_tokens="64"))
+    assert not app.exception
+    assert any("Stopped during speculative decoding" in warning.value for warning in app.warning)
+    run = app.session_state["playground_run"]
+    assert run.speculative is None and 0 < sum(span.in_output for span in run.spans) < 64
+    assert token_html(app).count('data-kind="') == len(run.spans) == redraws[2]   # the text up to the stop is shown
+
+
+def test_greedy_playground_run_checks_speculative_text_equals_plain_text():
+    app = run_playground(open_app("pages/1_Playground.py", pair=TINY_PAIR, temperature="0", max_new_tokens="20", dtype="float32"))
+    no_errors(app)
+    assert any("identical" in success.value for success in app.success)
+
+
+def test_prompt_lookup_pair_runs_in_the_playground():
+    app = run_playground(open_app("pages/1_Playground.py", pair=TINY_LOOKUP_PAIR, temperature="0", max_new_tokens="20"))
+    no_errors(app)
+    assert token_html(app).count('data-kind="') >= 20
+
+
+# --- the Compare page -------------------------------------------------------------------------
+
+
+def run_compare(pairs: list[str], gammas=(1, 3), categories=("code", "qa")) -> AppTest:
+    app = open_app("pages/2_Compare.py", pair=TINY_PAIR, temperature="1.0", max_new_tokens="12")
+    app.sidebar.multiselect[0].set_value(pairs)
+    app.slider[0].set_value(gammas)
+    app.multiselect[0].set_value(list(categories))
+    app.run()
+    button(app, "Run benchmark").click().run()
+    return app
+
+
+def test_compare_draws_the_charts_and_offers_the_csv():
+    from specdec.bench import tables
+
+    app = run_compare([TINY_PAIR, TINY_LOOKUP_PAIR])
+    no_errors(app)
+    acceptance = figure_titled(app, "Acceptance vs gamma")
+    measured = [trace for trace in acceptance.data if trace.name.endswith("accepted / drafted")]
+    assert sorted(trace.name for trace in measured) == [f"{TINY_LOOKUP_PAIR}: accepted / drafted", f"{TINY_PAIR}: accepted / drafted"]
+    assert len({trace.line.color for trace in measured}) == 2                        # one colour per pair
+    assert all(values(trace.x) == [1, 2, 3] and 0 <= min(values(trace.y)) <= max(values(trace.y)) <= 1 for trace in measured)
+    tokens = figure_titled(app, "Tokens per target pass")
+    theory = [trace for trace in tokens.data if "theory" in trace.name]
+    assert len(theory) == 2 and all(trace.line.dash == "dash" and values(trace.y)[0] >= 1 for trace in theory)
+    speedup = figure_titled(app, "Wall-clock speedup")
+    assert sum("predicted" in trace.name for trace in speedup.data) == 2
+    bars = figure_titled(app, "Speedup by prompt category")
+    assert len(bars.data) == 2 and all(trace.type == "bar" and sorted(values(trace.x)) == ["code", "qa"] for trace in bars.data)
+
+    frame = app.session_state["compare_frame"]
+    csv = frame.to_csv(index=False)                      # what the Download CSV button serves
+    assert [button.label for button in app.get("download_button")] == ["Download CSV"]
+    reread = tables.load_csv(io.StringIO(csv))
+    assert list(reread.columns) == tables.COLUMNS
+    # 2 pairs x 2 categories x 1 prompt x 1 repeat x (baseline + gammas 1, 2, 3)
+    assert len(reread) == 16 and reread["method"].value_counts().to_dict() == {"speculative": 12, "generate": 4}
+    assert set(reread["max_new_tokens"]) == {12} and reread["timestamp"].notna().all() and reread["device"].eq("cpu").all()
+
+
+def test_compare_overlays_an_uploaded_csv_and_refuses_a_bad_one():
+    app = run_compare([TINY_PAIR], gammas=(1, 2), categories=("code",))
+    csv = app.session_state["compare_frame"].to_csv(index=False).encode()
+    app.file_uploader[0].upload("earlier.csv", csv, "text/csv").run()
+    no_errors(app)
+    names = {trace.name for trace in figure_titled(app, "Tokens per target pass").data if trace.name.endswith("measured")}
+    assert names == {f"{TINY_PAIR}: measured", f"{TINY_PAIR} [earlier.csv]: measured"}
+
+    app.file_uploader[0].upload("notes.csv", b"name,value\nx,1\n", "text/csv").run()
+    assert any("not a specdec benchmark" in error.value for error in app.error)
+    assert not app.exception
+    assert figure_titled(app, "Acceptance vs gamma")                     # this run's charts are still there
