@@ -51,7 +51,7 @@ def _prompt_controls(settings: Settings) -> tuple[str, bool, bool, bool]:
 
 def _metrics(run: PlaygroundRun) -> None:
     stats = run.speculative.stats
-    comparison = RunComparison(stats, run.plain.stats if run.plain else None, run.settings.gamma)
+    comparison = RunComparison(stats, run.plain.stats if run.plain else None, run.settings.schedule)
     columns = st.columns(5)
     alpha, kept = stats.alpha_estimate, stats.acceptance_rate
     columns[0].metric("α: accepted / tested", "n/a" if math.isnan(alpha) else f"{alpha:.0%}",
@@ -103,7 +103,7 @@ def _stopped_note(run: PlaygroundRun) -> str | None:
 def show_run(run: PlaygroundRun, settings: Settings) -> None:
     """Everything about the last run: coloured text, the target's own text, metrics, checks and rounds."""
     s, d = run.settings, run.settings.decoding
-    st.caption(f"{s.draft} → {s.target} on {run.device} in {run.dtype} · gamma {s.gamma} · temperature {d.temperature} · "
+    st.caption(f"{s.draft} → {s.target} on {run.device} in {run.dtype} · {s.drafting} · temperature {d.temperature} · "
                f"top-k {d.top_k} · top-p {d.top_p} · seed {d.seed} · {run.prompt_tokens} prompt tokens"
                + (" · the sidebar has changed since this run" if s != settings else ""))
     note = _stopped_note(run)
@@ -128,7 +128,7 @@ def show_run(run: PlaygroundRun, settings: Settings) -> None:
 
 
 st.title("Playground")
-st.caption("The draft q proposes gamma tokens; the target p checks them all in one pass, keeps a prefix and adds one "
+st.caption("The draft q proposes tokens (with the stop rule, as many as are worth it); the target p checks them all in one pass, keeps a prefix and adds one "
            "token of its own. Colours show how each token arose.")
 prompt, chat, also_plain, stream = _prompt_controls(settings)
 ready = offer_downloads(settings, key="playground_download")

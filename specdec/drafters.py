@@ -16,11 +16,15 @@ slower, never change the output distribution.
   is a point mass on the proposal, so the target accepts x with probability p(x) and otherwise
   resamples from p with x removed: still exact.
 
+A drafter that reports how sure it is (`ModelDrafter`) can stop a round early when a stop rule
+says another token is not worth its cost (`specdec.stop_rule.ConfidenceStop`, the default).
+
 Not handled: token trees (one chain of drafts per round), drafters with another tokenizer.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -50,7 +54,12 @@ class Drafter(Protocol):
         """Forget any previous text; the new one starts with `prompt` [T]. q must cover the target's `vocab_size` ids."""
 
     def propose(self, sequence: torch.Tensor, gamma: int, sampling: SamplingConfig, generator: torch.Generator | None) -> Draft:
-        """Propose up to `gamma` tokens to follow `sequence` [n] (the whole accepted text so far)."""
+        """Propose up to `gamma` tokens to follow `sequence` [n] (the whole accepted text so far).
+
+        A drafter that knows how sure it is of each token may also accept `keep_drafting`, a callable
+        given each token's confidence (its q of the token) that says whether to draft another; it
+        then sets `reports_confidence = True` (see `specdec.stop_rule`).
+        """
 
     def rollback(self, length: int) -> None:
         """The target kept only the first `length` tokens of the text; forget anything after them."""
@@ -63,6 +72,8 @@ class ModelDrafter:
     only propose ids below K (in byte-pair vocabularies, roughly the K most frequent tokens). That
     saves the draft work; its q is still a proper distribution, so the output stays exact.
     """
+
+    reports_confidence = True   # propose() takes keep_drafting (specdec.stop_rule)
 
     def __init__(self, model: PreTrainedModel, name: str | None = None, vocab_limit: int | None = None) -> None:
         self.model = model
@@ -78,7 +89,8 @@ class ModelDrafter:
         self.vocab_size = vocab_size
         self.passes = 0
 
-    def propose(self, sequence: torch.Tensor, gamma: int, sampling: SamplingConfig, generator: torch.Generator | None) -> Draft:
+    def propose(self, sequence: torch.Tensor, gamma: int, sampling: SamplingConfig, generator: torch.Generator | None,
+                keep_drafting: Callable[[float], bool] | None = None) -> Draft:
         pending = sequence[self.cached.length:]                          # [m >= 1] tokens the draft has not seen
         # An id the draft has no embedding row for (only possible when the target has more rows)
         # is shown to it as id 0: that can only make its guesses worse, never the output different.
@@ -91,6 +103,8 @@ class ModelDrafter:
             tokens.append(token)
             distributions.append(q)
             pending = sequence.new_tensor([token])                       # [1]; the last one is never fed
+            if keep_drafting is not None and not keep_drafting(confidence(logits, token, q)):
+                break                                                    # the stop rule: not worth another token
         self.passes = self.cached.passes
         drafted = sequence.new_tensor(tokens, dtype=torch.long)          # [k]
         q = None if sampling.greedy or not tokens else torch.stack(distributions)  # [k, V]
@@ -98,6 +112,17 @@ class ModelDrafter:
 
     def rollback(self, length: int) -> None:
         self.cached.rollback(min(length, self.cached.length))
+
+
+def confidence(logits: torch.Tensor, token: int, q: torch.Tensor | None) -> float:
+    """How sure the draft was of `token`: q(token), with q the softmax of `logits` [V] when greedy gave none.
+
+    >>> round(confidence(torch.tensor([0.0, 2.0]), 1, None), 4)
+    0.8808
+    """
+    if q is not None:
+        return float(q[token])
+    return float(torch.softmax(logits.float(), dim=-1)[token])
 
 
 class PromptLookupDrafter:

@@ -77,7 +77,7 @@ class AdaptiveGamma:
         self.decay = decay            # weight of the past at each round: 0.8 remembers about 5 rounds
         self.accepted = prior_alpha * prior_weight
         self.tested = prior_weight
-        self._verify_costs = {gamma: self._verify_cost(gamma) for gamma in range(1, max_gamma + 1)}
+        self._verify_costs = {gamma: costs.v(gamma) for gamma in range(1, max_gamma + 1)}
 
     @property
     def alpha(self) -> float:
@@ -94,15 +94,3 @@ class AdaptiveGamma:
         tested = accepted + (1 if accepted < drafted else 0)   # tokens after the first rejection were never tested
         self.accepted = self.decay * self.accepted + accepted
         self.tested = self.decay * self.tested + tested
-
-    def _verify_cost(self, gamma: int) -> float:
-        """v(gamma), interpolated linearly between the gammas that were measured."""
-        measured = sorted(self.costs.verify_s)
-        if gamma in self.costs.verify_s:
-            return self.costs.v(gamma)
-        lower = max((g for g in measured if g < gamma), default=measured[0])
-        upper = min((g for g in measured if g > gamma), default=measured[-1])
-        if lower == upper:
-            return self.costs.v(lower)
-        weight = (gamma - lower) / (upper - lower)
-        return (1 - weight) * self.costs.v(lower) + weight * self.costs.v(upper)

@@ -28,6 +28,7 @@ from collections.abc import Callable
 import torch
 from transformers import PreTrainedModel
 
+from specdec.costs import verify_slope_guess, weight_cost_ratio
 from specdec.drafters import Draft, Drafter, ModelDrafter
 from specdec.errors import SpecdecError
 from specdec.inputs import Decoding, check_counts, check_fits_context, start_generation
@@ -35,6 +36,7 @@ from specdec.kv_cache import CachedModel
 from specdec.results import DraftedToken, GenerationResult, GenerationStats, Round, TokenOrigin
 from specdec.sampling import SamplingConfig, choose_next, probabilities
 from specdec.schedule import FixedGamma, GammaSchedule
+from specdec.stop_rule import ConfidenceStop
 from specdec.timing import Stopwatch
 from specdec.verification import Verdict, verify_greedy, verify_sampled
 
@@ -44,7 +46,7 @@ def speculative_generate(
     draft: PreTrainedModel | Drafter,
     input_ids: torch.Tensor,
     *,
-    gamma: int | GammaSchedule = 4,
+    gamma: int | GammaSchedule | None = None,
     max_new_tokens: int = 64,
     temperature: float = 1.0,
     top_k: int = 0,
@@ -58,15 +60,18 @@ def speculative_generate(
     `draft` is a causal LM sharing the target's tokenizer, or a model-free `Drafter` such as
     `PromptLookupDrafter()`. `input_ids` is [T] or [1, T]. temperature 0 is greedy; top-k and
     top-p are applied to both p and q. Generation stops after `eos_token_id` (included in the
-    output). The same `seed` gives the same tokens. `gamma` may also be a `GammaSchedule` (such as
-    `AdaptiveGamma`) that picks each round's gamma. `on_round`, if given, is called with every
+    output). The same `seed` gives the same tokens. `gamma` is a fixed number of drafted tokens per
+    round, a `GammaSchedule` (such as `AdaptiveGamma`) that picks each round's gamma, or None (the
+    default): a draft model drafts while another token is worth its cost (`ConfidenceStop`), a
+    model-free drafter 4 tokens a round. `on_round`, if given, is called with every
     `Round` as soon as it is decided (the prompt pass first), for showing text as it is generated.
     """
-    schedule = gamma if isinstance(gamma, GammaSchedule) else FixedGamma(gamma)
-    check_counts(max_new_tokens, None if isinstance(gamma, GammaSchedule) else gamma)
+    check_counts(max_new_tokens, None if gamma is None or isinstance(gamma, GammaSchedule) else gamma)
     drafter = ModelDrafter(draft) if isinstance(draft, PreTrainedModel) else draft
     if not isinstance(drafter, Drafter):
         raise SpecdecError(f"draft must be a transformers causal LM or a Drafter, got {type(draft).__name__}")
+    schedule = _schedule(gamma, drafter, target)
+    stop_rule = schedule.keep_drafting if isinstance(schedule, ConfidenceStop) and getattr(drafter, "reports_confidence", False) else None
     decoding = Decoding(max_new_tokens, temperature, top_k, top_p, seed)
     prompt, sampling, stop_ids, generator, watch = start_generation(target, input_ids, decoding, eos_token_id, "target")  # prompt: [T]
     if isinstance(drafter, ModelDrafter):
@@ -88,7 +93,7 @@ def speculative_generate(
     while len(tokens) < max_new_tokens and tokens[-1] not in stop_ids:           # 2. rounds
         round_gamma = min(schedule.next_gamma(), max_new_tokens - len(tokens) - 1)  # never overshoot
         with watch.measure("draft"):
-            draft_block = drafter.propose(sequence, round_gamma, sampling, generator) if round_gamma else _empty_draft(sequence)
+            draft_block = _propose(drafter, sequence, round_gamma, sampling, generator, stop_rule)
         verdict = _verify(target_lm, sequence, draft_block, sampling, generator, watch, drafter.name)
         kept = sequence.numel() + verdict.accepted                                # text whose KV stays valid
         target_lm.rollback(kept)
@@ -119,8 +124,24 @@ def speculative_generate(
     return GenerationResult(tokens=tokens, stats=stats, rounds=tuple(rounds))
 
 
-def _empty_draft(sequence: torch.Tensor) -> Draft:
-    return Draft(sequence.new_empty(0), None)
+def _schedule(gamma: int | GammaSchedule | None, drafter: Drafter, target: PreTrainedModel) -> GammaSchedule:
+    """The gamma schedule asked for; None is the default: the stop rule when the drafter reports its confidence."""
+    if gamma is not None:
+        return gamma if isinstance(gamma, GammaSchedule) else FixedGamma(gamma)
+    if not getattr(drafter, "reports_confidence", False):
+        return FixedGamma(ConfidenceStop.fallback_gamma)
+    draft_model = getattr(drafter, "model", None)
+    return ConfidenceStop(c=weight_cost_ratio(target, draft_model), verify_slope=verify_slope_guess(target))
+
+
+def _propose(drafter: Drafter, sequence: torch.Tensor, gamma: int, sampling: SamplingConfig, generator: torch.Generator,
+             keep_drafting: Callable[[float], bool] | None) -> Draft:
+    """The drafter's proposal of at most `gamma` tokens (none when gamma is 0), with the stop rule when there is one."""
+    if gamma == 0:
+        return Draft(sequence.new_empty(0), None)
+    if keep_drafting is None:
+        return drafter.propose(sequence, gamma, sampling, generator)
+    return drafter.propose(sequence, gamma, sampling, generator, keep_drafting=keep_drafting)
 
 
 def _verify(

@@ -55,6 +55,8 @@ def test_one_click_start_runs_the_default_pair_in_the_playground(monkeypatch):
 def test_sidebar_settings_survive_page_switches_and_live_in_the_url():
     app = open_app()
     sidebar_widget(app, "selectbox", "Draft → target").set_value(TINY_LOOKUP_PAIR).run()
+    assert sidebar_widget(app, "slider", "gamma").disabled                      # the stop rule is on: gamma is not used
+    sidebar_widget(app, "toggle", "Stop rule").set_value(False).run()
     sidebar_widget(app, "slider", "gamma").set_value(7).run()
     sidebar_widget(app, "slider", "temperature").set_value(0.7).run()
     sidebar_widget(app, "number_input", "seed").set_value(123).run()
@@ -62,10 +64,12 @@ def test_sidebar_settings_survive_page_switches_and_live_in_the_url():
         app.switch_page(page).run()
         no_errors(app)
         assert sidebar_widget(app, "selectbox", "Draft → target").value == TINY_LOOKUP_PAIR, page
+        assert sidebar_widget(app, "toggle", "Stop rule").value is False, page
         assert sidebar_widget(app, "slider", "gamma").value == 7, page
         assert sidebar_widget(app, "slider", "temperature").value == 0.7, page
         assert sidebar_widget(app, "number_input", "seed").value == 123, page
         assert (app.query_params["pair"], app.query_params["gamma"], app.query_params["seed"]) == (TINY_LOOKUP_PAIR, "7", "123")
+        assert app.query_params["stop_rule"] == "False"
 
 
 def test_a_link_reproduces_the_configuration():
@@ -91,11 +95,12 @@ def test_settings_round_trip_through_a_query_string():
     from specdec import Decoding
 
     decoding = Decoding(max_new_tokens=20, temperature=0.3, top_k=5, top_p=0.9, seed=9)
-    settings = Settings(pair=CUSTOM, custom_draft="prompt-lookup", custom_target="./my-model", gamma=6, decoding=decoding)
+    settings = Settings(pair=CUSTOM, custom_draft="prompt-lookup", custom_target="./my-model", stop_rule=False, gamma=6,
+                        decoding=decoding)
     assert Settings.from_query(settings.to_query(), ["cpu"]) == (settings, [])
     assert "custom_draft" not in Settings(gamma=2).to_query()
-    assert Settings.from_query({"top_p": "0", "seed": "x", "gamma": "99", "dtype": "int3"}, ["cpu"]) == (
-        Settings(), ["dtype=int3", "gamma=99", "top_p=0", "seed=x"])
+    assert Settings.from_query({"top_p": "0", "seed": "x", "gamma": "99", "dtype": "int3", "stop_rule": "maybe"}, ["cpu"]) == (
+        Settings(), ["dtype=int3", "stop_rule=maybe", "gamma=99", "top_p=0", "seed=x"])
 
 
 # --- bad input --------------------------------------------------------------------------------

@@ -20,7 +20,8 @@ from dashboard_fixtures import TINY_LOOKUP_PAIR, TINY_PAIR
 
 
 def test_playground_colours_every_token_and_reports_the_metrics():
-    app = open_app("pages/1_Playground.py", pair=TINY_PAIR, gamma="3", temperature="1.0", max_new_tokens="24", seed="1")
+    app = open_app("pages/1_Playground.py", pair=TINY_PAIR, stop_rule="False", gamma="3", temperature="1.0", max_new_tokens="24",
+                   seed="1")
     assert app.checkbox[0].value is True             # tiny-target is an instruct model: the chat template is on
     run_playground(app)
     no_errors(app)
@@ -40,7 +41,7 @@ def test_playground_colours_every_token_and_reports_the_metrics():
 
 
 def test_an_int8_draft_from_the_sidebar_is_loaded_and_stays_exact():
-    app = open_app("pages/1_Playground.py", pair=TINY_PAIR, gamma="3", temperature="0", max_new_tokens="16",
+    app = open_app("pages/1_Playground.py", pair=TINY_PAIR, stop_rule="False", gamma="3", temperature="0", max_new_tokens="16",
                    draft_quantization="int8")
     assert sidebar_widget(app, "selectbox", "draft precision").value == "int8"
     run_playground(app)
@@ -53,7 +54,8 @@ def test_an_int8_draft_from_the_sidebar_is_loaded_and_stays_exact():
 def test_streaming_shows_the_same_run_as_a_finished_one():
     html = {}
     for stream in (True, False):
-        app = open_app("pages/1_Playground.py", pair=TINY_PAIR, gamma="2", temperature="1.0", max_new_tokens="30", seed="4")
+        app = open_app("pages/1_Playground.py", pair=TINY_PAIR, stop_rule="False", gamma="2", temperature="1.0", max_new_tokens="30",
+                       seed="4")
         app.checkbox(key="widget:stream").set_value(stream)
         html[stream] = token_html(run_playground(app))
     assert html[True] == html[False]
@@ -124,15 +126,17 @@ def test_compare_draws_the_charts_and_offers_the_csv():
     speedup = figure_titled(app, "Wall-clock speedup")
     assert sum("predicted" in trace.name for trace in speedup.data) == 2
     bars = figure_titled(app, "Speedup by prompt category")
-    assert len(bars.data) == 2 and all(trace.type == "bar" and sorted(values(trace.x)) == ["code", "qa"] for trace in bars.data)
+    assert len(bars.data) == 4 and all(trace.type == "bar" and sorted(values(trace.x)) == ["code", "qa"] for trace in bars.data)
+    assert sum(trace.name.endswith(": stop") for trace in bars.data) == 2            # the stop rule, the default, ran too
 
     frame = app.session_state["compare_frame"]
     csv = frame.to_csv(index=False)                      # what the Download CSV button serves
     assert [button.label for button in app.get("download_button")] == ["Download CSV"]
     reread = tables.load_csv(io.StringIO(csv))
     assert list(reread.columns) == tables.COLUMNS
-    # 2 pairs x 2 categories x 1 prompt x 1 repeat x (baseline + gammas 1, 2, 3)
-    assert len(reread) == 16 and reread["method"].value_counts().to_dict() == {"speculative": 12, "generate": 4}
+    # 2 pairs x 2 categories x 1 prompt x 1 repeat x (baseline + gammas 1, 2, 3 + the stop rule)
+    assert len(reread) == 20 and reread["method"].value_counts().to_dict() == {"speculative": 16, "generate": 4}
+    assert reread.loc[reread["method"] == "speculative", "oracle_speedup"].notna().all()   # sampled: from each run's own trace
     assert set(reread["max_new_tokens"]) == {12} and reread["timestamp"].notna().all() and reread["device"].eq("cpu").all()
 
 
@@ -148,3 +152,11 @@ def test_compare_overlays_an_uploaded_csv_and_refuses_a_bad_one():
     assert any("not a specdec benchmark" in error.value for error in app.error)
     assert not app.exception
     assert figure_titled(app, "Acceptance vs gamma")                     # this run's charts are still there
+
+
+def test_the_playground_drafts_with_the_stop_rule_by_default():
+    app = open_app("pages/1_Playground.py", pair=TINY_PAIR, temperature="0", max_new_tokens="16")
+    run_playground(app)
+    no_errors(app)
+    assert any("stop rule" in caption.value for caption in app.caption)            # the run says how it drafted
+    assert any("identical" in success.value for success in app.success)            # greedy: the target's own tokens

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import torch
 
-from specdec import Decoding, SpecdecError
+from specdec import Decoding, SpecdecError, speculative_generate
 from specdec.bench.harness import BenchSettings, plan_runs, rows_to_frame, run_benchmark
 from specdec.bench.tables import COLUMNS, best_gammas, load_csv, overview, save_csv
 from specdec.reference.theory import walltime_speedup
@@ -179,3 +179,30 @@ def test_speedup_per_category_table(frame):
     assert set(table.columns) == {"variant", "code", "chat"}
     assert "speculative gamma=2" in set(table["variant"]) and "speculative adaptive" in set(table["variant"])
     assert table.set_index("variant").loc["generate", "code"] == 1.0
+
+
+def test_the_stop_rule_runs_and_every_row_has_its_oracle_bound(tiny_loaded_pair):
+    settings = BenchSettings(methods=("speculative", "assisted"), gammas=("stop", 2, "adaptive"), categories=("code", "qa"),
+                             prompts_per_category=1, decoding=Decoding(max_new_tokens=16, temperature=0.0, seed=0))
+    frame = run_benchmark([tiny_loaded_pair], settings)
+    stop = frame[frame["schedule"] == "stop"]
+    assert len(stop) == 2 and stop["method"].eq("speculative").all() and stop["gamma"].isna().all()
+    assert frame["oracle_speedup"].notna().all()           # greedy with a draft model: every method gets the bound
+    assert (frame["oracle_efficiency"] - frame["speedup"] / frame["oracle_speedup"]).abs().max() < 1e-12
+    assert "stop" in set(overview(frame)["gamma"])
+
+
+def test_the_greedy_oracle_is_a_ceiling_for_the_rounds_any_schedule_drafts(tiny_loaded_pair):
+    """In model time, no schedule's rounds beat the oracle's on the same output."""
+    from specdec.bench.comparison import draft_agreement, greedy_oracle_speedup
+    from specdec.costs import CostProfile
+    from specdec.stop_rule import ConfidenceStop
+
+    pair = tiny_loaded_pair
+    costs = CostProfile(1.0, 0.2, {1: 1.05, 2: 1.1, 4: 1.2, 8: 1.4, 16: 1.8, 32: 2.6})
+    prompt = torch.tensor([[2, 3, 5]])
+    for gamma in (1, 2, 4, 8, ConfidenceStop(c=0.2)):
+        result = speculative_generate(pair.target, pair.draft, prompt, gamma=gamma, max_new_tokens=30, temperature=0)
+        steps = 1.0 + sum(len(r.drafted) * costs.c + costs.v(len(r.drafted)) for r in result.rounds[1:])
+        oracle = greedy_oracle_speedup(draft_agreement(pair.draft, prompt, result.tokens), costs)
+        assert oracle >= len(result.tokens) / steps - 1e-9, gamma

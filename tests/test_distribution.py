@@ -19,6 +19,7 @@ from distribution_check import exact_distribution, sampled_counts
 from specdec import ModelDrafter, PromptLookupDrafter, speculative_generate
 from specdec.sampling import SamplingConfig, sample
 from specdec.reference.stats import chi_square_test
+from specdec.stop_rule import ConfidenceStop
 from specdec.verification import Verdict, verify_sampled
 from tiny_models import tiny_pair
 
@@ -34,16 +35,18 @@ def small_pair():
     return tiny_pair("gpt2", vocab_size=8, noise=0.4)
 
 
-def speculative_fit(target, draft_factory, sampling: SamplingConfig, prompt=PROMPT):
+def speculative_fit(target, draft_factory, sampling: SamplingConfig, prompt=PROMPT, gamma_factory=lambda: 3, lengths=None):
     exact = exact_distribution(target, prompt, LENGTH, sampling)
     drafted = accepted = 0
 
     def generate(seed):
         nonlocal drafted, accepted
-        result = speculative_generate(target, draft_factory(), torch.tensor(prompt), gamma=3, max_new_tokens=LENGTH,
+        result = speculative_generate(target, draft_factory(), torch.tensor(prompt), gamma=gamma_factory(), max_new_tokens=LENGTH,
                                       temperature=sampling.temperature, top_k=sampling.top_k, top_p=sampling.top_p,
                                       seed=seed)
         drafted, accepted = drafted + result.stats.drafted, accepted + result.stats.accepted
+        if lengths is not None:
+            lengths.append(len(result.rounds[1].drafted))
         return result.tokens
 
     fit = chi_square_test(sampled_counts(generate, RUNS, LENGTH), exact)
@@ -88,6 +91,25 @@ def test_int8_draft_matches_the_target_distribution(small_pair):
     fit, acceptance = speculative_fit(target, lambda: quantized, SamplingConfig(temperature=1.0))
     assert fit.p_value > SIGNIFICANCE, fit
     assert 0.1 < acceptance < 0.9
+
+
+@pytest.mark.parametrize("temperature", [1.0, 0.7])
+def test_the_stop_rule_keeps_the_target_distribution(small_pair, temperature):
+    """How many tokens to draft is decided from the draft's own confidences: the output stays exactly p."""
+    target, draft = small_pair
+    lengths = []
+    fit, acceptance = speculative_fit(target, lambda: draft, SamplingConfig(temperature=temperature),
+                                      gamma_factory=lambda: ConfidenceStop(c=0.2), lengths=lengths)
+    assert fit.p_value > SIGNIFICANCE, fit
+    assert 0.1 < acceptance < 0.9
+    assert {1, 2} <= set(lengths)    # the rule really stopped early in some runs and drafted on in others
+
+
+def test_the_default_schedule_keeps_the_target_distribution(small_pair):
+    """gamma=None: the stop rule with c estimated from the weights (here draft = target size, c = 1)."""
+    target, draft = small_pair
+    fit, _ = speculative_fit(target, lambda: draft, SamplingConfig(temperature=1.0), gamma_factory=lambda: None)
+    assert fit.p_value > SIGNIFICANCE, fit
 
 
 def accept_always(p, q, drafted, generator):

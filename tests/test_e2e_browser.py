@@ -41,7 +41,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 INSTALL = ("install them with `apt-get install -y chromium` (gives /usr/bin/chromium) and "
            "`pip install playwright==1.65.2` (no `playwright install` is needed)")
-SETTINGS = f"pair={TINY_PAIR}&gamma=3&temperature=1.0&max_new_tokens=64&seed=1"
+SETTINGS = f"pair={TINY_PAIR}&stop_rule=False&gamma=3&temperature=1.0&max_new_tokens=64&seed=1"
 
 
 def require_browser():
@@ -178,8 +178,8 @@ def test_compare_draws_charts_and_downloads_the_csv(page, app_url, tmp_path):
     download.value.save_as(path)
     frame = tables.load_csv(path)
     assert list(pd.read_csv(path).columns) == tables.COLUMNS
-    # 1 pair x 2 categories (code, summarization) x 1 prompt x 1 repeat x (baseline + gammas 1..4)
-    assert len(frame) == 10 and set(frame["pair"]) == {TINY_PAIR} and frame["timestamp"].notna().all()
+    # 1 pair x 2 categories (code, summarization) x 1 prompt x 1 repeat x (baseline + gammas 1..4 + the stop rule)
+    assert len(frame) == 12 and set(frame["pair"]) == {TINY_PAIR} and frame["timestamp"].notna().all()
     screenshot(page, "compare")
 
 

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from specdec import PromptLookupDrafter, autoregressive_generate, speculative_generate
+from specdec.stop_rule import ConfidenceStop
 from tiny_models import tiny_pair
 
 PROMPTS = ([2, 3, 4, 5], [9], [7, 8, 7, 8, 7, 8, 11, 12, 13, 7, 8])
@@ -76,3 +77,17 @@ def test_different_embedding_sizes_share_the_id_range(target_rows, draft_rows):
         result = speculative_generate(target, draft, torch.tensor(prompt), gamma=4, max_new_tokens=NEW_TOKENS, temperature=0)
         assert result.tokens == expected
         assert result.stats.accepted > 0
+
+
+@pytest.mark.parametrize("architecture", ["gpt2", "llama", "qwen2"])
+def test_the_stop_rule_and_the_default_equal_target_generate(pairs, architecture):
+    """The stop rule changes how many tokens each round drafts, never which tokens come out."""
+    target, draft = pairs[architecture]
+    drafted_lengths = set()
+    for prompt in PROMPTS:
+        expected = reference_greedy(target, prompt)
+        for gamma in (None, ConfidenceStop(c=0.05), ConfidenceStop(c=0.3, max_gamma=6)):
+            result = speculative_generate(target, draft, torch.tensor(prompt), gamma=gamma, max_new_tokens=NEW_TOKENS, temperature=0)
+            assert result.tokens == expected, f"gamma={gamma} prompt={prompt}"
+            drafted_lengths |= {len(round_.drafted) for round_ in result.rounds[1:]}
+    assert len(drafted_lengths) >= 3     # rounds of several lengths: the rule did decide

@@ -3,9 +3,10 @@
 import pytest
 import torch
 
-from specdec import ModelDrafter, speculative_generate
+from specdec import ModelDrafter, PromptLookupDrafter, speculative_generate
 from specdec.costs import CostProfile, measure_costs
 from specdec.schedule import AdaptiveGamma, FixedGamma
+from specdec.stop_rule import ConfidenceStop
 from test_greedy import NEW_TOKENS, PROMPTS, reference_greedy
 
 COSTS = CostProfile(target_step_s=0.10, draft_step_s=0.03, verify_s={1: 0.11, 4: 0.14, 8: 0.20})
@@ -37,10 +38,10 @@ def test_adaptive_gamma_follows_alpha():
 
 
 def test_verify_cost_is_interpolated_between_measured_gammas():
-    schedule = AdaptiveGamma(COSTS, max_gamma=10)
-    assert schedule._verify_cost(4) == pytest.approx(1.4)
-    assert schedule._verify_cost(6) == pytest.approx(1.7)   # halfway between v(4) = 1.4 and v(8) = 2.0
-    assert schedule._verify_cost(10) == pytest.approx(2.0)  # beyond the last measurement: the last value
+    assert COSTS.v(4) == pytest.approx(1.4)
+    assert COSTS.v(6) == pytest.approx(1.7)   # halfway between v(4) = 1.4 and v(8) = 2.0
+    assert COSTS.v(10) == pytest.approx(2.0)  # beyond the last measurement: the last value
+    assert COSTS.v(0) == 1.0                  # nothing drafted: a plain step
 
 
 def test_fixed_gamma_schedule_equals_plain_gamma(pairs):
@@ -89,3 +90,59 @@ def test_int8_draft_is_exact_and_leaves_the_original_alone(pairs, architecture):
         assert result.tokens == reference_greedy(target, prompt)
         accepted += result.stats.accepted
     assert accepted > 0
+
+
+# --- the stop rule --------------------------------------------------------------------------------
+
+
+def test_stop_rule_decision_worked_by_hand():
+    """c = 0.2, s = 0.05, no calibration data: a_i is the prior sqrt(confidence).
+
+    One token drafted with acceptance a: E_1 = 1 + a, T_1 = 0.2 + 1.05 = 1.25, one more adds a * a
+    for 0.25. Go on iff a^2 * 1.25 > (1 + a) * 0.25: a = 0.6 (confidence 0.36) gives 0.45 > 0.40
+    (go on), a = 0.5 (confidence 0.25) gives 0.3125 < 0.375 (stop).
+    """
+    rule = ConfidenceStop(c=0.2, verify_slope=0.05)
+    assert rule.worth_another([0.36]) and not rule.worth_another([0.25])
+    # two sure tokens then an unsure one: P_3 = 0.9 * 0.9 * 0.3, so the third token ends the round
+    assert rule.worth_another([0.81, 0.81]) and not rule.worth_another([0.81, 0.81, 0.09])
+    assert not ConfidenceStop(c=0.2, max_gamma=2).worth_another([0.99, 0.99])    # the cap
+    # a dearer draft stops sooner: at c = 0.6, a = 0.7 no longer pays (0.49 * 1.65 < 1.7 * 0.65)
+    assert ConfidenceStop(c=0.2).worth_another([0.49]) and not ConfidenceStop(c=0.6).worth_another([0.49])
+
+
+def test_stop_rule_calibrates_confidence_from_what_was_accepted():
+    rule = ConfidenceStop(prior_weight=4.0, decay=1.0)
+    assert rule.acceptance(0.95) == pytest.approx(0.95 ** 0.5)
+    for _ in range(16):                       # an over-confident draft: 0.95 tokens rejected at once
+        rule.next_gamma()
+        rule.keep_drafting(0.95)
+        rule.keep_drafting(0.95)
+        rule.update(drafted=2, accepted=0)    # the first is rejected, the second never tested
+    assert rule.acceptance(0.95) == pytest.approx(4 * 0.95 ** 0.5 / (16 + 4))
+    assert rule.tests[9] == 16                # only tested tokens count
+    assert rule.acceptance(0.36) == pytest.approx(0.6)    # other bins keep their prior
+
+
+def test_stop_rule_is_exact_and_drafts_rounds_of_many_lengths(pairs):
+    target, draft = pairs["qwen2"]
+    lengths = set()
+    for prompt in PROMPTS:
+        result = speculative_generate(target, draft, torch.tensor(prompt), gamma=ConfidenceStop(c=0.1), max_new_tokens=NEW_TOKENS,
+                                      temperature=0)
+        assert result.tokens == reference_greedy(target, prompt)
+        lengths |= {len(round_.drafted) for round_ in result.rounds[1:-1]}
+    assert len(lengths) >= 3
+
+
+def test_the_default_schedule_is_the_stop_rule_for_a_draft_model_and_four_for_lookup(pairs, monkeypatch):
+    import specdec.speculative
+
+    target, draft = pairs["llama"]
+    chosen = []
+    real = specdec.speculative._schedule
+    monkeypatch.setattr(specdec.speculative, "_schedule", lambda *args: chosen.append(real(*args)) or chosen[-1])
+    speculative_generate(target, draft, torch.tensor([2, 3]), max_new_tokens=8, temperature=0)
+    speculative_generate(target, PromptLookupDrafter(), torch.tensor([2, 3]), max_new_tokens=8, temperature=0)
+    assert isinstance(chosen[0], ConfidenceStop) and chosen[0].c == pytest.approx(1.0)   # tiny draft = target size
+    assert isinstance(chosen[1], FixedGamma) and chosen[1].gamma == 4

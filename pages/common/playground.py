@@ -77,7 +77,7 @@ def _speculative_phase(pair: LoadedPair, input_ids: torch.Tensor, run: Playgroun
             st.session_state[RESULT] = replace(run, spans=tuple(builder.spans), rounds=tuple(builder.rows))
             slot.html(tokens_html(builder.spans))
 
-    result = pairing.generate_speculative(pair, input_ids, run.settings.decoding, gamma=run.settings.gamma,
+    result = pairing.generate_speculative(pair, input_ids, run.settings.decoding, gamma=run.settings.schedule,
                                           on_round=on_round if stream else None)
     finished = builder if stream else trace(result, _decoder(pair))
     return replace(run, spans=tuple(finished.spans), rounds=tuple(finished.rows), speculative=result)
@@ -107,7 +107,8 @@ def run_playground(pair: LoadedPair, input_ids: torch.Tensor, settings: Settings
         left, right = st.columns(2)
         speculative_slot, plain_slot = left.empty(), right.empty()
     run = PlaygroundRun(settings, str(pair.device), dtype_name(pair.dtype), int(input_ids.shape[-1]), phase="speculative")
-    with statuses.status(f"Speculative decoding: {settings.draft} drafts {settings.gamma} tokens per round, "
+    drafts = "while another token is worth it" if settings.stop_rule else f"{settings.gamma} tokens per round"
+    with statuses.status(f"Speculative decoding: {settings.draft} drafts {drafts}, "
                          f"{settings.target} verifies them in one pass …") as status:
         run = _speculative_phase(pair, input_ids, run, stream, speculative_slot)
         run = replace(run, phase="plain" if also_plain else "done")

@@ -39,7 +39,8 @@ class Settings:
     device: str = "auto"
     dtype: str = "auto"
     draft_quantization: str = "none"  # "int8": a cheaper draft on the CPU, the same output
-    gamma: int = 4
+    stop_rule: bool = True            # draft while another token is worth its cost (specdec.stop_rule); else gamma
+    gamma: int = 4                    # drafted tokens per round when the stop rule is off
     decoding: Decoding = field(default_factory=lambda: Decoding(max_new_tokens=48, temperature=0.0, seed=0))
 
     @property
@@ -49,6 +50,16 @@ class Settings:
     @property
     def target(self) -> str:
         return self.custom_target.strip() if self.pair == CUSTOM else PAIRS[self.pair].target
+
+    @property
+    def schedule(self) -> int | None:
+        """The `gamma` argument of `generate_speculative`: None (the stop rule) or the fixed gamma."""
+        return None if self.stop_rule else self.gamma
+
+    @property
+    def drafting(self) -> str:
+        """How rounds are drafted, in words: 'stop rule' or 'gamma 4'."""
+        return "stop rule" if self.stop_rule else f"gamma {self.gamma}"
 
     @property
     def pair_name(self) -> str:
@@ -109,6 +120,7 @@ PARSERS: dict[str, Parser] = {
     "device": _one_of(lambda devices: ("auto", *devices)),
     "dtype": _one_of(lambda devices: DTYPE_CHOICES),
     "draft_quantization": _one_of(lambda devices: QUANTIZATIONS),
+    "stop_rule": lambda text, devices: {"True": True, "False": False}.get(text),
     "gamma": _number(int, GAMMA_RANGE),
     "max_new_tokens": _number(int, MAX_NEW_TOKENS_RANGE),
     "temperature": _number(float, TEMPERATURE_RANGE),

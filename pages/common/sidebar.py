@@ -88,7 +88,11 @@ def render_sidebar() -> Settings:
             help="int8 makes each draft step several times cheaper on a CPU (a smaller c). Only the draft's q changes, "
                  "never the output. With bfloat16 it is the fastest setting on this project's CPU.")
         st.subheader("Decoding")
-        gamma = st.slider("gamma: drafted tokens per round", *GAMMA_RANGE, **remember("gamma", initial.gamma))
+        stop_rule = st.toggle("Stop rule: draft while worth it", **remember("stop_rule", initial.stop_rule),
+                              help="After each drafted token, draft another only if it raises the expected tokens per second "
+                                   "(from the draft's confidence and the costs c and v). Off: a fixed gamma every round.")
+        gamma = st.slider("gamma: drafted tokens per round", *GAMMA_RANGE, disabled=stop_rule, **remember("gamma", initial.gamma),
+                          help="used when the stop rule is off")
         temperature = st.slider("temperature (0 = greedy)", *TEMPERATURE_RANGE, step=0.05,
                                 **remember("temperature", initial.decoding.temperature))
         top_k = st.number_input("top-k (0 = off)", *TOP_K_RANGE, step=1, **remember("top_k", initial.decoding.top_k))
@@ -100,7 +104,7 @@ def render_sidebar() -> Settings:
         if problems:
             st.warning(f"The link had values this app cannot use; defaults were taken for: {', '.join(problems)}")
     decoding = Decoding(int(max_new_tokens), float(temperature), int(top_k), float(top_p), int(seed))
-    settings = Settings(pair, custom_draft, custom_target, device, dtype, draft_quantization, int(gamma), decoding)
+    settings = Settings(pair, custom_draft, custom_target, device, dtype, draft_quantization, bool(stop_rule), int(gamma), decoding)
     _write_query(settings)
     return settings
 

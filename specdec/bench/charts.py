@@ -79,8 +79,21 @@ def speedup_figure(frame: pd.DataFrame) -> go.Figure:
             line = _per_gamma(assisted, "speedup")
             figure.add_scatter(x=line.index, y=line.values, name=f"{pair}: transformers assisted", mode="lines+markers",
                                line=dict(color=colour, dash="dot"), marker=dict(symbol="x"))
+        for label, rows_of in (("specdec stop rule", _schedule(frame, pair, "speculative", "stop")),
+                               ("transformers assisted, its defaults", _schedule(frame, pair, "assisted-dynamic", "adaptive")),
+                               ("oracle bound", frame[(frame["pair"] == pair) & (frame["method"] == "generate")])):
+            column = "oracle_speedup" if label == "oracle bound" else "speedup"
+            if len(rows_of) and rows_of[column].notna().any():
+                level = float(rows_of[column].median())
+                figure.add_scatter(x=[1, max(measured.index.max(), 2)], y=[level, level], name=f"{pair}: {label} ({level:.2f}x)",
+                                   mode="lines", line=dict(color=colour, dash="longdash" if label.startswith("specdec") else "dot",
+                                                           width=3 if label.startswith("specdec") else 1))
     figure.add_hline(y=1.0, line=dict(color="grey", width=1), annotation_text="target alone (generate)")
     return figure.update_layout(title="Wall-clock speedup vs gamma", xaxis_title="gamma", yaxis_title="speedup over generate")
+
+
+def _schedule(frame: pd.DataFrame, pair: str, method: str, schedule: str) -> pd.DataFrame:
+    return frame[(frame["pair"] == pair) & (frame["method"] == method) & (frame["schedule"] == schedule)]
 
 
 def category_figure(frame: pd.DataFrame) -> go.Figure:
@@ -94,11 +107,16 @@ def category_figure(frame: pd.DataFrame) -> go.Figure:
             best = fixed.groupby("gamma")["speedup"].median().idxmax()
             bars = fixed[fixed["gamma"] == best].groupby("category")["speedup"].median()
             figure.add_bar(x=bars.index, y=bars.values, name=f"{pair}: gamma={int(best)}", marker_color=_colour(pairs, pair))
-        adaptive = rows[rows["schedule"] == "adaptive"]
-        if len(adaptive):
-            bars = adaptive.groupby("category")["speedup"].median()
-            figure.add_bar(x=bars.index, y=bars.values, name=f"{pair}: adaptive", marker_color=_colour(pairs, pair),
-                           marker_pattern_shape="/")
+        for schedule, pattern in (("adaptive", "/"), ("stop", ".")):
+            chosen = rows[rows["schedule"] == schedule]
+            if len(chosen):
+                bars = chosen.groupby("category")["speedup"].median()
+                figure.add_bar(x=bars.index, y=bars.values, name=f"{pair}: {schedule}", marker_color=_colour(pairs, pair),
+                               marker_pattern_shape=pattern)
+        dynamic = frame[(frame["pair"] == pair) & (frame["method"] == "assisted-dynamic") & (frame["schedule"] == "adaptive")]
+        if len(dynamic):
+            bars = dynamic.groupby("category")["speedup"].median()
+            figure.add_bar(x=bars.index, y=bars.values, name=f"{pair}: transformers assisted, defaults", marker_color="#999999")
     figure.add_hline(y=1.0, line=dict(color="grey", width=1))
     return figure.update_layout(title="Speedup by prompt category", barmode="group", yaxis_title="speedup over generate")
 

@@ -22,12 +22,14 @@ Not handled: statistics over many runs (see `specdec.bench.harness`).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 
+from specdec.costs import CostProfile
 from specdec.reference.theory import expected_tokens_per_pass
-from specdec.results import GenerationStats
+from specdec.results import GenerationStats, Round
 from specdec.zoo.devices import dtype_name
 from specdec.zoo.pairing import LoadedPair, target_margin
 
@@ -49,7 +51,7 @@ class RunComparison:
 
     speculative: GenerationStats
     plain: GenerationStats | None
-    gamma: int
+    gamma: int | None     # None: the stop rule chose each round's length
 
     @property
     def wall_clock_speedup(self) -> float:
@@ -81,7 +83,15 @@ class RunComparison:
         3.051
         """
         alpha = self.speculative.alpha_estimate
-        return math.nan if math.isnan(alpha) else expected_tokens_per_pass(alpha, self.gamma)
+        if math.isnan(alpha):
+            return math.nan
+        return expected_tokens_per_pass(alpha, self.gamma if self.gamma is not None else round(self.mean_drafted))
+
+    @property
+    def mean_drafted(self) -> float:
+        """Drafted tokens per drafting round (NaN when nothing was drafted)."""
+        stats = self.speculative
+        return stats.drafted / (stats.target_passes - 1) if stats.target_passes > 1 else math.nan
 
     def time_split(self) -> list[TimeShare]:
         """Draft, verify and other time of the speculative run, each with its share of the wall time.
@@ -155,3 +165,53 @@ def greedy_check_of_pair(pair: LoadedPair, input_ids: torch.Tensor, speculative_
     both_long_enough = where is not None and where < min(len(speculative_tokens), len(plain_tokens))
     margin = target_margin(pair, input_ids, plain_tokens, where) if both_long_enough and dtype in EXACT_DTYPES else None
     return greedy_check(speculative_tokens, plain_tokens, dtype, margin)
+
+
+def oracle_speedup(rounds: Sequence[Round], costs: CostProfile) -> float:
+    """The speedup a chain drafter would reach if it knew in advance how many tokens each round accepts.
+
+    Such a drafter drafts exactly the n tokens the target will accept and gets the target's token
+    after them: n + 1 tokens for n c + v(n) target steps (v(0) = 1, a plain step). Plain decoding
+    pays one step a token, so the ratio below is the speedup over the target alone, in model time,
+    for the rounds this run went through: the ceiling of any stop rule with this pair and machine.
+
+    >>> from specdec.results import Round, TokenOrigin as O
+    >>> rounds = (Round((), 0, 5, O.TARGET, ((5, O.TARGET),)),
+    ...           Round((), 3, 9, O.BONUS, ((6, O.ACCEPTED), (7, O.ACCEPTED), (8, O.ACCEPTED), (9, O.BONUS))))
+    >>> oracle_speedup(rounds, CostProfile(0.1, 0.02, {1: 0.1, 3: 0.12}))   # 5 tokens for 1 + (3 * 0.2 + 1.2) steps
+    1.7857142857142858
+    """
+    tokens = sum(len(round_.emitted) for round_ in rounds)
+    steps = 1.0 + sum(round_.accepted * costs.c + costs.v(round_.accepted) for round_ in rounds[1:])   # the prompt pass: 1
+    return tokens / steps
+
+
+def greedy_oracle_speedup(agrees: Sequence[bool], costs: CostProfile) -> float:
+    """The greedy oracle: the same ceiling, from where the draft's own greedy choice matches the output.
+
+    `agrees[i]` says whether the draft, fed the prompt and the first i output tokens, would pick
+    output token i (`draft_agreement`). An oracle round starting at token i drafts the run of
+    agreements that follows and gets the target's token after it; the first token comes from the
+    prompt pass. Unlike `oracle_speedup`, no schedule's choices shape the rounds.
+
+    >>> greedy_oracle_speedup([False, True, True, False, True], CostProfile(0.1, 0.02, {1: 0.1, 2: 0.11}))
+    1.4285714285714286
+    """
+    steps, i = 1.0, 1                                   # token 0: the prompt pass
+    while i < len(agrees):
+        run = 0
+        while i + run < len(agrees) and agrees[i + run]:
+            run += 1
+        drafted = min(run, len(agrees) - i - 1)         # the round's last token always comes from the target
+        steps += drafted * costs.c + costs.v(drafted)
+        i += drafted + 1
+    return len(agrees) / steps
+
+
+@torch.inference_mode()
+def draft_agreement(draft: torch.nn.Module, input_ids: torch.Tensor, tokens: Sequence[int]) -> list[bool]:
+    """For each output token, whether the draft's greedy choice after the text before it is that token (one pass)."""
+    text = torch.cat([input_ids.reshape(-1).cpu(), torch.tensor(list(tokens), dtype=torch.long)])[None].to(draft.device)  # [1, T + N]
+    logits = draft(input_ids=text, logits_to_keep=len(tokens) + 1).logits[0, :-1]               # [len(tokens), V]
+    choices = logits.argmax(dim=-1).tolist()
+    return [choice == token for choice, token in zip(choices, tokens)]

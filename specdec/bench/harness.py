@@ -38,20 +38,25 @@ import pandas as pd
 import torch
 import transformers
 
+from specdec.bench.comparison import draft_agreement, greedy_oracle_speedup, oracle_speedup
 from specdec.bench.hf_baselines import HF_METHODS, hf_generate
 from specdec.bench.prompts import BenchPrompt, encode_bench_prompt, suite
-from specdec.bench.tables import ADAPTIVE, COLUMNS
+from specdec.bench.tables import ADAPTIVE, COLUMNS, STOP
 from specdec.costs import CostProfile, measure_costs
 from specdec.errors import SpecdecError
 from specdec.inputs import MAX_GAMMA, Decoding
 from specdec.reference.theory import walltime_speedup
+from specdec.results import GenerationResult
 from specdec.schedule import AdaptiveGamma
+from specdec.stop_rule import ConfidenceStop
 from specdec.zoo.devices import dtype_name
 from specdec.zoo.pairing import LoadedPair, generate_plain, generate_speculative
 
 METHODS = ("speculative", "plain") + HF_METHODS
 GAMMA_METHODS = {"speculative", "assisted", "assisted-dynamic", "hf-prompt-lookup"}
 ADAPTIVE_METHODS = {"speculative", "assisted-dynamic"}
+STOP_MAX_GAMMA = ConfidenceStop().max_gamma
+SCHEDULES = (ADAPTIVE, STOP)   # gammas that are schedules: adaptive (ours, or transformers' dynamic one), stop (our default)
 BASELINE = "generate"
 
 @dataclass(frozen=True)
@@ -73,9 +78,9 @@ class BenchSettings:
         unknown = [method for method in self.methods if method not in METHODS]
         if unknown:
             raise SpecdecError(f"unknown methods {unknown}: choose from {', '.join(METHODS)}")
-        if not self.gammas or any(gamma != ADAPTIVE and not (isinstance(gamma, int) and 1 <= gamma <= MAX_GAMMA)
+        if not self.gammas or any(gamma not in SCHEDULES and not (isinstance(gamma, int) and 1 <= gamma <= MAX_GAMMA)
                                   for gamma in self.gammas):
-            raise SpecdecError(f"gammas must be whole numbers from 1 to {MAX_GAMMA} or '{ADAPTIVE}', got {list(self.gammas)}")
+            raise SpecdecError(f"gammas must be whole numbers from 1 to {MAX_GAMMA}, '{ADAPTIVE}' or '{STOP}', got {list(self.gammas)}")
         if self.repeats < 1 or self.warmup_runs < 0:
             raise SpecdecError("repeats must be >= 1 and warmup_runs >= 0")
         if self.temperatures is not None and (any(t < 0 for t in self.temperatures) or not self.temperatures):
@@ -97,7 +102,7 @@ class BenchSettings:
 
     @property
     def fixed_gammas(self) -> list[int]:
-        return [gamma for gamma in self.gammas if gamma != ADAPTIVE]
+        return [gamma for gamma in self.gammas if gamma not in SCHEDULES]
 
     def gammas_for(self, method: str) -> tuple[int | str | None, ...]:
         """The gamma values `method` runs with (None for methods without one)."""
@@ -105,7 +110,8 @@ class BenchSettings:
             return (None,)
         if method == "assisted-dynamic" and ADAPTIVE in self.gammas:
             return (ADAPTIVE,)  # transformers' schedule from its own default start, not from each fixed gamma
-        return tuple(gamma for gamma in self.gammas if gamma != ADAPTIVE or method in ADAPTIVE_METHODS)
+        return tuple(gamma for gamma in self.gammas if gamma not in SCHEDULES or (gamma == ADAPTIVE and method in ADAPTIVE_METHODS)
+                     or (gamma == STOP and method == "speculative"))
 
 
 @dataclass(frozen=True)
@@ -158,7 +164,7 @@ def run_benchmark(pairs: Sequence[LoadedPair], settings: BenchSettings,
     for pair, runs in plans:
         encoded = {prompt.id: encode_bench_prompt(pair.tokenizer, prompt) for prompt in {run.prompt for run in runs}}
         costs = measure_costs(pair.target, pair.draft, next(iter(encoded.values())),
-                              sorted(set(settings.fixed_gammas) | {1, 2, 4, 8, settings.max_adaptive_gamma}))
+                              sorted(set(settings.fixed_gammas) | {1, 2, 4, 8, settings.max_adaptive_gamma, STOP_MAX_GAMMA, 32}))
         for run in runs[:settings.warmup_runs * len({(r.method, r.gamma) for r in runs})]:
             _execute(pair, run, encoded[run.prompt.id], settings, costs, warmup=True)
         for run in runs:
@@ -181,9 +187,9 @@ def _execute(pair: LoadedPair, run: Run, input_ids: torch.Tensor, settings: Benc
     """Run one method once; return its row (None for a warm-up)."""
     decoding = settings.decoding_for(run)
     row: dict = {}
-    adaptive = run.gamma == ADAPTIVE
+    adaptive, stop = run.gamma == ADAPTIVE, run.gamma == STOP
     if run.method == "speculative":
-        gamma = AdaptiveGamma(costs, settings.max_adaptive_gamma) if adaptive else run.gamma
+        gamma = AdaptiveGamma(costs, settings.max_adaptive_gamma) if adaptive else (None if stop else run.gamma)   # None: the default
         result = generate_speculative(pair, input_ids, decoding, gamma=gamma, draft_vocab_limit=settings.draft_vocab_limit)
     elif run.method == "plain":
         result = generate_plain(pair, input_ids, decoding)
@@ -203,8 +209,8 @@ def _execute(pair: LoadedPair, run: Run, input_ids: torch.Tensor, settings: Benc
     row |= dict(
         timestamp=datetime.now(timezone.utc).isoformat(timespec="seconds"), pair=f"{pair.draft_name}->{pair.target_name}",
         draft=pair.draft_name, target=pair.target_name, method=run.method,
-        schedule=ADAPTIVE if adaptive else ("fixed" if run.method in GAMMA_METHODS else "none"),
-        gamma=None if adaptive else run.gamma, category=run.prompt.category,
+        schedule=run.gamma if adaptive or stop else ("fixed" if run.method in GAMMA_METHODS else "none"),
+        gamma=None if adaptive or stop else run.gamma, category=run.prompt.category,
         prompt_id=run.prompt.id, repeat=run.repeat, prompt_tokens=input_ids.shape[-1], **decoding.as_kwargs(),
         tokens_per_second=row["new_tokens"] / row["wall_time_s"] if row["wall_time_s"] > 0 else None,
         device=str(pair.device), dtype=dtype_name(pair.dtype), torch_version=torch.__version__,
@@ -212,14 +218,26 @@ def _execute(pair: LoadedPair, run: Run, input_ids: torch.Tensor, settings: Benc
         transformers_version=transformers.__version__, specdec_version=_specdec_version(),
         python_version=platform.python_version(),
     )
+    row["oracle_speedup"] = _oracle(pair, run, input_ids, tokens if result is None else result, costs)
     if run.method in GAMMA_METHODS:
         row["draft_cost_ratio"] = costs.c
-        if not adaptive:
+        if not adaptive and not stop:
             row["verify_cost"] = costs.v(run.gamma)
             alpha = row.get("alpha_estimate")
             if run.method == "speculative" and alpha is not None:
                 row["predicted_speedup"] = walltime_speedup(alpha, run.gamma, costs.c, costs.v(run.gamma))
     return row
+
+
+def _oracle(pair: LoadedPair, run: Run, input_ids: torch.Tensor, output: GenerationResult | list[int],
+            costs: CostProfile) -> float | None:
+    """The oracle bound for this run: from the draft's greedy agreement with the output when greedy, else from the trace."""
+    tokens = output if isinstance(output, list) else output.tokens
+    if run.temperature == 0 and pair.draft is not None and tokens:
+        return greedy_oracle_speedup(draft_agreement(pair.draft, input_ids, tokens), costs)
+    if isinstance(output, GenerationResult) and output.rounds:
+        return oracle_speedup(output.rounds, costs)
+    return None
 
 
 def _specdec_version() -> str:
@@ -237,4 +255,5 @@ def rows_to_frame(rows: list[dict]) -> pd.DataFrame:
     baseline = frame[frame["method"] == BASELINE].set_index(key)["tokens_per_second"]
     frame["speedup"] = frame["tokens_per_second"].to_numpy() / baseline.reindex(pd.MultiIndex.from_frame(frame[key])).to_numpy()
     frame["efficiency"] = frame["speedup"] / frame["predicted_speedup"]
+    frame["oracle_efficiency"] = frame["speedup"] / frame["oracle_speedup"]
     return frame

@@ -20,13 +20,14 @@ import pandas as pd
 from specdec.errors import SpecdecError
 
 ADAPTIVE = "adaptive"   # the schedule name of rows whose gamma was chosen round by round
+STOP = "stop"           # ... and of rows drafted under the stop rule (`specdec.stop_rule`), our default
 
 COLUMNS = [
     "timestamp", "pair", "draft", "target", "method", "schedule", "gamma", "mean_gamma", "category", "prompt_id", "temperature", "top_k",
     "top_p", "repeat", "seed", "max_new_tokens", "prompt_tokens", "new_tokens", "wall_time_s", "tokens_per_second",
     "draft_time_s", "verify_time_s", "other_time_s", "drafted", "accepted", "acceptance_rate", "alpha_estimate", "rounds",
     "mean_accepted_per_round", "tokens_per_target_pass", "target_passes", "draft_cost_ratio", "verify_cost",
-    "predicted_speedup", "speedup", "efficiency", "device", "dtype", "torch_version", "transformers_version",
+    "predicted_speedup", "speedup", "efficiency", "oracle_speedup", "oracle_efficiency", "device", "dtype", "torch_version", "transformers_version",
     "specdec_version", "python_version", "draft_quantization", "draft_vocab_limit",
 ]
 
@@ -34,21 +35,22 @@ COLUMNS = [
 def overview(frame: pd.DataFrame) -> pd.DataFrame:
     """One line per (pair, method, schedule, gamma) over all prompts: the medians a reader wants first."""
     measures = {"speedup": "median", "tokens_per_second": "median", "acceptance_rate": "median", "alpha_estimate": "median",
-                "tokens_per_target_pass": "median", "predicted_speedup": "median", "efficiency": "median", "prompt_id": "count"}
+                "tokens_per_target_pass": "median", "predicted_speedup": "median", "efficiency": "median",
+                "oracle_speedup": "median", "oracle_efficiency": "median", "prompt_id": "count"}
     table = frame.assign(gamma=_gamma_labels(frame)).groupby(["pair", "method", "schedule", "gamma"]).agg(measures)
     return table.rename(columns={"prompt_id": "runs"}).reset_index()
 
 
 def _gamma_labels(frame: pd.DataFrame) -> pd.Series:
-    """gamma as text for tables: '5', 'adaptive', or '' for methods without one (zero-padded so they sort)."""
-    return frame.apply(lambda row: ADAPTIVE if row["schedule"] == ADAPTIVE else
+    """gamma as text for tables: '5', 'adaptive', 'stop', or '' for methods without one (zero-padded so they sort)."""
+    return frame.apply(lambda row: row["schedule"] if row["schedule"] in (ADAPTIVE, STOP) else
                        ("" if pd.isna(row["gamma"]) else f"{int(row['gamma']):2d}"), axis=1)
 
 
 def by_category(frame: pd.DataFrame, measure: str = "speedup") -> pd.DataFrame:
     """Median `measure` per variant (method, schedule, gamma) and prompt category, one column per category."""
     labels = _gamma_labels(frame)
-    variant = frame["method"] + labels.map(lambda label: "" if not label else (" adaptive" if label == ADAPTIVE else f" gamma={label.strip()}"))
+    variant = frame["method"] + labels.map(lambda label: "" if not label else (f" {label}" if label in (ADAPTIVE, STOP) else f" gamma={label.strip()}"))
     table = frame.assign(variant=variant).pivot_table(index="variant", columns="category", values=measure, aggfunc="median")
     return table.reset_index().rename_axis(columns=None)
 

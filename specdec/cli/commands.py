@@ -177,7 +177,7 @@ def _report_json(args, pair, text, result, baseline) -> dict:
     return report
 
 
-def _report_text(pair, text, result, baseline, check, gamma: int) -> str:
+def _report_text(pair, text, result, baseline, check, gamma: int | None) -> str:
     from specdec.bench.comparison import RunComparison
     from specdec.zoo.devices import dtype_name
 

@@ -51,9 +51,19 @@ def _floats(text: str) -> tuple[float, ...]:
 
 def _gammas(text: str) -> tuple[int | str, ...]:
     try:
-        return tuple(part if part == "adaptive" else int(part) for part in _names(text))
+        return tuple(part if part in ("adaptive", "stop") else int(part) for part in _names(text))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers or 'adaptive', got '{text}'") from None
+        raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers, 'adaptive' or 'stop', got '{text}'") from None
+
+
+def _gamma(text: str) -> int | None:
+    """A whole number, or 'auto' (None): the stop rule decides token by token."""
+    if text == "auto":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number or 'auto', got '{text}'") from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -73,7 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--draft", default="qwen2.5-coder-0.5b",
                      help="draft model q with the target's tokenizer, or 'prompt-lookup' for the model-free draft")
     run.add_argument("--prompt", default=DEFAULT_PROMPT, help="the text to continue")
-    run.add_argument("--gamma", type=int, default=4, help="drafted tokens per round, 1..64 (default 4)")
+    run.add_argument("--gamma", type=_gamma, default=None, metavar="GAMMA",
+                     help="drafted tokens per round, 1..64, or auto (default): draft while another token is worth its cost")
     run.add_argument("--max-new-tokens", type=int, default=64, help="tokens to generate at most (default 64)")
     run.add_argument("--temperature", type=float, default=1.0, help="0 is greedy (default 1.0)")
     run.add_argument("--top-k", type=int, default=0, help="keep the k most likely tokens; 0 keeps all (default)")
@@ -93,7 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--methods", type=_names, default=("speculative",),
                        help="comma-separated: speculative, plain, generate, assisted, assisted-dynamic, hf-prompt-lookup "
                             "(generate, the baseline, always runs)")
-    bench.add_argument("--gammas", type=_gammas, default=(4,), help="comma-separated gammas, and/or 'adaptive' (default 4)")
+    bench.add_argument("--gammas", type=_gammas, default=("stop",),
+                       help="comma-separated gammas, 'adaptive' and/or 'stop' (the default stop rule; default stop)")
     bench.add_argument("--max-adaptive-gamma", type=_positive_int, default=12, help="the largest gamma 'adaptive' may pick (default 12)")
     bench.add_argument("--categories", type=_names, default=None, help="comma-separated prompt categories (default all)")
     bench.add_argument("--prompts-per-category", type=_positive_int, default=None, help="at most this many prompts per category")

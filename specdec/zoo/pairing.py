@@ -122,7 +122,7 @@ def encode_prompt(tokenizer: PreTrainedTokenizerBase, prompt: str, chat: bool = 
     return encode_chat(tokenizer, [("user", prompt)])
 
 
-def generate_speculative(pair: LoadedPair, input_ids: torch.Tensor, decoding: Decoding, gamma: int | GammaSchedule = 4,
+def generate_speculative(pair: LoadedPair, input_ids: torch.Tensor, decoding: Decoding, gamma: int | GammaSchedule | None = None,
                          draft_vocab_limit: int | None = None, on_round: Callable[[Round], None] | None = None) -> GenerationResult:
     """`speculative_generate` with the pair's models and end-of-sequence ids."""
     return speculative_generate(pair.target, pair.drafter(draft_vocab_limit), input_ids, gamma=gamma, eos_token_id=pair.eos_token_ids,
