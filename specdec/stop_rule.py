@@ -46,7 +46,9 @@ argument holds for any stopping time the draft alone decides).
     speculative_generate(target, draft, ids, gamma=schedule)
     speculative_generate(target, draft, ids)           # the same rule, c estimated from the weights
 
-Not handled: drafters that cannot say how sure they are (model-free lookup) draft `fallback_gamma`.
+Not handled: drafters that cannot say how sure they are (model-free lookup). For them the default
+schedule is a fixed `fallback_gamma` (4); a `ConfidenceStop` given explicitly lets them draft up to
+`max_gamma`. The rule looks one token ahead only: the value of the tokens after the next is ignored.
 """
 
 from __future__ import annotations
