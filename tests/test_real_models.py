@@ -41,16 +41,19 @@ def qwen_pair():
 def test_greedy_output_is_the_targets_own(qwen_pair, prompt):
     import torch
 
+    from specdec import Decoding
     from specdec.zoo.pairing import encode_prompt, generate_plain, generate_speculative
 
     input_ids = encode_prompt(qwen_pair.tokenizer, prompt, chat=True)
-    speculative = generate_speculative(qwen_pair, input_ids, gamma=4, max_new_tokens=NEW_TOKENS, temperature=0)
-    plain = generate_plain(qwen_pair, input_ids, max_new_tokens=NEW_TOKENS, temperature=0)
+    decoding = Decoding(max_new_tokens=NEW_TOKENS, temperature=0)
+    speculative = generate_speculative(qwen_pair, input_ids, decoding, gamma=4)
+    stop_rule = generate_speculative(qwen_pair, input_ids, decoding)                 # the default: the stop rule
+    plain = generate_plain(qwen_pair, input_ids, decoding)
     with torch.inference_mode():
         reference = qwen_pair.target.generate(input_ids, attention_mask=torch.ones_like(input_ids), do_sample=False,
                                               max_new_tokens=NEW_TOKENS, eos_token_id=qwen_pair.eos_token_ids,
                                               pad_token_id=qwen_pair.eos_token_ids[0])
     expected = reference[0, input_ids.shape[1]:].tolist()
     assert plain.tokens == expected
-    assert speculative.tokens == expected
+    assert speculative.tokens == expected and stop_rule.tokens == expected
     assert speculative.stats.tokens_per_target_pass > 1.5, speculative.stats
