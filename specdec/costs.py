@@ -46,7 +46,7 @@ class CostProfile:
         Between measured gammas it is interpolated linearly, beyond them held at the nearest one;
         v(0) is a plain one-token step, 1.
 
-        >>> CostProfile(0.1, 0.02, {1: 0.11, 5: 0.15}).v(3)
+        >>> round(CostProfile(0.1, 0.02, {1: 0.11, 5: 0.15}).v(3), 6)
         1.3
         """
         if gamma == 0:
@@ -59,7 +59,7 @@ class CostProfile:
         if lower == upper:
             return self.verify_s[lower] / self.target_step_s
         weight = (gamma - lower) / (upper - lower)
-        return round(((1 - weight) * self.verify_s[lower] + weight * self.verify_s[upper]) / self.target_step_s, 12)
+        return ((1 - weight) * self.verify_s[lower] + weight * self.verify_s[upper]) / self.target_step_s
 
 
 def _median_pass_time(model: CachedModel, tokens: torch.Tensor, repeats: int) -> float:
@@ -135,5 +135,5 @@ def verify_slope_guess(target: torch.nn.Module) -> float:
     Measured on this project's 2-core CPU: a 5-token pass costs about 3 one-token steps in float32
     and 0.84-1.19 in bfloat16 (`measure_costs` gives the real v(k) for a pair).
     """
-    device = next(target.parameters()).device
-    return 0.5 if device.type == "cpu" and next(target.parameters()).dtype == torch.float32 else 0.05
+    weight = next(target.parameters())
+    return 0.5 if weight.device.type == "cpu" and weight.dtype == torch.float32 else 0.05

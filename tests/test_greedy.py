@@ -25,19 +25,25 @@ def reference_greedy(model, prompt, eos_token_id=None, max_new_tokens=NEW_TOKENS
 
 
 @pytest.mark.parametrize("architecture", ["gpt2", "llama", "qwen2"])
-def test_equals_target_generate_for_every_gamma(pairs, architecture):
+def test_equals_target_generate_for_every_gamma_and_the_stop_rule(pairs, architecture):
+    """Fixed gammas 1..8, the default (the stop rule) and two explicit stop rules: the stop rule changes how
+    many tokens each round drafts, never which tokens come out."""
     target, draft = pairs[architecture]
-    outcomes = set()
+    outcomes, drafted_lengths = set(), set()
     for prompt in PROMPTS:
         expected = reference_greedy(target, prompt)
         assert autoregressive_generate(target, torch.tensor(prompt), max_new_tokens=NEW_TOKENS, temperature=0).tokens == expected
-        for gamma in range(1, 9):
+        for gamma in (*range(1, 9), None, ConfidenceStop(c=0.05), ConfidenceStop(c=0.3, max_gamma=6)):
             result = speculative_generate(target, draft, torch.tensor([prompt]), gamma=gamma,
                                           max_new_tokens=NEW_TOKENS, temperature=0)
             assert result.tokens == expected, f"gamma={gamma} prompt={prompt}"
-            outcomes |= {origin.value for origin in result.origins()}
+            if isinstance(gamma, int):
+                outcomes |= {origin.value for origin in result.origins()}
+            else:
+                drafted_lengths |= {len(round_.drafted) for round_ in result.rounds[1:]}
     # the comparison is only meaningful if drafts were both accepted and rejected
     assert {"accepted", "resampled", "bonus"} <= outcomes
+    assert len(drafted_lengths) >= 3     # rounds of several lengths: the stop rule did decide
 
 
 @pytest.mark.parametrize("architecture", ["gpt2", "llama"])
@@ -77,17 +83,3 @@ def test_different_embedding_sizes_share_the_id_range(target_rows, draft_rows):
         result = speculative_generate(target, draft, torch.tensor(prompt), gamma=4, max_new_tokens=NEW_TOKENS, temperature=0)
         assert result.tokens == expected
         assert result.stats.accepted > 0
-
-
-@pytest.mark.parametrize("architecture", ["gpt2", "llama", "qwen2"])
-def test_the_stop_rule_and_the_default_equal_target_generate(pairs, architecture):
-    """The stop rule changes how many tokens each round drafts, never which tokens come out."""
-    target, draft = pairs[architecture]
-    drafted_lengths = set()
-    for prompt in PROMPTS:
-        expected = reference_greedy(target, prompt)
-        for gamma in (None, ConfidenceStop(c=0.05), ConfidenceStop(c=0.3, max_gamma=6)):
-            result = speculative_generate(target, draft, torch.tensor(prompt), gamma=gamma, max_new_tokens=NEW_TOKENS, temperature=0)
-            assert result.tokens == expected, f"gamma={gamma} prompt={prompt}"
-            drafted_lengths |= {len(round_.drafted) for round_ in result.rounds[1:]}
-    assert len(drafted_lengths) >= 3     # rounds of several lengths: the rule did decide

@@ -31,7 +31,7 @@ from specdec.costs import CostProfile
 from specdec.reference.theory import expected_tokens_per_pass
 from specdec.results import GenerationStats, Round
 from specdec.zoo.devices import dtype_name
-from specdec.zoo.pairing import LoadedPair, target_margin
+from specdec.zoo.pairing import LoadedPair, continued, target_margin
 
 EXACT_DTYPES = ("float32", "float64")
 
@@ -211,7 +211,7 @@ def greedy_oracle_speedup(agrees: Sequence[bool], costs: CostProfile) -> float:
 @torch.inference_mode()
 def draft_agreement(draft: torch.nn.Module, input_ids: torch.Tensor, tokens: Sequence[int]) -> list[bool]:
     """For each output token, whether the draft's greedy choice after the text before it is that token (one pass)."""
-    text = torch.cat([input_ids.reshape(-1).cpu(), torch.tensor(list(tokens), dtype=torch.long)])[None].to(draft.device)  # [1, T + N]
+    text = continued(input_ids, tokens, draft.device)                                               # [1, T + N]
     logits = draft(input_ids=text, logits_to_keep=len(tokens) + 1).logits[0, :-1]               # [len(tokens), V]
     choices = logits.argmax(dim=-1).tolist()
     return [choice == token for choice, token in zip(choices, tokens)]

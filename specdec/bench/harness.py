@@ -22,9 +22,11 @@ Methods: "speculative" (ours), "plain" (ours, target alone), and transformers' "
 "assisted", "assisted-dynamic" and "hf-prompt-lookup" (`specdec.bench.hf_baselines`). A method that
 does not apply to a pair (assisted generation without a draft model) is skipped for that pair.
 
-Gammas are whole numbers or "adaptive": our `AdaptiveGamma` schedule for "speculative", and
-transformers' own dynamic schedule from its default start for "assisted-dynamic" (which then runs
-only that way; without "adaptive" among the gammas it starts from each fixed gamma instead).
+Gammas are whole numbers, "stop" (our default, `specdec.stop_rule.ConfidenceStop`, for
+"speculative") or "adaptive": our `AdaptiveGamma` schedule for "speculative", and transformers' own
+dynamic schedule from its default start for "assisted-dynamic" (which then runs only that way;
+without "adaptive" among the gammas it starts from each fixed gamma instead). Every row also carries
+the oracle bound (`oracle_speedup`, see `specdec.bench.comparison`) and measured / oracle.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ import transformers
 from specdec.bench.comparison import draft_agreement, greedy_oracle_speedup, oracle_speedup
 from specdec.bench.hf_baselines import HF_METHODS, hf_generate
 from specdec.bench.prompts import BenchPrompt, encode_bench_prompt, suite
-from specdec.bench.tables import ADAPTIVE, COLUMNS, STOP
+from specdec.bench.tables import ADAPTIVE, COLUMNS, SCHEDULES, STOP
 from specdec.costs import CostProfile, measure_costs
 from specdec.errors import SpecdecError
 from specdec.inputs import MAX_GAMMA, Decoding
@@ -54,9 +56,9 @@ from specdec.zoo.pairing import LoadedPair, generate_plain, generate_speculative
 
 METHODS = ("speculative", "plain") + HF_METHODS
 GAMMA_METHODS = {"speculative", "assisted", "assisted-dynamic", "hf-prompt-lookup"}
-ADAPTIVE_METHODS = {"speculative", "assisted-dynamic"}
+SCHEDULE_METHODS = {ADAPTIVE: {"speculative", "assisted-dynamic"}, STOP: {"speculative"}}   # who runs each named schedule
 STOP_MAX_GAMMA = ConfidenceStop().max_gamma
-SCHEDULES = (ADAPTIVE, STOP)   # gammas that are schedules: adaptive (ours, or transformers' dynamic one), stop (our default)
+ORACLE_MAX_GAMMA = 32    # v(k) is measured up to here, for the oracle's long runs of agreement
 BASELINE = "generate"
 
 @dataclass(frozen=True)
@@ -64,7 +66,7 @@ class BenchSettings:
     """What to run. Every combination of methods x gammas x prompts x temperatures x repeats runs once."""
 
     methods: tuple[str, ...] = ("speculative", "generate")
-    gammas: tuple[int | str, ...] = (4,)               # whole numbers and/or "adaptive"
+    gammas: tuple[int | str, ...] = (4,)               # whole numbers, "stop" and/or "adaptive"
     categories: tuple[str, ...] | None = None       # None: all of `specdec.bench.prompts.CATEGORIES`
     prompts_per_category: int | None = None         # None: every prompt of a category
     decoding: Decoding = field(default_factory=lambda: Decoding(max_new_tokens=128, temperature=0.0, seed=0))
@@ -110,8 +112,7 @@ class BenchSettings:
             return (None,)
         if method == "assisted-dynamic" and ADAPTIVE in self.gammas:
             return (ADAPTIVE,)  # transformers' schedule from its own default start, not from each fixed gamma
-        return tuple(gamma for gamma in self.gammas if gamma not in SCHEDULES or (gamma == ADAPTIVE and method in ADAPTIVE_METHODS)
-                     or (gamma == STOP and method == "speculative"))
+        return tuple(gamma for gamma in self.gammas if gamma not in SCHEDULES or method in SCHEDULE_METHODS[gamma])
 
 
 @dataclass(frozen=True)
@@ -164,7 +165,7 @@ def run_benchmark(pairs: Sequence[LoadedPair], settings: BenchSettings,
     for pair, runs in plans:
         encoded = {prompt.id: encode_bench_prompt(pair.tokenizer, prompt) for prompt in {run.prompt for run in runs}}
         costs = measure_costs(pair.target, pair.draft, next(iter(encoded.values())),
-                              sorted(set(settings.fixed_gammas) | {1, 2, 4, 8, settings.max_adaptive_gamma, STOP_MAX_GAMMA, 32}))
+                              sorted(set(settings.fixed_gammas) | {1, 2, 4, 8, settings.max_adaptive_gamma, STOP_MAX_GAMMA, ORACLE_MAX_GAMMA}))
         for run in runs[:settings.warmup_runs * len({(r.method, r.gamma) for r in runs})]:
             _execute(pair, run, encoded[run.prompt.id], settings, costs, warmup=True)
         for run in runs:

@@ -21,6 +21,7 @@ from specdec.errors import SpecdecError
 
 ADAPTIVE = "adaptive"   # the schedule name of rows whose gamma was chosen round by round
 STOP = "stop"           # ... and of rows drafted under the stop rule (`specdec.stop_rule`), our default
+SCHEDULES = (ADAPTIVE, STOP)   # the gamma labels that name a schedule rather than a number
 
 COLUMNS = [
     "timestamp", "pair", "draft", "target", "method", "schedule", "gamma", "mean_gamma", "category", "prompt_id", "temperature", "top_k",
@@ -43,14 +44,14 @@ def overview(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _gamma_labels(frame: pd.DataFrame) -> pd.Series:
     """gamma as text for tables: '5', 'adaptive', 'stop', or '' for methods without one (zero-padded so they sort)."""
-    return frame.apply(lambda row: row["schedule"] if row["schedule"] in (ADAPTIVE, STOP) else
+    return frame.apply(lambda row: row["schedule"] if row["schedule"] in SCHEDULES else
                        ("" if pd.isna(row["gamma"]) else f"{int(row['gamma']):2d}"), axis=1)
 
 
 def by_category(frame: pd.DataFrame, measure: str = "speedup") -> pd.DataFrame:
     """Median `measure` per variant (method, schedule, gamma) and prompt category, one column per category."""
     labels = _gamma_labels(frame)
-    variant = frame["method"] + labels.map(lambda label: "" if not label else (f" {label}" if label in (ADAPTIVE, STOP) else f" gamma={label.strip()}"))
+    variant = frame["method"] + labels.map(lambda label: "" if not label else (f" {label}" if label in SCHEDULES else f" gamma={label.strip()}"))
     table = frame.assign(variant=variant).pivot_table(index="variant", columns="category", values=measure, aggfunc="median")
     return table.reset_index().rename_axis(columns=None)
 

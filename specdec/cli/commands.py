@@ -60,8 +60,10 @@ def bench(args: argparse.Namespace) -> int:
         print(f"{title}:")
         print(to_markdown(table) if args.markdown else table.to_string(index=False, float_format="%.2f"))
         print()
-    print("best fixed gamma per pair:")
-    print(best_gammas(frame).to_string(index=False, float_format="%.2f"))
+    best = best_gammas(frame)
+    if len(best):                                   # only when fixed gammas ran (the default runs the stop rule alone)
+        print("best fixed gamma per pair:")
+        print(best.to_string(index=False, float_format="%.2f"))
     if args.figure:
         write_figure(summary_figure(frame), args.figure)
         _progress(f"wrote the charts to {args.figure}")

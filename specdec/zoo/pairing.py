@@ -135,6 +135,15 @@ def generate_plain(pair: LoadedPair, input_ids: torch.Tensor, decoding: Decoding
     return autoregressive_generate(pair.target, input_ids, eos_token_id=pair.eos_token_ids, on_token=on_token, **decoding.as_kwargs())
 
 
+def continued(input_ids: torch.Tensor, tokens: Sequence[int], device: torch.device) -> torch.Tensor:
+    """The prompt followed by `tokens`, as one sequence [1, T + N] on `device`, for a single forward pass.
+
+    >>> continued(torch.tensor([[5, 6]]), [7], torch.device("cpu")).tolist()
+    [[5, 6, 7]]
+    """
+    return torch.cat([input_ids.reshape(-1).cpu(), torch.tensor(list(tokens), dtype=torch.long)])[None].to(device)
+
+
 @torch.inference_mode()
 def target_margin(pair: LoadedPair, input_ids: torch.Tensor, tokens: Sequence[int], position: int) -> float:
     """The gap between the target's two best logits for new token `position`, from one pass over the text before it.
@@ -142,7 +151,7 @@ def target_margin(pair: LoadedPair, input_ids: torch.Tensor, tokens: Sequence[in
     Where greedy speculative and plain decoding part, a tiny gap says the two passes rounded a
     near-tie differently; a large one says something else went wrong (`bench.comparison.greedy_check`).
     """
-    context = torch.cat([input_ids.reshape(-1).cpu(), torch.tensor(list(tokens[:position]), dtype=torch.long)])  # [T + position]
-    logits = pair.target(input_ids=context[None].to(pair.device), logits_to_keep=1).logits[0, -1].float()        # [V]
+    context = continued(input_ids, tokens[:position], pair.device)                                   # [1, T + position]
+    logits = pair.target(input_ids=context, logits_to_keep=1).logits[0, -1].float()                  # [V]
     best, second = logits.topk(2).values.tolist()
     return best - second
