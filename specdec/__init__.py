@@ -54,6 +54,8 @@ _EXPORTS = {
     "TokenOrigin": "specdec.results",
     "SamplingConfig": "specdec.sampling",
     "speculative_generate": "specdec.speculative",
+    "DraftTree": "specdec.trees",
+    "TreeDrafter": "specdec.tree_drafter",
 }
 
 

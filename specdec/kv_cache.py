@@ -55,16 +55,25 @@ class CachedModel:
         return self.model.device
 
     @torch.inference_mode()
-    def feed(self, tokens: torch.Tensor, keep: int = 1) -> torch.Tensor:
-        """Run one forward pass over `tokens` [n] appended to the cache; return the last `keep` logits [keep, V]."""
+    def feed(self, tokens: torch.Tensor, keep: int = 1, attend: torch.Tensor | None = None,
+             positions: torch.Tensor | None = None) -> torch.Tensor:
+        """Run one forward pass over `tokens` [n] appended to the cache; return the last `keep` logits [keep, V].
+
+        By default each new token attends to the cache and the new tokens before it (causal). A token
+        tree passes `attend` [n, length + n] bool (True: may attend) and `positions` [n] instead
+        (`specdec.trees.tree_attention`).
+        """
         if tokens.ndim != 1 or tokens.numel() == 0:
             raise ValueError(f"feed takes a non-empty 1-D tensor of token ids, got shape {tuple(tokens.shape)}")
         keep = min(max(keep, 1), tokens.numel())  # transformers reads logits_to_keep=0 as "all"
-        input_ids = tokens[None].to(self.device)   # [1, n]
+        inputs = {"input_ids": tokens[None].to(self.device), "cache": self.cache, "use_cache": True}  # input_ids [1, n]
+        if attend is not None:
+            inputs["attention_mask"] = attend[None, None].to(self.device)     # [1, 1, n, length + n]: used as given
+            inputs["position_ids"] = positions[None].to(self.device)          # [1, n]
         if self.head is None:
-            logits = self.model(input_ids=input_ids, cache=self.cache, use_cache=True, logits_to_keep=keep).logits[0]
+            logits = self.model(**inputs, logits_to_keep=keep).logits[0]
         else:
-            hidden = self.model.base_model(input_ids=input_ids, cache=self.cache, use_cache=True).last_hidden_state
+            hidden = self.model.base_model(**inputs).last_hidden_state
             logits = torch.nn.functional.linear(hidden[0, -keep:], *self.head)  # [keep, K]
         self.length += tokens.numel()
         self.passes += 1
@@ -77,3 +86,22 @@ class CachedModel:
         if length < self.length:
             self.cache.crop(length - self.length)  # transformers 5 takes a negative count to drop
             self.length = length
+
+    def keep(self, columns: list[int]) -> None:
+        """Keep only the cached tokens at `columns` (increasing), in that order: a tree's accepted path.
+
+        After a tree pass the cache holds the text, the root and every node; the text continues
+        along one path, so the keys and values of that path are moved up behind the text and the
+        rest dropped. Positions were given at the pass, so nothing is recomputed.
+        """
+        if columns == list(range(len(columns))):
+            self.rollback(len(columns))
+            return
+        if any(b <= a for a, b in zip(columns, columns[1:])) or columns[0] < 0 or columns[-1] >= self.length:
+            raise ValueError(f"columns to keep must increase within 0..{self.length - 1}, got {columns}")
+        index = torch.tensor(columns, device=self.device)
+        for layer in self.cache.layers:
+            if getattr(layer, "is_initialized", True) and layer.keys is not None and layer.keys.numel():
+                layer.keys = layer.keys.index_select(-2, index)        # [batch, heads, kept, head_dim]
+                layer.values = layer.values.index_select(-2, index)
+        self.length = len(columns)

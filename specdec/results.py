@@ -39,6 +39,14 @@ class DraftedToken:
 
 
 @dataclass(frozen=True)
+class TreeTrace:
+    """The shape of a round's token tree (`specdec.trees`): the nodes are the round's `drafted` tokens."""
+
+    parents: tuple[int, ...]   # the parent of each drafted node; -1 for the root's children
+    path: tuple[int, ...]      # the accepted nodes in the output, from the root's child down
+
+
+@dataclass(frozen=True)
 class Round:
     """One draft-then-verify round (or the prompt pass, which drafts nothing)."""
 
@@ -47,6 +55,7 @@ class Round:
     next_token: int                      # the token the target added after them
     next_origin: TokenOrigin             # RESAMPLED, BONUS, or TARGET when nothing was drafted
     emitted: tuple[tuple[int, TokenOrigin], ...]  # what this round appended to the output, cut at EOS
+    tree: TreeTrace | None = None        # a tree round's shape; None for a chain (or nothing drafted)
 
 
 @dataclass(frozen=True)

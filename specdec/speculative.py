@@ -17,8 +17,10 @@ the text, at most one token shorter than the target's after a full accept, caugh
 draft pass of the next round.
 
 The output has exactly the target's distribution, and with temperature 0 exactly the target's
-greedy tokens. gamma may change from round to round (`specdec.schedule`). Not handled: batches,
-token trees.
+greedy tokens. gamma may change from round to round (`specdec.schedule`). A `TreeDrafter` drafts a
+token tree instead of a chain (`specdec.trees`): step b becomes one pass over the whole tree with a
+tree attention mask, step c a walk down the tree (`specdec.tree_verification`), and step d keeps
+the accepted path's keys and values in both caches. Not handled: batches.
 """
 
 from __future__ import annotations
@@ -33,11 +35,14 @@ from specdec.drafters import Draft, Drafter, ModelDrafter
 from specdec.errors import SpecdecError
 from specdec.inputs import Decoding, check_counts, check_fits_context, start_generation
 from specdec.kv_cache import CachedModel
-from specdec.results import DraftedToken, GenerationResult, GenerationStats, Round, TokenOrigin
+from specdec.results import DraftedToken, GenerationResult, GenerationStats, Round, TokenOrigin, TreeTrace
 from specdec.sampling import SamplingConfig, choose_next, probabilities
 from specdec.schedule import FixedGamma, GammaSchedule
 from specdec.stop_rule import ConfidenceStop
 from specdec.timing import Stopwatch
+from specdec.tree_drafter import TreeDrafter
+from specdec.tree_verification import TreeVerdict, verify_tree_greedy, verify_tree_sampled
+from specdec.trees import DraftTree, tree_attention
 from specdec.verification import Verdict, verify_greedy, verify_sampled
 
 
@@ -68,13 +73,15 @@ def speculative_generate(
     """
     check_counts(max_new_tokens, None if gamma is None or isinstance(gamma, GammaSchedule) else gamma)
     drafter = ModelDrafter(draft) if isinstance(draft, PreTrainedModel) else draft
-    if not isinstance(drafter, Drafter):
-        raise SpecdecError(f"draft must be a transformers causal LM or a Drafter, got {type(draft).__name__}")
+    if not isinstance(drafter, (Drafter, TreeDrafter)):
+        raise SpecdecError(f"draft must be a transformers causal LM, a Drafter or a TreeDrafter, got {type(draft).__name__}")
+    if isinstance(drafter, TreeDrafter) and gamma is not None:
+        raise SpecdecError("a TreeDrafter sizes its own rounds: set its budget and depth, and leave gamma out")
     schedule = _schedule(gamma, drafter, target)
     stop_rule = schedule.keep_drafting if isinstance(schedule, ConfidenceStop) and getattr(drafter, "reports_confidence", False) else None
     decoding = Decoding(max_new_tokens, temperature, top_k, top_p, seed)
     prompt, sampling, stop_ids, generator, watch = start_generation(target, input_ids, decoding, eos_token_id, "target")  # prompt: [T]
-    if isinstance(drafter, ModelDrafter):
+    if isinstance(drafter, (ModelDrafter, TreeDrafter)):
         if drafter.model.device != target.device:
             raise SpecdecError(f"the draft is on {drafter.model.device} but the target on {target.device}: load both on one device")
         check_fits_context(drafter.model, prompt.numel(), max_new_tokens, "draft")
@@ -91,16 +98,12 @@ def speculative_generate(
     sequence = torch.cat([prompt, prompt.new_tensor([first])])                    # [T + 1]
 
     while len(tokens) < max_new_tokens and tokens[-1] not in stop_ids:           # 2. rounds
-        round_gamma = min(schedule.next_gamma(), max_new_tokens - len(tokens) - 1)  # never overshoot
-        with watch.measure("draft"):
-            draft_block = _propose(drafter, sequence, round_gamma, sampling, generator, stop_rule)
-        verdict = _verify(target_lm, sequence, draft_block, sampling, generator, watch, drafter.name)
-        kept = sequence.numel() + verdict.accepted                                # text whose KV stays valid
-        target_lm.rollback(kept)
-        drafter.rollback(kept)
-        if draft_block.tokens.numel():
-            schedule.update(draft_block.tokens.numel(), verdict.accepted)
-        round_ = _record_round(draft_block, verdict, stop_ids)
+        room = max_new_tokens - len(tokens) - 1                                   # never overshoot
+        if isinstance(drafter, TreeDrafter):
+            round_ = _tree_round(drafter, target_lm, sequence, room, sampling, generator, watch, stop_ids)
+        else:
+            round_ = _chain_round(drafter, target_lm, sequence, min(schedule.next_gamma(), room), sampling, generator,
+                                  watch, stop_ids, schedule, stop_rule)
         rounds.append(round_)
         if on_round is not None:
             on_round(round_)
@@ -132,6 +135,43 @@ def _schedule(gamma: int | GammaSchedule | None, drafter: Drafter, target: PreTr
         return FixedGamma(ConfidenceStop.fallback_gamma)
     draft_model = getattr(drafter, "model", None)
     return ConfidenceStop(c=weight_cost_ratio(target, draft_model), verify_slope=verify_slope_guess(target))
+
+
+def _chain_round(drafter: Drafter, target_lm: CachedModel, sequence: torch.Tensor, gamma: int, sampling: SamplingConfig,
+                 generator: torch.Generator, watch: Stopwatch, stop_ids: frozenset[int], schedule: GammaSchedule,
+                 stop_rule: Callable[[float], bool] | None) -> Round:
+    """Steps 2a-2d with a chain of at most `gamma` drafted tokens."""
+    with watch.measure("draft"):
+        draft_block = _propose(drafter, sequence, gamma, sampling, generator, stop_rule)
+    verdict = _verify(target_lm, sequence, draft_block, sampling, generator, watch, drafter.name)
+    kept = sequence.numel() + verdict.accepted                                    # text whose KV stays valid
+    target_lm.rollback(kept)
+    drafter.rollback(kept)
+    if draft_block.tokens.numel():
+        schedule.update(draft_block.tokens.numel(), verdict.accepted)
+    return _record_round(draft_block, verdict, stop_ids)
+
+
+def _tree_round(drafter: TreeDrafter, target_lm: CachedModel, sequence: torch.Tensor, max_depth: int, sampling: SamplingConfig,
+                generator: torch.Generator, watch: Stopwatch, stop_ids: frozenset[int]) -> Round:
+    """Steps 2a-2d with a token tree: one target pass over [root, every node], then walk down the tree."""
+    with watch.measure("draft"):
+        tree = drafter.propose_tree(sequence, max_depth, sampling, generator)
+    text = sequence.numel() - 1                                                   # cached in the target: all but the root
+    inputs = torch.cat([sequence[-1:], tree.tokens])                              # [N + 1]
+    with watch.measure("verify"):
+        if tree.is_chain:                                                         # (a chain needs no tree mask)
+            logits = target_lm.feed(inputs, keep=tree.size + 1)                   # [N + 1, V]
+        else:
+            attend, positions = tree_attention(text, tree)
+            logits = target_lm.feed(inputs, keep=tree.size + 1, attend=attend, positions=positions)
+    if sampling.greedy:
+        verdict = verify_tree_greedy(logits, tree)
+    else:
+        verdict = verify_tree_sampled(probabilities(logits, sampling), tree, generator)
+    target_lm.keep(list(range(text + 1)) + [text + 1 + node for node in verdict.path])
+    drafter.keep_path(verdict.path)
+    return _record_tree_round(tree, verdict, stop_ids)
 
 
 def _propose(drafter: Drafter, sequence: torch.Tensor, gamma: int, sampling: SamplingConfig, generator: torch.Generator,
@@ -196,3 +236,29 @@ def _record_round(draft: Draft, verdict: Verdict, stop_ids: frozenset[int]) -> R
         for i, token in enumerate(drafted_list)
     )
     return Round(drafted, kept, verdict.next_token, next_origin, tuple(emitted))
+
+
+def _record_tree_round(tree: DraftTree, verdict: TreeVerdict, stop_ids: frozenset[int]) -> Round:
+    """The trace of one tree round: every node as drafted, the accepted path, cut after the first end-of-sequence token."""
+    path_tokens = tree.tokens[list(verdict.path)].tolist()
+    next_origin = TokenOrigin.BONUS if verdict.full_accept else TokenOrigin.RESAMPLED
+    if not tree.size:
+        next_origin = TokenOrigin.TARGET
+    emitted = [(token, TokenOrigin.ACCEPTED) for token in path_tokens] + [(verdict.next_token, next_origin)]
+    for i, (token, _) in enumerate(emitted):
+        if token in stop_ids:
+            emitted = emitted[:i + 1]
+            break
+    kept = sum(1 for _, origin in emitted if origin == TokenOrigin.ACCEPTED)
+    in_output = set(verdict.path[:kept])
+    drafted = tuple(
+        DraftedToken(
+            token=token,
+            p=verdict.target_probs[node],
+            q=verdict.draft_probs[node],
+            u=verdict.uniforms[node],
+            accepted=True if node in in_output else (False if verdict.tested[node] is False else None),
+        )
+        for node, token in enumerate(tree.tokens.tolist())
+    )
+    return Round(drafted, kept, verdict.next_token, next_origin, tuple(emitted), tree=TreeTrace(tree.parents, verdict.path[:kept]))

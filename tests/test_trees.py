@@ -1,0 +1,245 @@
+"""Token trees (`specdec.TreeDrafter`): exact greedy output, exact sampled distribution, clean caches.
+
+- greedy output equals the target's `generate` for several budgets, shapes, architectures and
+  prompts, with an end-of-sequence token and `max_new_tokens` honoured exactly;
+- the sampled distribution equals the target's (chi-square against enumeration, as in
+  test_distribution.py) with trees whose side branches really get accepted, and two broken tree
+  rules fail the very same test;
+- after every round both caches equal a fresh pass over the accepted text;
+- a tree with budget 1 is the chain with gamma 1, token for token, greedy and sampled.
+"""
+
+import copy
+
+import pytest
+import torch
+from distribution_check import exact_distribution, sampled_counts
+from test_greedy import PROMPTS, reference_greedy
+from tiny_models import tiny_pair
+
+import specdec.speculative
+from specdec import SpecdecError, TreeDrafter, speculative_generate
+from specdec.kv_cache import CachedModel
+from specdec.reference.stats import chi_square_test
+from specdec.sampling import SamplingConfig, sample
+from specdec.tree_verification import TreeVerdict
+from specdec.trees import ROOT, DraftTree, tree_attention
+
+NEW_TOKENS = 40
+SHAPES = [dict(budget=1), dict(budget=4, width=2, min_probability=0.0), dict(budget=12, depth=4, width=3, min_probability=0.0),
+          dict()]   # the last: the defaults
+
+
+def test_tree_attention_lets_each_node_see_its_ancestors_only():
+    tree = DraftTree(torch.tensor([5, 6, 7, 8]), (-1, -1, 0, 2), None)      # root -> 0 -> 2 -> 3, root -> 1
+    attend, positions = tree_attention(3, tree)                              # 3 tokens of text cached
+    assert attend.shape == (5, 8)
+    assert attend[:, :4].all()                                               # the text and the root: everyone
+    assert attend[4, 4:].tolist() == [True, False, True, True]               # node 3 sees 0, 2 and itself
+    assert attend[2, 4:].tolist() == [False, True, False, False]             # node 1 only itself
+    assert positions.tolist() == [3, 4, 4, 5, 6]
+    assert not tree.is_chain and DraftTree(torch.tensor([5, 6]), (-1, 0), None).is_chain
+
+
+def test_a_tree_pass_equals_passes_over_each_branch():
+    """The masked pass gives every node the logits of a plain causal pass over its own branch (GPT-2: absolute positions too)."""
+    for architecture in ("gpt2", "llama", "qwen2"):
+        target, _ = tiny_pair(architecture)
+        text = torch.tensor([2, 3, 4])
+        tree = DraftTree(torch.tensor([5, 6, 7, 8]), (-1, -1, 0, 2), None)
+        cached = CachedModel(target)
+        cached.feed(text[:-1])
+        attend, positions = tree_attention(2, tree)
+        logits = cached.feed(torch.cat([text[-1:], tree.tokens]), keep=5, attend=attend, positions=positions)   # [5, V]
+        for node in range(tree.size):
+            branch = torch.cat([text, tree.tokens[tree.path_to(node)]])
+            assert torch.allclose(logits[node + 1], target(input_ids=branch[None]).logits[0, -1], atol=1e-5), (architecture, node)
+        cached.keep([0, 1, 2, 3, 5])                                          # the text, the root, nodes 0 and 2
+        after = cached.feed(torch.tensor([9]))[0]
+        assert torch.allclose(after, target(input_ids=torch.tensor([[2, 3, 4, 5, 7, 9]])).logits[0, -1], atol=1e-5)
+
+
+@pytest.mark.parametrize("architecture", ["gpt2", "llama", "qwen2"])
+def test_greedy_equals_target_generate_for_every_shape(pairs, architecture):
+    target, draft = pairs[architecture]
+    side_branches = False
+    for prompt in PROMPTS:
+        expected = reference_greedy(target, prompt)
+        for shape in SHAPES:
+            result = speculative_generate(target, TreeDrafter(draft, **shape), torch.tensor(prompt), max_new_tokens=NEW_TOKENS,
+                                          temperature=0)
+            assert result.tokens == expected, f"{shape} prompt={prompt}"
+            assert result.stats.target_passes == len(result.rounds)
+            side_branches |= any(r.tree is not None and r.tree.path and r.tree.path[0] != 0 for r in result.rounds)
+    assert side_branches      # some round was won by a branch other than the draft's first guess
+
+
+@pytest.mark.parametrize("architecture", ["gpt2", "llama"])
+def test_greedy_stops_at_eos_and_max_new_tokens_like_generate(pairs, architecture):
+    target, draft = pairs[architecture]
+    prompt = PROMPTS[0]
+    free_run = reference_greedy(target, prompt)
+    eos = free_run[len(free_run) // 2]
+    expected = reference_greedy(target, prompt, eos_token_id=eos)
+    for shape in SHAPES:
+        result = speculative_generate(target, TreeDrafter(draft, **shape), torch.tensor(prompt), max_new_tokens=NEW_TOKENS,
+                                      temperature=0, eos_token_id=eos)
+        assert result.tokens == expected
+        for new_tokens in (1, 2, 7):
+            short = speculative_generate(target, TreeDrafter(draft, **shape), torch.tensor(prompt), max_new_tokens=new_tokens,
+                                         temperature=0)
+            assert short.tokens == free_run[:new_tokens]
+
+
+class CheckingTreeDrafter(TreeDrafter):
+    """Checks both caches against fresh full passes at the start of every round."""
+
+    target_caches: list[CachedModel] = []
+
+    def __init__(self, model, target, **shape):
+        super().__init__(model, **shape)
+        self.target = target
+        self.rounds_checked = 0
+
+    def propose_tree(self, sequence, max_depth, sampling, generator):
+        target_lm = self.target_caches[-1]
+        assert target_lm.length == sequence.numel() - 1                        # everything but the last token
+        assert self.cached.length <= sequence.numel() - 1
+        for model, cached in ((self.target, target_lm), (self.model, self.cached)):
+            if cached.length == 0:
+                continue
+            probe = copy.deepcopy(cached)
+            from_cache = probe.feed(sequence[cached.length:], keep=1)[-1]       # [V]
+            fresh = model(input_ids=sequence[None]).logits[0, -1]              # [V]
+            assert torch.allclose(from_cache, fresh, atol=1e-5)
+        self.rounds_checked += 1
+        return super().propose_tree(sequence, max_depth, sampling, generator)
+
+
+class RecordingCachedModel(CachedModel):
+    def __init__(self, model):
+        super().__init__(model)
+        CheckingTreeDrafter.target_caches.append(self)
+
+
+@pytest.mark.parametrize("architecture", ["gpt2", "llama", "qwen2"])
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_caches_hold_exactly_the_accepted_text_after_every_round(monkeypatch, architecture, temperature):
+    monkeypatch.setattr(specdec.speculative, "CachedModel", RecordingCachedModel)
+    target, draft = tiny_pair(architecture)
+    drafter = CheckingTreeDrafter(draft, target, budget=10, depth=4, width=3, min_probability=0.0)
+    result = speculative_generate(target, drafter, torch.tensor([2, 3, 4]), max_new_tokens=30, temperature=temperature, seed=0)
+    assert drafter.rounds_checked == len(result.rounds) - 1 > 3
+    paths = [len(r.tree.path) for r in result.rounds[1:]]
+    assert 0 < min(paths) or max(paths) > 1            # some rounds kept a path of several nodes
+
+
+@pytest.mark.parametrize("temperature", [0.0, 0.8])
+def test_budget_one_is_the_chain_with_gamma_one(pairs, temperature):
+    target, draft = pairs["llama"]
+    for seed in range(3):
+        chain = speculative_generate(target, draft, torch.tensor([2, 3, 4]), gamma=1, max_new_tokens=30, temperature=temperature,
+                                     seed=seed)
+        tree = speculative_generate(target, TreeDrafter(draft, budget=1), torch.tensor([2, 3, 4]), max_new_tokens=30,
+                                    temperature=temperature, seed=seed)
+        assert tree.tokens == chain.tokens
+        assert [r.emitted for r in tree.rounds] == [r.emitted for r in chain.rounds]
+        assert tree.stats.drafted == chain.stats.drafted and tree.stats.draft_passes == chain.stats.draft_passes
+
+
+def test_bad_tree_settings_get_one_clear_error(pairs):
+    target, draft = pairs["gpt2"]
+    with pytest.raises(SpecdecError, match="budget, depth and width"):
+        TreeDrafter(draft, budget=0)
+    with pytest.raises(SpecdecError, match="min_probability"):
+        TreeDrafter(draft, min_probability=1.5)
+    with pytest.raises(SpecdecError, match="leave gamma out"):
+        speculative_generate(target, TreeDrafter(draft), torch.tensor([2, 3]), gamma=4)
+
+
+# ---- the sampled distribution ----------------------------------------------------------------
+
+RUNS = 3000
+SIGNIFICANCE = 1e-3
+PROMPT = [2, 3, 4]
+LENGTH = 4          # the prompt pass gives token 1; one tree round (depth 2) gives tokens 2..4
+WIDE = dict(budget=6, depth=2, width=3, min_probability=0.0)   # three guesses at the root, three below them
+
+
+@pytest.fixture(scope="module")
+def small_pair():
+    """A vocabulary of 8 so every continuation can be enumerated; draft and target really differ."""
+    return tiny_pair("gpt2", vocab_size=8, noise=0.4)
+
+
+def tree_fit(target, draft, sampling: SamplingConfig, shape=WIDE):
+    exact = exact_distribution(target, PROMPT, LENGTH, sampling)
+    side_wins = 0
+
+    def generate(seed):
+        nonlocal side_wins
+        result = speculative_generate(target, TreeDrafter(draft, **shape), torch.tensor(PROMPT), max_new_tokens=LENGTH,
+                                      temperature=sampling.temperature, top_k=sampling.top_k, top_p=sampling.top_p, seed=seed)
+        side_wins += result.rounds[1].tree.path[:1] not in ((), (0,))    # a guess other than the root's first won
+        return result.tokens
+
+    fit = chi_square_test(sampled_counts(generate, RUNS, LENGTH), exact)
+    return fit, side_wins / RUNS
+
+
+@pytest.mark.parametrize("sampling", [
+    SamplingConfig(temperature=1.0),
+    SamplingConfig(temperature=0.7),
+    SamplingConfig(temperature=1.0, top_k=3),
+    SamplingConfig(temperature=1.0, top_p=0.8),
+], ids=["t1.0", "t0.7", "top_k3", "top_p0.8"])
+def test_matches_the_target_distribution(small_pair, sampling):
+    target, draft = small_pair
+    fit, side_wins = tree_fit(target, draft, sampling)
+    assert fit.p_value > SIGNIFICANCE, fit
+    assert side_wins > 0.05       # the root's second or third guess was accepted in many runs: side branches matter
+
+
+def test_the_default_tree_matches_the_target_distribution(small_pair):
+    target, draft = small_pair
+    fit, _ = tree_fit(target, draft, SamplingConfig(temperature=1.0), shape=dict(depth=2))
+    assert fit.p_value > SIGNIFICANCE, fit
+
+
+def broken_walk(p, tree, generator, candidates):
+    """A tree walk that tests, at each node, the children `candidates` picks, each against the node's own p and q."""
+    tokens = tree.tokens.tolist()
+    node, path = ROOT, []
+    while tree.children(node):
+        r, s = p[node + 1], tree.q[node + 1]
+        accepted = next((c for c in candidates(tree.children(node), r)
+                         if float(torch.rand(1, generator=generator)) * s[tokens[c]] < r[tokens[c]]), None)
+        if accepted is None:
+            residual = (r - s).clamp(min=0)
+            return _broken(path, int(sample((residual / residual.sum())[None], generator)), tree)
+        path.append(accepted)
+        node = accepted
+    return _broken(path, int(sample(p[node + 1][None], generator)), tree)
+
+
+def no_correction_between_siblings(p, tree, generator):
+    """BROKEN: test every child in turn against the node's own p and q, as if each were the only one."""
+    return broken_walk(p, tree, generator, lambda children, r: children)
+
+
+def most_probable_child(p, tree, generator):
+    """BROKEN: test only the child the target likes best (u < p/q), without any correction for choosing it."""
+    return broken_walk(p, tree, generator, lambda children, r: [max(children, key=lambda c: float(r[int(tree.tokens[c])]))])
+
+
+def _broken(path, next_token, tree):
+    return TreeVerdict(tuple(path), next_token, False, (None,) * tree.size, (None,) * tree.size, (0.0,) * tree.size,
+                       (0.0,) * tree.size)
+
+
+@pytest.mark.parametrize("broken_rule", [no_correction_between_siblings, most_probable_child])
+def test_negative_control_broken_tree_rules_fail(small_pair, monkeypatch, broken_rule):
+    target, draft = small_pair
+    monkeypatch.setattr(specdec.speculative, "verify_tree_sampled", broken_rule)
+    fit, _ = tree_fit(target, draft, SamplingConfig(temperature=1.0))
+    assert fit.p_value < SIGNIFICANCE, fit
