@@ -78,6 +78,8 @@ def speculative_generate(
     if isinstance(drafter, TreeDrafter) and gamma is not None:
         raise SpecdecError("a TreeDrafter sizes its own rounds: set its budget and depth, and leave gamma out")
     schedule = _schedule(gamma, drafter, target)
+    if isinstance(drafter, TreeDrafter):
+        drafter.price(weight_cost_ratio(target, drafter.model), verify_slope_guess(target))
     stop_rule = schedule.keep_drafting if isinstance(schedule, ConfidenceStop) and getattr(drafter, "reports_confidence", False) else None
     decoding = Decoding(max_new_tokens, temperature, top_k, top_p, seed)
     prompt, sampling, stop_ids, generator, watch = start_generation(target, input_ids, decoding, eos_token_id, "target")  # prompt: [T]
@@ -170,7 +172,7 @@ def _tree_round(drafter: TreeDrafter, target_lm: CachedModel, sequence: torch.Te
     else:
         verdict = verify_tree_sampled(probabilities(logits, sampling), tree, generator)
     target_lm.keep(list(range(text + 1)) + [text + 1 + node for node in verdict.path])
-    drafter.keep_path(verdict.path)
+    drafter.keep_path(verdict.path, verdict.tested)
     return _record_tree_round(tree, verdict, stop_ids)
 
 

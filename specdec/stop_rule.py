@@ -93,14 +93,17 @@ class ConfidenceStop:
 
     def update(self, drafted: int, accepted: int) -> None:
         """The round drafted `drafted` tokens and the rule accepted the first `accepted`: calibrate."""
+        tested = self._round[:min(drafted, accepted + 1)]  # tokens after the first rejection were never tested
+        self.observe([(confidence, position < accepted) for position, confidence in enumerate(tested)])
+
+    def observe(self, outcomes: list[tuple[float, bool]]) -> None:
+        """Calibrate on one round's tested tokens: (confidence, accepted) for each (a token tree's too)."""
         self.hits *= self.decay
         self.tests *= self.decay
-        for position, confidence in enumerate(self._round[:drafted]):
-            if position > accepted:
-                break                                    # never tested: an earlier token was rejected
+        for confidence, accepted in outcomes:
             bin_ = self._bin(confidence)
             self.tests[bin_] += 1
-            self.hits[bin_] += position < accepted
+            self.hits[bin_] += accepted
 
     def acceptance(self, confidence: float) -> float:
         """The calibrated chance that a token drafted with this confidence is accepted.

@@ -26,7 +26,8 @@ from specdec.tree_verification import TreeVerdict
 from specdec.trees import ROOT, DraftTree, tree_attention
 
 NEW_TOKENS = 40
-SHAPES = [dict(budget=1), dict(budget=4, width=2, min_probability=0.0), dict(budget=12, depth=4, width=3, min_probability=0.0),
+SHAPES = [dict(budget=1), dict(budget=4, width=2, c=0.0, verify_slope=0.0), dict(budget=12, depth=4, width=3, c=0.0, verify_slope=0.0),
+          dict(c=0.05, verify_slope=0.05),
           dict()]   # the last: the defaults
 
 
@@ -127,7 +128,7 @@ class RecordingCachedModel(CachedModel):
 def test_caches_hold_exactly_the_accepted_text_after_every_round(monkeypatch, architecture, temperature):
     monkeypatch.setattr(specdec.speculative, "CachedModel", RecordingCachedModel)
     target, draft = tiny_pair(architecture)
-    drafter = CheckingTreeDrafter(draft, target, budget=10, depth=4, width=3, min_probability=0.0)
+    drafter = CheckingTreeDrafter(draft, target, budget=10, depth=4, width=3, c=0.0, verify_slope=0.0)
     result = speculative_generate(target, drafter, torch.tensor([2, 3, 4]), max_new_tokens=30, temperature=temperature, seed=0)
     assert drafter.rounds_checked == len(result.rounds) - 1 > 3
     paths = [len(r.tree.path) for r in result.rounds[1:]]
@@ -151,8 +152,8 @@ def test_bad_tree_settings_get_one_clear_error(pairs):
     target, draft = pairs["gpt2"]
     with pytest.raises(SpecdecError, match="budget, depth and width"):
         TreeDrafter(draft, budget=0)
-    with pytest.raises(SpecdecError, match="min_probability"):
-        TreeDrafter(draft, min_probability=1.5)
+    with pytest.raises(SpecdecError, match="must be >= 0"):
+        TreeDrafter(draft, c=-1.0)
     with pytest.raises(SpecdecError, match="leave gamma out"):
         speculative_generate(target, TreeDrafter(draft), torch.tensor([2, 3]), gamma=4)
 
@@ -163,7 +164,7 @@ RUNS = 3000
 SIGNIFICANCE = 1e-3
 PROMPT = [2, 3, 4]
 LENGTH = 4          # the prompt pass gives token 1; one tree round (depth 2) gives tokens 2..4
-WIDE = dict(budget=6, depth=2, width=3, min_probability=0.0)   # three guesses at the root, three below them
+WIDE = dict(budget=6, depth=2, width=3, c=0.0, verify_slope=0.0)   # three guesses at the root, three below them
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,8 @@ Methods: "speculative" (ours), "plain" (ours, target alone), and transformers' "
 does not apply to a pair (assisted generation without a draft model) is skipped for that pair.
 
 Gammas are whole numbers, "stop" (our default, `specdec.stop_rule.ConfidenceStop`, for
-"speculative") or "adaptive": our `AdaptiveGamma` schedule for "speculative", and transformers' own
+"speculative"), "tree" or "tree-N" (a `specdec.TreeDrafter` with its defaults or a budget of N
+nodes, for "speculative") or "adaptive": our `AdaptiveGamma` schedule for "speculative", and transformers' own
 dynamic schedule from its default start for "assisted-dynamic" (which then runs only that way;
 without "adaptive" among the gammas it starts from each fixed gamma instead). Every row also carries
 the oracle bound (`oracle_speedup`, see `specdec.bench.comparison`) and measured / oracle.
@@ -43,7 +44,7 @@ import transformers
 from specdec.bench.comparison import draft_agreement, greedy_oracle_speedup, oracle_speedup
 from specdec.bench.hf_baselines import HF_METHODS, hf_generate
 from specdec.bench.prompts import BenchPrompt, encode_bench_prompt, suite
-from specdec.bench.tables import ADAPTIVE, COLUMNS, SCHEDULES, STOP
+from specdec.bench.tables import ADAPTIVE, COLUMNS, STOP, TREE, is_schedule, tree_settings
 from specdec.costs import CostProfile, measure_costs
 from specdec.errors import SpecdecError
 from specdec.inputs import MAX_GAMMA, Decoding
@@ -80,9 +81,10 @@ class BenchSettings:
         unknown = [method for method in self.methods if method not in METHODS]
         if unknown:
             raise SpecdecError(f"unknown methods {unknown}: choose from {', '.join(METHODS)}")
-        if not self.gammas or any(gamma not in SCHEDULES and not (isinstance(gamma, int) and 1 <= gamma <= MAX_GAMMA)
+        if not self.gammas or any(not is_schedule(gamma) and not (isinstance(gamma, int) and 1 <= gamma <= MAX_GAMMA)
                                   for gamma in self.gammas):
-            raise SpecdecError(f"gammas must be whole numbers from 1 to {MAX_GAMMA}, '{ADAPTIVE}' or '{STOP}', got {list(self.gammas)}")
+            raise SpecdecError(f"gammas must be whole numbers from 1 to {MAX_GAMMA}, '{ADAPTIVE}', '{STOP}', '{TREE}' or "
+                               f"'{TREE}-N' (a tree of at most N nodes), got {list(self.gammas)}")
         if self.repeats < 1 or self.warmup_runs < 0:
             raise SpecdecError("repeats must be >= 1 and warmup_runs >= 0")
         if self.temperatures is not None and (any(t < 0 for t in self.temperatures) or not self.temperatures):
@@ -104,7 +106,7 @@ class BenchSettings:
 
     @property
     def fixed_gammas(self) -> list[int]:
-        return [gamma for gamma in self.gammas if gamma not in SCHEDULES]
+        return [gamma for gamma in self.gammas if not is_schedule(gamma)]
 
     def gammas_for(self, method: str) -> tuple[int | str | None, ...]:
         """The gamma values `method` runs with (None for methods without one)."""
@@ -112,7 +114,7 @@ class BenchSettings:
             return (None,)
         if method == "assisted-dynamic" and ADAPTIVE in self.gammas:
             return (ADAPTIVE,)  # transformers' schedule from its own default start, not from each fixed gamma
-        return tuple(gamma for gamma in self.gammas if gamma not in SCHEDULES or method in SCHEDULE_METHODS[gamma])
+        return tuple(gamma for gamma in self.gammas if not is_schedule(gamma) or method in SCHEDULE_METHODS.get(gamma, {"speculative"}))
 
 
 @dataclass(frozen=True)
@@ -188,10 +190,10 @@ def _execute(pair: LoadedPair, run: Run, input_ids: torch.Tensor, settings: Benc
     """Run one method once; return its row (None for a warm-up)."""
     decoding = settings.decoding_for(run)
     row: dict = {}
-    adaptive, stop = run.gamma == ADAPTIVE, run.gamma == STOP
+    adaptive, stop, tree = run.gamma == ADAPTIVE, run.gamma == STOP, tree_settings(run.gamma)
     if run.method == "speculative":
-        gamma = AdaptiveGamma(costs, settings.max_adaptive_gamma) if adaptive else (None if stop else run.gamma)   # None: the default
-        result = generate_speculative(pair, input_ids, decoding, gamma=gamma, draft_vocab_limit=settings.draft_vocab_limit)
+        gamma = AdaptiveGamma(costs, settings.max_adaptive_gamma) if adaptive else (None if stop or tree is not None else run.gamma)
+        result = generate_speculative(pair, input_ids, decoding, gamma=gamma, draft_vocab_limit=settings.draft_vocab_limit, tree=tree)
     elif run.method == "plain":
         result = generate_plain(pair, input_ids, decoding)
     else:
@@ -210,8 +212,8 @@ def _execute(pair: LoadedPair, run: Run, input_ids: torch.Tensor, settings: Benc
     row |= dict(
         timestamp=datetime.now(timezone.utc).isoformat(timespec="seconds"), pair=f"{pair.draft_name}->{pair.target_name}",
         draft=pair.draft_name, target=pair.target_name, method=run.method,
-        schedule=run.gamma if adaptive or stop else ("fixed" if run.method in GAMMA_METHODS else "none"),
-        gamma=None if adaptive or stop else run.gamma, category=run.prompt.category,
+        schedule=run.gamma if is_schedule(run.gamma) else ("fixed" if run.method in GAMMA_METHODS else "none"),
+        gamma=None if is_schedule(run.gamma) else run.gamma, category=run.prompt.category,
         prompt_id=run.prompt.id, repeat=run.repeat, prompt_tokens=input_ids.shape[-1], **decoding.as_kwargs(),
         tokens_per_second=row["new_tokens"] / row["wall_time_s"] if row["wall_time_s"] > 0 else None,
         device=str(pair.device), dtype=dtype_name(pair.dtype), torch_version=torch.__version__,
@@ -222,7 +224,7 @@ def _execute(pair: LoadedPair, run: Run, input_ids: torch.Tensor, settings: Benc
     row["oracle_speedup"] = _oracle(pair, run, input_ids, tokens if result is None else result, costs)
     if run.method in GAMMA_METHODS:
         row["draft_cost_ratio"] = costs.c
-        if not adaptive and not stop:
+        if not is_schedule(run.gamma):
             row["verify_cost"] = costs.v(run.gamma)
             alpha = row.get("alpha_estimate")
             if run.method == "speculative" and alpha is not None:

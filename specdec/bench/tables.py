@@ -21,7 +21,26 @@ from specdec.errors import SpecdecError
 
 ADAPTIVE = "adaptive"   # the schedule name of rows whose gamma was chosen round by round
 STOP = "stop"           # ... and of rows drafted under the stop rule (`specdec.stop_rule`), our default
-SCHEDULES = (ADAPTIVE, STOP)   # the gamma labels that name a schedule rather than a number
+TREE = "tree"           # ... and of rows drafted as a token tree (`specdec.TreeDrafter`); "tree-N": with budget N
+SCHEDULES = (ADAPTIVE, STOP)   # the gamma labels that name a schedule rather than a number (besides the tree labels)
+
+
+def tree_settings(label: object) -> dict | None:
+    """The `TreeDrafter` settings a gamma label asks for, or None when it names no tree.
+
+    >>> tree_settings("tree"), tree_settings("tree-8"), tree_settings("stop"), tree_settings(4)
+    ({}, {'budget': 8}, None, None)
+    """
+    if label == TREE:
+        return {}
+    if isinstance(label, str) and label.startswith(TREE + "-") and label[len(TREE) + 1:].isdigit() and int(label[len(TREE) + 1:]) >= 1:
+        return {"budget": int(label[len(TREE) + 1:])}
+    return None
+
+
+def is_schedule(label: object) -> bool:
+    """Whether a gamma label names a schedule ('adaptive', 'stop', 'tree', 'tree-N') rather than a number."""
+    return label in SCHEDULES or tree_settings(label) is not None
 
 COLUMNS = [
     "timestamp", "pair", "draft", "target", "method", "schedule", "gamma", "mean_gamma", "category", "prompt_id", "temperature", "top_k",
@@ -44,14 +63,14 @@ def overview(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _gamma_labels(frame: pd.DataFrame) -> pd.Series:
     """gamma as text for tables: '5', 'adaptive', 'stop', or '' for methods without one (zero-padded so they sort)."""
-    return frame.apply(lambda row: row["schedule"] if row["schedule"] in SCHEDULES else
+    return frame.apply(lambda row: row["schedule"] if is_schedule(row["schedule"]) else
                        ("" if pd.isna(row["gamma"]) else f"{int(row['gamma']):2d}"), axis=1)
 
 
 def by_category(frame: pd.DataFrame, measure: str = "speedup") -> pd.DataFrame:
     """Median `measure` per variant (method, schedule, gamma) and prompt category, one column per category."""
     labels = _gamma_labels(frame)
-    variant = frame["method"] + labels.map(lambda label: "" if not label else (f" {label}" if label in SCHEDULES else f" gamma={label.strip()}"))
+    variant = frame["method"] + labels.map(lambda label: "" if not label else (f" {label}" if is_schedule(label) else f" gamma={label.strip()}"))
     table = frame.assign(variant=variant).pivot_table(index="variant", columns="category", values=measure, aggfunc="median")
     return table.reset_index().rename_axis(columns=None)
 

@@ -112,6 +112,11 @@ def run(args: argparse.Namespace) -> int:
     from specdec.inputs import Decoding, check_counts
 
     check_counts(args.max_new_tokens, args.gamma)                  # refuse bad numbers before loading anything
+    tree = {} if args.tree else None
+    if args.tree_budget is not None:
+        tree = {"budget": args.tree_budget}
+    if tree is not None and args.gamma is not None:
+        raise SpecdecError("--gamma sizes a chain draft; a tree sizes its own rounds: drop --gamma (or set --tree-budget)")
     decoding = Decoding(args.max_new_tokens, args.temperature, args.top_k, args.top_p, args.seed)
     if not args.prompt.strip():
         raise SpecdecError("the prompt is empty: pass some text with --prompt")
@@ -121,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
     pair = pairing.load_pair(args.target, args.draft, args.device, args.dtype, progress=_progress,
                              draft_quantization=args.draft_quantization)
     input_ids = pairing.encode_prompt(pair.tokenizer, args.prompt, chat=args.chat)
-    result = pairing.generate_speculative(pair, input_ids, decoding, gamma=args.gamma)
+    result = pairing.generate_speculative(pair, input_ids, decoding, gamma=args.gamma, tree=tree)
     baseline = pairing.generate_plain(pair, input_ids, decoding) if args.compare else None
     check = None
     if baseline is not None and decoding.sampling.greedy:
@@ -133,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(_report_json(args, pair, text, result, baseline), indent=2))
     else:
-        print(_report_text(pair, text, result, baseline, check, gamma=args.gamma))
+        print(_report_text(pair, text, result, baseline, check, gamma=args.gamma, drafting=_drafting(args)))
     return 0
 
 
@@ -165,7 +170,7 @@ def _report_json(args, pair, text, result, baseline) -> dict:
         "device": str(pair.device),
         "dtype": dtype_name(pair.dtype),
         "settings": {key: getattr(args, key) for key in ("gamma", "max_new_tokens", "temperature", "top_k", "top_p", "seed", "chat",
-                                                          "draft_quantization")},
+                                                          "draft_quantization")} | {"drafting": _drafting(args)},
         "text": text,
         "tokens": result.tokens,
         "stats": result.stats.to_dict(),
@@ -179,19 +184,31 @@ def _report_json(args, pair, text, result, baseline) -> dict:
     return report
 
 
-def _report_text(pair, text, result, baseline, check, gamma: int | None) -> str:
+def _drafting(args) -> str:
+    """How the run drafted, in words: 'tree (budget 16)', 'chain, gamma 4' or 'chain, stop rule'."""
+    if args.tree or args.tree_budget is not None:
+        from specdec.tree_drafter import TreeDrafter
+
+        return f"tree (budget {args.tree_budget or TreeDrafter.default_budget})"
+    return "chain, stop rule" if args.gamma is None else f"chain, gamma {args.gamma}"
+
+
+def _report_text(pair, text, result, baseline, check, gamma: int | None, drafting: str = "") -> str:
     from specdec.bench.comparison import RunComparison
     from specdec.zoo.devices import dtype_name
 
     stats = result.stats
     acceptance = "n/a (nothing drafted)" if stats.drafted == 0 else f"{stats.acceptance_rate:.1%}"
     lines = [
-        f"Device: {pair.device}   dtype: {dtype_name(pair.dtype)}",
+        f"Device: {pair.device}   dtype: {dtype_name(pair.dtype)}   draft quantization: {pair.draft_quantization}   "
+        f"drafting: {drafting}",
         "--- OUTPUT ---",
         text,
         "--- STATS ---",
         f"avg tokens per target pass: {stats.tokens_per_target_pass:.2f}   (>1 means speedup)",
         f"acceptance rate (alpha): {acceptance}   ({stats.accepted} of {stats.drafted} drafted tokens accepted)",
+        *([f"tree: {stats.drafted / max(stats.target_passes - 1, 1):.1f} nodes per round on average, "
+           f"{stats.accepted / max(stats.target_passes - 1, 1):.2f} accepted"] if drafting.startswith("tree") else []),
         f"new tokens: {stats.new_tokens}   target passes: {stats.target_passes}   draft passes: {stats.draft_passes}",
         f"time: {stats.wall_time_s:.2f} s   (draft {stats.draft_time_s:.2f} s, verify {stats.verify_time_s:.2f} s, "
         f"other {stats.other_time_s:.2f} s)   {stats.tokens_per_second:.1f} tokens/s",

@@ -50,10 +50,13 @@ def _floats(text: str) -> tuple[float, ...]:
 
 
 def _gammas(text: str) -> tuple[int | str, ...]:
+    from specdec.bench.tables import is_schedule
+
     try:
-        return tuple(part if part in ("adaptive", "stop") else int(part) for part in _names(text))
+        return tuple(part if is_schedule(part) else int(part) for part in _names(text))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers, 'adaptive' or 'stop', got '{text}'") from None
+        raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers, 'adaptive', 'stop', 'tree' or 'tree-N' "
+                                         f"(a tree of at most N nodes), got '{text}'") from None
 
 
 def _gamma(text: str) -> int | None:
@@ -85,6 +88,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--prompt", default=DEFAULT_PROMPT, help="the text to continue")
     run.add_argument("--gamma", type=_gamma, default=None, metavar="GAMMA",
                      help="drafted tokens per round, 1..64, or auto (default): draft while another token is worth its cost")
+    run.add_argument("--tree", action="store_true",
+                     help="draft a token tree instead of a chain (specdec.TreeDrafter), verified in one target pass")
+    run.add_argument("--tree-budget", type=_positive_int, default=None, metavar="N",
+                     help="at most N drafted nodes per tree (implies --tree; default 16)")
     run.add_argument("--max-new-tokens", type=int, default=64, help="tokens to generate at most (default 64)")
     run.add_argument("--temperature", type=float, default=1.0, help="0 is greedy (default 1.0)")
     run.add_argument("--top-k", type=int, default=0, help="keep the k most likely tokens; 0 keeps all (default)")
@@ -105,7 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="comma-separated: speculative, plain, generate, assisted, assisted-dynamic, hf-prompt-lookup "
                             "(generate, the baseline, always runs)")
     bench.add_argument("--gammas", type=_gammas, default=("stop",),
-                       help="comma-separated gammas, 'adaptive' and/or 'stop' (the default stop rule; default stop)")
+                       help="comma-separated gammas, 'adaptive', 'stop' (the default stop rule; default stop), 'tree' "
+                            "and/or 'tree-N' (a token tree of at most N nodes)")
     bench.add_argument("--max-adaptive-gamma", type=_positive_int, default=12, help="the largest gamma 'adaptive' may pick (default 12)")
     bench.add_argument("--categories", type=_names, default=None, help="comma-separated prompt categories (default all)")
     bench.add_argument("--prompts-per-category", type=_positive_int, default=None, help="at most this many prompts per category")

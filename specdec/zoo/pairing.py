@@ -26,6 +26,7 @@ from specdec.inputs import Decoding
 from specdec.results import GenerationResult, Round
 from specdec.schedule import GammaSchedule
 from specdec.speculative import speculative_generate
+from specdec.tree_drafter import TreeDrafter
 from specdec.zoo.catalog import PROMPT_LOOKUP
 from specdec.zoo.devices import resolve_device, resolve_dtype
 from specdec.zoo.loading import check_same_tokenizer, load_model, load_tokenizer
@@ -46,9 +47,17 @@ class LoadedPair:
     load_seconds: dict[str, float] = field(default_factory=dict)
     draft_quantization: str = "none"   # "int8": the draft's linear layers run in int8 (see draft_quantization)
 
-    def drafter(self, vocab_limit: int | None = None) -> Drafter:
-        """A fresh drafter for one generation (`vocab_limit`: see `ModelDrafter`)."""
-        return PromptLookupDrafter() if self.draft is None else ModelDrafter(self.draft, self.draft_name, vocab_limit)
+    def drafter(self, vocab_limit: int | None = None, tree: dict | None = None) -> Drafter | TreeDrafter:
+        """A fresh drafter for one generation (`vocab_limit`: see `ModelDrafter`; `tree`: `TreeDrafter` settings, {} for its defaults)."""
+        if self.draft is None:
+            if tree is not None:
+                raise SpecdecError("prompt lookup drafts a chain, not a tree: pick a draft model to draft a tree")
+            return PromptLookupDrafter()
+        if tree is not None:
+            if vocab_limit is not None:
+                raise SpecdecError("a tree drafter reads the whole output layer: drop the draft vocabulary limit to draft a tree")
+            return TreeDrafter(self.draft, self.draft_name, **tree)
+        return ModelDrafter(self.draft, self.draft_name, vocab_limit)
 
     @property
     def eos_token_ids(self) -> list[int]:
@@ -123,10 +132,11 @@ def encode_prompt(tokenizer: PreTrainedTokenizerBase, prompt: str, chat: bool = 
 
 
 def generate_speculative(pair: LoadedPair, input_ids: torch.Tensor, decoding: Decoding, gamma: int | GammaSchedule | None = None,
-                         draft_vocab_limit: int | None = None, on_round: Callable[[Round], None] | None = None) -> GenerationResult:
-    """`speculative_generate` with the pair's models and end-of-sequence ids."""
-    return speculative_generate(pair.target, pair.drafter(draft_vocab_limit), input_ids, gamma=gamma, eos_token_id=pair.eos_token_ids,
-                                on_round=on_round, **decoding.as_kwargs())
+                         draft_vocab_limit: int | None = None, on_round: Callable[[Round], None] | None = None,
+                         tree: dict | None = None) -> GenerationResult:
+    """`speculative_generate` with the pair's models and end-of-sequence ids; `tree` ({} or `TreeDrafter` settings) drafts a tree."""
+    return speculative_generate(pair.target, pair.drafter(draft_vocab_limit, tree), input_ids, gamma=None if tree is not None else gamma,
+                                eos_token_id=pair.eos_token_ids, on_round=on_round, **decoding.as_kwargs())
 
 
 def generate_plain(pair: LoadedPair, input_ids: torch.Tensor, decoding: Decoding,
