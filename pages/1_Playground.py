@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from pages.common import load_pair, offer_downloads, render_sidebar, shows_errors
-from pages.common.figures import time_split_figure
+from pages.common.figures import time_split_figure, tree_figure
 from pages.common.models import is_chat_model
 from pages.common.playground import RESULT, UPDATES_PER_SECOND, PlaygroundRun, run_playground
 from pages.common.settings import Settings
@@ -125,6 +125,18 @@ def show_run(run: PlaygroundRun, settings: Settings) -> None:
         _greedy_check(run)
     st.markdown("**Rounds**: what the draft proposed, how much the target accepted, what it added")
     _round_table(run)
+    _tree_picture(run)
+
+
+def _tree_picture(run: PlaygroundRun) -> None:
+    """The token tree of a chosen round (tree runs only)."""
+    trees = {row.round_index: row.tree for row in run.rounds if row.tree is not None}
+    if not trees:
+        return
+    st.markdown("**A round's token tree**: which guesses the draft made, and the path the target agreed with")
+    richest = max(trees, key=lambda index: (sum(node.status == "accepted" for node in trees[index].nodes), len(trees[index].nodes)))
+    chosen = st.select_slider("Round", list(trees), value=richest, help="starts at the round with the longest accepted path")
+    st.plotly_chart(tree_figure(trees[chosen], chosen), width="stretch")
 
 
 st.title("Playground")

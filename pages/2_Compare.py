@@ -14,7 +14,7 @@ from pages.common.sidebar import pair_label
 from pages.common.state import is_kept, keep, kept, remember
 from specdec.bench import harness, tables
 from specdec.bench.charts import benchmark_figures
-from specdec.bench.harness import ADAPTIVE, STOP, BenchSettings
+from specdec.bench.harness import ADAPTIVE, STOP, TREE, BenchSettings
 from specdec.bench.prompts import CATEGORIES
 from specdec.zoo.catalog import PAIRS, split_pair_name
 
@@ -43,10 +43,12 @@ def _choose_pairs() -> list[str]:
                               label_visibility="collapsed", **remember("compare_pairs", default or [options[0]]))
 
 
-def _bench_settings(gammas: tuple[int, int], stop: bool, adaptive: bool, assisted: bool, categories: list[str],
+def _bench_settings(gammas: tuple[int, int], stop: bool, adaptive: bool, assisted: bool, tree: bool, categories: list[str],
                     per_category: int, repeats: int) -> BenchSettings:
+    trees = (f"{TREE}-{settings.tree_budget}",) if tree else ()
     return BenchSettings(methods=("speculative", "assisted") if assisted else ("speculative",),
-                         gammas=((STOP,) if stop else ()) + tuple(range(gammas[0], gammas[1] + 1)) + ((ADAPTIVE,) if adaptive else ()),
+                         gammas=((STOP,) if stop else ()) + tuple(range(gammas[0], gammas[1] + 1)) + ((ADAPTIVE,) if adaptive else ())
+                         + trees,
                          categories=tuple(categories), prompts_per_category=per_category,
                          decoding=settings.decoding, repeats=repeats)
 
@@ -136,9 +138,12 @@ gamma_range = columns[0].slider("gamma range", 1, 12, **remember("compare_gammas
 categories = columns[1].multiselect("Prompt categories", CATEGORIES, **remember("compare_categories", ["code", "summarization"]))
 per_category = columns[2].number_input("prompts per category", 1, 4, **remember("compare_per_category", 1))
 repeats = columns[3].number_input("repeats", 1, 5, **remember("compare_repeats", 1))
-columns = st.columns(3)
+columns = st.columns(4)
 stop = columns[2].checkbox("Also the stop rule (the default)", **remember("compare_stop", True),
                            help="drafts token by token while another one is worth its cost")
+tree = columns[3].checkbox("Also a token tree", **remember("compare_tree", False),
+                           help=f"a TreeDrafter of at most {settings.tree_budget} nodes (the sidebar's tree budget); "
+                                "pairs whose draft is prompt lookup skip it")
 adaptive = columns[0].checkbox("Also an adaptive gamma", **remember("compare_adaptive", False),
                                help="gamma chosen round by round from the running α and the measured costs")
 assisted = columns[1].checkbox("Also transformers' assisted generation", **remember("compare_assisted", False),
@@ -160,7 +165,7 @@ stop_column.button("Stop", width="stretch", help="Stops after the run in progres
 progress_area, note_area = st.container(), st.container()
 if run:
     with progress_area, shows_errors():
-        run_comparison(chosen, _bench_settings(tuple(gamma_range), stop, adaptive, assisted, categories, int(per_category),
+        run_comparison(chosen, _bench_settings(tuple(gamma_range), stop, adaptive, assisted, tree, categories, int(per_category),
                                                int(repeats)))
 if st.session_state.get(NOTE):
     note_area.warning(st.session_state[NOTE])

@@ -98,6 +98,10 @@ def test_settings_round_trip_through_a_query_string():
     settings = Settings(pair=CUSTOM, custom_draft="prompt-lookup", custom_target="./my-model", stop_rule=False, gamma=6,
                         decoding=decoding)
     assert Settings.from_query(settings.to_query(), ["cpu"]) == (settings, [])
+    tree = Settings(tree=True, tree_budget=9)
+    assert Settings.from_query(tree.to_query(), ["cpu"]) == (tree, [])
+    assert (tree.tree_settings, tree.schedule, tree.drafting) == ({"budget": 9}, None, "tree (budget 9)")
+    assert Settings.from_query({"tree_budget": "0"}, ["cpu"]) == (Settings(), ["tree_budget=0"])
     assert "custom_draft" not in Settings(gamma=2).to_query()
     assert Settings.from_query({"top_p": "0", "seed": "x", "gamma": "99", "dtype": "int3", "stop_rule": "maybe"}, ["cpu"]) == (
         Settings(), ["dtype=int3", "stop_rule=maybe", "gamma=99", "top_p=0", "seed=x"])

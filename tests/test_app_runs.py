@@ -160,3 +160,15 @@ def test_the_playground_drafts_with_the_stop_rule_by_default():
     no_errors(app)
     assert any("stop rule" in caption.value for caption in app.caption)            # the run says how it drafted
     assert any("identical" in success.value for success in app.success)            # greedy: the target's own tokens
+
+
+def test_a_tree_run_draws_its_tree_and_stays_exact():
+    app = open_app("pages/1_Playground.py", pair=TINY_PAIR, tree="True", tree_budget="8", temperature="0", max_new_tokens="20")
+    assert sidebar_widget(app, "toggle", "Token tree").value is True
+    run_playground(app)
+    no_errors(app)
+    assert any("tree (budget 8)" in caption.value for caption in app.caption)
+    assert any("identical" in success.value for success in app.success)      # greedy, float32: the target's own tokens
+    tree = next(element for element in app.get("plotly_chart") if "drafted nodes" in element.proto.spec)
+    assert "accepted" in tree.proto.spec and "root" in tree.proto.spec
+    assert app.dataframe[0].value["tokens out"].sum() == 20

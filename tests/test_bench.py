@@ -3,6 +3,8 @@
 Nothing here times anything against a threshold: speed is measured by `specdec bench`, not asserted.
 """
 
+from dataclasses import replace
+
 import pandas as pd
 import pytest
 import torch
@@ -206,3 +208,18 @@ def test_the_greedy_oracle_is_a_ceiling_for_the_rounds_any_schedule_drafts(tiny_
         steps = 1.0 + sum(len(r.drafted) * costs.c + costs.v(len(r.drafted)) for r in result.rounds[1:])
         oracle = greedy_oracle_speedup(draft_agreement(pair.draft, prompt, result.tokens), costs)
         assert oracle >= len(result.tokens) / steps - 1e-9, gamma
+
+
+def test_trees_run_next_to_the_chain_and_skip_pairs_without_a_draft_model(tiny_loaded_pair):
+    from specdec.bench.tables import by_category
+
+    settings = BenchSettings(methods=("speculative",), gammas=(2, "tree", "tree-4"), categories=("code",), prompts_per_category=1,
+                             decoding=Decoding(max_new_tokens=16, temperature=0.0, seed=0))
+    frame = run_benchmark([tiny_loaded_pair], settings)
+    trees = frame[frame["schedule"].isin(["tree", "tree-4"])]
+    assert len(trees) == 2 and trees["gamma"].isna().all() and (trees["tokens_per_target_pass"] > 1).all()
+    assert {"speculative tree", "speculative tree-4", "speculative gamma=2"} <= set(by_category(frame)["variant"])
+    lookup = replace(tiny_loaded_pair, draft=None, draft_name="prompt-lookup")
+    assert {run.gamma for run in plan_runs(lookup, settings)} == {None, 2}
+    with pytest.raises(SpecdecError, match="tree-N"):
+        BenchSettings(gammas=("tree-0",))

@@ -75,7 +75,21 @@ def test_run_json_with_chat_and_prompt_lookup(capsys, model_folders):
     assert report["settings"]["chat"] is True
 
 
+def test_run_with_a_tree(capsys, model_folders):
+    code, out, _ = run_cli(capsys, "run", "--target", model_folders["target"], "--draft", model_folders["draft"],
+                           "--prompt", "w2 w3 w4", "--max-new-tokens", "12", "--temperature", "0", "--tree-budget", "6", "--compare")
+    assert code == 0
+    assert "drafting: tree (budget 6)" in out and "nodes per round on average" in out
+    assert "identical to the target's own greedy output: yes" in out
+    code, out, _ = run_cli(capsys, "run", "--target", model_folders["target"], "--draft", model_folders["draft"],
+                           "--prompt", "w2 w3", "--max-new-tokens", "6", "--tree", "--json")
+    assert code == 0 and json.loads(out)["settings"]["drafting"] == "tree (budget 16)"
+
+
 @pytest.mark.parametrize("argv, fragment", [
+    (["--tree", "", "--gamma", "4"], "drop --gamma"),
+    (["--tree-budget", "0"], "--tree-budget"),
+    (["--tree", "", "--draft", "prompt-lookup"], "prompt lookup drafts a chain"),
     (["--gamma", "0"], "gamma"),
     (["--gamma", "65"], "gamma"),
     (["--gamma", "four"], "--gamma"),
@@ -96,7 +110,7 @@ def test_bad_input_is_one_line_and_exit_2(capsys, model_folders, argv, fragment)
     base = {"--target": model_folders["target"], "--draft": model_folders["draft"], "--prompt": "w2 w3", "--max-new-tokens": "4"}
     for flag, value in zip(argv[::2], argv[1::2]):
         base[flag] = value
-    code, _, err = run_cli(capsys, "run", *[item for pair in base.items() for item in pair])
+    code, _, err = run_cli(capsys, "run", *[item for pair in base.items() for item in pair if item != ""])
     assert code == 2
     assert len(error_lines(err)) == 1 and fragment in error_lines(err)[0], err
     assert "Traceback" not in err

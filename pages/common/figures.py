@@ -1,7 +1,7 @@
 """Plotly figures for the Explainer and the Playground, drawn from results `specdec` computed.
 
 Explainer: bars for p, q, min(p, q), the residual and the Monte-Carlo output; the speedup curve.
-Playground: where a run's time went. (The Compare page's figures are `specdec.bench.charts`, which
+Playground: where a run's time went, and a token tree with its accepted path. (The Compare page's figures are `specdec.bench.charts`, which
 `specdec bench` shares.) Nothing is computed here.
 """
 
@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
+from pages.common.trace import TreeView
 from specdec.bench.comparison import TimeShare
 from specdec.reference.explainer import AcceptRejectPicture, SpeedupCurve
 
@@ -76,4 +77,35 @@ def time_split_figure(shares: Sequence[TimeShare]) -> go.Figure:
     figure.update_layout(barmode="stack", height=170, margin=dict(l=10, r=10, t=30, b=10), xaxis_title="seconds",
                          title="where the speculative run's time went", legend=dict(orientation="h", y=-0.6, traceorder="normal"),
                          yaxis=dict(showticklabels=False))
+    return figure
+
+
+TREE_COLOURS = {"accepted": OVERLAP_COLOUR, "rejected": RESIDUAL_COLOUR, "not tested": "#bbbbbb"}
+
+
+def tree_figure(view: TreeView, round_index: int) -> go.Figure:
+    """A round's token tree: the root on the left, one column per depth, the accepted path in green."""
+    figure = go.Figure()
+    root_y = sum(node.y for node in view.nodes if node.parent == -1) / max(sum(node.parent == -1 for node in view.nodes), 1)
+    place = [(node.depth, node.y) for node in view.nodes]
+    for node, (x, y) in zip(view.nodes, place):
+        parent_x, parent_y = (0, root_y) if node.parent == -1 else place[node.parent]
+        figure.add_trace(go.Scatter(x=[parent_x, x], y=[parent_y, y], mode="lines", hoverinfo="skip", showlegend=False,
+                                    line=dict(color=TREE_COLOURS[node.status], width=4 if node.status == "accepted" else 1.5)))
+    figure.add_trace(go.Scatter(x=[0], y=[root_y], mode="markers+text", text=[view.root], textposition="middle left",
+                                marker=dict(size=16, color="#444444"), name="root: the last token before the round",
+                                hovertext=["the text so far ends here"], hoverinfo="text"))
+    for status, colour in TREE_COLOURS.items():
+        chosen = [node for node in view.nodes if node.status == status]
+        if not chosen:
+            continue
+        figure.add_trace(go.Scatter(
+            x=[node.depth for node in chosen], y=[node.y for node in chosen], mode="markers+text", name=status,
+            text=[node.text for node in chosen], textposition="top center", marker=dict(size=14, color=colour),
+            hovertext=[f"{node.text}: p = {node.p:.3f}, q = {node.q:.3f}" + ("" if node.u is None else f", u = {node.u:.3f}")
+                       for node in chosen], hoverinfo="text"))
+    figure.update_layout(title=f"round {round_index}: {len(view.nodes)} drafted nodes; the target then added "
+                               f"{view.added!r} ({view.added_kind})",
+                         xaxis=dict(title="depth (tokens after the root)", dtick=1), yaxis=dict(visible=False, autorange="reversed"),
+                         **LAYOUT)
     return figure

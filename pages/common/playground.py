@@ -78,7 +78,7 @@ def _speculative_phase(pair: LoadedPair, input_ids: torch.Tensor, run: Playgroun
             slot.html(tokens_html(builder.spans))
 
     result = pairing.generate_speculative(pair, input_ids, run.settings.decoding, gamma=run.settings.schedule,
-                                          on_round=on_round if stream else None)
+                                          on_round=on_round if stream else None, tree=run.settings.tree_settings)
     finished = builder if stream else trace(result, _decoder(pair))
     return replace(run, spans=tuple(finished.spans), rounds=tuple(finished.rows), speculative=result)
 
@@ -108,6 +108,8 @@ def run_playground(pair: LoadedPair, input_ids: torch.Tensor, settings: Settings
         speculative_slot, plain_slot = left.empty(), right.empty()
     run = PlaygroundRun(settings, str(pair.device), dtype_name(pair.dtype), int(input_ids.shape[-1]), phase="speculative")
     drafts = "while another token is worth it" if settings.stop_rule else f"{settings.gamma} tokens per round"
+    if settings.tree:
+        drafts = f"a tree of up to {settings.tree_budget} tokens per round"
     with statuses.status(f"Speculative decoding: {settings.draft} drafts {drafts}, "
                          f"{settings.target} verifies them in one pass …") as status:
         run = _speculative_phase(pair, input_ids, run, stream, speculative_slot)

@@ -22,6 +22,7 @@ from specdec.zoo.quantization import QUANTIZATIONS
 
 CUSTOM = "custom"               # the pair picker's entry for your own draft and target
 GAMMA_RANGE = (1, 16)
+TREE_BUDGET_RANGE = (1, 64)
 TEMPERATURE_RANGE = (0.0, 2.0)
 TOP_K_RANGE = (0, 1000)
 TOP_P_RANGE = (0.05, 1.0)
@@ -41,6 +42,8 @@ class Settings:
     draft_quantization: str = "none"  # "int8": a cheaper draft on the CPU, the same output
     stop_rule: bool = True            # draft while another token is worth its cost (specdec.stop_rule); else gamma
     gamma: int = 4                    # drafted tokens per round when the stop rule is off
+    tree: bool = False                # draft a token tree (specdec.TreeDrafter) instead of a chain
+    tree_budget: int = 16             # at most this many drafted nodes per tree
     decoding: Decoding = field(default_factory=lambda: Decoding(max_new_tokens=48, temperature=0.0, seed=0))
 
     @property
@@ -53,12 +56,19 @@ class Settings:
 
     @property
     def schedule(self) -> int | None:
-        """The `gamma` argument of `generate_speculative`: None (the stop rule) or the fixed gamma."""
-        return None if self.stop_rule else self.gamma
+        """The `gamma` argument of `generate_speculative`: None (the stop rule, or a tree) or the fixed gamma."""
+        return None if self.stop_rule or self.tree else self.gamma
+
+    @property
+    def tree_settings(self) -> dict | None:
+        """The `tree` argument of `generate_speculative`: None for a chain, else the `TreeDrafter` settings."""
+        return {"budget": self.tree_budget} if self.tree else None
 
     @property
     def drafting(self) -> str:
-        """How rounds are drafted, in words: 'stop rule' or 'gamma 4'."""
+        """How rounds are drafted, in words: 'tree (budget 16)', 'stop rule' or 'gamma 4'."""
+        if self.tree:
+            return f"tree (budget {self.tree_budget})"
         return "stop rule" if self.stop_rule else f"gamma {self.gamma}"
 
     @property
@@ -122,6 +132,8 @@ PARSERS: dict[str, Parser] = {
     "draft_quantization": _one_of(lambda devices: QUANTIZATIONS),
     "stop_rule": lambda text, devices: {"True": True, "False": False}.get(text),
     "gamma": _number(int, GAMMA_RANGE),
+    "tree": lambda text, devices: {"True": True, "False": False}.get(text),
+    "tree_budget": _number(int, TREE_BUDGET_RANGE),
     "max_new_tokens": _number(int, MAX_NEW_TOKENS_RANGE),
     "temperature": _number(float, TEMPERATURE_RANGE),
     "top_k": _number(int, TOP_K_RANGE),

@@ -19,6 +19,7 @@ from pages.common.settings import (
     TEMPERATURE_RANGE,
     TOP_K_RANGE,
     TOP_P_RANGE,
+    TREE_BUDGET_RANGE,
     Settings,
 )
 from pages.common.state import is_kept, keep, kept, remember
@@ -88,11 +89,17 @@ def render_sidebar() -> Settings:
             help="int8 makes each draft step several times cheaper on a CPU (a smaller c). Only the draft's q changes, "
                  "never the output. With bfloat16 it is the fastest setting on this project's CPU.")
         st.subheader("Decoding")
-        stop_rule = st.toggle("Stop rule: draft while worth it", **remember("stop_rule", initial.stop_rule),
+        tree = st.toggle("Token tree", **remember("tree", initial.tree),
+                         help="Draft a tree of guesses (several where the draft hesitates) and verify it in one target pass; "
+                              "the target walks down the branch it agrees with. Off: a chain of guesses.")
+        tree_budget = st.slider("tree budget: drafted nodes at most", *TREE_BUDGET_RANGE, disabled=not tree,
+                                **remember("tree_budget", initial.tree_budget),
+                                help="the tree grows while another node is worth its cost, up to this many nodes")
+        stop_rule = st.toggle("Stop rule: draft while worth it", disabled=tree, **remember("stop_rule", initial.stop_rule),
                               help="After each drafted token, draft another only if it raises the expected tokens per second "
                                    "(from the draft's confidence and the costs c and v). Off: a fixed gamma every round.")
-        gamma = st.slider("gamma: drafted tokens per round", *GAMMA_RANGE, disabled=stop_rule, **remember("gamma", initial.gamma),
-                          help="used when the stop rule is off")
+        gamma = st.slider("gamma: drafted tokens per round", *GAMMA_RANGE, disabled=stop_rule or tree,
+                          **remember("gamma", initial.gamma), help="used for a chain when the stop rule is off")
         temperature = st.slider("temperature (0 = greedy)", *TEMPERATURE_RANGE, step=0.05,
                                 **remember("temperature", initial.decoding.temperature))
         top_k = st.number_input("top-k (0 = off)", *TOP_K_RANGE, step=1, **remember("top_k", initial.decoding.top_k))
@@ -104,7 +111,8 @@ def render_sidebar() -> Settings:
         if problems:
             st.warning(f"The link had values this app cannot use; defaults were taken for: {', '.join(problems)}")
     decoding = Decoding(int(max_new_tokens), float(temperature), int(top_k), float(top_p), int(seed))
-    settings = Settings(pair, custom_draft, custom_target, device, dtype, draft_quantization, bool(stop_rule), int(gamma), decoding)
+    settings = Settings(pair, custom_draft, custom_target, device, dtype, draft_quantization, bool(stop_rule), int(gamma), bool(tree),
+                        int(tree_budget), decoding)
     _write_query(settings)
     return settings
 

@@ -26,6 +26,11 @@ model and no torch. Each token's text is what decoding adds when the token is ap
 output so far; a token that ends inside a multi-byte character (the decoder then shows U+FFFD)
 contributes nothing until the character is complete, so no replacement characters appear.
 
+A token-tree round (`specdec.TreeDrafter`) reads like a chain: the accepted path, then the children
+of its last node the target rejected; its row says how many other nodes the tree had, and carries a
+`TreeView` (every node with its depth, a place to draw it, p, q, u and how the rule treated it) for
+the Playground's tree picture.
+
 Not handled: drafted tokens that were never tested (after a rejection) get no span; the round
 table lists them.
 """
@@ -33,7 +38,7 @@ table lists them.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 
 from specdec.results import DraftedToken, GenerationResult, Round, TokenOrigin
@@ -103,6 +108,30 @@ class TokenSpan:
 
 
 @dataclass(frozen=True)
+class TreeNode:
+    """One drafted node of a token tree, placed for drawing: x is its depth, y its row."""
+
+    text: str
+    depth: int
+    y: float
+    parent: int               # index of the parent node; -1 for the root's children
+    p: float
+    q: float
+    u: float | None
+    status: str               # "accepted" (on the path in the output), "rejected" or "not tested"
+
+
+@dataclass(frozen=True)
+class TreeView:
+    """A tree round ready to draw: the root (the last token before the round), its nodes, the target's token."""
+
+    root: str
+    nodes: tuple[TreeNode, ...]
+    added: str
+    added_kind: str           # "bonus" or "resampled"
+
+
+@dataclass(frozen=True)
 class RoundRow:
     """One row of the per-round table."""
 
@@ -113,6 +142,7 @@ class RoundRow:
     added: str         # the token the target added
     added_kind: str    # "resampled", "bonus" or "target"
     emitted: int       # tokens this round appended to the output
+    tree: TreeView | None = None   # a tree round's nodes, for drawing
 
 
 class _IncrementalText:
@@ -169,6 +199,9 @@ class TraceBuilder:
 
     def add_round(self, round_: Round) -> None:
         """One speculative round: its spans in reading order, and its row of the round table."""
+        if round_.tree is not None:
+            self._add_tree_round(round_)
+            return
         index = len(self.rows)
         proposal = self.text.peek([drafted.token for drafted in round_.drafted])
         pieces = []
@@ -186,6 +219,68 @@ class TraceBuilder:
             pieces.append(self.text.append(token))
             self.spans.append(TokenSpan(pieces[-1], token, SpanKind(origin.value), index, replaces=replaces))
         self.rows.append(_round_row(index, round_, proposal, pieces))
+
+
+    def _add_tree_round(self, round_: Round) -> None:
+        """A tree round, read as the chain it came to (the path, then the rejected children of its end)."""
+        root = visible(next((span.text for span in reversed(self.spans) if span.in_output), ""))
+        nodes = [visible(self.text.decode([drafted.token])) for drafted in round_.drafted]   # each node's own text
+        chain = chain_view(round_)
+        self.add_round(chain)
+        extra = len(round_.drafted) - len(chain.drafted)
+        row = self.rows[-1]
+        self.rows[-1] = replace(row, drafted=row.drafted + (f"  (+{extra} other nodes)" if extra else ""),
+                                drafted_count=len(round_.drafted), tree=tree_view(round_, root, nodes, row.added, row.added_kind))
+
+
+def chain_view(round_: Round) -> Round:
+    """A tree round as a chain: the accepted path, then the children of the path's last node that were rejected.
+
+    >>> from specdec.results import DraftedToken as D, TreeTrace, TokenOrigin as O
+    >>> tree_round = Round((D(5, 0.0, 1.0, None, False), D(6, 1.0, 1.0, None, True), D(7, 0.0, 1.0, None, False)),
+    ...                    1, 8, O.RESAMPLED, ((6, O.ACCEPTED), (8, O.RESAMPLED)), tree=TreeTrace((-1, -1, 1), (1,)))
+    >>> [d.token for d in chain_view(tree_round).drafted]
+    [6, 7]
+    """
+    tree = round_.tree
+    end = tree.path[-1] if tree.path else -1
+    rejected = [node for node, parent in enumerate(tree.parents) if parent == end and round_.drafted[node].accepted is False]
+    return replace(round_, drafted=tuple(round_.drafted[node] for node in (*tree.path, *rejected)), tree=None)
+
+
+def tree_view(round_: Round, root: str, texts: Sequence[str], added: str, added_kind: str) -> TreeView:
+    """Place every node of a tree round for drawing: x = depth, leaves one row apart, parents centred over their children.
+
+    >>> from specdec.results import DraftedToken as D, TreeTrace, TokenOrigin as O
+    >>> tree_round = Round((D(5, 0.0, 1.0, None, False), D(6, 1.0, 1.0, None, True), D(7, 0.0, 1.0, None, False)),
+    ...                    1, 8, O.RESAMPLED, ((6, O.ACCEPTED), (8, O.RESAMPLED)), tree=TreeTrace((-1, -1, 1), (1,)))
+    >>> [(n.text, n.depth, n.y, n.status) for n in tree_view(tree_round, "r", ["a", "b", "c"], "d", "resampled").nodes]
+    [('a', 1, 0.0, 'rejected'), ('b', 1, 1.0, 'accepted'), ('c', 2, 1.0, 'rejected')]
+    """
+    parents = round_.tree.parents
+    children: dict[int, list[int]] = {}
+    for node, parent in enumerate(parents):
+        children.setdefault(parent, []).append(node)
+    rows: dict[int, float] = {}
+    next_row = 0.0
+
+    def place(node: int) -> float:
+        nonlocal next_row
+        if node not in children:
+            rows[node], next_row = next_row, next_row + 1
+            return rows[node]
+        rows[node] = sum(place(child) for child in children[node]) / len(children[node])
+        return rows[node]
+
+    for top in children.get(-1, []):
+        place(top)
+    depths: list[int] = []
+    for parent in parents:
+        depths.append(1 if parent == -1 else depths[parent] + 1)
+    status = {True: "accepted", False: "rejected", None: "not tested"}
+    nodes = tuple(TreeNode(texts[node], depths[node], rows[node], parent, drafted.p, drafted.q, drafted.u, status[drafted.accepted])
+                  for node, (parent, drafted) in enumerate(zip(parents, round_.drafted)))
+    return TreeView(root, nodes, added, added_kind)
 
 
 def _round_row(index: int, round_: Round, proposal: list[str], pieces: list[str]) -> RoundRow:

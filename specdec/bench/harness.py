@@ -141,7 +141,7 @@ def plan_runs(pair: LoadedPair, settings: BenchSettings) -> list[Run]:
     """Every run for one pair, interleaved: per (prompt, temperature, repeat) all methods back to back,
     in reverse order on odd repeats."""
     variants = [(method, gamma) for method in settings.all_methods if applicable(method, pair)
-                for gamma in settings.gammas_for(method)]
+                for gamma in settings.gammas_for(method) if tree_settings(gamma) is None or pair.draft is not None]  # trees need a model
     runs = []
     for prompt in suite(settings.categories, settings.prompts_per_category):
         for temperature in settings.temperature_sweep:
