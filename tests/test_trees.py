@@ -10,7 +10,9 @@
 """
 
 import copy
+from collections import Counter
 
+import numpy as np
 import pytest
 import torch
 from distribution_check import exact_distribution, sampled_counts
@@ -243,4 +245,53 @@ def test_negative_control_broken_tree_rules_fail(small_pair, monkeypatch, broken
     target, draft = small_pair
     monkeypatch.setattr(specdec.speculative, "verify_tree_sampled", broken_rule)
     fit, _ = tree_fit(target, draft, SamplingConfig(temperature=1.0))
+    assert fit.p_value < SIGNIFICANCE, fit
+
+
+# ---- the rule at one node, in the NumPy reference ----------------------------------------------
+
+TOY_CASES = [((0.3, 0.4, 0.3), (0.6, 0.2, 0.2)), ((0.1, 0.1, 0.8), (0.45, 0.45, 0.1)), ((0.5, 0.25, 0.25, 0.0), (0.1, 0.2, 0.3, 0.4))]
+
+
+def no_correction_rule(p, q, candidates, rng):
+    """BROKEN: every guess is tested against p and q themselves, the first that passes is emitted, else a residual sample."""
+    from specdec.reference.rule import sample_from
+    from specdec.reference.theory import residual_distribution
+
+    s = np.asarray(q, dtype=float)
+    for index in range(candidates):
+        x = sample_from(s, rng)
+        if rng.random() * q[x] < p[x]:
+            return x, index
+        s = s.copy()
+        s[x] = 0.0
+        s = s / s.sum()
+    return sample_from(residual_distribution(p, q), rng), None
+
+
+@pytest.mark.parametrize("p, q", TOY_CASES)
+def test_the_reference_multi_candidate_rule_emits_p_and_accepts_as_often_as_theory_says(p, q):
+    from specdec.reference.rule import multi_candidate_rule
+    from specdec.reference.stats import binomial_standard_error
+    from specdec.reference.theory import multi_candidate_acceptance
+
+    p, q = np.array(p), np.array(q)
+    rng = np.random.default_rng(7)
+    trials = 40_000
+    for candidates in (1, 2, 3):
+        outcomes = [multi_candidate_rule(p, q, candidates, rng) for _ in range(trials)]
+        counts = Counter(token for token, _ in outcomes)
+        fit = chi_square_test({(token,): n for token, n in counts.items()}, {(i,): float(v) for i, v in enumerate(p) if v > 0})
+        assert fit.p_value > SIGNIFICANCE, (candidates, fit)
+        accepted = sum(index is not None for _, index in outcomes) / trials
+        expected = multi_candidate_acceptance(p, q, candidates)
+        assert abs(accepted - expected) < 5 * binomial_standard_error(expected, trials) + 1e-9
+    assert multi_candidate_acceptance(p, q, 2) > multi_candidate_acceptance(p, q, 1)   # a second guess helps
+
+
+def test_negative_control_the_rule_without_correction_is_caught():
+    p, q = np.array(TOY_CASES[1][0]), np.array(TOY_CASES[1][1])
+    rng = np.random.default_rng(7)
+    counts = Counter(no_correction_rule(p, q, 2, rng)[0] for _ in range(40_000))
+    fit = chi_square_test({(token,): n for token, n in counts.items()}, {(i,): float(v) for i, v in enumerate(p)})
     assert fit.p_value < SIGNIFICANCE, fit

@@ -63,6 +63,32 @@ def speculative_rule(p: np.ndarray, q: np.ndarray, drafted: int, u: float, rng: 
     return sample_from(residual_distribution(p, q), rng), False
 
 
+def multi_candidate_rule(p: np.ndarray, q: np.ndarray, candidates: int, rng: np.random.Generator) -> tuple[int, int | None]:
+    """One node of a token tree: up to `candidates` guesses drawn from q without replacement, tested in turn.
+
+    Recursive rejection sampling (SpecInfer; Jeon et al. 2024): test each guess x against what is
+    left of p, r, with chance min(1, r(x) / s(x)), s being the law the guess was drawn from; after a
+    rejection r <- norm(max(0, r - s)) and s <- s without x, renormalised; if every guess fails,
+    emit a sample of r. Each test is the chain's rule with target r and draft s, which emits exactly
+    r, so by induction the emitted token has law p. Returns (token, index of the accepted guess or None).
+
+    >>> multi_candidate_rule(np.array([0.0, 1.0]), np.array([0.5, 0.5]), 2, np.random.default_rng(0))[0]
+    1
+    """
+    r, s = np.asarray(p, dtype=np.float64), np.asarray(q, dtype=np.float64)
+    for index in range(candidates):
+        if s.sum() <= 0:
+            break
+        x = sample_from(s, rng)
+        if rng.random() * s[x] < r[x]:
+            return x, index
+        r = residual_distribution(r, s)
+        s = s.copy()
+        s[x] = 0.0
+        s = s / s.sum() if s.sum() > 0 else s
+    return sample_from(r, rng), None
+
+
 def sample_one_position(p: np.ndarray, q: np.ndarray, trials: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Run the rule `trials` times at one position, vectorised. Returns (tokens, accepted).
 

@@ -75,6 +75,31 @@ def residual_distribution(p: Sequence[float], q: Sequence[float], strict: bool =
     return excess / total if total > 0 else p_array / p_array.sum()
 
 
+def multi_candidate_acceptance(p: Sequence[float], q: Sequence[float], candidates: int) -> float:
+    """The chance that one of `candidates` guesses, drawn from q without replacement, is accepted at one tree node.
+
+    The guesses are tested in turn (`specdec.reference.rule.multi_candidate_rule`): the first as in
+    the chain, with chance sum(min(p, q)); after rejecting x, the next one is tested against what is
+    left of p, norm(max(0, p - q)), and drawn from q without x. One candidate is alpha:
+
+    >>> round(multi_candidate_acceptance([0.3, 0.4, 0.3], [0.6, 0.2, 0.2], 1), 4)
+    0.7
+    >>> round(multi_candidate_acceptance([0.3, 0.4, 0.3], [0.6, 0.2, 0.2], 2), 4)
+    0.95
+    """
+    p_array, q_array = _as_distribution(p, "p"), _as_distribution(q, "q")
+    if candidates <= 0 or q_array.sum() <= 0:
+        return 0.0
+    accepted = float(np.minimum(p_array, q_array).sum())
+    left = residual_distribution(p_array, q_array)
+    for x in np.flatnonzero(q_array > p_array):                      # a rejection of x has chance q(x) - p(x)
+        rest = q_array.copy()
+        rest[x] = 0.0
+        if rest.sum() > 0:
+            accepted += float(q_array[x] - p_array[x]) * multi_candidate_acceptance(left, rest / rest.sum(), candidates - 1)
+    return accepted
+
+
 def expected_tokens_per_pass(alpha: float, gamma: int) -> float:
     """E[tokens per target pass] = (1 - alpha^(gamma+1)) / (1 - alpha).
 
