@@ -47,6 +47,7 @@ from specdec.reference.theory import (  # noqa: E402
     acceptance_rate,
     best_gamma,
     expected_tokens_per_pass,
+    multi_candidate_acceptance,
     pays_off,
     residual_distribution,
     total_variation,
@@ -329,6 +330,8 @@ NUMBERS += [
     Reported(METHODS, "Spec-Bench measured 1.59x overall", SPEC_BENCH),
     Reported(METHODS, "1.73 accepted tokens per step for prompt lookup", SPEC_BENCH),
     # exercises: chapter 1's formula
+    Computed(METHODS, r"one guess is accepted with probability $\alpha = <<.2f>>$; two guesses drawn without replacement: <<.2f>>.",
+             lambda: (multi_candidate_acceptance(TOY_P, TOY_Q, 1), multi_candidate_acceptance(TOY_P, TOY_Q, 2))),
     Computed(METHODS, r"$\alpha = <<.1f>>$ at $\gamma = <<d>>$, what speedup", lambda: (0.6, 4)),
     Computed(METHODS, r"With $c = 0$ the speedup equals the tokens per pass: $(1 - <<.1f>>^{<<d>>}) / (1 - <<.1f>>) = <<.2f>>$",
              lambda: (0.6, 5, 0.6, walltime_speedup(0.6, 4, 0.0))),
