@@ -13,7 +13,8 @@ The folders are the layers; each imports only from the layers listed before it:
 
     specdec/reference/   the rule, its formulas, its classic bugs and statistics, in NumPy
     specdec/             the engine: the loop (speculative.py), the rule in torch (verification.py),
-                         drafters, KV caches, sampling, gamma schedules, costs, plain decoding
+                         drafters, token trees (trees.py, tree_drafter.py, tree_verification.py),
+                         KV caches, sampling, gamma schedules and the stop rule, costs, plain decoding
     specdec/zoo/         models: the catalogue, fetching, converted copies, loading, pairs
     specdec/bench/       measurement: prompts, the harness, transformers' baselines, tables, charts
     specdec/cli/         the `specdec` command

@@ -19,7 +19,7 @@ slower, never change the output distribution.
 A drafter that reports how sure it is (`ModelDrafter`) can stop a round early when a stop rule
 says another token is not worth its cost (`specdec.stop_rule.ConfidenceStop`, the default).
 
-Not handled: token trees (one chain of drafts per round), drafters with another tokenizer.
+Not handled here: token trees (`specdec.tree_drafter.TreeDrafter` drafts those), drafters with another tokenizer.
 """
 
 from __future__ import annotations

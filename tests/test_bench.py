@@ -223,3 +223,5 @@ def test_trees_run_next_to_the_chain_and_skip_pairs_without_a_draft_model(tiny_l
     assert {run.gamma for run in plan_runs(lookup, settings)} == {None, 2}
     with pytest.raises(SpecdecError, match="tree-N"):
         BenchSettings(gammas=("tree-0",))
+    with pytest.raises(SpecdecError, match="vocabulary limit"):
+        BenchSettings(gammas=("tree",), draft_vocab_limit=16)

@@ -85,6 +85,8 @@ class BenchSettings:
                                   for gamma in self.gammas):
             raise SpecdecError(f"gammas must be whole numbers from 1 to {MAX_GAMMA}, '{ADAPTIVE}', '{STOP}', '{TREE}' or "
                                f"'{TREE}-N' (a tree of at most N nodes), got {list(self.gammas)}")
+        if self.draft_vocab_limit is not None and any(tree_settings(gamma) is not None for gamma in self.gammas):
+            raise SpecdecError("a tree drafter reads the whole output layer: drop the draft vocabulary limit or the tree gammas")
         if self.repeats < 1 or self.warmup_runs < 0:
             raise SpecdecError("repeats must be >= 1 and warmup_runs >= 0")
         if self.temperatures is not None and (any(t < 0 for t in self.temperatures) or not self.temperatures):
