@@ -90,6 +90,32 @@ def report_line(saved: str, pattern: str) -> float:
     return float(match.group(1))
 
 
+def tree_against_chain(saved: str) -> dict[str, float]:
+    """From a saved `specdec bench` CSV with fixed gammas and 'tree': the tree against the best fixed chain.
+
+    The best chain is the fixed gamma with the highest median speedup; everything is a median over
+    the prompts, `paired` the median of the per-prompt ratios tree / best chain. `by_category` gives
+    one category's medians (speedups only).
+    """
+    import io
+
+    import pandas as pd
+
+    frame = pd.read_csv(io.StringIO(saved))
+    runs = frame[frame["method"] == "speculative"]
+    fixed = runs[runs["schedule"] == "fixed"]
+    best = fixed.groupby("gamma")["speedup"].median().idxmax()
+    chain, tree = fixed[fixed["gamma"] == best], runs[runs["schedule"] == "tree"]
+    ratio = tree.set_index("prompt_id")["speedup"] / chain.set_index("prompt_id")["speedup"]
+    return {"gamma": int(best), "tree_tpp": tree["tokens_per_target_pass"].median(), "chain_tpp": chain["tokens_per_target_pass"].median(),
+            "tree": tree["speedup"].median(), "chain": chain["speedup"].median(),
+            "ratio": tree["speedup"].median() / chain["speedup"].median(), "paired": ratio.median(),
+            "nodes": tree["mean_gamma"].median(), "c": runs["draft_cost_ratio"].median(),
+            **{f"{category}_tree": group[group["schedule"] == "tree"]["speedup"].median() for category, group in runs.groupby("category")},
+            **{f"{category}_chain": group[(group["schedule"] == "fixed") & (group["gamma"] == best)]["speedup"].median()
+               for category, group in runs.groupby("category")}}
+
+
 def cli_output(*argv: str) -> str:
     """What `specdec <argv>` prints, run in this process."""
     from specdec.cli import main

@@ -64,6 +64,7 @@ from lesson_entries import (  # noqa: E402,F401  (entry_text and the kinds are w
     entry_text,
     report_line,
     stats,
+    tree_against_chain,
     vector,
 )
 
@@ -289,6 +290,8 @@ NUMBERS += [
 # --- 03-methods.md: numbers the papers and benchmarks report ---------------------------------
 
 METHODS = "03-methods.md"
+TREE_BENCH_BF16 = ('specdec bench --pairs "qwen2.5-coder-0.5b->qwen2.5-coder-1.5b" --methods speculative --gammas 3,4,5,6,stop,tree '
+                   '--prompts-per-category 2 --max-new-tokens 128 --dtype bfloat16 --out benchmarks/trees-bf16.csv --markdown')
 SPEC_BENCH = "https://github.com/hemingkx/Spec-Bench/blob/main/Leaderboard.md"   # A100 table, Vicuna-7B-v1.3
 CHEN = "https://arxiv.org/abs/2302.01318"
 PROMPT_LOOKUP = "https://github.com/apoorvumang/prompt-lookup-decoding"
@@ -332,6 +335,16 @@ NUMBERS += [
     # exercises: chapter 1's formula
     Computed(METHODS, r"one guess is accepted with probability $\alpha = <<.2f>>$; two guesses drawn without replacement: <<.2f>>.",
              lambda: (multi_candidate_acceptance(TOY_P, TOY_Q, 1), multi_candidate_acceptance(TOY_P, TOY_Q, 2))),
+    Measured(METHODS, "The tree made <<.2f>> tokens per target pass against <<.2f>> for the best fixed chain (gamma <<d>>), and ran "
+                      "<<.2f>>x faster than the target alone against <<.2f>>x: <<.2f>>x the best chain (the median of the per-prompt "
+                      "ratios: <<.2f>>x). It drafted <<.1f>> nodes per round",
+             TREE_BENCH_BF16, "trees-bf16.csv",
+             lambda saved: (lambda t: (t["tree_tpp"], t["chain_tpp"], t["gamma"], t["tree"], t["chain"], t["ratio"], t["paired"],
+                                       t["nodes"]))(tree_against_chain(saved))),
+    Measured(METHODS, "On translation, where the draft agrees least, the tree gave <<.2f>>x against the chain's <<.2f>>x",
+             TREE_BENCH_BF16, "trees-bf16.csv", lambda saved: (lambda t: (t["translation_tree"], t["translation_chain"]))(tree_against_chain(saved))),
+    Measured(METHODS, "(c is about <<.2f>> here with a bfloat16 draft)", TREE_BENCH_BF16, "trees-bf16.csv",
+             lambda saved: tree_against_chain(saved)["c"]),
     Computed(METHODS, r"$\alpha = <<.1f>>$ at $\gamma = <<d>>$, what speedup", lambda: (0.6, 4)),
     Computed(METHODS, r"With $c = 0$ the speedup equals the tokens per pass: $(1 - <<.1f>>^{<<d>>}) / (1 - <<.1f>>) = <<.2f>>$",
              lambda: (0.6, 5, 0.6, walltime_speedup(0.6, 4, 0.0))),

@@ -174,9 +174,10 @@ class TreeDrafter:
         for rank, (value, f) in enumerate(slots):
             if not (first_level and rank == 0) and value * cost <= expected * self.rule.verify_slope:
                 break
-            counts[f] += 1                    # a row's slots are taken best first: counts are prefixes
+            counts[f] += 1                    # only the count matters: `_draw` picks (or draws) the children
             expected, cost = expected + value, cost + self.rule.verify_slope
         return counts
+
     def _draw(self, q: torch.Tensor, count: int, sampling: SamplingConfig, generator: torch.Generator | None) -> list[int]:
         """`count` distinct children from q [V]: the most likely when greedy, else draws without replacement."""
         if count == 0:
