@@ -222,10 +222,7 @@ def _record_round(draft: Draft, verdict: Verdict, stop_ids: frozenset[int]) -> R
         next_origin = TokenOrigin.BONUS if verdict.full_accept else TokenOrigin.RESAMPLED
     emitted = [(token, TokenOrigin.ACCEPTED) for token in drafted_list[:verdict.accepted]]
     emitted.append((verdict.next_token, next_origin))
-    for i, (token, _) in enumerate(emitted):
-        if token in stop_ids:
-            emitted = emitted[:i + 1]
-            break
+    emitted = _cut_at_stop(emitted, stop_ids)
     kept = sum(1 for _, origin in emitted if origin == TokenOrigin.ACCEPTED)       # accepted tokens in the output
     drafted = tuple(
         DraftedToken(
@@ -246,11 +243,7 @@ def _record_tree_round(tree: DraftTree, verdict: TreeVerdict, stop_ids: frozense
     next_origin = TokenOrigin.BONUS if verdict.full_accept else TokenOrigin.RESAMPLED
     if not tree.size:
         next_origin = TokenOrigin.TARGET
-    emitted = [(token, TokenOrigin.ACCEPTED) for token in path_tokens] + [(verdict.next_token, next_origin)]
-    for i, (token, _) in enumerate(emitted):
-        if token in stop_ids:
-            emitted = emitted[:i + 1]
-            break
+    emitted = _cut_at_stop([(token, TokenOrigin.ACCEPTED) for token in path_tokens] + [(verdict.next_token, next_origin)], stop_ids)
     kept = sum(1 for _, origin in emitted if origin == TokenOrigin.ACCEPTED)
     in_output = set(verdict.path[:kept])
     drafted = tuple(
@@ -264,3 +257,11 @@ def _record_tree_round(tree: DraftTree, verdict: TreeVerdict, stop_ids: frozense
         for node, token in enumerate(tree.tokens.tolist())
     )
     return Round(drafted, kept, verdict.next_token, next_origin, tuple(emitted), tree=TreeTrace(tree.parents, verdict.path[:kept]))
+
+
+def _cut_at_stop(emitted: list[tuple[int, TokenOrigin]], stop_ids: frozenset[int]) -> list[tuple[int, TokenOrigin]]:
+    """The round's output up to and including its first end-of-sequence token."""
+    for i, (token, _) in enumerate(emitted):
+        if token in stop_ids:
+            return emitted[:i + 1]
+    return emitted

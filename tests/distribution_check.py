@@ -14,6 +14,11 @@ import torch
 
 from specdec.sampling import SamplingConfig, probabilities
 
+# the decodings every distribution test runs at: plain sampling, a temperature, top-k and top-p
+SAMPLINGS = [SamplingConfig(temperature=1.0), SamplingConfig(temperature=0.7), SamplingConfig(temperature=1.0, top_k=3),
+             SamplingConfig(temperature=1.0, top_p=0.8)]
+SAMPLING_IDS = ["t1.0", "t0.7", "top_k3", "top_p0.8"]
+
 
 @torch.inference_mode()
 def exact_distribution(model: torch.nn.Module, prompt: list[int], length: int, sampling: SamplingConfig,

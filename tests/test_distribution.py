@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import specdec.speculative
-from distribution_check import exact_distribution, sampled_counts
+from distribution_check import SAMPLING_IDS, SAMPLINGS, exact_distribution, sampled_counts
 from specdec import ModelDrafter, PromptLookupDrafter, speculative_generate
 from specdec.sampling import SamplingConfig, sample
 from specdec.reference.stats import chi_square_test
@@ -53,12 +53,7 @@ def speculative_fit(target, draft_factory, sampling: SamplingConfig, prompt=PROM
     return fit, accepted / drafted
 
 
-@pytest.mark.parametrize("sampling", [
-    SamplingConfig(temperature=1.0),
-    SamplingConfig(temperature=0.7),
-    SamplingConfig(temperature=1.0, top_k=3),
-    SamplingConfig(temperature=1.0, top_p=0.8),
-], ids=["t1.0", "t0.7", "top_k3", "top_p0.8"])
+@pytest.mark.parametrize("sampling", SAMPLINGS, ids=SAMPLING_IDS)
 def test_matches_the_target_distribution(small_pair, sampling):
     target, draft = small_pair
     fit, acceptance = speculative_fit(target, lambda: draft, sampling)

@@ -15,7 +15,7 @@ from collections import Counter
 import numpy as np
 import pytest
 import torch
-from distribution_check import exact_distribution, sampled_counts
+from distribution_check import SAMPLING_IDS, SAMPLINGS, exact_distribution, sampled_counts
 from test_greedy import PROMPTS, reference_greedy
 from tiny_models import tiny_pair
 
@@ -190,12 +190,7 @@ def tree_fit(target, draft, sampling: SamplingConfig, shape=WIDE):
     return fit, side_wins / RUNS
 
 
-@pytest.mark.parametrize("sampling", [
-    SamplingConfig(temperature=1.0),
-    SamplingConfig(temperature=0.7),
-    SamplingConfig(temperature=1.0, top_k=3),
-    SamplingConfig(temperature=1.0, top_p=0.8),
-], ids=["t1.0", "t0.7", "top_k3", "top_p0.8"])
+@pytest.mark.parametrize("sampling", SAMPLINGS, ids=SAMPLING_IDS)
 def test_matches_the_target_distribution(small_pair, sampling):
     target, draft = small_pair
     fit, side_wins = tree_fit(target, draft, sampling)
