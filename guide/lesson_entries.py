@@ -94,8 +94,8 @@ def tree_against_chain(saved: str) -> dict[str, float]:
     """From a saved `specdec bench` CSV with fixed gammas and 'tree': the tree against the best fixed chain.
 
     The best chain is the fixed gamma with the highest median speedup; everything is a median over
-    the prompts, `paired` the median of the per-prompt ratios tree / best chain. `by_category` gives
-    one category's medians (speedups only).
+    the prompts, `paired` the median of the per-prompt ratios tree / best chain; "<category>_tree",
+    "<category>_chain" and "<category>_stop" are one category's median speedups.
     """
     import io
 
@@ -113,7 +113,8 @@ def tree_against_chain(saved: str) -> dict[str, float]:
             "nodes": tree["mean_gamma"].median(), "c": runs["draft_cost_ratio"].median(),
             **{f"{category}_tree": group[group["schedule"] == "tree"]["speedup"].median() for category, group in runs.groupby("category")},
             **{f"{category}_chain": group[(group["schedule"] == "fixed") & (group["gamma"] == best)]["speedup"].median()
-               for category, group in runs.groupby("category")}}
+               for category, group in runs.groupby("category")},
+            **{f"{category}_stop": group[group["schedule"] == "stop"]["speedup"].median() for category, group in runs.groupby("category")}}
 
 
 def cli_output(*argv: str) -> str:

@@ -112,9 +112,7 @@ def run(args: argparse.Namespace) -> int:
     from specdec.inputs import Decoding, check_counts
 
     check_counts(args.max_new_tokens, args.gamma)                  # refuse bad numbers before loading anything
-    tree = {} if args.tree else None
-    if args.tree_budget is not None:
-        tree = {"budget": args.tree_budget}
+    tree = _tree(args)
     if tree is not None and args.gamma is not None:
         raise SpecdecError("--gamma sizes a chain draft; a tree sizes its own rounds: drop --gamma (or set --tree-budget)")
     decoding = Decoding(args.max_new_tokens, args.temperature, args.top_k, args.top_p, args.seed)
@@ -184,12 +182,20 @@ def _report_json(args, pair, text, result, baseline) -> dict:
     return report
 
 
+def _tree(args) -> dict | None:
+    """The `TreeDrafter` settings --tree and --tree-budget ask for ({} for its defaults), or None for a chain."""
+    if args.tree_budget is not None:
+        return {"budget": args.tree_budget}
+    return {} if args.tree else None
+
+
 def _drafting(args) -> str:
     """How the run drafted, in words: 'tree (budget 16)', 'chain, gamma 4' or 'chain, stop rule'."""
-    if args.tree or args.tree_budget is not None:
+    tree = _tree(args)
+    if tree is not None:
         from specdec.tree_drafter import TreeDrafter
 
-        return f"tree (budget {args.tree_budget or TreeDrafter.default_budget})"
+        return f"tree (budget {tree.get('budget', TreeDrafter.default_budget)})"
     return "chain, stop rule" if args.gamma is None else f"chain, gamma {args.gamma}"
 
 
