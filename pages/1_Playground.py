@@ -103,7 +103,7 @@ def _stopped_note(run: PlaygroundRun) -> str | None:
 def show_run(run: PlaygroundRun, settings: Settings) -> None:
     """Everything about the last run: coloured text, the target's own text, metrics, checks and rounds."""
     s, d = run.settings, run.settings.decoding
-    st.caption(f"{s.draft} → {s.target} on {run.device} in {run.dtype} · {s.drafting} · temperature {d.temperature} · "
+    st.caption(f"{s.draft} → {s.target} on {run.device} ({run.precision}) · {s.drafting} · temperature {d.temperature} · "
                f"top-k {d.top_k} · top-p {d.top_p} · seed {d.seed} · {run.prompt_tokens} prompt tokens"
                + (" · the sidebar has changed since this run" if s != settings else ""))
     note = _stopped_note(run)

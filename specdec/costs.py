@@ -108,16 +108,20 @@ def weight_bytes(model: torch.nn.Module) -> int:
     skip = set()
     if embedding is not None and not (isinstance(output, torch.nn.Linear) and output.weight is embedding.weight):
         skip.add(embedding.weight.data_ptr())
-    seen, total = set(), 0
-    for value in model.state_dict().values():
-        for tensor in value if isinstance(value, tuple) else (value,):       # quantized layers pack (weight, bias)
-            if not isinstance(tensor, torch.Tensor):
-                continue
-            key = (tensor.data_ptr(), tensor.numel()) if not tensor.is_quantized else (id(tensor),)
-            if tensor.is_quantized or (tensor.data_ptr() not in skip and key not in seen):
-                seen.add(key)
-                total += tensor.numel() * tensor.element_size()
-    return total
+    seen, total = set(), 0.0
+    for module in model.modules():
+        scale = getattr(module, "read_cost", 1.0)     # a quantized layer whose kernel reads its bytes slower says so
+        own: dict = {}
+        module._save_to_state_dict(own, "", keep_vars=True)    # this module's tensors, not its children's
+        for value in own.values():
+            for tensor in value if isinstance(value, tuple) else (value,):   # PyTorch's own quantized layers pack (weight, bias)
+                if not isinstance(tensor, torch.Tensor):
+                    continue
+                key = (tensor.data_ptr(), tensor.numel()) if not tensor.is_quantized else (id(tensor),)
+                if tensor.is_quantized or (tensor.data_ptr() not in skip and key not in seen):
+                    seen.add(key)
+                    total += tensor.numel() * tensor.element_size() * scale
+    return round(total)
 
 
 def weight_cost_ratio(target: torch.nn.Module, draft: torch.nn.Module | None) -> float:
@@ -133,7 +137,11 @@ def verify_slope_guess(target: torch.nn.Module) -> float:
     """s in v(k) = 1 + s k without measuring: 0.5 for float32 on a CPU (compute-bound), else 0.05.
 
     Measured on this project's 2-core CPU: a 5-token pass costs about 3 one-token steps in float32
-    and 0.84-1.19 in bfloat16 (`measure_costs` gives the real v(k) for a pair).
+    and 0.84-1.19 in bfloat16 (`measure_costs` gives the real v(k) for a pair). Quantized layers
+    tell their own slope (`verify_slope`: int8 0.05, int4 0.4), and the steepest one counts.
     """
+    slopes = [module.verify_slope for module in target.modules() if hasattr(module, "verify_slope")]
+    if slopes:
+        return max(slopes)
     weight = next(target.parameters())
     return 0.5 if weight.device.type == "cpu" and weight.dtype == torch.float32 else 0.05

@@ -12,7 +12,14 @@ from collections.abc import Callable
 
 import torch
 
+from specdec import speculative_generate
+from specdec.reference.stats import chi_square_test
 from specdec.sampling import SamplingConfig, probabilities
+
+RUNS = 3000
+SIGNIFICANCE = 1e-3
+PROMPT = [2, 3, 4]
+LENGTH = 4   # tokens per run: the prompt pass gives token 1, one round of gamma = 2 gives tokens 2..4
 
 # the decodings every distribution test runs at: plain sampling, a temperature, top-k and top-p
 SAMPLINGS = [SamplingConfig(temperature=1.0), SamplingConfig(temperature=0.7), SamplingConfig(temperature=1.0, top_k=3),
@@ -49,3 +56,21 @@ def sampled_counts(generate: Callable[[int], list[int]], runs: int, length: int,
     """Counts of (t_2..t_length) (or t_1..t_length) over `runs` seeded generations."""
     start = 1 if skip_first else 0
     return Counter(tuple(generate(seed)[start:length]) for seed in range(runs))
+
+
+def speculative_fit(target, draft_factory, sampling: SamplingConfig, prompt=PROMPT, gamma_factory=lambda: 3, lengths=None):
+    exact = exact_distribution(target, prompt, LENGTH, sampling)
+    drafted = accepted = 0
+
+    def generate(seed):
+        nonlocal drafted, accepted
+        result = speculative_generate(target, draft_factory(), torch.tensor(prompt), gamma=gamma_factory(), max_new_tokens=LENGTH,
+                                      temperature=sampling.temperature, top_k=sampling.top_k, top_p=sampling.top_p,
+                                      seed=seed)
+        drafted, accepted = drafted + result.stats.drafted, accepted + result.stats.accepted
+        if lengths is not None:
+            lengths.append(len(result.rounds[1].drafted))
+        return result.tokens
+
+    fit = chi_square_test(sampled_counts(generate, RUNS, LENGTH), exact)
+    return fit, accepted / drafted

@@ -40,15 +40,16 @@ def test_playground_colours_every_token_and_reports_the_metrics():
     assert [html for html in app.html if 'class="specdec-plain"' in html.proto.body]
 
 
-def test_an_int8_draft_from_the_sidebar_is_loaded_and_stays_exact():
+def test_quantized_weights_from_the_sidebar_are_loaded_and_stay_exact():
     app = open_app("pages/1_Playground.py", pair=TINY_PAIR, stop_rule="False", gamma="3", temperature="0", max_new_tokens="16",
-                   draft_quantization="int8")
-    assert sidebar_widget(app, "selectbox", "draft precision").value == "int8"
+                   quantization="int8", draft_quantization="int4")
+    assert sidebar_widget(app, "selectbox", "target weights").value == "int8"
+    assert sidebar_widget(app, "selectbox", "draft weights").value == "int4"
     run_playground(app)
     no_errors(app)
-    assert any("int8 draft" in element.label for element in app.status)  # the loading box names the precision
-    assert any("identical" in element.value for element in app.success)   # float32 target: greedy still exact
-    assert app.query_params["draft_quantization"] == "int8"                  # and a link keeps it
+    assert any("target float32 int8, draft bfloat16 int4" in element.value for element in app.caption)   # the run says how each model ran
+    assert any("identical" in element.value for element in app.success)   # against the int8 target as loaded: greedy still exact
+    assert app.query_params["quantization"] == "int8" and app.query_params["draft_quantization"] == "int4"   # and a link keeps them
 
 
 def test_streaming_shows_the_same_run_as_a_finished_one():

@@ -86,6 +86,20 @@ def test_run_with_a_tree(capsys, model_folders):
     assert code == 0 and json.loads(out)["settings"]["drafting"] == "tree (budget 16)"
 
 
+def test_run_defaults_to_quantized_weights_and_says_so(capsys, tmp_path):
+    target, draft = tiny_pair("llama", vocab_size=32)
+    folders = [str(save_tiny_model(tmp_path / name, model)) for name, model in (("target", target), ("draft", draft))]
+    code, out, _ = run_cli(capsys, "run", "--target", folders[0], "--draft", folders[1], "--prompt", "w2 w3 w4",
+                           "--max-new-tokens", "12", "--temperature", "0", "--compare")
+    assert code == 0
+    assert out.startswith("Device: cpu   target: float32 int8   draft: bfloat16 int4 (auto: the fastest exact choice here)")
+    assert "identical to the target's own greedy output: yes" in out          # against the int8 target as loaded
+    code, out, _ = run_cli(capsys, "run", "--target", folders[0], "--draft", folders[1], "--prompt", "w2 w3", "--max-new-tokens", "4",
+                           "--quantization", "none", "--draft-quantization", "int8", "--json")
+    report = json.loads(out)
+    assert report["precision"] == {"target": "float32", "draft": "float32 int8"} and report["settings"]["quantization"] == "none"
+
+
 @pytest.mark.parametrize("argv, fragment", [
     (["--tree", "", "--gamma", "4"], "drop --gamma"),
     (["--tree-budget", "0"], "--tree-budget"),
@@ -102,6 +116,9 @@ def test_run_with_a_tree(capsys, model_folders):
     (["--device", "cuda"], "not available"),
     (["--device", "tpu9"], "device"),
     (["--dtype", "float8"], "dtype"),
+    (["--quantization", "int3"], "unknown quantization 'int3'"),
+    (["--draft-quantization", "fp4"], "unknown quantization 'fp4'"),
+    (["--quantization", "int8"], "gpt2 model keeps most of its weights elsewhere"),     # Conv1D layers: a model int8 cannot handle
     (["--target", "no-such-org/no-such-model"], "no-such-org/no-such-model"),
     (["--target", "./missing-folder"], "no model folder"),
     (["--prompt", "w2 " * 300], "context"),

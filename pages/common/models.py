@@ -4,7 +4,7 @@
         if offer_downloads(settings):              # a button and a progress bar when weights are missing
             pair = load_pair(settings)            # cached across reruns, pages and sessions
 
-A loaded pair lives in `st.cache_resource` keyed by (target, draft, device, dtype, draft precision) with room for
+A loaded pair lives in `st.cache_resource` keyed by (target, draft, device, dtype, target and draft quantization) with room for
 one entry: choosing another pair frees the previous one once the new one has loaded (so a pair
 that fails to load leaves the previous one usable). Every failure a person can act on arrives as
 a `SpecdecError` and is shown with `st.error`; the page goes on.
@@ -26,8 +26,9 @@ from specdec.zoo.catalog import MODELS, PAIRS, PROMPT_LOOKUP, ModelEntry, resolv
 from specdec.zoo.devices import dtype_name, resolve_device, resolve_dtype
 from specdec.zoo.fetch import FetchProgress
 from specdec.zoo.pairing import LoadedPair
+from specdec.zoo.quantization import check_quantization
 
-_loaded_key: tuple[str, str, str, str, str] | None = None  # (target, draft, device, dtype, draft quantization) in the cache
+_loaded_key: tuple[str, ...] | None = None  # (target, draft, device, dtype, quantization, draft quantization) in the cache
 
 
 @contextmanager
@@ -87,8 +88,8 @@ def fetch_models(names: list[str]) -> None:
 
 
 @st.cache_resource(max_entries=1, show_spinner=False)
-def _load_pair(target: str, draft: str, device: str, dtype: str, draft_quantization: str, _say=None) -> LoadedPair:
-    return pairing.load_pair(target, draft, device, dtype, progress=_say, draft_quantization=draft_quantization)
+def _load_pair(target: str, draft: str, device: str, dtype: str, quantization: str, draft_quantization: str, _say=None) -> LoadedPair:
+    return pairing.load_pair(target, draft, device, dtype, progress=_say, quantization=quantization, draft_quantization=draft_quantization)
 
 
 def _forget_loaded_pair() -> None:
@@ -98,10 +99,12 @@ def _forget_loaded_pair() -> None:
     gc.collect()
 
 
-def resolved_device_and_dtype(settings: Settings) -> tuple[str, str]:
-    """('cpu', 'float32') and the like: 'auto' made concrete, so equal choices share one cache entry."""
+def resolved_precision(settings: Settings) -> tuple[str, str, str, str]:
+    """('cpu', 'float32', 'int8', 'int4') and the like: 'auto' made concrete, so equal choices share one cache entry."""
     device = resolve_device(settings.device)
-    return str(device), dtype_name(resolve_dtype(settings.dtype, device))
+    quantization = check_quantization(settings.quantization, device, "target")
+    draft_quantization = "none" if settings.draft == PROMPT_LOOKUP else check_quantization(settings.draft_quantization, device, "draft")
+    return str(device), dtype_name(resolve_dtype(settings.dtype, device, quantization)), quantization, draft_quantization
 
 
 def load_pair(settings: Settings) -> LoadedPair:
@@ -109,17 +112,15 @@ def load_pair(settings: Settings) -> LoadedPair:
     global _loaded_key
     if not settings.target or not settings.draft:
         raise SpecdecError("give both a draft and a target model for a custom pair (the draft may be prompt-lookup)")
-    device, dtype = resolved_device_and_dtype(settings)
-    quantization = settings.draft_quantization if settings.draft != PROMPT_LOOKUP else "none"
-    key = (settings.target, settings.draft, device, dtype, quantization)
+    device, dtype, quantization, draft_quantization = resolved_precision(settings)
+    key = (settings.target, settings.draft, device, dtype, quantization, draft_quantization)
     if key == _loaded_key:
         return _load_pair(*key)
-    precision = f"{dtype}, int8 draft" if quantization == "int8" else dtype
-    with st.status(f"Loading {settings.draft} → {settings.target} on {device} in {precision} …") as box:
+    with st.status(f"Loading {settings.draft} → {settings.target} on {device} …") as box:
         pair = _load_pair(*key, _say=lambda message: box.update(label=message))
         seconds = sum(pair.load_seconds.values())
-        box.update(label=f"Loaded {settings.draft} → {settings.target} on {device} in {precision} ({seconds:.1f} s)",
-                   state="complete", expanded=False)
+        box.update(label=f"Loaded {settings.draft} → {settings.target} on {device}: target {pair.precision}, "
+                         f"draft {pair.draft_precision} ({seconds:.1f} s)", state="complete", expanded=False)
     _loaded_key = key
     return pair
 

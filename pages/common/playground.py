@@ -26,7 +26,6 @@ from pages.common.trace import RoundRow, TokenSpan, TraceBuilder, trace
 from specdec.bench.comparison import GreedyCheck, greedy_check_of_pair
 from specdec.results import GenerationResult
 from specdec.zoo import pairing
-from specdec.zoo.devices import dtype_name
 from specdec.zoo.pairing import LoadedPair
 
 RESULT = "playground_run"
@@ -39,7 +38,7 @@ class PlaygroundRun:
 
     settings: Settings
     device: str
-    dtype: str
+    precision: str                            # how each model ran: "target float32 int8, draft bfloat16 int4"
     prompt_tokens: int
     phase: str                                # "speculative" or "plain" while running (or stopped), then "done"
     spans: tuple[TokenSpan, ...] = ()         # speculative output, rejected drafts included
@@ -106,7 +105,8 @@ def run_playground(pair: LoadedPair, input_ids: torch.Tensor, settings: Settings
     with live.container():
         left, right = st.columns(2)
         speculative_slot, plain_slot = left.empty(), right.empty()
-    run = PlaygroundRun(settings, str(pair.device), dtype_name(pair.dtype), int(input_ids.shape[-1]), phase="speculative")
+    precision = f"target {pair.precision}, draft {pair.draft_precision}" if pair.draft is not None else f"target {pair.precision}"
+    run = PlaygroundRun(settings, str(pair.device), precision, int(input_ids.shape[-1]), phase="speculative")
     drafts = "while another token is worth it" if settings.stop_rule else f"{settings.gamma} tokens per round"
     if settings.tree:
         drafts = f"a tree of up to {settings.tree_budget} tokens per round"

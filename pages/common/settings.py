@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from specdec.inputs import Decoding
 from specdec.zoo.catalog import DEFAULT_PAIR, PAIRS
 from specdec.zoo.devices import DTYPE_CHOICES
-from specdec.zoo.quantization import QUANTIZATIONS
+from specdec.zoo.quantization import QUANTIZATION_CHOICES
 
 CUSTOM = "custom"               # the pair picker's entry for your own draft and target
 GAMMA_RANGE = (1, 16)
@@ -39,7 +39,8 @@ class Settings:
     custom_target: str = ""
     device: str = "auto"
     dtype: str = "auto"
-    draft_quantization: str = "none"  # "int8": a cheaper draft on the CPU, the same output
+    quantization: str = "auto"        # the target's weights: auto (int8 on a CPU), none, int8, int4
+    draft_quantization: str = "auto"  # the draft's weights: auto (int4 on a CPU), none, int8, int4 (a cheaper draft, the same output)
     stop_rule: bool = True            # draft while another token is worth its cost (specdec.stop_rule); else gamma
     gamma: int = 4                    # drafted tokens per round when the stop rule is off
     tree: bool = False                # draft a token tree (specdec.TreeDrafter) instead of a chain
@@ -129,7 +130,8 @@ PARSERS: dict[str, Parser] = {
     "custom_target": _text,
     "device": _one_of(lambda devices: ("auto", *devices)),
     "dtype": _one_of(lambda devices: DTYPE_CHOICES),
-    "draft_quantization": _one_of(lambda devices: QUANTIZATIONS),
+    "quantization": _one_of(lambda devices: QUANTIZATION_CHOICES),
+    "draft_quantization": _one_of(lambda devices: QUANTIZATION_CHOICES),
     "stop_rule": lambda text, devices: {"True": True, "False": False}.get(text),
     "gamma": _number(int, GAMMA_RANGE),
     "tree": lambda text, devices: {"True": True, "False": False}.get(text),

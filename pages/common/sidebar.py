@@ -26,7 +26,7 @@ from pages.common.state import is_kept, keep, kept, remember
 from specdec.inputs import Decoding
 from specdec.zoo.catalog import DEFAULT_PAIR, PAIRS, PROMPT_LOOKUP
 from specdec.zoo.devices import DTYPE_CHOICES, available_devices
-from specdec.zoo.quantization import QUANTIZATIONS
+from specdec.zoo.quantization import QUANTIZATION_CHOICES
 
 
 def _initial_settings(devices: list[str]) -> Settings:
@@ -68,6 +68,8 @@ PAGES = [("app.py", "Home", ":material/home:"), ("pages/1_Playground.py", "Playg
          ("pages/2_Compare.py", "Compare", ":material/bar_chart:"), ("pages/3_Explainer.py", "Explainer", ":material/calculate:"),
          ("pages/4_Lessons.py", "Lessons", ":material/menu_book:")]
 
+_PRECISION_LABELS = {"auto": "auto ({auto} on a CPU)", "none": "as the dtype", "int8": "int8 (CPU)", "int4": "int4 (CPU)"}
+
 
 def render_sidebar() -> Settings:
     """Draw the shared sidebar (page links, then settings) and return its settings (also written to the URL)."""
@@ -81,13 +83,16 @@ def render_sidebar() -> Settings:
         device = st.selectbox("Device", ["auto", *devices], **remember("device", initial.device),
                               help="auto picks cuda, then mps, then cpu; only devices this machine has are listed")
         dtype = st.selectbox("dtype", DTYPE_CHOICES, **remember("dtype", initial.dtype),
-                             help="auto: float32 on the CPU (exact greedy checks), bfloat16 on CUDA. "
-                                  "bfloat16 is often about twice as fast on CPUs that support it.")
+                             help="auto: float32 on the CPU (exact greedy checks; bfloat16 for int4 weights), bfloat16 on CUDA.")
+        quantization = st.selectbox(
+            "target weights", QUANTIZATION_CHOICES, **remember("quantization", initial.quantization),
+            format_func=lambda choice: _PRECISION_LABELS[choice].format(auto="int8"),
+            help="int8 weights make each target pass about 2.4x cheaper on a CPU, and a pass over several tokens still costs "
+                 "about one step. A quantized target is a different target: the output is exactly that target's.")
         draft_quantization = st.selectbox(
-            "draft precision", QUANTIZATIONS, **remember("draft_quantization", initial.draft_quantization),
-            format_func=lambda choice: "as the dtype" if choice == "none" else "int8 linear layers (CPU)",
-            help="int8 makes each draft step several times cheaper on a CPU (a smaller c). Only the draft's q changes, "
-                 "never the output. With bfloat16 it is the fastest setting on this project's CPU.")
+            "draft weights", QUANTIZATION_CHOICES, **remember("draft_quantization", initial.draft_quantization),
+            format_func=lambda choice: _PRECISION_LABELS[choice].format(auto="int4"),
+            help="int4 makes each draft step about 3.5x cheaper on a CPU (a smaller c). Only the draft's q changes, never the output.")
         st.subheader("Decoding")
         tree = st.toggle("Token tree", **remember("tree", initial.tree),
                          help="Draft a tree of guesses (several where the draft hesitates) and verify it in one target pass; "
@@ -111,8 +116,8 @@ def render_sidebar() -> Settings:
         if problems:
             st.warning(f"The link had values this app cannot use; defaults were taken for: {', '.join(problems)}")
     decoding = Decoding(int(max_new_tokens), float(temperature), int(top_k), float(top_p), int(seed))
-    settings = Settings(pair, custom_draft, custom_target, device, dtype, draft_quantization, bool(stop_rule), int(gamma), bool(tree),
-                        int(tree_budget), decoding)
+    settings = Settings(pair, custom_draft, custom_target, device, dtype, quantization, draft_quantization, bool(stop_rule), int(gamma),
+                        bool(tree), int(tree_budget), decoding)
     _write_query(settings)
     return settings
 

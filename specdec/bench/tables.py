@@ -48,7 +48,7 @@ COLUMNS = [
     "draft_time_s", "verify_time_s", "other_time_s", "drafted", "accepted", "acceptance_rate", "alpha_estimate", "rounds",
     "mean_accepted_per_round", "tokens_per_target_pass", "target_passes", "draft_cost_ratio", "verify_cost",
     "predicted_speedup", "speedup", "efficiency", "oracle_speedup", "oracle_efficiency", "device", "dtype", "torch_version", "transformers_version",
-    "specdec_version", "python_version", "draft_quantization", "draft_vocab_limit",
+    "specdec_version", "python_version", "draft_quantization", "draft_vocab_limit", "quantization", "draft_dtype",
 ]
 
 

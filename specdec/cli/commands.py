@@ -49,7 +49,7 @@ def bench(args: argparse.Namespace) -> int:
     else:
         from specdec.zoo import pairing
 
-        pairs = [pairing.load_pair(target, draft, args.device, args.dtype, progress=_progress,
+        pairs = [pairing.load_pair(target, draft, args.device, args.dtype, progress=_progress, quantization=args.quantization,
                                    draft_quantization=args.draft_quantization) for draft, target in names]
         frame = run_benchmark(pairs, settings, progress=lambda done, total, message: _progress(f"[{done + 1}/{total}] {message}")
                               if done < total else None)
@@ -122,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
     from specdec.zoo import pairing
 
     pair = pairing.load_pair(args.target, args.draft, args.device, args.dtype, progress=_progress,
-                             draft_quantization=args.draft_quantization)
+                             quantization=args.quantization, draft_quantization=args.draft_quantization)
     input_ids = pairing.encode_prompt(pair.tokenizer, args.prompt, chat=args.chat)
     result = pairing.generate_speculative(pair, input_ids, decoding, gamma=args.gamma, tree=tree)
     baseline = pairing.generate_plain(pair, input_ids, decoding) if args.compare else None
@@ -136,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(_report_json(args, pair, text, result, baseline), indent=2))
     else:
-        print(_report_text(pair, text, result, baseline, check, gamma=args.gamma, drafting=_drafting(args)))
+        print(_report_text(pair, text, result, baseline, check, gamma=args.gamma, drafting=_drafting(args), auto=_auto_precision(args)))
     return 0
 
 
@@ -167,8 +167,9 @@ def _report_json(args, pair, text, result, baseline) -> dict:
         "draft": args.draft,
         "device": str(pair.device),
         "dtype": dtype_name(pair.dtype),
+        "precision": {"target": pair.precision, "draft": pair.draft_precision},
         "settings": {key: getattr(args, key) for key in ("gamma", "max_new_tokens", "temperature", "top_k", "top_p", "seed", "chat",
-                                                          "draft_quantization")} | {"drafting": _drafting(args)},
+                                                          "dtype", "quantization", "draft_quantization")} | {"drafting": _drafting(args)},
         "text": text,
         "tokens": result.tokens,
         "stats": result.stats.to_dict(),
@@ -199,15 +200,18 @@ def _drafting(args) -> str:
     return "chain, stop rule" if args.gamma is None else f"chain, gamma {args.gamma}"
 
 
-def _report_text(pair, text, result, baseline, check, gamma: int | None, drafting: str = "") -> str:
+def _auto_precision(args) -> bool:
+    return "auto" in (args.dtype, args.quantization, args.draft_quantization)
+
+
+def _report_text(pair, text, result, baseline, check, gamma: int | None, drafting: str = "", auto: bool = False) -> str:
     from specdec.bench.comparison import RunComparison
-    from specdec.zoo.devices import dtype_name
 
     stats = result.stats
     acceptance = "n/a (nothing drafted)" if stats.drafted == 0 else f"{stats.acceptance_rate:.1%}"
     lines = [
-        f"Device: {pair.device}   dtype: {dtype_name(pair.dtype)}   draft quantization: {pair.draft_quantization}   "
-        f"drafting: {drafting}",
+        f"Device: {pair.device}   target: {pair.precision}   draft: {pair.draft_precision}"
+        + (" (auto: the fastest exact choice here)" if auto else "") + f"   drafting: {drafting}",
         "--- OUTPUT ---",
         text,
         "--- STATS ---",

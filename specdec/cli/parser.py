@@ -98,9 +98,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--top-p", type=float, default=1.0, help="keep the smallest set with this much probability; 1 keeps all")
     run.add_argument("--seed", type=int, default=None, help="random seed: the same seed gives the same text")
     run.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps (default auto)")
-    run.add_argument("--dtype", default="auto", help="auto, float32, bfloat16 or float16 (default auto)")
-    run.add_argument("--draft-quantization", choices=("none", "int8"), default="none",
-                     help="int8: run the draft's linear layers in int8 on the CPU (cheaper drafts, same output)")
+    run.add_argument("--dtype", default="auto",
+                     help="auto, float32, bfloat16 or float16 (default auto: float32 on a CPU, bfloat16 for int4 weights)")
+    run.add_argument("--quantization", default="auto",
+                     help="the target's weights: auto (default: int8 on a CPU, none elsewhere), none, int8 or int4 (CPU); "
+                          "exactness holds against the target as loaded")
+    run.add_argument("--draft-quantization", default="auto",
+                     help="the draft's weights: auto (default: int4 on a CPU, none elsewhere), none, int8 or int4 (cheaper drafts, same output)")
     run.add_argument("--chat", action="store_true", help="wrap the prompt in the target's chat template")
     run.add_argument("--compare", action="store_true", help="also run the target alone and report the wall-clock speedup")
     run.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
@@ -123,8 +127,10 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--max-new-tokens", type=_positive_int, default=128, help="tokens per run (default 128)")
     bench.add_argument("--draft-vocab-limit", type=_positive_int, default=None,
                        help="let the draft compute only its first K output rows (faster draft, still exact)")
-    bench.add_argument("--draft-quantization", choices=("none", "int8"), default="none",
-                       help="int8: run the draft's linear layers in int8 on the CPU, for every method that uses the draft")
+    bench.add_argument("--quantization", default="auto",
+                       help="the target's weights for every method: auto (int8 on a CPU), none, int8 or int4")
+    bench.add_argument("--draft-quantization", default="auto",
+                       help="the draft's weights for every method that uses it: auto (int4 on a CPU), none, int8 or int4")
     bench.add_argument("--seed", type=int, default=0)
     bench.add_argument("--device", default="auto")
     bench.add_argument("--dtype", default="auto")

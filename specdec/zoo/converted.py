@@ -1,8 +1,12 @@
-"""Converted copies: a GGUF checkpoint, once dequantized, kept as safetensors so the next load is quick.
+"""Converted copies: a GGUF checkpoint, once dequantized (and quantized again), kept so the next load is quick.
 
 Loading a GGUF file dequantizes every tensor (about 40 s for a 1.5B model on a 2-core CPU). After
 the first load `specdec.zoo.loading` saves the model in the dtype it was loaded in, with its
 tokenizer, under `<cache>/models/<name>/converted-<dtype>/`, and later loads read that folder.
+A copy with int8 or int4 weights (`specdec.zoo.quantization`) is kept the same way under
+`converted-<dtype>-<quantization>/`: its layers' int8/int4 tensors in one safetensors file, the
+config, the generation config and the tokenizer; it records the torch version whose kernels packed
+it and is ignored under another.
 
 Writes are atomic: the copy is saved into a temporary folder next to its final place and renamed
 only when complete. A `specdec-manifest.json` records the SHA-256 of the GGUF it came from and the
@@ -16,6 +20,7 @@ keeps those). A file changed in place, or truncated, is therefore caught on its 
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
@@ -24,17 +29,26 @@ import tempfile
 from pathlib import Path
 
 import torch
+from safetensors.torch import load_file, save_file
+from transformers import AutoConfig, AutoModelForCausalLM, GenerationConfig
+from transformers.initialization import no_init_weights
 
 from specdec.zoo.catalog import ModelEntry
 from specdec.zoo.devices import dtype_name
 from specdec.zoo.fetch import model_dir
+from specdec.zoo.quantization import mark_quantized, rebuild_quantized_layers
 
 MANIFEST = "specdec-manifest.json"
 VERIFIED = "specdec-verified.json"   # {file: [size, mtime_ns]} as of the last time its SHA-256 matched
 
 
-def converted_dir(entry: ModelEntry, dtype: torch.dtype) -> Path:
-    return model_dir(entry) / f"converted-{dtype_name(dtype)}"
+QUANTIZED_WEIGHTS = "model.safetensors"
+
+
+def converted_dir(entry: ModelEntry, dtype: torch.dtype, quantization: str = "none") -> Path:
+    """`converted-bfloat16`, or `converted-float32-int8` for a quantized copy: the precision is part of the name."""
+    suffix = "" if quantization == "none" else f"-{quantization}"
+    return model_dir(entry) / f"converted-{dtype_name(dtype)}{suffix}"
 
 
 def _sha256(path: Path) -> str:
@@ -45,9 +59,9 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def find_converted(entry: ModelEntry, dtype: torch.dtype) -> Path | None:
-    """The converted copy for this model and dtype if it is complete and matches its source, else None."""
-    folder = converted_dir(entry, dtype)
+def find_converted(entry: ModelEntry, dtype: torch.dtype, quantization: str = "none") -> Path | None:
+    """The converted copy for this model, dtype and quantization if it is complete and matches its source, else None."""
+    folder = converted_dir(entry, dtype, quantization)
     manifest_path = folder / MANIFEST
     if entry.package is None or not manifest_path.is_file():
         return None
@@ -56,6 +70,8 @@ def find_converted(entry: ModelEntry, dtype: torch.dtype) -> Path | None:
     except (OSError, ValueError):
         return None
     if manifest.get("source_sha256") != entry.package.sha256:
+        return None
+    if quantization != "none" and manifest.get("torch") != torch.__version__:   # packed by another torch's kernels
         return None
     files = manifest.get("files", {})
     for name, recorded in files.items():
@@ -122,16 +138,32 @@ def _save_dequantized(model: torch.nn.Module, folder: Path) -> None:
             model.config.quantization_config = quantization_config
 
 
-def save_converted(entry: ModelEntry, model: torch.nn.Module, tokenizer, dtype: torch.dtype) -> Path:
-    """Save `model` and `tokenizer` as the converted copy of `entry` in `dtype`, atomically."""
-    final = converted_dir(entry, dtype)
+def _save_quantized(model: torch.nn.Module, folder: Path) -> None:
+    """The model's tensors (int8/int4 layers included) in one safetensors file, with its config and generation config."""
+    state = {name: tensor.contiguous() for name, tensor in model.state_dict().items()}
+    save_file(state, folder / QUANTIZED_WEIGHTS)
+    config = copy.deepcopy(model.config)
+    if hasattr(config, "quantization_config"):   # the GGUF marker: this copy loads without any GGUF machinery
+        del config.quantization_config
+    config.save_pretrained(folder)
+    model.generation_config.save_pretrained(folder)
+
+
+def save_converted(entry: ModelEntry, model: torch.nn.Module, tokenizer, dtype: torch.dtype, quantization: str = "none") -> Path:
+    """Save `model` and `tokenizer` as the converted copy of `entry` in `dtype` (and `quantization`), atomically."""
+    final = converted_dir(entry, dtype, quantization)
     final.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".convert-", dir=final.parent))
     try:
-        _save_dequantized(model, work)
+        if quantization == "none":
+            _save_dequantized(model, work)
+        else:
+            _save_quantized(model, work)
         tokenizer.save_pretrained(work)
         files = {path.name: {"bytes": path.stat().st_size, "sha256": _sha256(path)} for path in sorted(work.iterdir()) if path.is_file()}
         manifest = {"model": entry.name, "dtype": dtype_name(dtype), "source_sha256": entry.package.sha256, "files": files}
+        if quantization != "none":
+            manifest.update(quantization=quantization, torch=torch.__version__)
         (work / MANIFEST).write_text(json.dumps(manifest, indent=2))
         (work / VERIFIED).write_text(json.dumps({name: _stamp(work / name) for name in files}))   # just hashed
         if final.exists():
@@ -140,3 +172,14 @@ def save_converted(entry: ModelEntry, model: torch.nn.Module, tokenizer, dtype: 
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return final
+
+
+def load_quantized_copy(folder: Path, dtype: torch.dtype, quantization: str) -> torch.nn.Module:
+    """A model from a quantized copy: built empty from its config, its linear layers rebuilt from their int8/int4 tensors."""
+    state = load_file(folder / QUANTIZED_WEIGHTS)
+    with no_init_weights():   # every tensor comes from the file: skip the random initialisation
+        model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(folder), dtype=dtype)
+    rebuild_quantized_layers(model, state, quantization)
+    model.load_state_dict(state, strict=True, assign=True)
+    model.generation_config = GenerationConfig.from_pretrained(folder)
+    return mark_quantized(model, quantization)

@@ -4,6 +4,7 @@
     model = load_model("./my-model")                            # a folder saved by save_pretrained
     model = load_model("~/models/qwen2.5-coder-0.5b-q4_k_m.gguf", dtype="bfloat16")  # a GGUF file
     model = load_model("qwen2.5-coder-1.5b")                   # a model of the zoo (`specdec models list`)
+    model = load_model("qwen2.5-coder-1.5b", quantization="int8")   # int8 weights (CPU; `specdec.zoo.quantization`)
     tokenizer = load_tokenizer("./my-model")
     check_same_tokenizer(target_tokenizer, draft_tokenizer)     # speculative decoding needs one tokenizer
 
@@ -11,9 +12,12 @@ Devices: "auto" picks cuda, then mps, then cpu; asking for a device this machine
 `SpecdecError`. dtypes: "auto" is float32 on the CPU (exact comparisons; see the README for when
 bfloat16 is faster), bfloat16 on CUDA where supported (else float16), float16 on MPS.
 
-A zoo model loads from its converted copy when one exists for the dtype (quick), else from its
-fetched GGUF checkpoint (slow: dequantized on load; a converted copy is then saved for next time),
-else from the model hub. When none of these is possible the error names the fetch command.
+A zoo model loads from its converted copy when one exists for the dtype and quantization (quick),
+else from its fetched GGUF checkpoint (slow: dequantized on load; a converted copy is then saved for
+next time), else from the model hub. When none of these is possible the error names the fetch
+command. Quantization "none" (the default here) keeps the weights in `dtype`; "int8" and "int4"
+quantize the linear layers (and keep such a copy too, so the next load is quick); "auto" picks the
+fastest exact choice for the device and the model's role (`specdec.zoo.quantization.auto_quantization`).
 
 When the model hub cannot be reached, loading a hub id fails at once with one line that says so,
 instead of transformers' half-minute of retries. `trust_remote_code` is never turned on: no code
@@ -36,6 +40,7 @@ from specdec.zoo import converted
 from specdec.zoo.catalog import ModelEntry, resolve_model
 from specdec.zoo.devices import resolve_device, resolve_dtype
 from specdec.zoo.fetch import checkpoint_path, is_cached
+from specdec.zoo.quantization import check_quantization, quantization_of, quantize_model
 
 
 @functools.lru_cache(maxsize=1)
@@ -86,15 +91,22 @@ def _from_pretrained(loader, name_or_path: str, what: str, **kwargs):
         raise SpecdecError(f"could not load the {what} '{name_or_path}' from the model hub: {first_line(error)}") from None
 
 
-def load_model(name_or_path: str, device: str | torch.device = "auto", dtype: str | torch.dtype = "auto") -> PreTrainedModel:
-    """A causal LM from a zoo name, a hub id, a local folder or a .gguf file, in eval mode on `device`."""
+def load_model(name_or_path: str, device: str | torch.device = "auto", dtype: str | torch.dtype = "auto",
+               quantization: str = "none", role: str = "target") -> PreTrainedModel:
+    """A causal LM from a zoo name, a hub id, a local folder or a .gguf file, in eval mode on `device`.
+
+    `quantization`: "none", "int8", "int4" or "auto" (which reads `role`, "target" or "draft").
+    """
     resolved_device = resolve_device(device)
-    resolved_dtype = resolve_dtype(dtype, resolved_device)
+    resolved_quantization = check_quantization(quantization, resolved_device, role)
+    resolved_dtype = resolve_dtype(dtype, resolved_device, resolved_quantization)
+    strict = quantization != "auto"   # "auto" keeps a model int8/int4 cannot handle as it is
     entry = resolve_model(name_or_path)
     if entry is not None:
-        model = _load_zoo_model(entry, resolved_dtype)
+        model = _load_zoo_model(entry, resolved_dtype, resolved_quantization, strict)
     else:
         model = _from_pretrained(AutoModelForCausalLM, name_or_path, "model", dtype=resolved_dtype)
+        model = quantize_model(model, resolved_quantization, strict)
     return model.to(resolved_device).eval()
 
 
@@ -121,7 +133,15 @@ def _zoo_source(entry: ModelEntry) -> str:
     raise SpecdecError(f"{entry.name} is not downloaded yet: run `specdec models fetch {entry.name}` ({size})")
 
 
-def _load_zoo_model(entry: ModelEntry, dtype: torch.dtype) -> PreTrainedModel:
+def _load_zoo_model(entry: ModelEntry, dtype: torch.dtype, quantization: str = "none", strict: bool = True) -> PreTrainedModel:
+    if quantization != "none":
+        folder = converted.find_converted(entry, dtype, quantization)
+        if folder is not None:
+            return converted.load_quantized_copy(folder, dtype, quantization)
+        model = quantize_model(_load_zoo_model(entry, dtype), quantization, strict)
+        if entry.package is not None and quantization_of(model) != "none":   # quantized at last: keep the result for next time
+            converted.save_converted(entry, model, load_tokenizer(entry.name), dtype, quantization)
+        return model
     folder = converted.find_converted(entry, dtype)
     if folder is not None:
         return AutoModelForCausalLM.from_pretrained(folder, dtype=dtype)

@@ -28,9 +28,9 @@ from specdec.schedule import GammaSchedule
 from specdec.speculative import speculative_generate
 from specdec.tree_drafter import TreeDrafter
 from specdec.zoo.catalog import PROMPT_LOOKUP
-from specdec.zoo.devices import resolve_device, resolve_dtype
+from specdec.zoo.devices import dtype_name, resolve_device, resolve_dtype
 from specdec.zoo.loading import check_same_tokenizer, load_model, load_tokenizer
-from specdec.zoo.quantization import QUANTIZATIONS, quantize_draft
+from specdec.zoo.quantization import check_quantization, quantization_of
 
 
 @dataclass
@@ -43,9 +43,23 @@ class LoadedPair:
     draft: PreTrainedModel | None
     tokenizer: PreTrainedTokenizerBase
     device: torch.device
-    dtype: torch.dtype
+    dtype: torch.dtype                 # the target's dtype (its activations; see `specdec.zoo.quantization`)
     load_seconds: dict[str, float] = field(default_factory=dict)
-    draft_quantization: str = "none"   # "int8": the draft's linear layers run in int8 (see draft_quantization)
+    quantization: str = "none"         # the target's weights: "none", "int8" or "int4"
+    draft_quantization: str = "none"   # the draft's weights ("none" for prompt lookup)
+    draft_dtype: torch.dtype | None = None   # None: the target's
+
+    @property
+    def precision(self) -> str:
+        """How the target ran, for reports: 'float32', 'float32 int8'."""
+        return precision_name(self.dtype, self.quantization)
+
+    @property
+    def draft_precision(self) -> str:
+        """How the draft ran: 'bfloat16 int4', or 'none' for prompt lookup."""
+        if self.draft is None:
+            return "none"
+        return precision_name(self.draft_dtype or self.dtype, self.draft_quantization)
 
     def drafter(self, vocab_limit: int | None = None, tree: dict | None = None) -> Drafter | TreeDrafter:
         """A fresh drafter for one generation (`vocab_limit`: see `ModelDrafter`; `tree`: `TreeDrafter` settings, {} for its defaults)."""
@@ -71,20 +85,34 @@ class LoadedPair:
         return sorted(ids)
 
 
+def precision_name(dtype: torch.dtype, quantization: str) -> str:
+    """'float32', or 'float32 int8' for int8 weights with float32 activations.
+
+    >>> precision_name(torch.float32, "int8"), precision_name(torch.bfloat16, "none")
+    ('float32 int8', 'bfloat16')
+    """
+    return dtype_name(dtype) + ("" if quantization == "none" else f" {quantization}")
+
+
 def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: str = "auto",
-              progress: Callable[[str], None] | None = None, draft_quantization: str = "none") -> LoadedPair:
+              progress: Callable[[str], None] | None = None, draft_quantization: str = "none",
+              quantization: str = "none") -> LoadedPair:
     """Load the target, the draft (unless it is `prompt-lookup`) and the tokenizers, and check they match.
 
-    `draft_quantization="int8"` runs the draft's linear layers in int8 on the CPU: a cheaper draft
-    (smaller c), the same output.
+    `quantization` is the target's weights, `draft_quantization` the draft's: "none", "int8",
+    "int4" (CPU only), or "auto" (int8 target and int4 draft on a CPU, `auto_quantization`). The
+    draft's precision changes c, never the output; the target's changes the target itself, and
+    exactness then holds against that target as loaded. An int4 draft runs in bfloat16 whatever
+    `dtype` says: its kernel is fast only there, and a draft's rounding cannot change the output.
     """
-    if draft_quantization not in QUANTIZATIONS:
-        raise SpecdecError(f"unknown draft quantization '{draft_quantization}': use one of {', '.join(QUANTIZATIONS)}")
     if target_name == PROMPT_LOOKUP:
         raise SpecdecError("prompt-lookup can only be the draft: give a model as the target")
     say = progress or (lambda message: None)
     resolved_device = resolve_device(device)
-    resolved_dtype = resolve_dtype(dtype, resolved_device)
+    resolved = check_quantization(quantization, resolved_device, "target")
+    resolved_draft = "none" if draft_name == PROMPT_LOOKUP else check_quantization(draft_quantization, resolved_device, "draft")
+    resolved_dtype = resolve_dtype(dtype, resolved_device, resolved)
+    draft_dtype = torch.bfloat16 if resolved_draft == "int4" else resolve_dtype(dtype, resolved_device, resolved_draft)
     seconds: dict[str, float] = {}
     start = time.perf_counter()
     tokenizer = load_tokenizer(target_name)
@@ -97,16 +125,16 @@ def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: st
             continue
         say(f"Loading {role} {name} ...")
         start = time.perf_counter()
-        if role == "draft" and draft_quantization == "int8":
-            if resolved_device.type != "cpu":
-                raise SpecdecError(f"int8 drafting runs on the CPU only, not on {resolved_device}: use --draft-quantization none")
-            models[role] = quantize_draft(load_model(name, resolved_device, torch.float32))
+        if role == "target":   # "auto" travels as asked: it keeps a model int8/int4 cannot handle as it is
+            models[role] = load_model(name, resolved_device, resolved_dtype, quantization, role)
         else:
-            models[role] = load_model(name, resolved_device, resolved_dtype)
+            models[role] = load_model(name, resolved_device, draft_dtype, draft_quantization, role)
         seconds[role] = time.perf_counter() - start
         say(f"Loaded {role} {name} in {seconds[role]:.1f} s")
-    return LoadedPair(target_name, draft_name, models["target"], models.get("draft"), tokenizer,
-                      resolved_device, resolved_dtype, seconds, draft_quantization if draft_name != PROMPT_LOOKUP else "none")
+    draft = models.get("draft")
+    return LoadedPair(target_name, draft_name, models["target"], draft, tokenizer, resolved_device, resolved_dtype, seconds,
+                      quantization_of(models["target"]), "none" if draft is None else quantization_of(draft),
+                      None if draft is None else draft.dtype)
 
 
 def encode_chat(tokenizer: PreTrainedTokenizerBase, messages: Sequence[tuple[str, str]]) -> torch.Tensor:

@@ -1,0 +1,142 @@
+"""Quantized weights: exact against the quantized target as loaded, greedy and sampled, and cached like a converted copy.
+
+A quantized target is a different target, so every check here compares with that same quantized
+object: its own `generate` for greedy, its exact distribution (by enumeration) for sampling. What
+makes this possible is that a quantized layer's row for a token does not depend on the other
+tokens of the pass; PyTorch's own dynamic quantization fails that (the negative control below).
+"""
+
+import copy
+import warnings
+
+import pytest
+import torch
+from transformers import DynamicCache
+
+import specdec.speculative
+from distribution_check import SIGNIFICANCE, speculative_fit
+from specdec import SpecdecError, TreeDrafter, speculative_generate
+from specdec.costs import verify_slope_guess, weight_cost_ratio
+from specdec.sampling import SamplingConfig
+from specdec.zoo.quantization import Int4Linear, Int8Linear, check_quantization, quantization_of, quantize_model
+from test_distribution import skip_the_residual
+from test_greedy import PROMPTS, reference_greedy
+from tiny_models import tiny_model, tiny_pair
+
+QUANTIZATIONS = ["int8", "int4"]
+
+
+def quantized(model: torch.nn.Module, quantization: str) -> torch.nn.Module:
+    return quantize_model(copy.deepcopy(model), quantization)
+
+
+@pytest.mark.parametrize("layer_class", [Int8Linear, Int4Linear])
+def test_a_tokens_row_does_not_depend_on_the_other_tokens_of_the_pass(layer_class):
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(64, 48)
+    quantized_layer = layer_class.from_linear(layer)
+    x = torch.randn(7, 64) * torch.rand(7, 1) * 10                                   # tokens of very different sizes
+    together = quantized_layer(x)                                                     # [7, 48]
+    alone = torch.cat([quantized_layer(row[None]) for row in x])                      # seven passes of one token
+    assert torch.equal(together, alone)
+    relative_error = float((together - layer(x)).norm() / layer(x).norm())
+    assert relative_error < (0.02 if layer_class is Int8Linear else 0.1)             # still close to the float layer
+
+
+def test_negative_control_pytorchs_dynamic_int8_depends_on_the_other_tokens():
+    """One activation scale for the whole pass: a token's output moves with its neighbours (why `Int8Linear` exists)."""
+    torch.manual_seed(0)
+    layer = torch.nn.Sequential(torch.nn.Linear(64, 48))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dynamic = torch.ao.quantization.quantize_dynamic(layer, {torch.nn.Linear}, dtype=torch.qint8)
+    x = torch.randn(7, 64) * torch.rand(7, 1) * 10
+    assert not torch.equal(dynamic(x), torch.cat([dynamic(row[None]) for row in x]))
+
+
+@pytest.mark.parametrize("quantization", QUANTIZATIONS)
+@pytest.mark.parametrize("architecture", ["llama", "qwen2"])
+def test_a_quantized_model_gives_a_token_the_same_logits_in_a_pass_as_alone(architecture, quantization):
+    """Linear layers and attention alike: the verification pass and plain decoding see bit-identical logits."""
+    model = quantized(tiny_model(architecture, vocab_size=32, hidden_size=64, layers=3), quantization)
+    ids = torch.randint(0, 32, (1, 40), generator=torch.Generator().manual_seed(0))
+    with torch.inference_mode():
+        cache = DynamicCache(config=model.config)
+        model(input_ids=ids[:, :30], past_key_values=cache, use_cache=True)
+        steps = torch.cat([model(input_ids=ids[:, i:i + 1], past_key_values=cache, use_cache=True).logits[0] for i in range(30, 40)])
+        whole = model(input_ids=ids).logits[0, 30:]                                 # one pass over all 40 tokens
+    assert torch.equal(whole, steps)
+
+
+@pytest.fixture(scope="module")
+def quantized_pairs():
+    """(architecture, quantization) -> (quantized target, its float target, quantized draft)."""
+    pairs = {}
+    for architecture in ("llama", "qwen2"):
+        target, draft = tiny_pair(architecture, vocab_size=32)
+        for quantization in QUANTIZATIONS:
+            pairs[architecture, quantization] = (quantized(target, quantization), target, quantized(draft, "int4"))
+    return pairs
+
+
+@pytest.mark.parametrize("quantization", QUANTIZATIONS)
+@pytest.mark.parametrize("architecture", ["llama", "qwen2"])
+def test_greedy_equals_the_quantized_targets_own_generate(quantized_pairs, architecture, quantization):
+    target, float_target, draft = quantized_pairs[architecture, quantization]
+    assert quantization_of(target) == quantization and type(target.lm_head).__name__ in ("Int8Linear", "Int4Linear")
+    accepted = 0
+    for prompt in PROMPTS:
+        expected = reference_greedy(target, prompt)                   # the quantized target's own greedy output
+        for gamma in (1, 3, None):
+            result = speculative_generate(target, draft, torch.tensor(prompt), gamma=gamma, max_new_tokens=len(expected), temperature=0)
+            assert result.tokens == expected, (prompt, gamma)
+            accepted += result.stats.accepted
+        tree = speculative_generate(target, TreeDrafter(draft, budget=6, width=2), torch.tensor(prompt),
+                                    max_new_tokens=len(expected), temperature=0)
+        assert tree.tokens == expected, prompt
+        own = speculative_generate(target, target, torch.tensor(prompt), gamma=4, max_new_tokens=len(expected), temperature=0)
+        assert own.tokens == expected and own.stats.acceptance_rate == 1.0     # the quantized target drafting for itself
+    assert accepted > 0
+    differs = any(reference_greedy(float_target, prompt) != reference_greedy(target, prompt) for prompt in PROMPTS)
+    assert differs or quantization == "int8"      # int4 really is another model here (so the check above has teeth)
+
+
+@pytest.fixture(scope="module")
+def small_quantized_pair():
+    """A vocabulary of 8, as in test_distribution: the target's distribution can be enumerated."""
+    target, draft = tiny_pair("llama", vocab_size=8, noise=0.4)
+    return {quantization: (quantized(target, quantization), quantized(draft, "int4")) for quantization in QUANTIZATIONS}
+
+
+@pytest.mark.parametrize("quantization, sampling", [("int8", SamplingConfig(temperature=1.0)), ("int4", SamplingConfig(temperature=0.7))],
+                         ids=["int8-t1.0", "int4-t0.7"])
+def test_sampling_matches_the_quantized_targets_distribution(small_quantized_pair, quantization, sampling):
+    target, draft = small_quantized_pair[quantization]
+    fit, acceptance = speculative_fit(target, lambda: draft, sampling)
+    assert fit.p_value > SIGNIFICANCE, fit
+    assert 0.05 < acceptance < 0.95          # both accepted and rejected drafts were tested
+
+
+def test_negative_control_a_broken_rule_fails_with_a_quantized_target(small_quantized_pair, monkeypatch):
+    target, draft = small_quantized_pair["int8"]
+    monkeypatch.setattr(specdec.speculative, "verify_sampled", skip_the_residual)
+    fit, _ = speculative_fit(target, lambda: draft, SamplingConfig(temperature=1.0))
+    assert fit.p_value < SIGNIFICANCE, fit
+
+
+def test_costs_know_the_quantized_kernels():
+    target, draft = tiny_pair("llama", vocab_size=32)
+    assert verify_slope_guess(quantized(target, "int8")) == Int8Linear.verify_slope      # a pass over many tokens stays cheap
+    assert verify_slope_guess(quantized(target, "int4")) == Int4Linear.verify_slope
+    assert weight_cost_ratio(quantized(target, "int8"), quantized(draft, "int8")) == pytest.approx(1.0)
+    assert weight_cost_ratio(target, quantized(draft, "int8")) < 0.4                      # int8 reads about a quarter of float32
+
+
+def test_bad_quantization_requests_are_one_clear_line():
+    with pytest.raises(SpecdecError, match="unknown quantization 'int3': use one of auto, none, int8, int4"):
+        check_quantization("int3", "cpu")
+    with pytest.raises(SpecdecError, match="int4 weights run on the CPU only .* not on cuda: use --quantization none"):
+        check_quantization("int4", "cuda")
+    with pytest.raises(SpecdecError, match="--draft-quantization none"):
+        check_quantization("int8", "cuda", role="draft")
+    assert check_quantization("auto", "cuda") == "none" and check_quantization("auto", "cpu", "draft") == "int4"
