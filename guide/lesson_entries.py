@@ -117,6 +117,52 @@ def tree_against_chain(saved: str) -> dict[str, float]:
             **{f"{category}_stop": group[group["schedule"] == "stop"]["speedup"].median() for category, group in runs.groupby("category")}}
 
 
+def kernel_costs(saved: str) -> dict[str, float]:
+    """From `benchmarks/weight_kernels.py`'s CSV: one-token steps (ms), v5 and v17 per engine and precision, and c per pairing.
+
+    Keys: "<precision>_step" for the 1.5B target, "<precision>_draft_step" for the 0.5B, "<precision>_v5",
+    "<precision>_v17"; "c_<target precision>_<draft precision>" is the 0.5B's step over the 1.5B's.
+    """
+    import io
+
+    import pandas as pd
+
+    frame = pd.read_csv(io.StringIO(saved))
+    values: dict[str, float] = {}
+    for row in frame.itertuples():
+        suffix = "_step" if row.model.endswith("1.5b") else "_draft_step"
+        values[row.precision + suffix] = row.step_ms
+        if row.model.endswith("1.5b"):
+            values[f"{row.precision}_v5"], values[f"{row.precision}_v17"] = row.v5, row.v17
+    for target in frame["precision"].unique():
+        for draft in frame["precision"].unique():
+            if f"{target}_step" in values and f"{draft}_draft_step" in values:
+                values[f"c_{target}_{draft}"] = values[f"{draft}_draft_step"] / values[f"{target}_step"]
+    return values
+
+
+def side_by_side(saved: str) -> dict[str, float]:
+    """From `benchmarks/llama_cpp.py`'s CSV: median generating tokens/s per variant, and specdec's default against llama.cpp.
+
+    "best_llama" is, per prompt, the faster of llama.cpp's plain and speculative tools; "default_vs_best" the
+    median over prompts of specdec's default (int8 target, int4 draft, stop rule) over it.
+    """
+    import io
+
+    import pandas as pd
+
+    frame = pd.read_csv(io.StringIO(saved))
+    rates = frame.pivot_table(index="prompt_id", columns="variant", values="tokens_per_s")
+    llama = sorted(set(frame.loc[frame["engine"] == "llama.cpp", "variant"]))
+    best = rates[llama].max(axis=1)
+    default = rates["speculative float32 int8 / int4"]
+    return {**{name: rates[name].median() for name in rates.columns}, "best_llama": best.median(),
+            "default_vs_best": (default / best).median(), "default_vs_plain": (default / rates["plain Q4_K_M"]).median(),
+            "int8_plain_vs_llama_plain": (rates["plain float32 int8"] / rates["plain Q4_K_M"]).median(),
+            "int4_plain_vs_llama_plain": (rates["plain bfloat16 int4"] / rates["plain Q4_K_M"]).median(),
+            "default_vs_own_plain": (default / rates["plain float32 int8"]).median()}
+
+
 def cli_output(*argv: str) -> str:
     """What `specdec <argv>` prints, run in this process."""
     from specdec.cli import main

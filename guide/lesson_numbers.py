@@ -54,6 +54,7 @@ from specdec.reference.theory import (  # noqa: E402
     walltime_speedup,
 )
 
+from lesson_entries import kernel_costs, side_by_side  # noqa: E402
 from lesson_entries import (  # noqa: E402,F401  (entry_text and the kinds are what tests/test_guide.py reads)
     MEASUREMENTS,
     Computed,
@@ -81,8 +82,8 @@ TOY_OUTPUT = bugs.correct_rule(TOY_P, TOY_Q)
 
 # --- real runs, saved in guide/measurements/ ---------------------------------------------------
 
-RUN_JSON = "specdec run --temperature 0 --compare --chat --dtype bfloat16 --json"
-RUN_TEXT = "specdec run --temperature 0 --compare --chat --dtype bfloat16"
+RUN_JSON = "specdec run --temperature 0 --compare --chat --dtype bfloat16 --quantization none --draft-quantization none --json"
+RUN_TEXT = "specdec run --temperature 0 --compare --chat --dtype bfloat16 --quantization none --draft-quantization none"
 
 
 def draft_cost_ratio(saved: str) -> float:
@@ -291,8 +292,12 @@ NUMBERS += [
 
 METHODS = "03-methods.md"
 TREE_BENCH_BF16 = ('specdec bench --pairs "qwen2.5-coder-0.5b->qwen2.5-coder-1.5b" --methods speculative --gammas 3,4,5,6,stop,tree '
-                   '--prompts-per-category 2 --max-new-tokens 128 --dtype bfloat16 --out benchmarks/trees-bf16.csv --markdown')
+                   '--prompts-per-category 2 --max-new-tokens 128 --dtype bfloat16 --quantization none --draft-quantization none --out benchmarks/trees-bf16.csv --markdown')
 TREE_BENCH_INT8 = "--draft-quantization int8 --out benchmarks/trees-int8.csv"   # the chapter shows it as a change to the bf16 command
+KERNELS = ("python benchmarks/weight_kernels.py --llama-bench ~/.cache/specdec/llama.cpp-11434.0.0/build/bin/llama-bench "
+           "--out guide/measurements/kernels.csv")
+LLAMA_CPP = ("python benchmarks/llama_cpp.py --specdec plain:bfloat16:none plain:float32:int8 plain:bfloat16:int4 speculative:float32:int8:int4 "
+             "speculative:float32:int8:int4:tree speculative:bfloat16:int4:int4 --out benchmarks/llama-cpp.csv")
 
 SPEC_BENCH = "https://github.com/hemingkx/Spec-Bench/blob/main/Leaderboard.md"   # A100 table, Vicuna-7B-v1.3
 CHEN = "https://arxiv.org/abs/2302.01318"
@@ -353,6 +358,30 @@ NUMBERS += [
              TREE_BENCH_INT8, "trees-int8.csv",
              lambda saved: (lambda t: (t["c"], t["tree"], t["chain"], t["gamma"], t["ratio"], t["code_tree"], t["code_stop"]))(
                  tree_against_chain(saved))),
+    # same algorithm, other kernels (issue 10)
+    *[Measured(METHODS, f"| {label} | <<.0f>> ms | <<.0f>> ms | <<.2f>> | <<.2f>> |", KERNELS, "kernels.csv",
+               lambda saved, key=key: (lambda k: (k[f"{key}_step"], k[f"{key}_draft_step"], k[f"{key}_v5"], k[f"{key}_v17"]))(kernel_costs(saved)))
+      for label, key in (("specdec bfloat16", "bfloat16"), ("specdec int8 (`Int8Linear`)", "float32 int8"),
+                         ("specdec int4 (`Int4Linear`, bfloat16)", "bfloat16 int4"),
+                         ("PyTorch's dynamic int8 (one scale per pass)", "float32 torch dynamic int8"), ("llama.cpp Q4_K_M", "Q4_K_M"))],
+    Measured(METHODS, "llama.cpp's step is the fastest (<<.0f>> ms for the 1.5B), but its pass over 6 tokens costs <<.2f>> steps and "
+                      "its 0.5B draft costs c = <<.2f>>: with alpha = <<.1f>> and gamma = <<d>>, chapter 1's formula predicts <<.2f>>x.",
+             KERNELS, "kernels.csv", lambda saved: (lambda k: (k["Q4_K_M_step"], k["Q4_K_M_v5"], k["c_Q4_K_M_Q4_K_M"], 0.9, 5,
+                                                                walltime_speedup(0.9, 5, k["c_Q4_K_M_Q4_K_M"], k["Q4_K_M_v5"])))(kernel_costs(saved))),
+    Measured(METHODS, "specdec's int8 target keeps a pass over 6 tokens at <<.2f>> steps, and the int4 draft costs c = <<.2f>>: the same "
+                      "formula predicts <<.2f>>x.",
+             KERNELS, "kernels.csv", lambda saved: (lambda k: (k["float32 int8_v5"], k["c_float32 int8_bfloat16 int4"],
+                                                                walltime_speedup(0.9, 5, k["c_float32 int8_bfloat16 int4"], k["float32 int8_v5"])))(
+                 kernel_costs(saved))),
+    Measured(METHODS, "unpacks the weights again for every token of a pass (v(5) = <<.2f>>)", KERNELS, "kernels.csv",
+             lambda saved: kernel_costs(saved)["bfloat16 int4_v5"]),
+    Measured(METHODS, "llama.cpp's speculative tool ran at <<.1f>> tokens/s against <<.1f>> for its plain decoding; specdec's default "
+                      "ran at <<.1f>> tokens/s, <<.2f>>x its own int8 target alone (<<.1f>>)",
+             LLAMA_CPP, "llama-cpp.csv", lambda saved: (lambda v: (v["speculative Q4_K_M n-max 16"], v["plain Q4_K_M"],
+                                                                   v["speculative float32 int8 / int4"], v["default_vs_own_plain"],
+                                                                   v["plain float32 int8"]))(side_by_side(saved))),
+    Measured(METHODS, "our default made <<.2f>>x of llama.cpp's plain rate", LLAMA_CPP, "llama-cpp.csv",
+             lambda saved: side_by_side(saved)["default_vs_best"]),
     Computed(METHODS, r"$\alpha = <<.1f>>$ at $\gamma = <<d>>$, what speedup", lambda: (0.6, 4)),
     Computed(METHODS, r"With $c = 0$ the speedup equals the tokens per pass: $(1 - <<.1f>>^{<<d>>}) / (1 - <<.1f>>) = <<.2f>>$",
              lambda: (0.6, 5, 0.6, walltime_speedup(0.6, 4, 0.0))),

@@ -87,12 +87,12 @@ def render_sidebar() -> Settings:
         quantization = st.selectbox(
             "target weights", QUANTIZATION_CHOICES, **remember("quantization", initial.quantization),
             format_func=lambda choice: _PRECISION_LABELS[choice].format(auto="int8"),
-            help="int8 weights make each target pass about 2.4x cheaper on a CPU, and a pass over several tokens still costs "
+            help="int8 weights make each target pass several times cheaper on a CPU, and a pass over several tokens still costs "
                  "about one step. A quantized target is a different target: the output is exactly that target's.")
         draft_quantization = st.selectbox(
             "draft weights", QUANTIZATION_CHOICES, **remember("draft_quantization", initial.draft_quantization),
             format_func=lambda choice: _PRECISION_LABELS[choice].format(auto="int4"),
-            help="int4 makes each draft step about 3.5x cheaper on a CPU (a smaller c). Only the draft's q changes, never the output.")
+            help="int4 makes each draft step several times cheaper on a CPU (a smaller c). Only the draft's q changes, never the output.")
         st.subheader("Decoding")
         tree = st.toggle("Token tree", **remember("tree", initial.tree),
                          help="Draft a tree of guesses (several where the draft hesitates) and verify it in one target pass; "

@@ -1,7 +1,7 @@
 """Which weights make the fastest exact speculative decoding on this CPU? One-token steps and multi-token passes, side by side.
 
-    python benchmarks/kernels.py --out guide/measurements/kernels.csv                  # specdec's choices (about 6 minutes)
-    python benchmarks/kernels.py --llama-bench ~/.cache/specdec/llama.cpp-11434.0.0/build/bin/llama-bench \\
+    python benchmarks/weight_kernels.py --out guide/measurements/kernels.csv                  # specdec's choices (about 6 minutes)
+    python benchmarks/weight_kernels.py --llama-bench ~/.cache/specdec/llama.cpp-11434.0.0/build/bin/llama-bench \\
         --out guide/measurements/kernels.csv                                          # and llama.cpp's, on the zoo's GGUF files
 
 Speculative decoding's speed is set by two costs (the lessons' notation): c, one draft step over one
@@ -12,8 +12,10 @@ weights (the kernels see the same shapes; nothing is downloaded):
 
 - `step_ms`: one one-token step after a 64-token prompt (median over rounds, variants in rotation);
 - `v5`, `v17`: a pass over 6 and 18 tokens, in steps (a chain of 5 and a tree of 17 drafted tokens, plus one);
-- `exact`: whether a token's logits in a pass equal its logits alone, bit for bit, for the linear
-  layers (`specdec.zoo.quantization`); PyTorch's own dynamic int8 fails this, so it cannot verify.
+- `rows_equal`: whether one linear layer (an MLP up-projection) gave six tokens, on one random input, the
+  same outputs bit for bit in one pass as one at a time. True here is no proof (float kernels may round
+  otherwise on other inputs); `specdec.zoo.quantization`'s layers are built for it and tested; PyTorch's own
+  dynamic int8 fails it (one activation scale per pass), so it cannot verify.
 
 With `--llama-bench`, llama.cpp's `llama-bench` runs the zoo's Q4_K_M files too: its `tg` (one token at
 a time) gives the step, its `pp6` and `pp18` (a prompt of 6 and 18 tokens in one pass) give v5 and v17.
@@ -44,7 +46,7 @@ SHAPES = {   # Qwen2.5-Coder's configs (the zoo's GGUF files have the same shape
                                num_attention_heads=14, num_key_value_heads=2, tie_word_embeddings=True),
 }
 PROMPT, ROUNDS, PASSES = 64, 3, 5
-FIELDS = ["engine", "model", "precision", "step_ms", "v5", "v17", "exact", "threads", "torch"]
+FIELDS = ["engine", "model", "precision", "step_ms", "v5", "v17", "rows_equal", "threads", "torch"]
 
 
 def torch_dynamic_int8(model: nn.Module) -> nn.Module:
@@ -54,11 +56,10 @@ def torch_dynamic_int8(model: nn.Module) -> nn.Module:
         return torch.ao.quantization.quantize_dynamic(copy.deepcopy(model).float(), {nn.Linear}, dtype=torch.qint8)
 
 
-VARIANTS = {
-    "bfloat16": lambda model: copy.deepcopy(model).to(torch.bfloat16),
-    "float32": lambda model: copy.deepcopy(model).float(),
+VARIANTS = {   # made from a bfloat16 model one after the other (float32 ones would not fit 24 GiB together with the rest)
+    "bfloat16": lambda model: model,
     "float32 int8": lambda model: quantize_model(copy.deepcopy(model).float(), "int8"),
-    "bfloat16 int4": lambda model: quantize_model(copy.deepcopy(model).to(torch.bfloat16), "int4"),
+    "bfloat16 int4": lambda model: quantize_model(copy.deepcopy(model), "int4"),
     "float32 torch dynamic int8": torch_dynamic_int8,
 }
 
@@ -79,7 +80,7 @@ def pass_ms(model: nn.Module, tokens: int) -> float:
 
 
 @torch.inference_mode()
-def linear_rows_exact(model: nn.Module) -> bool:
+def linear_rows_equal(model: nn.Module) -> bool:
     """Whether every linear layer gives a token the same output in a pass of 6 as alone (bit for bit)."""
     layer = next(module for name, module in model.named_modules() if name.endswith("mlp.up_proj"))
     x = torch.randn(6, layer.in_features) * torch.rand(6, 1) * 4
@@ -91,7 +92,7 @@ def specdec_rows(threads: int) -> list[dict]:
     rows = []
     for name, shape in SHAPES.items():
         torch.manual_seed(0)
-        base = Qwen2ForCausalLM(Qwen2Config(**shape)).eval()
+        base = Qwen2ForCausalLM(Qwen2Config(**shape)).eval().to(torch.bfloat16)
         models = {precision: make(base) for precision, make in VARIANTS.items()}
         del base
         times: dict[tuple[str, int], list[float]] = {}
@@ -104,7 +105,7 @@ def specdec_rows(threads: int) -> list[dict]:
             rows.append(dict(engine="specdec", model=name, precision=precision, step_ms=round(step, 1),
                              v5=round(statistics.median(times[precision, 6]) / step, 2),
                              v17=round(statistics.median(times[precision, 18]) / step, 2),
-                             exact=linear_rows_exact(model), threads=threads, torch=torch.__version__))
+                             rows_equal=linear_rows_equal(model), threads=threads, torch=torch.__version__))
             print(rows[-1], flush=True)
         del models
     return rows
@@ -126,7 +127,7 @@ def llama_rows(llama_bench: str, threads: int) -> list[dict]:
         step = 1000 / rates["tg"]
         rows.append(dict(engine="llama.cpp", model=name, precision="Q4_K_M", step_ms=round(step, 1),
                          v5=round(6000 / rates["pp6"] / step, 2), v17=round(18000 / rates["pp18"] / step, 2),
-                         exact="", threads=threads, torch=""))
+                         rows_equal="", threads=threads, torch=""))
         print(rows[-1], flush=True)
     return rows
 
