@@ -54,7 +54,6 @@ from specdec.reference.theory import (  # noqa: E402
     walltime_speedup,
 )
 
-from lesson_entries import kernel_costs, side_by_side  # noqa: E402
 from lesson_entries import (  # noqa: E402,F401  (entry_text and the kinds are what tests/test_guide.py reads)
     MEASUREMENTS,
     Computed,
@@ -63,7 +62,9 @@ from lesson_entries import (  # noqa: E402,F401  (entry_text and the kinds are w
     Reported,
     cli_output,
     entry_text,
+    kernel_costs,
     report_line,
+    side_by_side,
     stats,
     tree_against_chain,
     vector,

@@ -117,6 +117,7 @@ def show_results(frame: pd.DataFrame | None, overlay: pd.DataFrame | None) -> No
     st.caption("Medians over prompts and repeats. acceptance_rate is accepted / drafted; alpha_estimate is accepted / "
                "tested, the per-token alpha of the formulas; efficiency is measured / predicted speedup.")
     st.dataframe(tables.overview(combined).round(3), hide_index=True, width="stretch")
+    st.caption("Precision: " + "; ".join(f"{pair}: {how}" for pair, how in tables.precisions(combined).items()))
     if frame is None or frame.empty:
         return
     for _, row in tables.best_gammas(frame).iterrows():

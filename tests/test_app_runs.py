@@ -139,6 +139,8 @@ def test_compare_draws_the_charts_and_offers_the_csv():
     assert len(reread) == 20 and reread["method"].value_counts().to_dict() == {"speculative": 16, "generate": 4}
     assert reread.loc[reread["method"] == "speculative", "oracle_speedup"].notna().all()   # sampled: from each run's own trace
     assert set(reread["max_new_tokens"]) == {12} and reread["timestamp"].notna().all() and reread["device"].eq("cpu").all()
+    assert set(reread.loc[reread["pair"] == TINY_PAIR, "quantization"]) == {"int8"}          # the sidebar's auto, on a CPU
+    assert any(f"{TINY_PAIR}: target float32 int8, draft bfloat16 int4" in caption.value for caption in app.caption)
 
 
 def test_compare_overlays_an_uploaded_csv_and_refuses_a_bad_one():

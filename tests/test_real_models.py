@@ -5,7 +5,8 @@ cached), loads them in float32 (the first load converts each GGUF, about a minut
 cores) and checks that greedy speculative output is the target's own greedy output, token for
 token, against both `specdec`'s plain loop and transformers' `generate` (chains, the stop rule and
 token trees, one of them forced to branch everywhere), and that drafting pays:
-more than 1.5 tokens per target pass.
+more than 1.5 tokens per target pass. The same greedy checks run with `specdec run`'s default
+precision too (an int8 target, an int4 draft), against the int8 target as loaded.
 
     SPECDEC_REAL_MODELS=1 python -m pytest tests/test_real_models.py -v
 """
@@ -36,6 +37,35 @@ def qwen_pair():
     for name in ("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"):
         zoo.fetch(name)
     return load_pair("qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b", device="cpu", dtype="float32")
+
+
+@pytest.fixture(scope="module")
+def quantized_pair(qwen_pair):
+    from specdec.zoo.pairing import load_pair
+
+    return load_pair("qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b", device="cpu", quantization="auto", draft_quantization="auto")
+
+
+@pytest.mark.parametrize("prompt", PROMPTS)
+def test_greedy_output_is_the_quantized_targets_own(quantized_pair, prompt):
+    """`specdec run`'s default: an int8 target and an int4 draft; exact against the int8 target as loaded."""
+    import torch
+
+    from specdec import Decoding
+    from specdec.zoo.pairing import encode_prompt, generate_plain, generate_speculative
+
+    assert (quantized_pair.precision, quantized_pair.draft_precision) == ("float32 int8", "bfloat16 int4")
+    input_ids = encode_prompt(quantized_pair.tokenizer, prompt, chat=True)
+    decoding = Decoding(max_new_tokens=NEW_TOKENS, temperature=0)
+    with torch.inference_mode():
+        reference = quantized_pair.target.generate(input_ids, attention_mask=torch.ones_like(input_ids), do_sample=False,
+                                                   max_new_tokens=NEW_TOKENS, eos_token_id=quantized_pair.eos_token_ids,
+                                                   pad_token_id=quantized_pair.eos_token_ids[0])
+    expected = reference[0, input_ids.shape[1]:].tolist()
+    assert generate_plain(quantized_pair, input_ids, decoding).tokens == expected
+    for tree in (None, {}):
+        for gamma in ((4, None) if tree is None else (None,)):
+            assert generate_speculative(quantized_pair, input_ids, decoding, gamma=gamma, tree=tree).tokens == expected, (gamma, tree)
 
 
 @pytest.mark.parametrize("prompt", PROMPTS)

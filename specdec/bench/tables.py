@@ -52,6 +52,23 @@ COLUMNS = [
 ]
 
 
+def precisions(frame: pd.DataFrame) -> dict[str, str]:
+    """How each pair's models ran, for a caption: {'d->t': 'target float32 int8, draft bfloat16 int4'} (older CSVs: the dtype)."""
+    described = {}
+    for pair, rows in frame.groupby("pair"):
+        row = rows.iloc[0]
+        target = _precision(row.get("dtype"), row.get("quantization"))
+        draft = _precision(row.get("draft_dtype"), row.get("draft_quantization"))
+        described[pair] = f"target {target}" + (f", draft {draft}" if draft else "")
+    return described
+
+
+def _precision(dtype: object, quantization: object) -> str:
+    if not isinstance(dtype, str):
+        return ""
+    return dtype + (f" {quantization}" if isinstance(quantization, str) and quantization != "none" else "")
+
+
 def overview(frame: pd.DataFrame) -> pd.DataFrame:
     """One line per (pair, method, schedule, gamma) over all prompts: the medians a reader wants first."""
     measures = {"speedup": "median", "tokens_per_second": "median", "acceptance_rate": "median", "alpha_estimate": "median",
