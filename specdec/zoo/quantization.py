@@ -10,13 +10,13 @@ layers are swapped, the output layer included):
 
 - "int8" (`Int8Linear`): int8 weights, one scale per output row; activations quantized to int8 on
   the fly, one scale per token; int32 accumulation in fbgemm's kernel. Its pass over several
-  tokens costs about one step (v(5) = 1.05 for Qwen2.5-Coder-1.5B on a 2-core CPU), which is
-  what speculative decoding needs from a target.
+  tokens costs little more than one step (v(5) = 1.28 for Qwen2.5-Coder-1.5B's shapes on a
+  2-core CPU, `benchmarks/weight_kernels.py`), which is what speculative decoding needs from a target.
 - "int4" (`Int4Linear`): int4 weights in groups of 32 with a scale and an offset per group;
   activations in the model's dtype (PyTorch's `_weight_int4pack_mm_for_cpu`, as in gpt-fast). In
   bfloat16 the cheapest one-token step, but its kernel's cost grows with every token of a pass
-  (v(5) = 2.9): a fine draft, a poor target to verify with. In float32 the kernel is about 30x
-  slower: only for exact checks on small models (`auto_dtype` picks bfloat16 for it).
+  (v(5) = 2.98): a fine draft, a poor target to verify with. In float32 the kernel is many times
+  slower: only for exact checks on small models (dtype "auto" is bfloat16 for it, `resolve_dtype`).
 
 A quantized model is a different model: its p is not the float model's p. Speculative decoding
 stays exact with respect to the model *as loaded*: the engine compares against the same quantized
@@ -51,7 +51,8 @@ from specdec.zoo.invariant_attention import use_invariant_attention
 
 QUANTIZATIONS = ("none", "int8", "int4")
 QUANTIZATION_CHOICES = ("auto", *QUANTIZATIONS)   # "auto": the fastest exact choice for the device (`auto_quantization`)
-INT4_GROUP = 32                                    # weights per int4 scale/offset (32: as good as bfloat16 on our pair, 128 was not)
+INT4_GROUP = 32                                    # weights per int4 scale/offset (a probe on the real pair: 32 kept 99-100% of
+                                                   # bfloat16's greedy choices, 128 kept 97-98%, for 5% less time)
 MIN_QUANTIZED_SHARE = 0.5                          # refuse a model when less than this share of its weights can be quantized
 
 
@@ -61,7 +62,7 @@ class Int8Linear(nn.Module):
     Stored: `weight_int8` [N, K] int8, `weight_scale` [N] float32, `bias` [N] or None.
     """
 
-    verify_slope = 0.05   # v(k) = 1 + s k: a pass over 5 tokens cost 1.05 steps, over 17 tokens 1.7 (Qwen2.5-Coder-1.5B, 2 cores)
+    verify_slope = 0.05   # v(k) = 1 + s k: v(5) = 1.28, v(17) = 2.67 for Qwen2.5-Coder-1.5B's shapes (2 cores); fits the short passes
 
     def __init__(self, weight_int8: torch.Tensor, weight_scale: torch.Tensor, bias: torch.Tensor | None) -> None:
         super().__init__()
@@ -101,8 +102,8 @@ class Int4Linear(nn.Module):
     [K / group, N, 2] bfloat16, `bias` [N] or None.
     """
 
-    verify_slope = 0.4    # v(5) = 2.9, v(17) = 6.6: the kernel unpacks the weights again for every token of a pass
-    read_cost = 1.6       # it reads about 11 GB/s where int8 reads 18 (same CPU): its bytes count 1.6 times in c's estimate
+    verify_slope = 0.4    # v(5) = 2.98, v(17) = 7.01: the kernel unpacks the weights again for every token of a pass
+    read_cost = 1.6       # it reads about 16 GB/s where int8 reads 25 (1.5B shapes, same CPU): its bytes count 1.6 times in c's estimate
 
     def __init__(self, weight_int4: torch.Tensor, scales_and_zeros: torch.Tensor, bias: torch.Tensor | None,
                  in_features: int, group: int = INT4_GROUP) -> None:
