@@ -23,10 +23,9 @@ from pages.common.settings import Settings
 from specdec.errors import SpecdecError
 from specdec.zoo import pairing, status
 from specdec.zoo.catalog import MODELS, PAIRS, PROMPT_LOOKUP, ModelEntry, resolve_model
-from specdec.zoo.devices import dtype_name, resolve_device, resolve_dtype
+from specdec.zoo.devices import dtype_name
 from specdec.zoo.fetch import FetchProgress
 from specdec.zoo.pairing import LoadedPair
-from specdec.zoo.quantization import check_quantization
 
 _loaded_key: tuple[str, ...] | None = None  # (target, draft, device, dtype, quantization, draft quantization) in the cache
 
@@ -101,10 +100,9 @@ def _forget_loaded_pair() -> None:
 
 def resolved_precision(settings: Settings) -> tuple[str, str, str, str]:
     """('cpu', 'float32', 'int8', 'int4') and the like: 'auto' made concrete, so equal choices share one cache entry."""
-    device = resolve_device(settings.device)
-    quantization = check_quantization(settings.quantization, device, "target")
-    draft_quantization = "none" if settings.draft == PROMPT_LOOKUP else check_quantization(settings.draft_quantization, device, "draft")
-    return str(device), dtype_name(resolve_dtype(settings.dtype, device, quantization)), quantization, draft_quantization
+    device, dtype, quantization, draft_quantization, _ = pairing.resolve_precision(
+        settings.device, settings.dtype, settings.quantization, settings.draft_quantization, settings.draft)
+    return str(device), dtype_name(dtype), quantization, draft_quantization
 
 
 def load_pair(settings: Settings) -> LoadedPair:
@@ -119,8 +117,8 @@ def load_pair(settings: Settings) -> LoadedPair:
     with st.status(f"Loading {settings.draft} → {settings.target} on {device} …") as box:
         pair = _load_pair(*key, _say=lambda message: box.update(label=message))
         seconds = sum(pair.load_seconds.values())
-        box.update(label=f"Loaded {settings.draft} → {settings.target} on {device}: target {pair.precision}, "
-                         f"draft {pair.draft_precision} ({seconds:.1f} s)", state="complete", expanded=False)
+        box.update(label=f"Loaded {settings.draft} → {settings.target} on {device}: {pair.precisions} ({seconds:.1f} s)",
+                   state="complete", expanded=False)
     _loaded_key = key
     return pair
 

@@ -220,7 +220,7 @@ def _execute(pair: LoadedPair, run: Run, input_ids: torch.Tensor, settings: Benc
         tokens_per_second=row["new_tokens"] / row["wall_time_s"] if row["wall_time_s"] > 0 else None,
         device=str(pair.device), dtype=dtype_name(pair.dtype), torch_version=torch.__version__,
         draft_quantization=pair.draft_quantization, draft_vocab_limit=settings.draft_vocab_limit, quantization=pair.quantization,
-        draft_dtype=None if pair.draft is None else dtype_name(pair.draft_dtype or pair.dtype),
+        draft_dtype=None if pair.draft is None else dtype_name(pair.draft.dtype),
         transformers_version=transformers.__version__, specdec_version=_specdec_version(),
         python_version=platform.python_version(),
     )

@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from specdec.errors import SpecdecError
+from specdec.zoo.quantization import precision_name, precision_summary
 
 ADAPTIVE = "adaptive"   # the schedule name of rows whose gamma was chosen round by round
 STOP = "stop"           # ... and of rows drafted under the stop rule (`specdec.stop_rule`), our default
@@ -57,16 +58,16 @@ def precisions(frame: pd.DataFrame) -> dict[str, str]:
     described = {}
     for pair, rows in frame.groupby("pair"):
         row = rows.iloc[0]
-        target = _precision(row.get("dtype"), row.get("quantization"))
-        draft = _precision(row.get("draft_dtype"), row.get("draft_quantization"))
-        described[pair] = f"target {target}" + (f", draft {draft}" if draft else "")
+        described[pair] = precision_summary(_precision(row.get("dtype"), row.get("quantization")) or "unknown",
+                                            _precision(row.get("draft_dtype"), row.get("draft_quantization")))
     return described
 
 
-def _precision(dtype: object, quantization: object) -> str:
+def _precision(dtype: object, quantization: object) -> str | None:
+    """`precision_name` of a CSV row's cells; None where the dtype is missing (no draft model, or an older CSV)."""
     if not isinstance(dtype, str):
-        return ""
-    return dtype + (f" {quantization}" if isinstance(quantization, str) and quantization != "none" else "")
+        return None
+    return precision_name(dtype, quantization if isinstance(quantization, str) else "none")
 
 
 def overview(frame: pd.DataFrame) -> pd.DataFrame:

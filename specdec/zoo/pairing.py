@@ -30,7 +30,7 @@ from specdec.tree_drafter import TreeDrafter
 from specdec.zoo.catalog import PROMPT_LOOKUP
 from specdec.zoo.devices import dtype_name, resolve_device, resolve_dtype
 from specdec.zoo.loading import check_same_tokenizer, load_model, load_tokenizer
-from specdec.zoo.quantization import check_quantization, quantization_of
+from specdec.zoo.quantization import check_quantization, precision_name, precision_summary, quantization_of
 
 
 @dataclass
@@ -45,21 +45,33 @@ class LoadedPair:
     device: torch.device
     dtype: torch.dtype                 # the target's dtype (its activations; see `specdec.zoo.quantization`)
     load_seconds: dict[str, float] = field(default_factory=dict)
-    quantization: str = "none"         # the target's weights: "none", "int8" or "int4"
-    draft_quantization: str = "none"   # the draft's weights ("none" for prompt lookup)
-    draft_dtype: torch.dtype | None = None   # None: the target's
+
+    @property
+    def quantization(self) -> str:
+        """The target's weights: "none", "int8" or "int4" (read from the model, as loaded)."""
+        return quantization_of(self.target)
+
+    @property
+    def draft_quantization(self) -> str:
+        """The draft's weights ("none" for prompt lookup)."""
+        return "none" if self.draft is None else quantization_of(self.draft)
 
     @property
     def precision(self) -> str:
         """How the target ran, for reports: 'float32', 'float32 int8'."""
-        return precision_name(self.dtype, self.quantization)
+        return precision_name(dtype_name(self.dtype), self.quantization)
 
     @property
     def draft_precision(self) -> str:
         """How the draft ran: 'bfloat16 int4', or 'none' for prompt lookup."""
         if self.draft is None:
             return "none"
-        return precision_name(self.draft_dtype or self.dtype, self.draft_quantization)
+        return precision_name(dtype_name(self.draft.dtype), self.draft_quantization)
+
+    @property
+    def precisions(self) -> str:
+        """Both, for a caption: 'target float32 int8, draft bfloat16 int4' (just the target's for prompt lookup)."""
+        return precision_summary(self.precision, None if self.draft is None else self.draft_precision)
 
     def drafter(self, vocab_limit: int | None = None, tree: dict | None = None) -> Drafter | TreeDrafter:
         """A fresh drafter for one generation (`vocab_limit`: see `ModelDrafter`; `tree`: `TreeDrafter` settings, {} for its defaults)."""
@@ -85,13 +97,18 @@ class LoadedPair:
         return sorted(ids)
 
 
-def precision_name(dtype: torch.dtype, quantization: str) -> str:
-    """'float32', or 'float32 int8' for int8 weights with float32 activations.
+def resolve_precision(device: str, dtype: str, quantization: str, draft_quantization: str,
+                      draft_name: str) -> tuple[torch.device, torch.dtype, str, str, torch.dtype]:
+    """The choices made concrete: (device, target dtype, target quantization, draft quantization, draft dtype).
 
-    >>> precision_name(torch.float32, "int8"), precision_name(torch.bfloat16, "none")
-    ('float32 int8', 'bfloat16')
+    "auto" becomes what this device runs fastest (`auto_quantization`); a bad name or a device
+    without the kernel is a `SpecdecError`. An int4 draft runs in bfloat16 whatever `dtype` says.
     """
-    return dtype_name(dtype) + ("" if quantization == "none" else f" {quantization}")
+    resolved_device = resolve_device(device)
+    target = check_quantization(quantization, resolved_device, "target")
+    draft = "none" if draft_name == PROMPT_LOOKUP else check_quantization(draft_quantization, resolved_device, "draft")
+    draft_dtype = torch.bfloat16 if draft == "int4" else resolve_dtype(dtype, resolved_device, draft)
+    return resolved_device, resolve_dtype(dtype, resolved_device, target), target, draft, draft_dtype
 
 
 def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: str = "auto",
@@ -108,11 +125,7 @@ def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: st
     if target_name == PROMPT_LOOKUP:
         raise SpecdecError("prompt-lookup can only be the draft: give a model as the target")
     say = progress or (lambda message: None)
-    resolved_device = resolve_device(device)
-    resolved = check_quantization(quantization, resolved_device, "target")
-    resolved_draft = "none" if draft_name == PROMPT_LOOKUP else check_quantization(draft_quantization, resolved_device, "draft")
-    resolved_dtype = resolve_dtype(dtype, resolved_device, resolved)
-    draft_dtype = torch.bfloat16 if resolved_draft == "int4" else resolve_dtype(dtype, resolved_device, resolved_draft)
+    resolved_device, resolved_dtype, _, _, draft_dtype = resolve_precision(device, dtype, quantization, draft_quantization, draft_name)
     seconds: dict[str, float] = {}
     start = time.perf_counter()
     tokenizer = load_tokenizer(target_name)
@@ -131,10 +144,7 @@ def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: st
             models[role] = load_model(name, resolved_device, draft_dtype, draft_quantization, role)
         seconds[role] = time.perf_counter() - start
         say(f"Loaded {role} {name} in {seconds[role]:.1f} s")
-    draft = models.get("draft")
-    return LoadedPair(target_name, draft_name, models["target"], draft, tokenizer, resolved_device, resolved_dtype, seconds,
-                      quantization_of(models["target"]), "none" if draft is None else quantization_of(draft),
-                      None if draft is None else draft.dtype)
+    return LoadedPair(target_name, draft_name, models["target"], models.get("draft"), tokenizer, resolved_device, resolved_dtype, seconds)
 
 
 def encode_chat(tokenizer: PreTrainedTokenizerBase, messages: Sequence[tuple[str, str]]) -> torch.Tensor:

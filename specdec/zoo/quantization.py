@@ -159,6 +159,24 @@ def auto_quantization(device: torch.device | str, role: str) -> str:
     return "int8" if role == "target" else "int4"
 
 
+def precision_name(dtype: str, quantization: str) -> str:
+    """How a model ran, in words: the dtype of its activations, then its weights' quantization if any.
+
+    >>> precision_name("float32", "int8"), precision_name("bfloat16", "none")
+    ('float32 int8', 'bfloat16')
+    """
+    return dtype + ("" if quantization == "none" else f" {quantization}")
+
+
+def precision_summary(target: str, draft: str | None) -> str:
+    """'target float32 int8, draft bfloat16 int4'; just the target's without a draft model.
+
+    >>> precision_summary("float32 int8", None)
+    'target float32 int8'
+    """
+    return f"target {target}" + ("" if draft is None else f", draft {draft}")
+
+
 def check_quantization(quantization: str, device: torch.device | str, role: str = "target") -> str:
     """The quantization to use, 'auto' resolved; a `SpecdecError` for a name or device that cannot work."""
     if quantization == "auto":
