@@ -18,7 +18,13 @@ With `output_rows=K` only the first K rows of the output layer are computed: the
 token ids 0..K-1. A draft may do this to save work (byte-pair vocabularies give frequent tokens low
 ids); its q then lives on those ids, which the accept/reject rule handles exactly like any other q.
 
-Not handled: batches (one sequence at a time), sliding-window caches that already dropped tokens.
+Sliding-window layers (Gemma 2/3, Mistral-style windows) keep only the last `window - 1` tokens, so a
+token they dropped cannot come back after a rollback. As transformers' assisted generation does, the
+cache records the past (`activate_past_recording`): such a layer keeps every token of the last pass
+until the next `crop`, which removes the rejected tokens and trims the layer back to its window. A
+token tree's cache surgery (`keep`) needs every position, so trees refuse these models up front.
+
+Not handled: batches (one sequence at a time).
 """
 
 from __future__ import annotations
@@ -35,6 +41,9 @@ class CachedModel:
     def __init__(self, model: PreTrainedModel, output_rows: int | None = None) -> None:
         self.model = model
         self.cache = DynamicCache(config=model.config)
+        self.sliding = has_sliding_window(model)
+        if self.sliding:
+            self.cache.activate_past_recording()  # keep the last pass whole until rollback crops it
         self.length = 0   # tokens held in the cache
         self.passes = 0   # forward passes made
         self.head = None  # the first `output_rows` rows of the output layer, when restricted
@@ -83,7 +92,7 @@ class CachedModel:
         """Forget every cached token after the first `length`."""
         if not 0 <= length <= self.length:
             raise ValueError(f"cannot roll back a cache of {self.length} tokens to {length}")
-        if length < self.length:
+        if length < self.length or self.sliding:       # crop(0) trims recorded sliding-window layers back to their window
             self.cache.crop(length - self.length)  # transformers 5 takes a negative count to drop
             self.length = length
 
@@ -97,6 +106,8 @@ class CachedModel:
         if columns == list(range(len(columns))):
             self.rollback(len(columns))
             return
+        if self.sliding:
+            raise SpecdecError("a token tree cannot keep a path in a sliding-window cache: draft a chain for this model")
         if any(b <= a for a, b in zip(columns, columns[1:])) or columns[0] < 0 or columns[-1] >= self.length:
             raise ValueError(f"columns to keep must increase within 0..{self.length - 1}, got {columns}")
         index = torch.tensor(columns, device=self.device)
@@ -105,3 +116,18 @@ class CachedModel:
                 layer.keys = layer.keys.index_select(-2, index)        # [batch, heads, kept, head_dim]
                 layer.values = layer.values.index_select(-2, index)
         self.length = len(columns)
+
+
+def has_sliding_window(model: PreTrainedModel) -> bool:
+    """Whether any layer of `model` attends only to a window of recent tokens (its cache then drops older ones).
+
+    >>> from transformers import LlamaConfig, LlamaForCausalLM
+    >>> has_sliding_window(LlamaForCausalLM(LlamaConfig(hidden_size=8, intermediate_size=8, num_hidden_layers=1,
+    ...                                                 num_attention_heads=1, vocab_size=4)))
+    False
+    """
+    config = model.config.get_text_config(decoder=True)
+    layer_types = getattr(config, "layer_types", None) or ()
+    if any(kind in ("sliding_attention", "chunked_attention") for kind in layer_types):
+        return True
+    return bool(getattr(config, "sliding_window", None)) and getattr(config, "use_sliding_window", True) and not layer_types

@@ -34,7 +34,7 @@ from specdec.costs import verify_slope_guess, weight_cost_ratio
 from specdec.drafters import Draft, Drafter, ModelDrafter
 from specdec.errors import SpecdecError
 from specdec.inputs import Decoding, check_counts, check_fits_context, start_generation
-from specdec.kv_cache import CachedModel
+from specdec.kv_cache import CachedModel, has_sliding_window
 from specdec.results import DraftedToken, GenerationResult, GenerationStats, Round, TokenOrigin, TreeTrace
 from specdec.sampling import SamplingConfig, choose_next, probabilities
 from specdec.schedule import FixedGamma, GammaSchedule
@@ -77,6 +77,8 @@ def speculative_generate(
         raise SpecdecError(f"draft must be a transformers causal LM, a Drafter or a TreeDrafter, got {type(draft).__name__}")
     if isinstance(drafter, TreeDrafter) and gamma is not None:
         raise SpecdecError("a TreeDrafter sizes its own rounds: set its budget and depth, and leave gamma out")
+    if isinstance(drafter, TreeDrafter) and (has_sliding_window(target) or has_sliding_window(drafter.model)):
+        raise SpecdecError("token trees need full-attention caches and this pair has sliding-window layers: draft a chain instead")
     schedule = _schedule(gamma, drafter, target)
     if isinstance(drafter, TreeDrafter):
         drafter.price(weight_cost_ratio(target, drafter.model), verify_slope_guess(target))

@@ -46,6 +46,20 @@ def test_equals_target_generate_for_every_gamma_and_the_stop_rule(pairs, archite
     assert len(drafted_lengths) >= 3     # rounds of several lengths: the stop rule did decide
 
 
+def test_sliding_window_model_equals_target_generate_well_past_the_window():
+    """Gemma 3's local layers see 6 tokens; 60 new tokens roll both caches back many times past the window."""
+    target, noisy_draft = tiny_pair("gemma3")
+    for draft in (target, noisy_draft):
+        outcomes = set()
+        for prompt in PROMPTS:
+            expected = reference_greedy(target, prompt, max_new_tokens=60)
+            for gamma in (1, 3, 5, None):
+                result = speculative_generate(target, draft, torch.tensor(prompt), gamma=gamma, max_new_tokens=60, temperature=0)
+                assert result.tokens == expected, f"gamma={gamma} prompt={prompt} draft==target: {draft is target}"
+                outcomes |= {origin.value for origin in result.origins()}
+        assert ("resampled" in outcomes) == (draft is not target)   # the noisy draft is rejected, the target itself never
+
+
 @pytest.mark.parametrize("architecture", ["gpt2", "llama"])
 def test_stops_at_eos_like_generate(pairs, architecture):
     target, draft = pairs[architecture]

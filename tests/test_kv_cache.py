@@ -13,6 +13,7 @@ import torch
 
 import specdec.speculative
 from specdec import ModelDrafter, speculative_generate
+from specdec.errors import SpecdecError
 from specdec.kv_cache import CachedModel
 from tiny_models import tiny_model, tiny_pair
 
@@ -29,6 +30,30 @@ def test_feed_rollback_feed_equals_a_full_pass():
     full = model(input_ids=text[None]).logits[0, 4:]     # [3, V]
     assert torch.allclose(logits, full, atol=1e-5)
     assert cached.passes == 3
+
+
+def test_sliding_window_rollback_past_the_window_equals_a_full_pass():
+    """A sliding-window layer drops tokens older than its window; rolling back after the window is full
+    must still leave exactly the keys and values a fresh pass would compute (transformers' past recording)."""
+    model = tiny_model("gemma3")
+    text = torch.arange(2, 22)                            # 20 tokens, more than three windows of 6
+    cached = CachedModel(model)
+    assert cached.sliding
+    cached.feed(text[:12], keep=1)
+    for start in (12, 15, 17):                            # reject a drafted continuation, then accept the real one
+        cached.feed(torch.tensor([1, 1, 1, 1, 1]), keep=5)
+        cached.rollback(start)
+        logits = cached.feed(text[start:start + 3], keep=3)                # [3, V]
+        full = model(input_ids=text[None, :start + 3]).logits[0, start:]   # [3, V]
+        assert torch.allclose(logits, full, atol=1e-5)
+    assert max(layer.keys.shape[-2] for layer in cached.cache.layers if layer.is_sliding) <= 20 - 1
+
+
+def test_trees_refuse_sliding_window_caches_in_one_line():
+    cached = CachedModel(tiny_model("gemma3"))
+    cached.feed(torch.arange(2, 12))
+    with pytest.raises(SpecdecError, match="sliding-window"):
+        cached.keep([0, 1, 2, 3, 5])
 
 
 def test_rollback_refuses_to_grow():
@@ -72,7 +97,7 @@ class RecordingCachedModel(CachedModel):
         CheckingDrafter.target_caches.append(self)
 
 
-@pytest.mark.parametrize("architecture", ["gpt2", "llama", "qwen2"])
+@pytest.mark.parametrize("architecture", ["gpt2", "llama", "qwen2", "gemma3"])
 @pytest.mark.parametrize("temperature", [0.0, 1.0])
 def test_caches_hold_exactly_the_accepted_text_after_every_round(monkeypatch, architecture, temperature):
     monkeypatch.setattr(specdec.speculative, "CachedModel", RecordingCachedModel)

@@ -158,6 +158,9 @@ def test_bad_tree_settings_get_one_clear_error(pairs):
         TreeDrafter(draft, c=-1.0)
     with pytest.raises(SpecdecError, match="leave gamma out"):
         speculative_generate(target, TreeDrafter(draft), torch.tensor([2, 3]), gamma=4)
+    sliding_target, sliding_draft = tiny_pair("gemma3")
+    with pytest.raises(SpecdecError, match="sliding-window layers: draft a chain"):
+        speculative_generate(sliding_target, TreeDrafter(sliding_draft), torch.tensor([2, 3]), max_new_tokens=20)
 
 
 # ---- the sampled distribution ----------------------------------------------------------------

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import torch
 from transformers import (
+    Gemma3ForCausalLM,
+    Gemma3TextConfig,
     GPT2Config,
     GPT2LMHeadModel,
     LlamaConfig,
@@ -21,6 +23,7 @@ from transformers import (
 )
 
 ARCHITECTURES = ("gpt2", "llama", "qwen2")
+SLIDING_WINDOW = 6  # the tiny Gemma 3's local layers see the last 6 tokens
 
 
 def tiny_model(architecture: str = "gpt2", vocab_size: int = 24, seed: int = 0, sharpness: float = 3.0,
@@ -38,6 +41,13 @@ def tiny_model(architecture: str = "gpt2", vocab_size: int = 24, seed: int = 0, 
                               max_position_embeddings=max_positions, tie_word_embeddings=False,
                               bos_token_id=None, eos_token_id=None, pad_token_id=None)
         model = model_class(config)
+    elif architecture == "gemma3":  # local (sliding-window) and global layers alternate, like Gemma 2/3
+        config = Gemma3TextConfig(vocab_size=vocab_size, hidden_size=hidden_size, intermediate_size=2 * hidden_size,
+                                  num_hidden_layers=max(layers, 4), num_attention_heads=2, num_key_value_heads=1, head_dim=16,
+                                  query_pre_attn_scalar=16, sliding_window=SLIDING_WINDOW, sliding_window_pattern=2,
+                                  max_position_embeddings=max_positions, initializer_range=0.3, tie_word_embeddings=False,
+                                  bos_token_id=None, eos_token_id=None, pad_token_id=None)
+        model = Gemma3ForCausalLM(config)  # initializer_range 0.3: a tiny Gemma that does not fall into one repeated token
     else:
         raise ValueError(f"unknown architecture {architecture}")
     with torch.no_grad():
