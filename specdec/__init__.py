@@ -13,7 +13,7 @@ The folders are the layers; each imports only from the layers listed before it:
 
     specdec/reference/   the rule, its formulas, its classic bugs and statistics, in NumPy
     specdec/             the engine: the loop (speculative.py), the rule in torch (verification.py),
-                         drafters, token trees (trees.py, tree_drafter.py, tree_verification.py),
+                         drafters (cross_tokenizer.py: drafts with another tokenizer), token trees (trees.py, tree_drafter.py, tree_verification.py),
                          KV caches, sampling, gamma schedules and the stop rule, costs, plain decoding
     specdec/zoo/         models: the catalogue, fetching, converted copies, loading, pairs
     specdec/bench/       measurement: prompts, the harness, transformers' baselines, tables, charts
@@ -41,6 +41,7 @@ _EXPORTS = {
     "Draft": "specdec.drafters",
     "Drafter": "specdec.drafters",
     "ModelDrafter": "specdec.drafters",
+    "CrossTokenizerDrafter": "specdec.cross_tokenizer",
     "PromptLookupDrafter": "specdec.drafters",
     "SpecdecError": "specdec.errors",
     "check_same_tokenizer": "specdec.zoo.loading",

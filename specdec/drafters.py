@@ -19,7 +19,8 @@ slower, never change the output distribution.
 A drafter that reports how sure it is (`ModelDrafter`) can stop a round early when a stop rule
 says another token is not worth its cost (`specdec.stop_rule.ConfidenceStop`, the default).
 
-Not handled here: token trees (`specdec.tree_drafter.TreeDrafter` drafts those), drafters with another tokenizer.
+Elsewhere: token trees (`specdec.tree_drafter.TreeDrafter`), drafts with another tokenizer
+(`specdec.cross_tokenizer.CrossTokenizerDrafter`).
 """
 
 from __future__ import annotations

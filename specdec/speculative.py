@@ -62,8 +62,9 @@ def speculative_generate(
 ) -> GenerationResult:
     """Generate up to `max_new_tokens` tokens after `input_ids` with the target p, drafted by q.
 
-    `draft` is a causal LM sharing the target's tokenizer, or a model-free `Drafter` such as
-    `PromptLookupDrafter()`. `input_ids` is [T] or [1, T]. temperature 0 is greedy; top-k and
+    `draft` is a causal LM sharing the target's tokenizer, a draft with its own tokenizer
+    (`CrossTokenizerDrafter(model, draft_tokenizer, target_tokenizer)`), a `TreeDrafter`, or a
+    model-free `Drafter` such as `PromptLookupDrafter()`. `input_ids` is [T] or [1, T]. temperature 0 is greedy; top-k and
     top-p are applied to both p and q. Generation stops after `eos_token_id` (included in the
     output). The same `seed` gives the same tokens. `gamma` is a fixed number of drafted tokens per
     round, a `GammaSchedule` (such as `AdaptiveGamma`) that picks each round's gamma, or None (the
@@ -85,9 +86,10 @@ def speculative_generate(
     stop_rule = schedule.keep_drafting if isinstance(schedule, ConfidenceStop) and getattr(drafter, "reports_confidence", False) else None
     decoding = Decoding(max_new_tokens, temperature, top_k, top_p, seed)
     prompt, sampling, stop_ids, generator, watch = start_generation(target, input_ids, decoding, eos_token_id, "target")  # prompt: [T]
-    if isinstance(drafter, (ModelDrafter, TreeDrafter)):
-        if drafter.model.device != target.device:
-            raise SpecdecError(f"the draft is on {drafter.model.device} but the target on {target.device}: load both on one device")
+    draft_model = getattr(drafter, "model", None)
+    if isinstance(draft_model, PreTrainedModel) and draft_model.device != target.device:
+        raise SpecdecError(f"the draft is on {draft_model.device} but the target on {target.device}: load both on one device")
+    if isinstance(drafter, (ModelDrafter, TreeDrafter)):                         # (same tokenizer: the same count of tokens)
         check_fits_context(drafter.model, prompt.numel(), max_new_tokens, "draft")
     target_lm = CachedModel(target)
     drafter.start(prompt, target_lm.vocab_size)                                   # q must cover p's ids

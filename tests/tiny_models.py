@@ -100,3 +100,49 @@ def tiny_pair(architecture: str = "gpt2", vocab_size: int = 24, seed: int = 0, n
             # like the padding rows of a real checkpoint: ids the target (almost) never predicts
             target.get_output_embeddings().weight[draft_vocab_size:] = 0.0
     return target, draft
+
+
+# Two tokenizers over the same four characters, for drafts with another tokenizer: byte-pair
+# merges ("ab", " a", "cab" ...) differ, so a text splits differently in each; 8 strings are shared.
+TARGET_PIECES = ["<s>", "</s>", "a", "b", "c", " ", "ab", " a", "ca", "abc", " ab", "bb", "cc", "ba", " c", "cab"]
+TARGET_MERGES = [("a", "b"), (" ", "a"), ("c", "a"), ("ab", "c"), (" a", "b"), ("b", "b"), ("c", "c"), ("b", "a"), (" ", "c"),
+                 ("c", "ab")]
+DRAFT_PIECES = [" ", "c", "b", "a", "</s>", "<s>", "aa", "bc", " b", "ca", "cc", "b ", "ac", "a "]
+DRAFT_MERGES = [("a", "a"), ("b", "c"), (" ", "b"), ("c", "a"), ("c", "c"), ("b", " "), ("a", "c"), ("a", " ")]
+# The target's pieces renumbered (reversed) without "abc" and "cab": texts with those split differently.
+NEAR_PIECES = [piece for piece in reversed(TARGET_PIECES) if piece not in ("abc", "cab")]
+NEAR_MERGES = [merge for merge in TARGET_MERGES if "".join(merge) not in ("abc", "cab")]
+
+
+def tiny_bpe_tokenizer(pieces: list[str], merges: list[tuple[str, str]]) -> PreTrainedTokenizerFast:
+    """A byte-pair tokenizer with the given pieces (ids in list order) and merges; decoding joins pieces as they are."""
+    from tokenizers import Tokenizer, decoders, models
+
+    backend = Tokenizer(models.BPE(vocab={piece: i for i, piece in enumerate(pieces)}, merges=merges))
+    backend.decoder = decoders.Fuse()
+    return PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", eos_token="</s>")
+
+
+def borrowed_draft(target: torch.nn.Module, target_pieces: list[str], draft_pieces: list[str], noise: float = 0.0,
+                   seed: int = 0) -> torch.nn.Module:
+    """A draft for another tokenizer that knows what the target knows: the target's weights, each piece's
+    embedding and output rows moved to the draft's id for that piece (pieces the target lacks get
+    random rows), plus `noise` (relative) on every weight."""
+    import copy
+
+    draft = copy.deepcopy(target)
+    draft.resize_token_embeddings(len(draft_pieces))
+    rows = {piece: i for i, piece in enumerate(target_pieces)}
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for layer, source in ((draft.get_input_embeddings(), target.get_input_embeddings()),
+                              (draft.get_output_embeddings(), target.get_output_embeddings())):
+            for d, piece in enumerate(draft_pieces):
+                if piece in rows:
+                    layer.weight[d] = source.weight[rows[piece]]
+                else:
+                    layer.weight[d] = source.weight.std() * torch.randn(source.weight.shape[1], generator=generator)
+        for parameter in draft.parameters():
+            scale = float(parameter.std()) if parameter.numel() > 1 else 1.0
+            parameter.add_(noise * scale * torch.randn(parameter.shape, generator=generator))
+    return draft.eval()
