@@ -78,8 +78,11 @@ def _median_pass_time(model: CachedModel, tokens: torch.Tensor, repeats: int) ->
 
 @torch.inference_mode()
 def measure_costs(target: PreTrainedModel, draft: PreTrainedModel | None, input_ids: torch.Tensor,
-                  gammas: list[int], repeats: int = 5) -> CostProfile:
-    """c and v(gamma) for `target` and `draft` (None: model-free, c = 0) after the prompt `input_ids`."""
+                  gammas: list[int], repeats: int = 5, draft_input_ids: torch.Tensor | None = None) -> CostProfile:
+    """c and v(gamma) for `target` and `draft` (None: model-free, c = 0) after the prompt `input_ids`.
+
+    A draft with another tokenizer reads the prompt as `draft_input_ids` (its own ids).
+    """
     prompt = as_prompt(input_ids).to(target.device)    # [T]
     continuation = prompt[-1:].repeat(max(gammas, default=1) + 1)  # any tokens will do for timing
     target_lm = CachedModel(target)
@@ -88,9 +91,10 @@ def measure_costs(target: PreTrainedModel, draft: PreTrainedModel | None, input_
     verify = {gamma: _median_pass_time(target_lm, continuation[:gamma + 1], repeats) for gamma in sorted(set(gammas))}
     draft_step = 0.0
     if draft is not None:
+        draft_prompt = prompt if draft_input_ids is None else as_prompt(draft_input_ids).to(draft.device)   # [T_draft]
         draft_lm = CachedModel(draft)
-        draft_lm.feed(prompt[:-1] if prompt.numel() > 1 else prompt)
-        draft_step = _median_pass_time(draft_lm, continuation[:1], repeats)
+        draft_lm.feed(draft_prompt[:-1] if draft_prompt.numel() > 1 else draft_prompt)
+        draft_step = _median_pass_time(draft_lm, draft_prompt[-1:], repeats)
     return CostProfile(target_step, draft_step, verify)
 
 

@@ -85,37 +85,39 @@ def vocabulary_map(target_strings: list[str | None], draft_strings: list[str | N
     return draft[order], target[order]
 
 
+def match_vocabularies(draft_tokenizer: PreTrainedTokenizerBase, target_tokenizer: PreTrainedTokenizerBase,
+                       draft_rows: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(draft_ids [M], target_ids [M]) spelling the same strings; draft ids below `draft_rows` (the draft's logits) only."""
+    draft_size = min(draft_rows or len(draft_tokenizer), len(draft_tokenizer))
+    draft_ids, target_ids = vocabulary_map(token_strings(target_tokenizer, len(target_tokenizer)),
+                                           token_strings(draft_tokenizer, draft_size))
+    if draft_ids.numel() == 0:
+        raise SpecdecError("the draft's and the target's vocabularies share no token: this draft cannot propose anything")
+    return draft_ids, target_ids
+
+
 class CrossTokenizerDrafter:
     """A draft model with its own tokenizer, proposing target ids through the shared vocabulary.
 
         drafter = CrossTokenizerDrafter(smollm2, smollm2_tokenizer, qwen_tokenizer)
         speculative_generate(qwen, drafter, input_ids, temperature=0)   # exactly qwen's greedy tokens
+
+    Matching the vocabularies decodes every id of both (about a second for 150k-token
+    vocabularies); pass `vocabulary=match_vocabularies(...)` to reuse one match for many drafters.
     """
 
     reports_confidence = True   # propose() takes keep_drafting (specdec.stop_rule)
 
     def __init__(self, draft_model: PreTrainedModel, draft_tokenizer: PreTrainedTokenizerBase,
-                 target_tokenizer: PreTrainedTokenizerBase, name: str | None = None) -> None:
+                 target_tokenizer: PreTrainedTokenizerBase, name: str | None = None,
+                 vocabulary: tuple[torch.Tensor, torch.Tensor] | None = None) -> None:
         self.model = draft_model
         self.draft_tokenizer, self.target_tokenizer = draft_tokenizer, target_tokenizer
         self.name = name or getattr(draft_model.config, "_name_or_path", "") or type(draft_model).__name__
-        self.draft_rows = draft_model.get_output_embeddings().out_features
-        self.vocab_size = len(target_tokenizer)
-        self._match(self.vocab_size)
-        self.cached = CachedModel(draft_model)
-        self.held: list[int] = []   # the draft ids in the draft's cache, in order
+        draft_rows = draft_model.get_output_embeddings().out_features
+        self.vocabulary = vocabulary or match_vocabularies(draft_tokenizer, target_tokenizer, draft_rows)
+        self.start(torch.empty(0, dtype=torch.long), len(target_tokenizer))
         self.passes = 0
-
-    def _match(self, target_size: int) -> None:
-        """Match the two vocabularies for a target whose logits cover `target_size` ids."""
-        target_ids = min(target_size, len(self.target_tokenizer))
-        draft_ids = min(self.draft_rows, len(self.draft_tokenizer))
-        self.draft_ids, self.target_ids = vocabulary_map(token_strings(self.target_tokenizer, target_ids),
-                                                         token_strings(self.draft_tokenizer, draft_ids))
-        if self.draft_ids.numel() == 0:
-            raise SpecdecError("the draft's and the target's vocabularies share no token: this draft cannot propose anything")
-        self.twin = dict(zip(self.target_ids.tolist(), self.draft_ids.tolist()))   # target id -> draft id
-        self.vocab_size = target_size
 
     @property
     def shared_tokens(self) -> int:
@@ -123,10 +125,14 @@ class CrossTokenizerDrafter:
         return self.draft_ids.numel()
 
     def start(self, prompt: torch.Tensor, vocab_size: int) -> None:
-        if vocab_size != self.vocab_size:
-            self._match(vocab_size)
+        draft_ids, target_ids = self.vocabulary
+        fits = target_ids < vocab_size                                  # ids the target's logits cover
+        device = self.model.device
+        self.draft_ids, self.target_ids = draft_ids[fits].to(device), target_ids[fits].to(device)
+        self.twin = dict(zip(self.target_ids.tolist(), self.draft_ids.tolist()))   # target id -> draft id
+        self.vocab_size = vocab_size
         self.cached = CachedModel(self.model)
-        self.held = []
+        self.held: list[int] = []   # the draft ids in the draft's cache, in order
         self.passes = 0
 
     def draft_text(self, sequence: torch.Tensor) -> list[int]:
@@ -154,7 +160,7 @@ class CrossTokenizerDrafter:
             draft_logits = self.cached.feed(torch.tensor(pending, device=device), keep=1)[0]   # [V_draft]
             self.held += pending
             logits = draft_logits.new_full((self.vocab_size,), float("-inf"))                   # [V], the target's ids
-            logits[self.target_ids.to(device)] = draft_logits[self.draft_ids.to(device)]
+            logits[self.target_ids] = draft_logits[self.draft_ids]
             token, q = choose_next(logits, sampling, generator)       # a target id, q over the target's vocabulary
             tokens.append(token)
             distributions.append(q)

@@ -105,7 +105,8 @@ def run_playground(pair: LoadedPair, input_ids: torch.Tensor, settings: Settings
     with live.container():
         left, right = st.columns(2)
         speculative_slot, plain_slot = left.empty(), right.empty()
-    run = PlaygroundRun(settings, str(pair.device), pair.precisions, int(input_ids.shape[-1]), phase="speculative")
+    described = pair.precisions + (f", draft tokenizer: {pair.tokenizer_note}" if pair.cross_tokenizer else "")
+    run = PlaygroundRun(settings, str(pair.device), described, int(input_ids.shape[-1]), phase="speculative")
     drafts = "while another token is worth it" if settings.stop_rule else f"{settings.gamma} tokens per round"
     if settings.tree:
         drafts = f"a tree of up to {settings.tree_budget} tokens per round"

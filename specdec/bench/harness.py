@@ -168,8 +168,10 @@ def run_benchmark(pairs: Sequence[LoadedPair], settings: BenchSettings,
     done = 0
     for pair, runs in plans:
         encoded = {prompt.id: encode_bench_prompt(pair.tokenizer, prompt) for prompt in {run.prompt for run in runs}}
-        costs = measure_costs(pair.target, pair.draft, next(iter(encoded.values())),
-                              sorted(set(settings.fixed_gammas) | {1, 2, 4, 8, settings.max_adaptive_gamma, STOP_MAX_GAMMA, ORACLE_MAX_GAMMA}))
+        first = next(iter(encoded.values()))
+        costs = measure_costs(pair.target, pair.draft, first,
+                              sorted(set(settings.fixed_gammas) | {1, 2, 4, 8, settings.max_adaptive_gamma, STOP_MAX_GAMMA, ORACLE_MAX_GAMMA}),
+                              draft_input_ids=pair.draft_ids(first))
         for run in runs[:settings.warmup_runs * len({(r.method, r.gamma) for r in runs})]:
             _execute(pair, run, encoded[run.prompt.id], settings, costs, warmup=True)
         for run in runs:
@@ -199,8 +201,9 @@ def _execute(pair: LoadedPair, run: Run, input_ids: torch.Tensor, settings: Benc
     elif run.method == "plain":
         result = generate_plain(pair, input_ids, decoding)
     else:
+        tokenizers = (pair.tokenizer, pair.draft_tokenizer) if pair.cross_tokenizer else None
         tokens, wall = hf_generate(run.method, pair.target, pair.draft, input_ids, gamma=None if adaptive else run.gamma,
-                                   eos_token_id=pair.eos_token_ids, **decoding.as_kwargs())
+                                   eos_token_id=pair.eos_token_ids, tokenizers=tokenizers, **decoding.as_kwargs())
         result = None
         row = dict(new_tokens=len(tokens), wall_time_s=wall)
     if warmup:
@@ -237,9 +240,10 @@ def _execute(pair: LoadedPair, run: Run, input_ids: torch.Tensor, settings: Benc
 
 def _oracle(pair: LoadedPair, run: Run, input_ids: torch.Tensor, output: GenerationResult | list[int],
             costs: CostProfile) -> float | None:
-    """The oracle bound for this run: from the draft's greedy agreement with the output when greedy, else from the trace."""
+    """The oracle bound for this run: from the draft's greedy agreement with the output when greedy (same tokenizer),
+    else from the trace."""
     tokens = output if isinstance(output, list) else output.tokens
-    if run.temperature == 0 and pair.draft is not None and tokens:
+    if run.temperature == 0 and pair.draft is not None and not pair.cross_tokenizer and tokens:
         return greedy_oracle_speedup(draft_agreement(pair.draft, input_ids, tokens), costs)
     if isinstance(output, GenerationResult) and output.rounds:
         return oracle_speedup(output.rounds, costs)

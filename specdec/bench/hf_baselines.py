@@ -8,6 +8,10 @@
   threshold of 0.4 that stops drafting early when the draft is unsure);
 - `prompt-lookup`: transformers' prompt lookup decoding (`prompt_lookup_num_tokens=gamma`).
 
+A draft with another tokenizer runs as transformers' universal assisted generation (`tokenizer=`
+and `assistant_tokenizer=`): greedy, it re-encodes the draft's text for the target; sampling, it
+uses the shared tokens like `specdec.cross_tokenizer`.
+
 Each returns the new tokens and the wall time, device synchronised. transformers does not report
 how many drafted tokens it accepted, so those statistics are left empty for these rows.
 """
@@ -28,8 +32,8 @@ HF_METHODS = ("generate", "assisted", "assisted-dynamic", "hf-prompt-lookup")
 @torch.inference_mode()
 def hf_generate(method: str, target: PreTrainedModel, draft: PreTrainedModel | None, input_ids: torch.Tensor, *,
                 gamma: int | None, max_new_tokens: int, temperature: float, top_k: int, top_p: float,
-                seed: int, eos_token_id: list[int]) -> tuple[list[int], float]:
-    """Run one transformers baseline; return (new tokens, wall seconds)."""
+                seed: int, eos_token_id: list[int], tokenizers: tuple | None = None) -> tuple[list[int], float]:
+    """Run one transformers baseline; return (new tokens, wall seconds). `tokenizers`: (target's, draft's) when they differ."""
     input_ids = input_ids.to(target.device)
     kwargs = dict(max_new_tokens=max_new_tokens, eos_token_id=eos_token_id or None,
                   pad_token_id=(eos_token_id or [0])[0], attention_mask=torch.ones_like(input_ids))
@@ -51,6 +55,8 @@ def hf_generate(method: str, target: PreTrainedModel, draft: PreTrainedModel | N
         else:
             draft.generation_config.num_assistant_tokens_schedule = "heuristic"
         kwargs["assistant_model"] = draft
+        if tokenizers is not None:
+            kwargs["tokenizer"], kwargs["assistant_tokenizer"] = tokenizers
     elif method == "hf-prompt-lookup":
         kwargs["prompt_lookup_num_tokens"] = gamma
     elif method != "generate":

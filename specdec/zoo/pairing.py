@@ -6,8 +6,9 @@
     result = generate_speculative(pair, input_ids, decoding, gamma=4)
     plain = generate_plain(pair, input_ids, decoding)                       # the target alone
 
-The draft may be the model-free `prompt-lookup`. A pair whose tokenizers differ is refused here,
-before any generation, because speculative decoding compares token ids.
+The draft may be the model-free `prompt-lookup`. A draft whose tokenizer differs from the target's
+drafts through the two vocabularies' shared tokens (`specdec.cross_tokenizer`): the match is made
+once, here, and every generation reuses it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from specdec.autoregressive import autoregressive_generate
+from specdec.cross_tokenizer import CrossTokenizerDrafter, match_vocabularies
 from specdec.drafters import Drafter, ModelDrafter, PromptLookupDrafter
 from specdec.errors import SpecdecError
 from specdec.inputs import Decoding
@@ -29,13 +31,17 @@ from specdec.speculative import speculative_generate
 from specdec.tree_drafter import TreeDrafter
 from specdec.zoo.catalog import PROMPT_LOOKUP
 from specdec.zoo.devices import dtype_name, resolve_device, resolve_dtype
-from specdec.zoo.loading import check_same_tokenizer, load_model, load_tokenizer
+from specdec.zoo.loading import load_model, load_tokenizer, same_tokenizer
 from specdec.zoo.quantization import check_quantization, precision_name, precision_summary, quantization_of
 
 
 @dataclass
 class LoadedPair:
-    """A target, its draft (None for prompt lookup) and their shared tokenizer, on one device."""
+    """A target, its draft (None for prompt lookup) and the target's tokenizer, on one device.
+
+    `draft_tokenizer` is set only when the draft reads text with another tokenizer; `vocabulary`
+    is then the two vocabularies' shared tokens (`match_vocabularies`).
+    """
 
     target_name: str
     draft_name: str
@@ -45,6 +51,20 @@ class LoadedPair:
     device: torch.device
     dtype: torch.dtype                 # the target's dtype (its activations; see `specdec.zoo.quantization`)
     load_seconds: dict[str, float] = field(default_factory=dict)
+    draft_tokenizer: PreTrainedTokenizerBase | None = None
+    vocabulary: tuple[torch.Tensor, torch.Tensor] | None = None
+
+    @property
+    def cross_tokenizer(self) -> bool:
+        """Whether the draft has its own tokenizer."""
+        return self.draft_tokenizer is not None
+
+    @property
+    def tokenizer_note(self) -> str:
+        """For reports: 'shared', or 'its own, 38928 tokens in common' for a draft with another tokenizer."""
+        if self.vocabulary is None:
+            return "shared"
+        return f"its own, {self.vocabulary[0].numel()} tokens in common"
 
     @property
     def quantization(self) -> str:
@@ -79,11 +99,23 @@ class LoadedPair:
             if tree is not None:
                 raise SpecdecError("prompt lookup drafts a chain, not a tree: pick a draft model to draft a tree")
             return PromptLookupDrafter()
+        if self.draft_tokenizer is not None:
+            if tree is not None or vocab_limit is not None:
+                raise SpecdecError("a draft with another tokenizer drafts a chain over the shared tokens: turn off the tree "
+                                   "and the draft vocabulary limit")
+            return CrossTokenizerDrafter(self.draft, self.draft_tokenizer, self.tokenizer, self.draft_name, self.vocabulary)
         if tree is not None:
             if vocab_limit is not None:
                 raise SpecdecError("a tree drafter reads the whole output layer: drop the draft vocabulary limit to draft a tree")
             return TreeDrafter(self.draft, self.draft_name, **tree)
         return ModelDrafter(self.draft, self.draft_name, vocab_limit)
+
+    def draft_ids(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """`input_ids` [1, T] as the draft reads them: the same ids, or the text re-encoded by the draft's tokenizer."""
+        if self.draft_tokenizer is None:
+            return input_ids
+        text = self.tokenizer.decode(input_ids.reshape(-1).tolist(), skip_special_tokens=False, clean_up_tokenization_spaces=False)
+        return torch.tensor([self.draft_tokenizer.encode(text, add_special_tokens=False)])
 
     @property
     def eos_token_ids(self) -> list[int]:
@@ -114,7 +146,7 @@ def resolve_precision(device: str, dtype: str, quantization: str, draft_quantiza
 def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: str = "auto",
               progress: Callable[[str], None] | None = None, draft_quantization: str = "none",
               quantization: str = "none") -> LoadedPair:
-    """Load the target, the draft (unless it is `prompt-lookup`) and the tokenizers, and check they match.
+    """Load the target, the draft (unless it is `prompt-lookup`) and the tokenizers; match vocabularies if they differ.
 
     `quantization` is the target's weights, `draft_quantization` the draft's: "none", "int8",
     "int4" (CPU only), or "auto" (int8 target and int4 draft on a CPU, `auto_quantization`). The
@@ -129,8 +161,11 @@ def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: st
     seconds: dict[str, float] = {}
     start = time.perf_counter()
     tokenizer = load_tokenizer(target_name)
+    draft_tokenizer = None
     if draft_name != PROMPT_LOOKUP:
-        check_same_tokenizer(tokenizer, load_tokenizer(draft_name), target_name, draft_name)
+        draft_tokenizer = load_tokenizer(draft_name)
+        if same_tokenizer(tokenizer, draft_tokenizer):
+            draft_tokenizer = None
     seconds["tokenizers"] = time.perf_counter() - start
     models = {}
     for role, name in (("target", target_name), ("draft", draft_name)):
@@ -144,7 +179,15 @@ def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: st
             models[role] = load_model(name, resolved_device, draft_dtype, draft_quantization, role)
         seconds[role] = time.perf_counter() - start
         say(f"Loaded {role} {name} in {seconds[role]:.1f} s")
-    return LoadedPair(target_name, draft_name, models["target"], models.get("draft"), tokenizer, resolved_device, resolved_dtype, seconds)
+    vocabulary = None
+    if draft_tokenizer is not None:
+        say(f"Matching the vocabularies of {draft_name} and {target_name} (another tokenizer) ...")
+        start = time.perf_counter()
+        vocabulary = match_vocabularies(draft_tokenizer, tokenizer, models["draft"].get_output_embeddings().out_features)
+        seconds["vocabulary"] = time.perf_counter() - start
+        say(f"{vocabulary[0].numel()} tokens in common: the draft proposes only those")
+    return LoadedPair(target_name, draft_name, models["target"], models.get("draft"), tokenizer, resolved_device, resolved_dtype, seconds,
+                      draft_tokenizer, vocabulary)
 
 
 def encode_chat(tokenizer: PreTrainedTokenizerBase, messages: Sequence[tuple[str, str]]) -> torch.Tensor:
