@@ -138,7 +138,7 @@ def test_a_draft_with_another_tokenizer_runs_and_keeps_the_targets_output(capsys
     code, out, _ = run_cli(capsys, "run", "--target", model_folders["target"], "--draft", model_folders["other"], "--prompt", "w2 w3",
                            "--max-new-tokens", "12", "--temperature", "0", "--compare", "--json")
     report = json.loads(out)
-    assert code == 0 and report["draft_tokenizer"] == "its own, 24 tokens in common"
+    assert code == 0 and report["draft_tokenizer"] == "its own, text re-encoded"
     assert report["compare"]["identical_tokens"] and report["stats"]["drafted"] > 0
 
 

@@ -7,8 +7,7 @@
     plain = generate_plain(pair, input_ids, decoding)                       # the target alone
 
 The draft may be the model-free `prompt-lookup`. A draft whose tokenizer differs from the target's
-drafts through the two vocabularies' shared tokens (`specdec.cross_tokenizer`): the match is made
-once, here, and every generation reuses it.
+drafts text that the target's tokenizer re-encodes (`specdec.cross_tokenizer`).
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from specdec.autoregressive import autoregressive_generate
-from specdec.cross_tokenizer import CrossTokenizerDrafter, match_vocabularies
+from specdec.cross_tokenizer import CrossTokenizerDrafter, whole_character_tokens
 from specdec.drafters import Drafter, ModelDrafter, PromptLookupDrafter
 from specdec.errors import SpecdecError
 from specdec.inputs import Decoding
@@ -39,8 +38,8 @@ from specdec.zoo.quantization import check_quantization, precision_name, precisi
 class LoadedPair:
     """A target, its draft (None for prompt lookup) and the target's tokenizer, on one device.
 
-    `draft_tokenizer` is set only when the draft reads text with another tokenizer; `vocabulary`
-    is then the two vocabularies' shared tokens (`match_vocabularies`).
+    `draft_tokenizer` is set only when the draft reads text with another tokenizer; `whole` then
+    marks the draft tokens it may draw (`specdec.cross_tokenizer.whole_character_tokens`).
     """
 
     target_name: str
@@ -52,7 +51,7 @@ class LoadedPair:
     dtype: torch.dtype                 # the target's dtype (its activations; see `specdec.zoo.quantization`)
     load_seconds: dict[str, float] = field(default_factory=dict)
     draft_tokenizer: PreTrainedTokenizerBase | None = None
-    vocabulary: tuple[torch.Tensor, torch.Tensor] | None = None
+    whole: torch.Tensor | None = None
 
     @property
     def cross_tokenizer(self) -> bool:
@@ -61,10 +60,8 @@ class LoadedPair:
 
     @property
     def tokenizer_note(self) -> str:
-        """For reports: 'shared', or 'its own, 38928 tokens in common' for a draft with another tokenizer."""
-        if self.vocabulary is None:
-            return "shared"
-        return f"its own, {self.vocabulary[0].numel()} tokens in common"
+        """For reports: 'shared', or 'its own, text re-encoded' for a draft with another tokenizer."""
+        return "its own, text re-encoded" if self.cross_tokenizer else "shared"
 
     @property
     def quantization(self) -> str:
@@ -101,9 +98,9 @@ class LoadedPair:
             return PromptLookupDrafter()
         if self.draft_tokenizer is not None:
             if tree is not None or vocab_limit is not None:
-                raise SpecdecError("a draft with another tokenizer drafts a chain over the shared tokens: turn off the tree "
+                raise SpecdecError("a draft with another tokenizer drafts a chain of text: turn off the tree "
                                    "and the draft vocabulary limit")
-            return CrossTokenizerDrafter(self.draft, self.draft_tokenizer, self.tokenizer, self.draft_name, self.vocabulary)
+            return CrossTokenizerDrafter(self.draft, self.draft_tokenizer, self.tokenizer, self.draft_name, self.whole)
         if tree is not None:
             if vocab_limit is not None:
                 raise SpecdecError("a tree drafter reads the whole output layer: drop the draft vocabulary limit to draft a tree")
@@ -146,7 +143,7 @@ def resolve_precision(device: str, dtype: str, quantization: str, draft_quantiza
 def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: str = "auto",
               progress: Callable[[str], None] | None = None, draft_quantization: str = "none",
               quantization: str = "none") -> LoadedPair:
-    """Load the target, the draft (unless it is `prompt-lookup`) and the tokenizers; match vocabularies if they differ.
+    """Load the target, the draft (unless it is `prompt-lookup`) and the tokenizers (which may differ).
 
     `quantization` is the target's weights, `draft_quantization` the draft's: "none", "int8",
     "int4" (CPU only), or "auto" (int8 target and int4 draft on a CPU, `auto_quantization`). The
@@ -179,15 +176,15 @@ def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: st
             models[role] = load_model(name, resolved_device, draft_dtype, draft_quantization, role)
         seconds[role] = time.perf_counter() - start
         say(f"Loaded {role} {name} in {seconds[role]:.1f} s")
-    vocabulary = None
+    whole = None
     if draft_tokenizer is not None:
-        say(f"Matching the vocabularies of {draft_name} and {target_name} (another tokenizer) ...")
+        say(f"{draft_name} has its own tokenizer: its drafted text will be re-encoded for {target_name}")
         start = time.perf_counter()
-        vocabulary = match_vocabularies(draft_tokenizer, tokenizer, models["draft"].get_output_embeddings().out_features)
-        seconds["vocabulary"] = time.perf_counter() - start
-        say(f"{vocabulary[0].numel()} tokens in common: the draft proposes only those")
+        rows = models["draft"].get_output_embeddings().out_features
+        whole = whole_character_tokens(draft_tokenizer, min(rows, len(draft_tokenizer)))
+        seconds["draft vocabulary"] = time.perf_counter() - start
     return LoadedPair(target_name, draft_name, models["target"], models.get("draft"), tokenizer, resolved_device, resolved_dtype, seconds,
-                      draft_tokenizer, vocabulary)
+                      draft_tokenizer, whole)
 
 
 def encode_chat(tokenizer: PreTrainedTokenizerBase, messages: Sequence[tuple[str, str]]) -> torch.Tensor:
