@@ -225,3 +225,26 @@ def test_trees_run_next_to_the_chain_and_skip_pairs_without_a_draft_model(tiny_l
         BenchSettings(gammas=("tree-0",))
     with pytest.raises(SpecdecError, match="vocabulary limit"):
         BenchSettings(gammas=("tree",), draft_vocab_limit=16)
+
+
+def test_a_draft_with_another_tokenizer_is_benchmarked_against_transformers_universal_assisted_generation():
+    """Greedy: ours and transformers' assisted generation with `assistant_tokenizer=` (both the target's own tokens);
+    sampled: transformers' path for other tokenizers fails in 5.24, so only ours runs. Trees are skipped."""
+    from specdec.cross_tokenizer import whole_character_tokens
+    from tiny_models import NEAR_MERGES, NEAR_PIECES, TARGET_MERGES, TARGET_PIECES, borrowed_draft, tiny_bpe_tokenizer, tiny_model
+
+    target_tokenizer, draft_tokenizer = tiny_bpe_tokenizer(TARGET_PIECES, TARGET_MERGES), tiny_bpe_tokenizer(NEAR_PIECES, NEAR_MERGES)
+    target = tiny_model("llama", len(TARGET_PIECES), seed=1)
+    draft = borrowed_draft(target, TARGET_PIECES, NEAR_PIECES, noise=0.3)
+    pair = LoadedPair("tiny-target", "tiny-near", target, draft, target_tokenizer, torch.device("cpu"), torch.float32,
+                      draft_tokenizer=draft_tokenizer, whole=whole_character_tokens(draft_tokenizer, len(NEAR_PIECES)))
+    settings = BenchSettings(methods=("speculative", "assisted-dynamic"), gammas=("stop", "tree", "adaptive"), categories=("code",),
+                             prompts_per_category=1, temperatures=(0.0, 0.7), decoding=Decoding(max_new_tokens=16, seed=0))
+    frame = run_benchmark([pair], settings)
+    greedy, sampled = frame[frame["temperature"] == 0], frame[frame["temperature"] == 0.7]
+    assert set(greedy["method"]) == {"generate", "speculative", "assisted-dynamic"}
+    assert set(sampled["method"]) == {"generate", "speculative"}
+    assert set(frame["schedule"]) <= {"none", "stop", "adaptive"}                     # no tree for this pair
+    speculative = frame[frame["method"] == "speculative"]
+    assert (speculative["drafted"] > 0).all() and (speculative["acceptance_rate"] > 0).any()
+    assert speculative["oracle_speedup"].notna().all()                                # from the rounds

