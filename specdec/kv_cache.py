@@ -92,7 +92,7 @@ class CachedModel:
         """Forget every cached token after the first `length`."""
         if not 0 <= length <= self.length:
             raise ValueError(f"cannot roll back a cache of {self.length} tokens to {length}")
-        if length < self.length or self.sliding:       # crop(0) trims recorded sliding-window layers back to their window
+        if length < self.length or (self.sliding and length > 0):  # crop(0) trims recorded sliding-window layers to their window
             self.cache.crop(length - self.length)  # transformers 5 takes a negative count to drop
             self.length = length
 

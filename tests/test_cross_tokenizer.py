@@ -116,6 +116,15 @@ def test_greedy_equals_the_targets_generate_with_a_draft_that_splits_words_diffe
     assert {"accepted", "resampled", "bonus"} <= greedy_check(target, drafter, target_tokenizer)
 
 
+def test_a_sliding_window_draft_with_another_tokenizer(tokenizers, models):
+    """A tiny Gemma 3 (window 6) drafts with its own tokenizer: its cache is rolled back and re-read past its window."""
+    target_tokenizer, draft_tokenizer = tokenizers
+    target, _ = models
+    drafter = CrossTokenizerDrafter(tiny_model("gemma3", len(DRAFT_PIECES), seed=2), draft_tokenizer, target_tokenizer)
+    assert drafter.cached.sliding
+    greedy_check(target, drafter, target_tokenizer)
+
+
 def test_the_target_under_another_numbering_is_always_accepted():
     """Characters only (every text has one tokenization), ids reversed, weights moved with them: the draft is the
     target, so alpha = 1. (With merges it need not be: a target may emit "cab" "c" where re-encoding gives "c" "abc".)"""
