@@ -39,6 +39,7 @@ full of such boundaries, which is why this module re-encodes text.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 
 import torch
@@ -131,7 +132,7 @@ class CrossTokenizerDrafter:
             if len(proposal) > gamma:                                   # gamma tokens that can no longer grow
                 break
             pending = [d]                                               # the draft reads its own token next
-        proposal = [t for t in proposal[:gamma] if t < self.vocab_size]
+        proposal = list(itertools.takewhile(lambda t: t < self.vocab_size, proposal[:gamma]))   # ids the target's logits cover
         self.passes = self.cached.passes
         tokens = sequence.new_tensor(proposal, dtype=torch.long)       # [k]
         if sampling.greedy or not proposal:
