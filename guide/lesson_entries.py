@@ -117,6 +117,31 @@ def tree_against_chain(saved: str) -> dict[str, float]:
             **{f"{category}_stop": group[group["schedule"] == "stop"]["speedup"].median() for category, group in runs.groupby("category")}}
 
 
+def drafts_for_one_target(saved: str) -> dict[str, float]:
+    """From a saved `specdec bench` CSV of several drafts for one target (stop rule, transformers' defaults):
+    per draft name, medians over the prompts.
+
+    Keys "<draft>_<what>": "speedup" and "code" (ours, stop rule: all prompts, code prompts), "alpha"
+    (accepted / drafted), "tpp" (tokens per target pass), "c" (the measured draft cost ratio), "hf" and
+    "hf_code" (transformers' assisted generation with its defaults and the same draft).
+    """
+    import io
+
+    import pandas as pd
+
+    frame = pd.read_csv(io.StringIO(saved))
+    values: dict[str, float] = {}
+    for pair, runs in frame.groupby("pair"):
+        draft = pair.split("->")[0]
+        ours = runs[(runs["method"] == "speculative") & (runs["schedule"] == "stop")]
+        theirs = runs[runs["method"] == "assisted-dynamic"]
+        values |= {f"{draft}_speedup": ours["speedup"].median(), f"{draft}_code": ours[ours["category"] == "code"]["speedup"].median(),
+                   f"{draft}_alpha": ours["acceptance_rate"].median(), f"{draft}_tpp": ours["tokens_per_target_pass"].median(),
+                   f"{draft}_c": runs["draft_cost_ratio"].median(), f"{draft}_hf": theirs["speedup"].median(),
+                   f"{draft}_hf_code": theirs[theirs["category"] == "code"]["speedup"].median()}
+    return values
+
+
 def kernel_costs(saved: str) -> dict[str, float]:
     """From `benchmarks/weight_kernels.py`'s CSV: one-token steps (ms), v5 and v17 per engine and precision, and c per pairing.
 

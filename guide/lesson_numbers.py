@@ -61,6 +61,7 @@ from lesson_entries import (  # noqa: E402,F401  (entry_text and the kinds are w
     Output,
     Reported,
     cli_output,
+    drafts_for_one_target,
     entry_text,
     kernel_costs,
     report_line,
@@ -292,6 +293,12 @@ NUMBERS += [
 # --- 03-methods.md: numbers the papers and benchmarks report ---------------------------------
 
 METHODS = "03-methods.md"
+CROSS_BENCH = ('specdec bench --pairs "qwen2.5-coder-0.5b->qwen2.5-coder-1.5b" "smollm2-135m->qwen2.5-coder-1.5b" '
+               '"gemma3-270m->qwen2.5-coder-1.5b" --methods speculative,assisted-dynamic --gammas stop,adaptive --prompts-per-category 2 '
+               '--max-new-tokens 128 --out benchmarks/cross-tokenizer.csv --markdown')
+CROSS_P = (0.60, 0.30, 0.10)      # exercise 4: a target, a point-mass proposal, a same-tokenizer draft
+CROSS_POINT_MASS = (1.0, 0.0, 0.0)
+CROSS_Q = (0.80, 0.20, 0.00)
 TREE_BENCH_BF16 = ('specdec bench --pairs "qwen2.5-coder-0.5b->qwen2.5-coder-1.5b" --methods speculative --gammas 3,4,5,6,stop,tree '
                    '--prompts-per-category 2 --max-new-tokens 128 --dtype bfloat16 --quantization none --draft-quantization none --out benchmarks/trees-bf16.csv --markdown')
 TREE_BENCH_INT8 = "--draft-quantization int8 --out benchmarks/trees-int8.csv"   # the chapter shows it as a change to the bf16 command
@@ -393,4 +400,16 @@ NUMBERS += [
                       r"per pass, here above <<.2f>>.",
              lambda: (0.7, 5, 0.7, expected_tokens_per_pass(0.7, 4), expected_tokens_per_pass(0.7, 4),
                       *(walltime_speedup(0.7, 4, 0.0, verify_cost=v) for v in (1.0, 2.0, 3.0)), expected_tokens_per_pass(0.7, 4))),
+    *[Measured(METHODS, f"| {label} | {tokenizer} | <<.2f>> | <<.2f>> | <<.2f>> | <<.2f>>x | <<.2f>>x |", CROSS_BENCH, "cross-tokenizer.csv",
+               lambda saved, d=draft: (lambda m: (m[f"{d}_c"], m[f"{d}_alpha"], m[f"{d}_tpp"], m[f"{d}_code"], m[f"{d}_speedup"]))(
+                   drafts_for_one_target(saved)))
+      for label, tokenizer, draft in (("Qwen2.5-Coder-0.5B", "shared", "qwen2.5-coder-0.5b"), ("SmolLM2-135M", "its own", "smollm2-135m"),
+                                      ("Gemma 3 270M", "its own", "gemma3-270m"))],
+    Measured(METHODS, "given the same SmolLM2 draft, ran at <<.2f>>x the target alone over all prompts", CROSS_BENCH, "cross-tokenizer.csv",
+             lambda saved: drafts_for_one_target(saved)["smollm2-135m_hf"]),
+    Computed(METHODS, r"Take the target's $p = (<<s>>)$ over $x, y, z$", lambda: vector(CROSS_P)),
+    Computed(METHODS, r"a same-tokenizer draft with $q = (<<s>>)$", lambda: vector(CROSS_Q)),
+    Computed(METHODS, r"keeps $x$ with probability $\min(1, p(x)) = <<.2f>>$", lambda: acceptance_rate(CROSS_P, CROSS_POINT_MASS)),
+    Computed(METHODS, r"The output is $(<<s>>) = p$: exact", lambda: vector(bugs.correct_rule(CROSS_P, CROSS_POINT_MASS))),
+    Computed(METHODS, r"kept with probability $\alpha = \sum \min(p, q) = <<.2f>>$", lambda: acceptance_rate(CROSS_P, CROSS_Q)),
 ]

@@ -180,7 +180,28 @@ def test_compare_draws_charts_and_downloads_the_csv(page, app_url, tmp_path):
     assert list(pd.read_csv(path).columns) == tables.COLUMNS
     # 1 pair x 2 categories (code, summarization) x 1 prompt x 1 repeat x (baseline + gammas 1..4 + the stop rule)
     assert len(frame) == 12 and set(frame["pair"]) == {TINY_PAIR} and frame["timestamp"].notna().all()
-    screenshot(page, "compare")
+    screenshot(page, "compare-tiny")
+
+
+def test_compare_draws_a_saved_benchmark_of_real_drafts(page, app_url):
+    """The README's Compare screenshot: the committed benchmark of three real drafts (two with their own tokenizer)
+    for Qwen2.5-Coder-1.5B, measured by `specdec bench` (command in the README), uploaded in a fresh session."""
+    saved = APP_FOLDER / "benchmarks" / "cross-tokenizer.csv"
+    tab = page.context.new_page()                       # a new tab is a new session: no tiny run on the charts
+    try:
+        tab.goto(f"{app_url}/?{SETTINGS}")
+        settle(tab, "text=Models on this machine")
+        tab.get_by_test_id("stSidebar").get_by_role("link", name="Compare", exact=True).click()
+        settle(tab, "text=Run benchmark")
+        tab.locator("input[type=file]").set_input_files(str(saved))
+        settle(tab, ".js-plotly-plot")
+        assert tab.locator(".js-plotly-plot").count() == 4
+        legend = " ".join(tab.locator(".js-plotly-plot .legendtext").all_inner_texts())
+        for draft in ("qwen2.5-coder-0.5b", "smollm2-135m", "gemma3-270m"):
+            assert f"{draft}->qwen2.5-coder-1.5b" in legend, legend
+        screenshot(tab, "compare")
+    finally:
+        tab.close()
 
 
 def test_explainer_draws_its_charts(page, app_url):

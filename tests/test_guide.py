@@ -7,7 +7,7 @@
   that must appear verbatim (up to indentation) in that file, or marked ```python sketch.
 - Command outputs quoted in a chapter are produced again and must match line for line.
 - Figures are redrawn from specdec and must equal the SVG files; links must be well formed;
-  every chapter ends with two or three exercises, each with a collapsed solution.
+  every chapter ends with two to five exercises, each with a collapsed solution.
 
 Each checker is a plain function returning a list of problems, and the last tests feed the
 checkers a broken chapter to show they can fail.
@@ -238,8 +238,8 @@ def exercise_problems(name: str, text: str) -> list[str]:
     questions = re.findall(r"^\*\*(\d+)\.\*\*", section, flags=re.MULTILINE)
     solutions = DETAILS.findall(section)
     problems = []
-    if not 2 <= len(questions) <= 3:
-        problems.append(f"{name} has {len(questions)} exercises; the course promises two or three")
+    if not 2 <= len(questions) <= 5:
+        problems.append(f"{name} has {len(questions)} exercises; the course promises two to five")
     if len(solutions) != len(questions):
         problems.append(f"{name} has {len(questions)} exercises but {len(solutions)} well-formed collapsed solutions")
     if section.count("<details>") != section.count("</details>"):

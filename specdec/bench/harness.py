@@ -48,6 +48,7 @@ from specdec.bench.tables import ADAPTIVE, COLUMNS, STOP, TREE, is_schedule, tre
 from specdec.costs import CostProfile, measure_costs
 from specdec.errors import SpecdecError
 from specdec.inputs import MAX_GAMMA, Decoding
+from specdec.kv_cache import has_sliding_window
 from specdec.reference.theory import walltime_speedup
 from specdec.results import GenerationResult
 from specdec.schedule import AdaptiveGamma
@@ -132,10 +133,13 @@ class Run:
 
 def applicable(method: str, pair: LoadedPair, temperature: float = 0.0) -> bool:
     """Whether `method` can run on `pair` at `temperature` (transformers' assisted generation needs a draft model, its
-    prompt lookup none; with another tokenizer its sampling path fails in transformers 5.24: AttributeError
-    'AssistantToTargetTranslator' object has no attribute 'assistant_overlap_token_ids')."""
+    prompt lookup none). With a draft of another tokenizer, transformers 5.24's assisted generation fails when
+    sampling (AttributeError: 'AssistantToTargetTranslator' object has no attribute 'assistant_overlap_token_ids')
+    and once a sliding-window draft passes its window (RuntimeError: a size mismatch in attention): skipped there."""
     if method in ("assisted", "assisted-dynamic"):
-        return pair.draft is not None and not (pair.cross_tokenizer and temperature > 0)
+        if pair.draft is not None and pair.cross_tokenizer and (temperature > 0 or has_sliding_window(pair.draft)):
+            return False
+        return pair.draft is not None
     if method == "hf-prompt-lookup":
         return pair.draft is None
     return True

@@ -30,7 +30,7 @@ def toy(args: argparse.Namespace) -> int:
 def bench(args: argparse.Namespace) -> int:
     """`specdec bench`: run (or reload) a benchmark, print its tables, write the CSV and the figure."""
     from specdec.bench.charts import summary_figure, write_figure
-    from specdec.bench.harness import BenchSettings, run_benchmark
+    from specdec.bench.harness import BenchSettings, rows_to_frame, run_benchmark
     from specdec.bench.tables import best_gammas, by_category, load_csv, overview, save_csv, to_markdown
     from specdec.inputs import Decoding
     from specdec.zoo.catalog import split_pair_name
@@ -51,8 +51,15 @@ def bench(args: argparse.Namespace) -> int:
 
         pairs = [pairing.load_pair(target, draft, args.device, args.dtype, progress=_progress, quantization=args.quantization,
                                    draft_quantization=args.draft_quantization) for draft, target in names]
-        frame = run_benchmark(pairs, settings, progress=lambda done, total, message: _progress(f"[{done + 1}/{total}] {message}")
-                              if done < total else None)
+        rows: list[dict] = []
+        try:
+            frame = run_benchmark(pairs, settings, progress=lambda done, total, message: _progress(f"[{done + 1}/{total}] {message}")
+                                  if done < total else None, on_row=rows.append)
+        except BaseException:                       # an interrupted or failed run keeps what it measured
+            if args.out and rows:
+                save_csv(rows_to_frame(rows), args.out)
+                _progress(f"stopped early: wrote the {len(rows)} rows measured so far to {args.out}")
+            raise
     if args.out:
         save_csv(frame, args.out)
         _progress(f"wrote {len(frame)} rows to {args.out}")
