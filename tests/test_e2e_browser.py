@@ -180,7 +180,6 @@ def test_compare_draws_charts_and_downloads_the_csv(page, app_url, tmp_path):
     assert list(pd.read_csv(path).columns) == tables.COLUMNS
     # 1 pair x 2 categories (code, summarization) x 1 prompt x 1 repeat x (baseline + gammas 1..4 + the stop rule)
     assert len(frame) == 12 and set(frame["pair"]) == {TINY_PAIR} and frame["timestamp"].notna().all()
-    screenshot(page, "compare-tiny")
 
 
 def test_compare_draws_a_saved_benchmark_of_real_drafts(page, app_url):
@@ -196,7 +195,7 @@ def test_compare_draws_a_saved_benchmark_of_real_drafts(page, app_url):
         tab.locator("input[type=file]").set_input_files(str(saved))
         settle(tab, ".js-plotly-plot")
         assert tab.locator(".js-plotly-plot").count() == 4
-        legend = " ".join(tab.locator(".js-plotly-plot .legendtext").all_inner_texts())
+        legend = " ".join(tab.locator(".js-plotly-plot .legendtext").all_text_contents())
         for draft in ("qwen2.5-coder-0.5b", "smollm2-135m", "gemma3-270m"):
             assert f"{draft}->qwen2.5-coder-1.5b" in legend, legend
         screenshot(tab, "compare")

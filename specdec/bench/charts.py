@@ -32,6 +32,21 @@ def _per_gamma(rows: pd.DataFrame, column: str) -> pd.Series:
     return rows.groupby("gamma")[column].median().sort_index()
 
 
+def _span(frame: pd.DataFrame, pair: str) -> list[int]:
+    """The x range a level line covers for `pair`: its fixed gammas, or 1..2 when it ran none."""
+    gammas = _fixed(frame[frame["pair"] == pair])["gamma"]
+    return [1, max(int(gammas.max()) if len(gammas) else 2, 2)]
+
+
+def _stop_rule_level(figure: go.Figure, frame: pd.DataFrame, pairs: list[str], pair: str, column: str) -> None:
+    """The stop rule's median `column` as a level line (it has no gamma of its own), when the pair ran it."""
+    rows = _schedule(frame, pair, "speculative", "stop")
+    if len(rows) and rows[column].notna().any():
+        level = float(rows[column].median())
+        figure.add_scatter(x=_span(frame, pair), y=[level, level], name=f"{pair}: specdec stop rule ({level:.2f})", mode="lines",
+                           line=dict(color=_colour(pairs, pair), dash="longdash", width=3))
+
+
 def acceptance_figure(frame: pd.DataFrame) -> go.Figure:
     """Acceptance rate (accepted / drafted) and the per-token alpha estimate vs gamma, per pair."""
     figure = go.Figure()
@@ -42,6 +57,8 @@ def acceptance_figure(frame: pd.DataFrame) -> go.Figure:
                            line=dict(color=_colour(pairs, pair)))
         figure.add_scatter(x=alpha.index, y=alpha.values, name=f"{pair}: alpha (per tested token)", mode="lines",
                            line=dict(color=_colour(pairs, pair), dash="dot"))
+    for pair in pairs:
+        _stop_rule_level(figure, frame, pairs, pair, "acceptance_rate")
     return figure.update_layout(title="Acceptance vs gamma", xaxis_title="gamma", yaxis_title="acceptance", yaxis_range=[0, 1.05])
 
 
@@ -57,6 +74,8 @@ def tokens_per_pass_figure(frame: pd.DataFrame) -> go.Figure:
                            line=dict(color=_colour(pairs, pair)))
         figure.add_scatter(x=gammas, y=[expected_tokens_per_pass(alpha, g) for g in gammas],
                            name=f"{pair}: theory, alpha={alpha:.2f}", mode="lines", line=dict(color=_colour(pairs, pair), dash="dash"))
+    for pair in pairs:
+        _stop_rule_level(figure, frame, pairs, pair, "tokens_per_target_pass")
     return figure.update_layout(title="Tokens per target pass vs gamma", xaxis_title="gamma", yaxis_title="tokens per target pass")
 
 
@@ -79,15 +98,15 @@ def speedup_figure(frame: pd.DataFrame) -> go.Figure:
             line = _per_gamma(assisted, "speedup")
             figure.add_scatter(x=line.index, y=line.values, name=f"{pair}: transformers assisted", mode="lines+markers",
                                line=dict(color=colour, dash="dot"), marker=dict(symbol="x"))
-        for label, rows_of in (("specdec stop rule", _schedule(frame, pair, "speculative", "stop")),
-                               ("transformers assisted, its defaults", _schedule(frame, pair, "assisted-dynamic", "adaptive")),
+    for pair in pairs:                               # levels: schedules with no gamma of their own, and the ceiling
+        _stop_rule_level(figure, frame, pairs, pair, "speedup")
+        for label, rows_of in (("transformers assisted, its defaults", _schedule(frame, pair, "assisted-dynamic", "adaptive")),
                                ("oracle bound", frame[(frame["pair"] == pair) & (frame["method"] == "generate")])):
             column = "oracle_speedup" if label == "oracle bound" else "speedup"
             if len(rows_of) and rows_of[column].notna().any():
                 level = float(rows_of[column].median())
-                figure.add_scatter(x=[1, max(measured.index.max(), 2)], y=[level, level], name=f"{pair}: {label} ({level:.2f}x)",
-                                   mode="lines", line=dict(color=colour, dash="longdash" if label.startswith("specdec") else "dot",
-                                                           width=3 if label.startswith("specdec") else 1))
+                figure.add_scatter(x=_span(frame, pair), y=[level, level], name=f"{pair}: {label} ({level:.2f}x)",
+                                   mode="lines", line=dict(color=_colour(pairs, pair), dash="dot", width=1))
     figure.add_hline(y=1.0, line=dict(color="grey", width=1), annotation_text="target alone (generate)")
     return figure.update_layout(title="Wall-clock speedup vs gamma", xaxis_title="gamma", yaxis_title="speedup over generate")
 
