@@ -282,5 +282,9 @@ def test_a_draft_with_another_tokenizer_is_benchmarked_against_transformers_univ
     speculative = frame[frame["method"] == "speculative"]
     assert (speculative["drafted"] > 0).all() and (speculative["acceptance_rate"] > 0).any()
     assert speculative["oracle_speedup"].notna().all()                                # from the rounds
+    from specdec.bench.charts import benchmark_figures
+
+    for name in ("acceptance", "tokens_per_pass", "speedup"):    # no fixed gamma ran: the stop rule is drawn as a level
+        assert any("stop rule" in trace.name for trace in benchmark_figures(frame)[name].data), name
     sliding = replace(pair, draft=tiny_model("gemma3", len(NEAR_PIECES), seed=2))     # transformers 5.24 fails past its window
     assert applicable("assisted-dynamic", pair) and not applicable("assisted-dynamic", sliding)
