@@ -51,6 +51,12 @@ from specdec.kv_cache import CachedModel
 from specdec.sampling import SamplingConfig, probabilities, sample
 
 
+def retokenize(ids: list[int], source: PreTrainedTokenizerBase, destination: PreTrainedTokenizerBase) -> list[int]:
+    """`ids` of `source` as `destination` reads the same text: decoded by one tokenizer, encoded by the other."""
+    text = source.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+    return destination.encode(text, add_special_tokens=False)
+
+
 def whole_character_tokens(tokenizer: PreTrainedTokenizerBase, size: int) -> torch.Tensor:
     """[size] bool: which ids 0..size-1 decode to whole characters (not a lone byte of a multi-byte one, not nothing).
 
@@ -94,9 +100,8 @@ class CrossTokenizerDrafter:
         self.passes = 0
 
     def draft_text(self, sequence: torch.Tensor) -> list[int]:
-        """The draft's ids for the target's text `sequence` [n]: decoded by one tokenizer, encoded by the other."""
-        text = self.target_tokenizer.decode(sequence.tolist(), skip_special_tokens=False, clean_up_tokenization_spaces=False)
-        return self.draft_tokenizer.encode(text, add_special_tokens=False)
+        """Step 1: the draft's ids for the target's text `sequence` [n]."""
+        return retokenize(sequence.tolist(), self.target_tokenizer, self.draft_tokenizer)
 
     def propose(self, sequence: torch.Tensor, gamma: int, sampling: SamplingConfig, generator: torch.Generator | None,
                 keep_drafting: Callable[[float], bool] | None = None) -> Draft:

@@ -143,11 +143,12 @@ def test_charts_have_one_colour_per_pair_and_theory_curves(frame):
     assert len(summary_figure(frame).data) == sum(len(f.data) for f in figures.values())
 
 
-def test_bench_command_writes_csv_and_figure(tmp_path, monkeypatch, capsys):
+@pytest.fixture
+def tiny_catalogue(tmp_path, monkeypatch):
+    """tiny-d and tiny-t (a gpt2 pair) in the zoo's catalogue, for `specdec bench --pairs tiny-d->tiny-t`."""
     import json
 
     from specdec.zoo import catalog
-    from specdec.cli import main
     from tiny_models import save_tiny_model
 
     target, draft = tiny_pair("gpt2")
@@ -158,6 +159,11 @@ def test_bench_command_writes_csv_and_figure(tmp_path, monkeypatch, capsys):
     for name in ("tiny-t", "tiny-d"):
         monkeypatch.setitem(catalog.MODELS, name, None)
     catalog._load_extra_models()
+
+
+def test_bench_command_writes_csv_and_figure(tmp_path, tiny_catalogue, capsys):
+    from specdec.cli import main
+
     code = main(["bench", "--pairs", "tiny-d->tiny-t", "--methods", "speculative,plain", "--gammas", "2,adaptive",
                  "--categories", "math", "--prompts-per-category", "2", "--max-new-tokens", "8", "--device", "cpu",
                  "--out", str(tmp_path / "r.csv"), "--figure", str(tmp_path / "f.html"), "--markdown"])
@@ -174,23 +180,11 @@ def test_bench_command_writes_csv_and_figure(tmp_path, monkeypatch, capsys):
         assert code == 2, argv
 
 
-def test_a_bench_that_fails_midway_keeps_the_rows_it_measured(tmp_path, monkeypatch, capsys):
+def test_a_bench_that_fails_midway_keeps_the_rows_it_measured(tmp_path, tiny_catalogue, monkeypatch, capsys):
     """A run that raises (a library bug, Ctrl-C) must not cost the rows before it: they are written to --out."""
-    import json
-
     import specdec.bench.harness as harness
     from specdec.cli import main
-    from specdec.zoo import catalog
-    from tiny_models import save_tiny_model
 
-    target, draft = tiny_pair("gpt2")
-    extra = {"models": [{"name": "tiny-t", "path": str(save_tiny_model(tmp_path / "t", target)), "family": "tiny"},
-                        {"name": "tiny-d", "path": str(save_tiny_model(tmp_path / "d", draft)), "family": "tiny"}]}
-    (tmp_path / "extra.json").write_text(json.dumps(extra))
-    monkeypatch.setenv("SPECDEC_EXTRA_MODELS", str(tmp_path / "extra.json"))
-    for name in ("tiny-t", "tiny-d"):
-        monkeypatch.setitem(catalog.MODELS, name, None)
-    catalog._load_extra_models()
     execute, calls = harness._execute, []
 
     def failing_third_run(*args, **kwargs):

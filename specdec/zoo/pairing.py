@@ -20,7 +20,7 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from specdec.autoregressive import autoregressive_generate
-from specdec.cross_tokenizer import CrossTokenizerDrafter, whole_character_tokens
+from specdec.cross_tokenizer import CrossTokenizerDrafter, retokenize, whole_character_tokens
 from specdec.drafters import Drafter, ModelDrafter, PromptLookupDrafter
 from specdec.errors import SpecdecError
 from specdec.inputs import Decoding
@@ -111,8 +111,7 @@ class LoadedPair:
         """`input_ids` [1, T] as the draft reads them: the same ids, or the text re-encoded by the draft's tokenizer."""
         if self.draft_tokenizer is None:
             return input_ids
-        text = self.tokenizer.decode(input_ids.reshape(-1).tolist(), skip_special_tokens=False, clean_up_tokenization_spaces=False)
-        return torch.tensor([self.draft_tokenizer.encode(text, add_special_tokens=False)])
+        return torch.tensor([retokenize(input_ids.reshape(-1).tolist(), self.tokenizer, self.draft_tokenizer)])
 
     @property
     def eos_token_ids(self) -> list[int]:
