@@ -8,13 +8,13 @@ from dataclasses import replace
 import pandas as pd
 import pytest
 import torch
+from tiny_models import tiny_pair, tiny_tokenizer
 
 from specdec import Decoding, SpecdecError, speculative_generate
 from specdec.bench.harness import BenchSettings, applicable, plan_runs, rows_to_frame, run_benchmark
 from specdec.bench.tables import COLUMNS, best_gammas, load_csv, overview, save_csv
 from specdec.reference.theory import walltime_speedup
 from specdec.zoo.pairing import LoadedPair
-from tiny_models import tiny_pair, tiny_tokenizer
 
 
 @pytest.fixture(scope="module")
@@ -148,8 +148,9 @@ def tiny_catalogue(tmp_path, monkeypatch):
     """tiny-d and tiny-t (a gpt2 pair) in the zoo's catalogue, for `specdec bench --pairs tiny-d->tiny-t`."""
     import json
 
-    from specdec.zoo import catalog
     from tiny_models import save_tiny_model
+
+    from specdec.zoo import catalog
 
     target, draft = tiny_pair("gpt2")
     extra = {"models": [{"name": "tiny-t", "path": str(save_tiny_model(tmp_path / "t", target)), "family": "tiny"},
@@ -258,8 +259,9 @@ def test_trees_run_next_to_the_chain_and_skip_pairs_without_a_draft_model(tiny_l
 def test_a_draft_with_another_tokenizer_is_benchmarked_against_transformers_universal_assisted_generation():
     """Greedy: ours and transformers' assisted generation with `assistant_tokenizer=` (both the target's own tokens);
     sampled: transformers' path for other tokenizers fails in 5.24, so only ours runs. Trees are skipped."""
-    from specdec.cross_tokenizer import whole_character_tokens
     from tiny_models import NEAR_MERGES, NEAR_PIECES, TARGET_MERGES, TARGET_PIECES, borrowed_draft, tiny_bpe_tokenizer, tiny_model
+
+    from specdec.cross_tokenizer import whole_character_tokens
 
     target_tokenizer, draft_tokenizer = tiny_bpe_tokenizer(TARGET_PIECES, TARGET_MERGES), tiny_bpe_tokenizer(NEAR_PIECES, NEAR_MERGES)
     target = tiny_model("llama", len(TARGET_PIECES), seed=1)

@@ -136,8 +136,9 @@ def test_sampled_output_has_the_targets_distribution_with_a_real_draft_of_anothe
 
 
 def test_negative_control_a_broken_rule_fails_on_the_real_pair(sampled_first_tokens):
-    from specdec.reference.stats import chi_square_test
     from test_distribution import accept_always
+
+    from specdec.reference.stats import chi_square_test
 
     p, run = sampled_first_tokens
     counts, _ = run(accept_always)
