@@ -41,7 +41,7 @@ GUIDE = Path(__file__).resolve().parent
 sys.path.insert(0, str(GUIDE.parent))   # specdec, from a checkout
 sys.path.insert(0, str(GUIDE))          # lesson_entries.py
 
-from specdec.reference import bugs  # noqa: E402
+from specdec.reference import bugs, tree_bugs  # noqa: E402
 from specdec.reference.stats import binomial_standard_error  # noqa: E402
 from specdec.reference.theory import (  # noqa: E402
     acceptance_rate,
@@ -347,49 +347,6 @@ NUMBERS += [
     Reported(METHODS, "Up to 2.8x over autoregressive decoding", HETEROGENEOUS),
     Reported(METHODS, "Spec-Bench measured 1.59x overall", SPEC_BENCH),
     Reported(METHODS, "1.73 accepted tokens per step for prompt lookup", SPEC_BENCH),
-    # exercises: chapter 1's formula
-    Computed(METHODS, r"one guess is accepted with probability $\alpha = <<.2f>>$; two guesses drawn without replacement: <<.2f>>.",
-             lambda: (multi_candidate_acceptance(TOY_P, TOY_Q, 1), multi_candidate_acceptance(TOY_P, TOY_Q, 2))),
-    Measured(METHODS, "The tree made <<.2f>> tokens per target pass against <<.2f>> for the best fixed chain (gamma <<d>>), and ran "
-                      "<<.2f>>x faster than the target alone against <<.2f>>x: <<.2f>>x the best chain (the median of the per-prompt "
-                      "ratios: <<.2f>>x). It drafted <<.1f>> nodes per round",
-             TREE_BENCH_BF16, "trees-bf16.csv",
-             lambda saved: (lambda t: (t["tree_tpp"], t["chain_tpp"], t["gamma"], t["tree"], t["chain"], t["ratio"], t["paired"],
-                                       t["nodes"]))(tree_against_chain(saved))),
-    Measured(METHODS, "On translation, where the draft agrees least, the tree gave <<.2f>>x against the chain's <<.2f>>x",
-             TREE_BENCH_BF16, "trees-bf16.csv", lambda saved: (lambda t: (t["translation_tree"], t["translation_chain"]))(tree_against_chain(saved))),
-    Measured(METHODS, "(c is about <<.2f>> here with a bfloat16 draft)", TREE_BENCH_BF16, "trees-bf16.csv",
-             lambda saved: tree_against_chain(saved)["c"]),
-    Measured(METHODS, "a draft pass is cheaper (c about <<.2f>>), and the tree ran <<.2f>>x faster than the target alone against "
-                      "<<.2f>>x for the best fixed chain (gamma <<d>>): <<.2f>>x. It still lost on code (<<.2f>>x against the stop rule's "
-                      "<<.2f>>x)",
-             TREE_BENCH_INT8, "trees-int8.csv",
-             lambda saved: (lambda t: (t["c"], t["tree"], t["chain"], t["gamma"], t["ratio"], t["code_tree"], t["code_stop"]))(
-                 tree_against_chain(saved))),
-    # same algorithm, other kernels (issue 10)
-    *[Measured(METHODS, f"| {label} | <<.0f>> ms | <<.0f>> ms | <<.2f>> | <<.2f>> |", KERNELS, "kernels.csv",
-               lambda saved, key=key: (lambda k: (k[f"{key}_step"], k[f"{key}_draft_step"], k[f"{key}_v5"], k[f"{key}_v17"]))(kernel_costs(saved)))
-      for label, key in (("specdec bfloat16", "bfloat16"), ("specdec int8 (`Int8Linear`)", "float32 int8"),
-                         ("specdec int4 (`Int4Linear`, bfloat16)", "bfloat16 int4"),
-                         ("PyTorch's dynamic int8 (one scale per pass)", "float32 torch dynamic int8"), ("llama.cpp Q4_K_M", "Q4_K_M"))],
-    Measured(METHODS, "llama.cpp's step is the fastest (<<.0f>> ms for the 1.5B), but its pass over 6 tokens costs <<.2f>> steps and "
-                      "its 0.5B draft costs c = <<.2f>>: with alpha = <<.1f>> and gamma = <<d>>, chapter 1's formula predicts <<.2f>>x.",
-             KERNELS, "kernels.csv", lambda saved: (lambda k: (k["Q4_K_M_step"], k["Q4_K_M_v5"], k["c_Q4_K_M_Q4_K_M"], 0.9, 5,
-                                                                walltime_speedup(0.9, 5, k["c_Q4_K_M_Q4_K_M"], k["Q4_K_M_v5"])))(kernel_costs(saved))),
-    Measured(METHODS, "specdec's int8 target keeps a pass over 6 tokens at <<.2f>> steps, and the int4 draft costs c = <<.2f>>: the same "
-                      "formula predicts <<.2f>>x.",
-             KERNELS, "kernels.csv", lambda saved: (lambda k: (k["float32 int8_v5"], k["c_float32 int8_bfloat16 int4"],
-                                                                walltime_speedup(0.9, 5, k["c_float32 int8_bfloat16 int4"], k["float32 int8_v5"])))(
-                 kernel_costs(saved))),
-    Measured(METHODS, "unpacks the weights again for every token of a pass (v(5) = <<.2f>>)", KERNELS, "kernels.csv",
-             lambda saved: kernel_costs(saved)["bfloat16 int4_v5"]),
-    Measured(METHODS, "llama.cpp's speculative tool ran at <<.1f>> tokens/s against <<.1f>> for its plain decoding; specdec's default "
-                      "ran at <<.1f>> tokens/s, <<.2f>>x its own int8 target alone (<<.1f>>)",
-             LLAMA_CPP, "llama-cpp.csv", lambda saved: (lambda v: (v["speculative Q4_K_M n-max 16"], v["plain Q4_K_M"],
-                                                                   v["speculative float32 int8 / int4"], v["default_vs_own_plain"],
-                                                                   v["plain float32 int8"]))(side_by_side(saved))),
-    Measured(METHODS, "our default made <<.2f>>x of llama.cpp's plain rate", LLAMA_CPP, "llama-cpp.csv",
-             lambda saved: side_by_side(saved)["default_vs_best"]),
     Computed(METHODS, r"$\alpha = <<.1f>>$ at $\gamma = <<d>>$, what speedup", lambda: (0.6, 4)),
     Computed(METHODS, r"With $c = 0$ the speedup equals the tokens per pass: $(1 - <<.1f>>^{<<d>>}) / (1 - <<.1f>>) = <<.2f>>$",
              lambda: (0.6, 5, 0.6, walltime_speedup(0.6, 4, 0.0))),
@@ -400,16 +357,119 @@ NUMBERS += [
                       r"per pass, here above <<.2f>>.",
              lambda: (0.7, 5, 0.7, expected_tokens_per_pass(0.7, 4), expected_tokens_per_pass(0.7, 4),
                       *(walltime_speedup(0.7, 4, 0.0, verify_cost=v) for v in (1.0, 2.0, 3.0)), expected_tokens_per_pass(0.7, 4))),
-    *[Measured(METHODS, f"| {label} | {tokenizer} | <<.2f>> | <<.2f>> | <<.2f>> | <<.2f>>x | <<.2f>>x |", CROSS_BENCH, "cross-tokenizer.csv",
+]
+
+
+# --- 04-beyond-the-chain.md: token trees, other tokenizers, quantized kernels ----------------------
+
+BEYOND = "04-beyond-the-chain.md"
+TREE_P = (0.60, 0.30, 0.10)       # the tree bugs' table and exercise 1: a target ...
+TREE_Q = (0.10, 0.20, 0.70)       # ... and a draft that loves C
+TREE_BUG_TABLE = [   # (row label, exact output of one node with two guesses)
+    ("none (the rule above)", lambda p, q: tree_bugs.node_output(p, q, 2)),
+    ("testing every guess against p and q", lambda p, q: tree_bugs.same_test_for_every_guess(p, q, 2)),
+    ("forgetting the guesses were drawn without replacement", lambda p, q: tree_bugs.forgot_without_replacement(p, q, 2)),
+    ("removing guesses that were drawn with replacement", lambda p, q: tree_bugs.removed_after_drawing_with_replacement(p, q, 2)),
+    ("sampling p when every guess failed", lambda p, q: tree_bugs.fallback_from_target(p, q, 2)),
+]
+TOLD_Q = (0.90, 0.50)             # the cross-tokenizer bug: the draft's own probability of its token, told as q(x)
+CROSS_BUG_TABLE = [   # (row label, exact output of one position for CROSS_P and the proposal x)
+    ("none (a point mass for x)", lambda: bugs.correct_rule(CROSS_P, CROSS_POINT_MASS)),
+    *[(f"the draft's own probability, {told:.2f}, as q(x)",
+       lambda told=told: bugs.output_distribution(CROSS_P, (told, 0.0, 0.0), CROSS_POINT_MASS)) for told in TOLD_Q],
+    ("resample from p after a rejection", lambda: bugs.resample_from_target(CROSS_P, CROSS_POINT_MASS)),
+]
+
+
+def break_even_alpha(round_cost: float, gamma: int) -> float:
+    """The alpha at which a round of `gamma` drafts makes as many tokens as it costs target steps (bisection)."""
+    low, high = 0.0, 1.0
+    for _ in range(60):
+        middle = (low + high) / 2
+        low, high = (middle, high) if expected_tokens_per_pass(middle, gamma) < round_cost else (low, middle)
+    return (low + high) / 2
+
+
+def round_cost(kernels: dict, target: str, draft: str, gamma: int = 5) -> float:
+    """gamma c + v(gamma) in target steps, from the kernel measurements (v measured at gamma = 5)."""
+    return gamma * kernels[f"c_{target}_{draft}"] + kernels[f"{target}_v5"]
+
+
+NUMBERS += [
+    Computed(BEYOND, r"one guess is accepted with probability $\alpha = <<.2f>>$; two guesses drawn without replacement: <<.2f>>.",
+             lambda: (multi_candidate_acceptance(TOY_P, TOY_Q, 1), multi_candidate_acceptance(TOY_P, TOY_Q, 2))),
+    Measured(BEYOND, "The tree made <<.2f>> tokens per target pass against <<.2f>> for the best fixed chain (gamma <<d>>), and ran "
+                      "<<.2f>>x faster than the target alone against <<.2f>>x: <<.2f>>x the best chain (the median of the per-prompt "
+                      "ratios: <<.2f>>x). It drafted <<.1f>> nodes per round",
+             TREE_BENCH_BF16, "trees-bf16.csv",
+             lambda saved: (lambda t: (t["tree_tpp"], t["chain_tpp"], t["gamma"], t["tree"], t["chain"], t["ratio"], t["paired"],
+                                       t["nodes"]))(tree_against_chain(saved))),
+    Measured(BEYOND, "On translation, where the draft agrees least, the tree gave <<.2f>>x against the chain's <<.2f>>x",
+             TREE_BENCH_BF16, "trees-bf16.csv", lambda saved: (lambda t: (t["translation_tree"], t["translation_chain"]))(tree_against_chain(saved))),
+    Measured(BEYOND, "(c is about <<.2f>> here with a bfloat16 draft)", TREE_BENCH_BF16, "trees-bf16.csv",
+             lambda saved: tree_against_chain(saved)["c"]),
+    Measured(BEYOND, "a draft pass is cheaper (c about <<.2f>>), and the tree ran <<.2f>>x faster than the target alone against "
+                      "<<.2f>>x for the best fixed chain (gamma <<d>>): <<.2f>>x. It still lost on code (<<.2f>>x against the stop rule's "
+                      "<<.2f>>x)",
+             TREE_BENCH_INT8, "trees-int8.csv",
+             lambda saved: (lambda t: (t["c"], t["tree"], t["chain"], t["gamma"], t["ratio"], t["code_tree"], t["code_stop"]))(
+                 tree_against_chain(saved))),
+    # same algorithm, other kernels (issue 10)
+    *[Measured(BEYOND, f"| {label} | <<.0f>> ms | <<.0f>> ms | <<.2f>> | <<.2f>> |", KERNELS, "kernels.csv",
+               lambda saved, key=key: (lambda k: (k[f"{key}_step"], k[f"{key}_draft_step"], k[f"{key}_v5"], k[f"{key}_v17"]))(kernel_costs(saved)))
+      for label, key in (("specdec bfloat16", "bfloat16"), ("specdec int8 (`Int8Linear`)", "float32 int8"),
+                         ("specdec int4 (`Int4Linear`, bfloat16)", "bfloat16 int4"),
+                         ("PyTorch's dynamic int8 (one scale per pass)", "float32 torch dynamic int8"), ("llama.cpp Q4_K_M", "Q4_K_M"))],
+    Measured(BEYOND, "llama.cpp's step is the fastest (<<.0f>> ms for the 1.5B), but its pass over 6 tokens costs <<.2f>> steps and "
+                      "its 0.5B draft costs c = <<.2f>>: with alpha = <<.1f>> and gamma = <<d>>, chapter 1's formula predicts <<.2f>>x.",
+             KERNELS, "kernels.csv", lambda saved: (lambda k: (k["Q4_K_M_step"], k["Q4_K_M_v5"], k["c_Q4_K_M_Q4_K_M"], 0.9, 5,
+                                                                walltime_speedup(0.9, 5, k["c_Q4_K_M_Q4_K_M"], k["Q4_K_M_v5"])))(kernel_costs(saved))),
+    Measured(BEYOND, "specdec's int8 target keeps a pass over 6 tokens at <<.2f>> steps, and the int4 draft costs c = <<.2f>>: the same "
+                      "formula predicts <<.2f>>x.",
+             KERNELS, "kernels.csv", lambda saved: (lambda k: (k["float32 int8_v5"], k["c_float32 int8_bfloat16 int4"],
+                                                                walltime_speedup(0.9, 5, k["c_float32 int8_bfloat16 int4"], k["float32 int8_v5"])))(
+                 kernel_costs(saved))),
+    Measured(BEYOND, "unpacks the weights again for every token of a pass (v(5) = <<.2f>>)", KERNELS, "kernels.csv",
+             lambda saved: kernel_costs(saved)["bfloat16 int4_v5"]),
+    Measured(BEYOND, "llama.cpp's speculative tool ran at <<.1f>> tokens/s against <<.1f>> for its plain decoding; specdec's default "
+                      "ran at <<.1f>> tokens/s, <<.2f>>x its own int8 target alone (<<.1f>>)",
+             LLAMA_CPP, "llama-cpp.csv", lambda saved: (lambda v: (v["speculative Q4_K_M n-max 16"], v["plain Q4_K_M"],
+                                                                   v["speculative float32 int8 / int4"], v["default_vs_own_plain"],
+                                                                   v["plain float32 int8"]))(side_by_side(saved))),
+    Measured(BEYOND, "our default made <<.2f>>x of llama.cpp's plain rate", LLAMA_CPP, "llama-cpp.csv",
+             lambda saved: side_by_side(saved)["default_vs_best"]),
+    *[Measured(BEYOND, f"| {label} | {tokenizer} | <<.2f>> | <<.2f>> | <<.2f>> | <<.2f>>x | <<.2f>>x |", CROSS_BENCH, "cross-tokenizer.csv",
                lambda saved, d=draft: (lambda m: (m[f"{d}_c"], m[f"{d}_alpha"], m[f"{d}_tpp"], m[f"{d}_code"], m[f"{d}_speedup"]))(
                    drafts_for_one_target(saved)))
       for label, tokenizer, draft in (("Qwen2.5-Coder-0.5B", "shared", "qwen2.5-coder-0.5b"), ("SmolLM2-135M", "its own", "smollm2-135m"),
                                       ("Gemma 3 270M", "its own", "gemma3-270m"))],
-    Measured(METHODS, "given the same SmolLM2 draft, ran at <<.2f>>x the target alone over all prompts", CROSS_BENCH, "cross-tokenizer.csv",
+    Measured(BEYOND, "given the same SmolLM2 draft, ran at <<.2f>>x the target alone over all prompts", CROSS_BENCH, "cross-tokenizer.csv",
              lambda saved: drafts_for_one_target(saved)["smollm2-135m_hf"]),
-    Computed(METHODS, r"Take the target's $p = (<<s>>)$ over $x, y, z$", lambda: vector(CROSS_P)),
-    Computed(METHODS, r"a same-tokenizer draft with $q = (<<s>>)$", lambda: vector(CROSS_Q)),
-    Computed(METHODS, r"keeps $x$ with probability $\min(1, p(x)) = <<.2f>>$", lambda: acceptance_rate(CROSS_P, CROSS_POINT_MASS)),
-    Computed(METHODS, r"The output is $(<<s>>) = p$: exact", lambda: vector(bugs.correct_rule(CROSS_P, CROSS_POINT_MASS))),
-    Computed(METHODS, r"kept with probability $\alpha = \sum \min(p, q) = <<.2f>>$", lambda: acceptance_rate(CROSS_P, CROSS_Q)),
+    Computed(BEYOND, r"Take the target's $p = (<<s>>)$ over $x, y, z$", lambda: vector(CROSS_P)),
+    Computed(BEYOND, r"a same-tokenizer draft with $q = (<<s>>)$", lambda: vector(CROSS_Q)),
+    Computed(BEYOND, r"keeps $x$ with probability $\min(1, p(x)) = <<.2f>>$", lambda: acceptance_rate(CROSS_P, CROSS_POINT_MASS)),
+    Computed(BEYOND, r"The output is $(<<s>>) = p$: exact", lambda: vector(bugs.correct_rule(CROSS_P, CROSS_POINT_MASS))),
+    Computed(BEYOND, r"kept with probability $\alpha = \sum \min(p, q) = <<.2f>>$", lambda: acceptance_rate(CROSS_P, CROSS_Q)),
+    # the classic tree bugs, exercise 1
+    Computed(BEYOND, "a target p = (<<s>>) and a draft that loves C, q = (<<s>>)", lambda: (vector(TREE_P, 3), vector(TREE_Q, 3))),
+    *[Computed(BEYOND, "| <<s>> | (<<s>>) | <<.3f>> |",
+               (lambda label=label, bug=bug: (label, vector(bug(TREE_P, TREE_Q), 3), bugs.largest_error(bug(TREE_P, TREE_Q), TREE_P))))
+      for label, bug in TREE_BUG_TABLE],
+    Computed(BEYOND, "Take the table's target p = (<<s>>) and the draft that loves C, q = (<<s>>)",
+             lambda: (vector(TREE_P, 3), vector(TREE_Q, 3))),
+    Computed(BEYOND, r"One guess: $\alpha = \sum \min(p, q) = <<.2f>>$", lambda: multi_candidate_acceptance(TREE_P, TREE_Q, 1)),
+    Computed(BEYOND, r"two guesses are kept with probability $<<.2f>> + <<.2f>> \cdot \frac{1}{2} = <<.2f>>$",
+             lambda: (multi_candidate_acceptance(TREE_P, TREE_Q, 1), 1 - multi_candidate_acceptance(TREE_P, TREE_Q, 1),
+                      multi_candidate_acceptance(TREE_P, TREE_Q, 2))),
+    Computed(BEYOND, "three guesses are kept with probability <<.2f>>", lambda: multi_candidate_acceptance(TREE_P, TREE_Q, 3)),
+    # the cross-tokenizer bugs
+    Computed(BEYOND, "with the target's p = (<<s>>) over $x, y, z$ and the proposal $x$", lambda: vector(CROSS_P, 3)),
+    *[Computed(BEYOND, "| <<s>> | (<<s>>) | <<.3f>> |",
+               (lambda label=label, output=output: (label, vector(output(), 3), bugs.largest_error(output(), CROSS_P))))
+      for label, output in CROSS_BUG_TABLE],
+    # exercise 4: the kernels' round cost
+    Measured(BEYOND, "With llama.cpp's costs the round costs <<.2f>> steps", KERNELS, "kernels.csv",
+             lambda saved: round_cost(kernel_costs(saved), "Q4_K_M", "Q4_K_M")),
+    Measured(BEYOND, r"With specdec's int8 target and int4 draft it costs <<.2f>> steps, reached at $\alpha = <<.2f>>$", KERNELS, "kernels.csv",
+             lambda saved: (lambda cost: (cost, break_even_alpha(cost, 5)))(round_cost(kernel_costs(saved), "float32 int8", "bfloat16 int4"))),
 ]

@@ -4,7 +4,8 @@
   the chapter must contain it with today's value, and any decimal, percentage or "2.4x" in a
   chapter that no entry accounts for fails the test.
 - Every ```python block is either an excerpt, announced by a line "From `specdec/....py`",
-  that must appear verbatim (up to indentation) in that file, or marked ```python sketch.
+  that must appear verbatim (up to indentation) in that file, or marked ```python sketch, or an
+  exercise's ```python solution, which tests/test_guide_solutions.py runs.
 - Command outputs quoted in a chapter are produced again and must match line for line.
 - Figures are redrawn from specdec and must equal the SVG files; links must be well formed;
   every chapter ends with two to five exercises, each with a collapsed solution.
@@ -29,7 +30,7 @@ sys.path.insert(0, str(GUIDE))
 import figures  # noqa: E402  (guide/figures.py)
 import lesson_numbers as guide_numbers  # noqa: E402  (guide/lesson_numbers.py)
 
-CHAPTERS = ["00-intuition.md", "01-math.md", "02-algorithm.md", "03-methods.md"]
+CHAPTERS = ["00-intuition.md", "01-math.md", "02-algorithm.md", "03-methods.md", "04-beyond-the-chain.md"]
 EXTRAS = ["papers.md", "glossary.md"]
 
 FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
@@ -165,8 +166,9 @@ def excerpt_problems(chapter: str, text: str) -> list[str]:
                 problems.append(f"{chapter} quotes {source}, which does not exist")
             elif not appears_verbatim(body, path.read_text(encoding="utf-8")):
                 problems.append(f"{chapter}: this excerpt is no longer in {source} (update the lesson):\n{body}")
-        elif info.split()[:1] == ["python"] and info != "python sketch":
-            problems.append(f"{chapter}: a python block must follow a line 'From `specdec/....py`' or be marked ```python sketch:\n{body}")
+        elif info.split()[:1] == ["python"] and info not in ("python sketch", "python solution"):
+            problems.append(f"{chapter}: a python block must follow a line 'From `specdec/....py`' or be marked ```python sketch "
+                            f"(or ```python solution, run by tests/test_guide_solutions.py):\n{body}")
     return problems
 
 
