@@ -94,7 +94,8 @@ def tree_against_chain(saved: str) -> dict[str, float]:
     """From a saved `specdec bench` CSV with fixed gammas and 'tree': the tree against the best fixed chain.
 
     The best chain is the fixed gamma with the highest median speedup; everything is a median over
-    the prompts, `paired` the median of the per-prompt ratios tree / best chain; "<category>_tree",
+    the prompts, `paired` the median of the per-prompt ratios tree / best chain; "stop" is the stop rule's
+    speedup, "stop_oracle" and "chain_oracle" each one's share of the oracle bound; "<category>_tree",
     "<category>_chain" and "<category>_stop" are one category's median speedups.
     """
     import io
@@ -105,12 +106,14 @@ def tree_against_chain(saved: str) -> dict[str, float]:
     runs = frame[frame["method"] == "speculative"]
     fixed = runs[runs["schedule"] == "fixed"]
     best = fixed.groupby("gamma")["speedup"].median().idxmax()
-    chain, tree = fixed[fixed["gamma"] == best], runs[runs["schedule"] == "tree"]
+    chain, tree, stop = fixed[fixed["gamma"] == best], runs[runs["schedule"] == "tree"], runs[runs["schedule"] == "stop"]
     ratio = tree.set_index("prompt_id")["speedup"] / chain.set_index("prompt_id")["speedup"]
     return {"gamma": int(best), "tree_tpp": tree["tokens_per_target_pass"].median(), "chain_tpp": chain["tokens_per_target_pass"].median(),
             "tree": tree["speedup"].median(), "chain": chain["speedup"].median(),
             "ratio": tree["speedup"].median() / chain["speedup"].median(), "paired": ratio.median(),
             "nodes": tree["mean_gamma"].median(), "c": runs["draft_cost_ratio"].median(),
+            "stop": stop["speedup"].median(), "stop_gamma": stop["mean_gamma"].median(),
+            "stop_oracle": stop["oracle_efficiency"].median(), "chain_oracle": chain["oracle_efficiency"].median(),
             **{f"{category}_tree": group[group["schedule"] == "tree"]["speedup"].median() for category, group in runs.groupby("category")},
             **{f"{category}_chain": group[(group["schedule"] == "fixed") & (group["gamma"] == best)]["speedup"].median()
                for category, group in runs.groupby("category")},

@@ -42,6 +42,7 @@ sys.path.insert(0, str(GUIDE.parent))   # specdec, from a checkout
 sys.path.insert(0, str(GUIDE))          # lesson_entries.py
 
 from specdec.reference import bugs, tree_bugs  # noqa: E402
+from specdec.stop_rule import ConfidenceStop  # noqa: E402
 from specdec.reference.stats import binomial_standard_error  # noqa: E402
 from specdec.reference.theory import (  # noqa: E402
     acceptance_rate,
@@ -381,6 +382,23 @@ CROSS_BUG_TABLE = [   # (row label, exact output of one position for CROSS_P and
 ]
 
 
+STOP_C, STOP_S = 0.2, 0.05        # exercise 5: a fresh ConfidenceStop's costs ...
+STOP_SURE, STOP_UNSURE = 0.81, 0.25  # ... and two confidences (a fresh rule's chance of acceptance is their square root)
+
+
+def stop_by_hand(confidence: float) -> tuple[float, float, float, float, float, float]:
+    """Exercise 5's arithmetic for two drafted tokens of equal confidence: (a, P_2, E_2, T_2, gain side, rate side).
+
+    Checked against `ConfidenceStop.worth_another` itself, so the exercise and the engine cannot disagree.
+    """
+    rule = ConfidenceStop(c=STOP_C, verify_slope=STOP_S)
+    a = rule.acceptance(confidence)
+    all_accepted, expected, cost = a * a, 1 + a + a * a, 2 * STOP_C + 1 + 2 * STOP_S
+    gain, rate = all_accepted * a * cost, expected * (STOP_C + STOP_S)
+    assert rule.worth_another([confidence, confidence]) == (gain > rate)
+    return a, all_accepted, expected, cost, gain, rate
+
+
 def break_even_alpha(round_cost: float, gamma: int) -> float:
     """The alpha at which a round of `gamma` drafts makes as many tokens as it costs target steps (bisection)."""
     low, high = 0.0, 1.0
@@ -472,4 +490,23 @@ NUMBERS += [
              lambda saved: round_cost(kernel_costs(saved), "Q4_K_M", "Q4_K_M")),
     Measured(BEYOND, r"With specdec's int8 target and int4 draft it costs <<.2f>> steps, reached at $\alpha = <<.2f>>$", KERNELS, "kernels.csv",
              lambda saved: (lambda cost: (cost, break_even_alpha(cost, 5)))(round_cost(kernel_costs(saved), "float32 int8", "bfloat16 int4"))),
+    # drafts that know when to stop
+    Computed(BEYOND, "the output is (<<s>>) instead of (<<s>>)",
+             lambda: (vector(bugs.stop_where_target_disagrees(TOY_P, TOY_Q), 3), vector(TOY_P))),
+    Measured(BEYOND, "with an int8 draft the stop rule ran <<.2f>>x faster than the target alone against <<.2f>>x for the best fixed "
+                     "chain (gamma <<d>>), drafting <<.1f>> tokens per round, and reached <<.2f>> of the oracle bound",
+             TREE_BENCH_INT8, "trees-int8.csv",
+             lambda saved: (lambda t: (t["stop"], t["chain"], t["gamma"], t["stop_gamma"], t["stop_oracle"]))(tree_against_chain(saved))),
+    Measured(BEYOND, "against <<.2f>> for that chain", TREE_BENCH_INT8, "trees-int8.csv",
+             lambda saved: tree_against_chain(saved)["chain_oracle"]),
+    Measured(BEYOND, "With a bfloat16 draft it ran at <<.2f>>x against <<.2f>>x", TREE_BENCH_BF16, "trees-bf16.csv",
+             lambda saved: (lambda t: (t["stop"], t["chain"]))(tree_against_chain(saved))),
+    # exercise 5: the stop rule by hand
+    Computed(BEYOND, r"costs $c = <<.1f>>$ and $s = <<.2f>>$", lambda: (STOP_C, STOP_S)),
+    Computed(BEYOND, r"two tokens with confidence <<.2f>> each", lambda: STOP_SURE),
+    Computed(BEYOND, r"The two tokens are worth $a_1 = a_2 = <<.1f>>$, $P_2 = <<.2f>>$, $E_2 = <<.2f>>$ and $T_2 = <<.1f>>$. The gain side is "
+                     r"$P_2 a_3 T_2 = <<.2f>> \cdot <<.1f>> \cdot <<.1f>> = <<.2f>>$, the rate side $E_2 (c + s) = <<.2f>> \cdot <<.2f>> = <<.2f>>$",
+             lambda: (lambda a, p2, e2, t2, gain, rate: (a, p2, e2, t2, p2, a, t2, gain, e2, STOP_C + STOP_S, rate))(*stop_by_hand(STOP_SURE))),
+    Computed(BEYOND, r"With confidence <<.2f>> each, $a = <<.1f>>$: the gain side is <<.4f>> and the rate side <<.4f>>",
+             lambda: (lambda a, p2, e2, t2, gain, rate: (STOP_UNSURE, a, gain, rate))(*stop_by_hand(STOP_UNSURE))),
 ]

@@ -123,3 +123,13 @@ def test_every_bug_is_caught_by_a_frequency_test_except_the_dtype_one():
         counts = np.round(bug(P, Q) * 200_000).astype(int)
         assert chi_square_test(counts.tolist(), P.tolist()).p_value < 1e-6, bug.__name__
     assert acceptance_rate(P, Q) == pytest.approx(0.7)
+
+
+def test_stop_where_target_disagrees():
+    def step(rng):
+        drafted = sample_from(Q, rng)
+        if P[drafted] < Q[drafted]:                  # the peek: stop before a token the target dislikes
+            return sample_from(P, rng)               # and let the target emit its own token there
+        return speculative_rule(P, Q, drafted, rng.random(), rng)[0]
+    assert_matches(simulate(step), bugs.stop_where_target_disagrees(P, Q))
+    assert bugs.largest_error(bugs.stop_where_target_disagrees(P, Q), P) > 0.1

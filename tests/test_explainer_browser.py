@@ -19,7 +19,14 @@ from pathlib import Path
 import pytest
 
 from specdec.reference.stats import binomial_standard_error
-from specdec.reference.theory import acceptance_rate, best_gamma, expected_tokens_per_pass, residual_distribution, walltime_speedup
+from specdec.reference.theory import (
+    acceptance_rate,
+    best_gamma,
+    expected_tokens_per_pass,
+    multi_candidate_acceptance,
+    residual_distribution,
+    walltime_speedup,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -148,3 +155,39 @@ def test_simulation_histogram_converges_to_p(page):
     measured_alpha = float(page.inner_text("#alpha-measured"))
     assert abs(measured_alpha - acceptance_rate(p, q)) <= 5 * binomial_standard_error(acceptance_rate(p, q), trials)
     assert not math.isinf(float(page.inner_text("#max-se")))
+
+
+def test_tree_of_two_guesses_keeps_p_and_keeps_a_guess_more_often(page):
+    """Section 5: the theory shown is specdec's; the rounds it runs emit p and keep a guess as often as theory says."""
+    p, q = distributions(page)
+    assert float(page.get_attribute("#tree-alpha1", "data-value")) == pytest.approx(acceptance_rate(p, q), abs=1e-12)
+    two = multi_candidate_acceptance(p, q, 2)
+    assert float(page.get_attribute("#tree-alpha2", "data-value")) == pytest.approx(two, abs=1e-12)
+    assert two > acceptance_rate(p, q) + 0.2                       # the course example: 0.70 -> 0.95
+
+    page.click("#tree-step")                                       # one round: two guesses drawn, at least one tested
+    outcomes = page.eval_on_selector_all(".tree-guess", "nodes => nodes.map(n => n.dataset.outcome)")
+    assert len(outcomes) == 2 and outcomes[0] in ("kept", "rejected")
+    assert outcomes.count("kept") <= 1 and (outcomes[0] == "kept") == (outcomes[1] == "untested")
+    assert "guesses drawn from q without replacement" in page.inner_text("#tree-trial")
+
+    for _ in range(3):
+        page.click("#tree-burst")
+    rounds = int(page.inner_text("#tree-rounds").replace(",", ""))
+    assert rounds == 30_001
+    kept = float(page.get_attribute("#tree-kept-measured", "data-value"))
+    assert abs(kept - two) <= 5 * binomial_standard_error(two, rounds)
+    second = float(page.get_attribute("#tree-second-measured", "data-value"))
+    assert abs(second - (two - acceptance_rate(p, q))) <= 5 * binomial_standard_error(two - acceptance_rate(p, q), rounds)
+    assert float(page.inner_text("#tree-max-se")) <= 5
+
+
+def test_tree_section_follows_the_bars(page):
+    """Change q with the keyboard: the tree's theory moves to specdec's value for the new p and q, and its counts restart."""
+    page.click("#tree-burst")
+    page.focus('.bar[data-dist="q"][data-token="1"]')
+    for _ in range(10):
+        page.keyboard.press("ArrowUp")
+    p, q = distributions(page)
+    assert float(page.get_attribute("#tree-alpha2", "data-value")) == pytest.approx(multi_candidate_acceptance(p, q, 2), abs=1e-9)
+    assert page.inner_text("#tree-rounds") == "0"

@@ -113,6 +113,22 @@ def accept_always(p: Distribution, q: Distribution) -> np.ndarray:
     return _array(q).copy()
 
 
+def stop_where_target_disagrees(p: Distribution, q: Distribution) -> np.ndarray:
+    """BUG: the draft is cut short before a token the target would likely reject (p(x) < q(x)), peeking at p.
+
+    A stop rule may use anything the draft knows; this one uses the target's opinion of the token
+    being decided. Where it stops, the target emits a token of its own (a sample of p), as after a
+    full accept. Tokens the draft over-proposes then come out only through p, the others every time
+    they are drafted: q(x) [p(x) >= q(x)] + (sum of q over the cut tokens) p.
+
+    >>> stop_where_target_disagrees([0.3, 0.4, 0.3], [0.6, 0.2, 0.2]).round(6).tolist()
+    [0.18, 0.44, 0.38]
+    """
+    p_array, q_array = _array(p), _array(q)
+    kept = p_array >= q_array
+    return np.where(kept, q_array, 0.0) + q_array[~kept].sum() * p_array
+
+
 def warp(probabilities: Distribution, temperature: float = 1.0, top_k: int = 0) -> np.ndarray:
     """Temperature then top-k on a distribution, by the engine's own warping (`specdec.sampling`).
 
