@@ -15,6 +15,7 @@ from pages.common.settings import Settings
 from pages.common.state import keep, remember
 from pages.common.tokens_html import legend_html, plain_text_html, tokens_html
 from pages.common.trace import count_kinds
+from pages.common.turns import shared_turns, waiting_note
 from specdec.bench.comparison import RunComparison
 from specdec.bench.prompts import suite
 from specdec.zoo import pairing
@@ -150,7 +151,9 @@ stop_column.button("Stop", width="stretch", help="Stops the generation; what is 
 autorun = st.session_state.pop("playground_autorun", False)
 
 if (generate or autorun) and ready:
-    with shows_errors():
+    waiting = st.empty()
+    with shows_errors(), shared_turns().turn(waiting_note(waiting, "run")):    # one heavy job at a time across tabs
+        waiting.empty()
         pair = load_pair(settings)
         input_ids = pairing.encode_prompt(pair.tokenizer, prompt, chat=chat)
         run_playground(pair, input_ids, settings, also_plain, stream)

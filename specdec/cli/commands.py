@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 
 from specdec.errors import SpecdecError
 
@@ -50,7 +51,7 @@ def bench(args: argparse.Namespace) -> int:
         from specdec.zoo import pairing
 
         pairs = [pairing.load_pair(target, draft, args.device, args.dtype, progress=_progress, quantization=args.quantization,
-                                   draft_quantization=args.draft_quantization) for draft, target in names]
+                                   draft_quantization=args.draft_quantization, steps=_LoadSteps()) for draft, target in names]
         rows: list[dict] = []
         try:
             frame = run_benchmark(pairs, settings, progress=lambda done, total, message: _progress(f"[{done + 1}/{total}] {message}")
@@ -129,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
     from specdec.zoo import pairing
 
     pair = pairing.load_pair(args.target, args.draft, args.device, args.dtype, progress=_progress,
-                             quantization=args.quantization, draft_quantization=args.draft_quantization)
+                             quantization=args.quantization, draft_quantization=args.draft_quantization, steps=_LoadSteps())
     input_ids = pairing.encode_prompt(pair.tokenizer, args.prompt, chat=args.chat)
     result = pairing.generate_speculative(pair, input_ids, decoding, gamma=args.gamma, tree=tree)
     baseline = pairing.generate_plain(pair, input_ids, decoding) if args.compare else None
@@ -163,6 +164,23 @@ def _fetch_progress(update) -> None:
 
 def _progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
+
+
+class _LoadSteps:
+    """A line on stderr for a long loading stage every few seconds and when it ends (GGUF tensors have transformers' bar)."""
+
+    every_s = 5.0
+
+    def __init__(self) -> None:
+        self.last: dict[str, float] = {}
+
+    def __call__(self, step) -> None:
+        if step.stage == "dequantizing GGUF tensors" or not step.total:
+            return
+        now = time.monotonic()
+        if step.done == step.total or now - self.last.setdefault(step.stage, now) >= self.every_s:
+            self.last[step.stage] = now
+            _progress(step.describe())
 
 
 def _report_json(args, pair, text, result, baseline) -> dict:

@@ -36,7 +36,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from specdec.errors import SpecdecError, first_line
-from specdec.zoo import converted
+from specdec.zoo import converted, load_progress
 from specdec.zoo.catalog import ModelEntry, resolve_model
 from specdec.zoo.devices import resolve_device, resolve_dtype
 from specdec.zoo.fetch import checkpoint_path, is_cached
@@ -106,7 +106,7 @@ def load_model(name_or_path: str, device: str | torch.device = "auto", dtype: st
         model = _load_zoo_model(entry, resolved_dtype, resolved_quantization, strict)
     else:
         model = _from_pretrained(AutoModelForCausalLM, name_or_path, "model", dtype=resolved_dtype)
-        model = quantize_model(model, resolved_quantization, strict)
+        model = quantize_model(model, resolved_quantization, strict, name_or_path)
     return model.to(resolved_device).eval()
 
 
@@ -137,17 +137,22 @@ def _load_zoo_model(entry: ModelEntry, dtype: torch.dtype, quantization: str = "
     if quantization != "none":
         folder = converted.find_converted(entry, dtype, quantization)
         if folder is not None:
+            load_progress.report(entry.name, f"loading the saved {quantization} copy", 0, 0)
             return converted.load_quantized_copy(folder, dtype, quantization)
-        model = quantize_model(_load_zoo_model(entry, dtype), quantization, strict)
+        model = quantize_model(_load_zoo_model(entry, dtype), quantization, strict, entry.name)
         if entry.package is not None and quantization_of(model) != "none":   # quantized at last: keep the result for next time
+            load_progress.report(entry.name, f"saving the {quantization} copy for next time", 0, 0)
             converted.save_converted(entry, model, load_tokenizer(entry.name), dtype, quantization)
         return model
     folder = converted.find_converted(entry, dtype)
     if folder is not None:
+        load_progress.report(entry.name, "loading the saved copy", 0, 0)
         return AutoModelForCausalLM.from_pretrained(folder, dtype=dtype)
     source = _zoo_source(entry)
-    model = _from_pretrained(AutoModelForCausalLM, source, "model", dtype=dtype)
+    with load_progress.gguf_tensors_reported(entry.name):
+        model = _from_pretrained(AutoModelForCausalLM, source, "model", dtype=dtype)
     if entry.package is not None and source.endswith(".gguf"):  # dequantized at last: keep the result for next time
+        load_progress.report(entry.name, "saving a converted copy for next time", 0, 0)
         converted.save_converted(entry, model, load_tokenizer(entry.name), dtype)
     return model
 

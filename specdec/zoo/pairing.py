@@ -28,8 +28,10 @@ from specdec.results import GenerationResult, Round
 from specdec.schedule import GammaSchedule
 from specdec.speculative import speculative_generate
 from specdec.tree_drafter import TreeDrafter
+from specdec.zoo import load_progress
 from specdec.zoo.catalog import PROMPT_LOOKUP
 from specdec.zoo.devices import dtype_name, resolve_device, resolve_dtype
+from specdec.zoo.load_progress import LoadStep
 from specdec.zoo.loading import load_model, load_tokenizer, same_tokenizer
 from specdec.zoo.quantization import check_quantization, precision_name, precision_summary, quantization_of
 
@@ -141,7 +143,7 @@ def resolve_precision(device: str, dtype: str, quantization: str, draft_quantiza
 
 def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: str = "auto",
               progress: Callable[[str], None] | None = None, draft_quantization: str = "none",
-              quantization: str = "none") -> LoadedPair:
+              quantization: str = "none", steps: Callable[[LoadStep], None] | None = None) -> LoadedPair:
     """Load the target, the draft (unless it is `prompt-lookup`) and the tokenizers (which may differ).
 
     `quantization` is the target's weights, `draft_quantization` the draft's: "none", "int8",
@@ -149,6 +151,8 @@ def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: st
     draft's precision changes c, never the output; the target's changes the target itself, and
     exactness then holds against that target as loaded. An int4 draft runs in bfloat16 whatever
     `dtype` says: its kernel is fast only there, and a draft's rounding cannot change the output.
+    `progress` gets a line per model; `steps` a `LoadStep` per GGUF tensor dequantized and layer
+    quantized (`specdec.zoo.load_progress`), for a progress bar with the time left.
     """
     if target_name == PROMPT_LOOKUP:
         raise SpecdecError("prompt-lookup can only be the draft: give a model as the target")
@@ -169,10 +173,11 @@ def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: st
             continue
         say(f"Loading {role} {name} ...")
         start = time.perf_counter()
-        if role == "target":   # "auto" travels as asked: it keeps a model int8/int4 cannot handle as it is
-            models[role] = load_model(name, resolved_device, resolved_dtype, quantization, role)
-        else:
-            models[role] = load_model(name, resolved_device, draft_dtype, draft_quantization, role)
+        with load_progress.reporting(steps):
+            if role == "target":   # "auto" travels as asked: it keeps a model int8/int4 cannot handle as it is
+                models[role] = load_model(name, resolved_device, resolved_dtype, quantization, role)
+            else:
+                models[role] = load_model(name, resolved_device, draft_dtype, draft_quantization, role)
         seconds[role] = time.perf_counter() - start
         say(f"Loaded {role} {name} in {seconds[role]:.1f} s")
     whole = None

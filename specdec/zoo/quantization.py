@@ -47,6 +47,7 @@ from torch import nn
 from transformers import PreTrainedModel
 
 from specdec.errors import SpecdecError
+from specdec.zoo import load_progress
 from specdec.zoo.invariant_attention import use_invariant_attention
 
 QUANTIZATIONS = ("none", "int8", "int4")
@@ -193,12 +194,12 @@ def _quantizable(quantization: str, layer: nn.Module) -> bool:
     return isinstance(layer, nn.Linear) and (quantization != "int4" or Int4Linear.fits(layer))
 
 
-def quantize_model(model: PreTrainedModel, quantization: str, strict: bool = True) -> PreTrainedModel:
+def quantize_model(model: PreTrainedModel, quantization: str, strict: bool = True, name: str | None = None) -> PreTrainedModel:
     """Swap `model`'s linear layers for int8 or int4 ones, in place (the output layer is untied from the embeddings).
 
     A model that keeps most of its weights elsewhere (GPT-2's `Conv1D`) is refused: quantizing
     only its output layer would not make it faster. With `strict=False` (what "auto" asks for)
-    such a model is returned as it is.
+    such a model is returned as it is. Each layer done is reported as a `load_progress.LoadStep` for `name`.
     """
     if quantization == "none":
         return model
@@ -211,8 +212,10 @@ def quantize_model(model: PreTrainedModel, quantization: str, strict: bool = Tru
         kinds = sorted({type(layer).__name__ for layer in model.modules() if list(layer.parameters(recurse=False))} - {"Embedding"})
         raise SpecdecError(f"{quantization} quantizes nn.Linear layers, and this {model.config.model_type} model keeps most "
                            f"of its weights elsewhere ({', '.join(kinds)}): use quantization none for it")
-    for name, layer in targets:
+    model_name = name or model.config.model_type
+    for done, (name, layer) in enumerate(targets, start=1):
         _replace(model, name, LAYERS[quantization].from_linear(layer))
+        load_progress.report(model_name, f"quantizing linear layers to {quantization}", done, len(targets))
     return mark_quantized(model, quantization)
 
 
