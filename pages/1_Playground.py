@@ -8,15 +8,15 @@ import pandas as pd
 import streamlit as st
 
 from pages.common import load_pair, offer_downloads, render_sidebar, shows_errors
-from pages.common.figures import time_split_figure, tree_figure
+from pages.common.figures import position_acceptance_figure, round_times_figure, time_split_figure, tree_figure
 from pages.common.models import is_chat_model
 from pages.common.playground import RESULT, UPDATES_PER_SECOND, PlaygroundRun, run_playground
 from pages.common.settings import Settings
 from pages.common.state import keep, remember
 from pages.common.tokens_html import legend_html, plain_text_html, tokens_html
-from pages.common.trace import count_kinds
+from pages.common.trace import count_kinds, round_records
 from pages.common.turns import shared_turns, waiting_note
-from specdec.bench.comparison import RunComparison
+from specdec.bench.comparison import RunComparison, acceptance_by_position
 from specdec.bench.prompts import suite
 from specdec.zoo import pairing
 
@@ -126,7 +126,33 @@ def show_run(run: PlaygroundRun, settings: Settings) -> None:
         _greedy_check(run)
     st.markdown("**Rounds**: what the draft proposed, how much the target accepted, what it added")
     _round_table(run)
+    _round_pictures(run)
     _tree_picture(run)
+    _downloads(run)
+
+
+def _round_pictures(run: PlaygroundRun) -> None:
+    """Where each round's time went, and acceptance by position against the one alpha of the formulas."""
+    left, right = st.columns(2)
+    left.plotly_chart(round_times_figure(run.rounds), width="stretch", key="playground_round_times")
+    if run.speculative is None:
+        return
+    positions = acceptance_by_position(run.speculative.rounds)
+    if any(position.tested for position in positions):
+        right.plotly_chart(position_acceptance_figure(positions, run.speculative.stats.alpha_estimate), width="stretch",
+                           key="playground_positions")
+    elif run.settings.tree:
+        right.info("Acceptance by position is drawn for chain drafts; a tree's depth is in its picture below.")
+
+
+def _downloads(run: PlaygroundRun) -> None:
+    """The round table as CSV, and the whole trace (every drafted token with p, q, u) as JSON."""
+    left, right, _ = st.columns([1, 1, 3])
+    left.download_button("Download rounds (CSV)", pd.DataFrame(round_records(run.rounds)).to_csv(index=False),
+                         file_name="specdec-rounds.csv", mime="text/csv", icon=":material/download:", key="playground_rounds_csv")
+    if run.trace_json:
+        right.download_button("Download trace (JSON)", run.trace_json, file_name="specdec-trace.json", mime="application/json",
+                              icon=":material/download:", key="playground_trace_json")
 
 
 def _tree_picture(run: PlaygroundRun) -> None:

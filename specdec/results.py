@@ -56,6 +56,8 @@ class Round:
     next_origin: TokenOrigin             # RESAMPLED, BONUS, or TARGET when nothing was drafted
     emitted: tuple[tuple[int, TokenOrigin], ...]  # what this round appended to the output, cut at EOS
     tree: TreeTrace | None = None        # a tree round's shape; None for a chain (or nothing drafted)
+    draft_s: float = 0.0                 # seconds inside the drafter this round
+    verify_s: float = 0.0                # seconds inside the target's pass this round (the prompt pass for the first)
 
 
 @dataclass(frozen=True)

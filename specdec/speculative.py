@@ -26,6 +26,7 @@ the accepted path's keys and values in both caches. Not handled: batches.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import torch
 from transformers import PreTrainedModel
@@ -97,7 +98,7 @@ def speculative_generate(
     with watch.measure("verify"):                                                 # 1. the prompt pass
         logits = target_lm.feed(prompt, keep=1)                                   # [1, V_target]
     first, _ = choose_next(logits[0], sampling, generator)
-    rounds = [Round((), 0, first, TokenOrigin.TARGET, ((first, TokenOrigin.TARGET),))]
+    rounds = [Round((), 0, first, TokenOrigin.TARGET, ((first, TokenOrigin.TARGET),), verify_s=watch.totals["verify"])]
     if on_round is not None:
         on_round(rounds[0])
     tokens = [first]
@@ -105,11 +106,13 @@ def speculative_generate(
 
     while len(tokens) < max_new_tokens and tokens[-1] not in stop_ids:           # 2. rounds
         room = max_new_tokens - len(tokens) - 1                                   # never overshoot
+        spent = watch.totals["draft"], watch.totals["verify"]
         if isinstance(drafter, TreeDrafter):
             round_ = _tree_round(drafter, target_lm, sequence, room, sampling, generator, watch, stop_ids)
         else:
             round_ = _chain_round(drafter, target_lm, sequence, min(schedule.next_gamma(), room), sampling, generator,
                                   watch, stop_ids, schedule, stop_rule)
+        round_ = replace(round_, draft_s=watch.totals["draft"] - spent[0], verify_s=watch.totals["verify"] - spent[1])
         rounds.append(round_)
         if on_round is not None:
             on_round(round_)

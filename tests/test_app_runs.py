@@ -40,6 +40,32 @@ def test_playground_colours_every_token_and_reports_the_metrics():
     assert [html for html in app.html if 'class="specdec-plain"' in html.proto.body]
 
 
+def test_the_playground_draws_each_rounds_time_and_acceptance_by_position_and_offers_the_trace():
+    import json
+
+    app = open_app("pages/1_Playground.py", pair=TINY_PAIR, stop_rule="False", gamma="3", temperature="1.0", max_new_tokens="24",
+                   seed="1")
+    run_playground(app)
+    no_errors(app)
+    rounds = app.dataframe[0].value
+    times = figure_titled(app, "Where each round's time went")
+    assert [trace.name for trace in times.data] == ["draft steps", "target pass"] and len(times.data[0].x) == len(rounds)
+    assert times.data[0].y[0] == 0 and all(ms > 0 for ms in times.data[1].y)               # round 0, the prompt pass: no draft
+    positions = figure_titled(app, "Acceptance by position")
+    assert list(positions.data[0].x) == [1, 2, 3]                                         # gamma 3
+    assert positions.data[1].name.startswith("theory: one alpha for all")
+    labels = [button.label for button in app.get("download_button")]
+    assert labels == ["Download rounds (CSV)", "Download trace (JSON)"]
+    downloaded = app.session_state["playground_run"].trace_json
+    trace = json.loads(downloaded)
+    assert trace["target"] and trace["stats"]["new_tokens"] == 24 and len(trace["rounds"]) == len(rounds)
+    assert sum(len(r["emitted"]) for r in trace["rounds"]) == 24
+    tested = [d for r in trace["rounds"] for d in r["drafted"] if d["accepted"] is not None]
+    assert tested and all(0 <= d["u"] < 1 and d["q"] > 0 for d in tested)                  # sampled: every test has its u
+    first_tested = sum(1 for r in trace["rounds"] if r["drafted"] and r["drafted"][0]["accepted"] is not None)
+    assert positions.data[0].text[0].endswith(f"/{first_tested}")                           # the chart counts what the trace holds
+
+
 def test_quantized_weights_from_the_sidebar_are_loaded_and_stay_exact():
     app = open_app("pages/1_Playground.py", pair=TINY_PAIR, stop_rule="False", gamma="3", temperature="0", max_new_tokens="16",
                    quantization="int8", draft_quantization="int4")

@@ -136,3 +136,19 @@ def test_greedy_check_wording_follows_the_dtype():
     assert near_tie.verdict == "rounding" and "near-tie" in near_tie.message and "3e-06" in near_tie.message
     clear_choice = greedy_check([1, 2, 3], [1, 9, 3], "float32", margin=0.8)
     assert clear_choice.verdict == "suspect" and "0.8" in clear_choice.message
+
+
+def test_each_round_says_where_its_time_went():
+    """Round.draft_s and verify_s: the per-round split the Playground's timeline draws, adding up to the run's totals."""
+    import torch
+
+    from specdec import speculative_generate
+    from tiny_models import tiny_pair
+
+    target, draft = tiny_pair("llama")
+    result = speculative_generate(target, draft, torch.tensor([2, 3, 4]), max_new_tokens=24, gamma=3)
+    first, rest = result.rounds[0], result.rounds[1:]
+    assert first.draft_s == 0.0 and first.verify_s > 0                    # the prompt pass
+    assert all(r.draft_s > 0 and r.verify_s > 0 for r in rest)
+    assert sum(r.draft_s for r in result.rounds) == pytest.approx(result.stats.draft_time_s, rel=1e-9)
+    assert sum(r.verify_s for r in result.rounds) == pytest.approx(result.stats.verify_time_s, rel=1e-9)

@@ -1,7 +1,8 @@
 """Plotly figures for the Explainer and the Playground, drawn from results `specdec` computed.
 
 Explainer: bars for p, q, min(p, q), the residual and the Monte-Carlo output; the speedup curve.
-Playground: where a run's time went, and a token tree with its accepted path. (The Compare page's figures are `specdec.bench.charts`, which
+Playground: where a run's time went (in all and round by round), acceptance by position in a round, and a token
+tree with its accepted path. (The Compare page's figures are `specdec.bench.charts`, which
 `specdec bench` shares.) Nothing is computed here.
 """
 
@@ -11,8 +12,8 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
-from pages.common.trace import TreeView
-from specdec.bench.comparison import TimeShare
+from pages.common.trace import RoundRow, TreeView
+from specdec.bench.comparison import PositionAcceptance, TimeShare
 from specdec.reference.explainer import AcceptRejectPicture, SpeedupCurve
 
 P_COLOUR, Q_COLOUR, OVERLAP_COLOUR, RESIDUAL_COLOUR = "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728"
@@ -108,4 +109,31 @@ def tree_figure(view: TreeView, round_index: int) -> go.Figure:
                                f"{view.added!r} ({view.added_kind})",
                          xaxis=dict(title="depth (tokens after the root)", dtick=1), yaxis=dict(visible=False, autorange="reversed"),
                          **LAYOUT)
+    return figure
+
+
+def round_times_figure(rows: Sequence[RoundRow]) -> go.Figure:
+    """Round by round, the draft's time and the target's pass, stacked: where each round's time went."""
+    rounds = [row.round_index for row in rows]
+    figure = go.Figure()
+    figure.add_trace(go.Bar(x=rounds, y=[row.draft_ms for row in rows], name="draft steps", marker_color=Q_COLOUR,
+                            customdata=[row.drafted_count for row in rows], hovertemplate="round %{x}: %{y:.1f} ms, %{customdata} drafted"))
+    figure.add_trace(go.Bar(x=rounds, y=[row.verify_ms for row in rows], name="target pass", marker_color=P_COLOUR,
+                            customdata=[row.accepted for row in rows], hovertemplate="round %{x}: %{y:.1f} ms, %{customdata} accepted"))
+    figure.update_layout(title="Where each round's time went (round 0: the prompt pass)", barmode="stack",
+                         xaxis_title="round", yaxis_title="milliseconds", **LAYOUT)
+    return figure
+
+
+def position_acceptance_figure(positions: Sequence[PositionAcceptance], alpha: float) -> go.Figure:
+    """alpha_1 .. alpha_gamma measured, against the one alpha the formulas assume for every position."""
+    shown = [a for a in positions if a.tested]
+    figure = go.Figure(go.Bar(x=[a.position for a in shown], y=[a.rate for a in shown], name="measured", marker_color=OVERLAP_COLOUR,
+                              text=[f"{a.accepted}/{a.tested}" for a in shown], textposition="outside",
+                              hovertemplate="position %{x}: %{y:.0%} accepted (%{text})"))
+    if shown:
+        figure.add_trace(go.Scatter(x=[shown[0].position - 0.5, shown[-1].position + 0.5], y=[alpha, alpha], mode="lines",
+                                    name=f"theory: one alpha for all ({alpha:.0%})", line=dict(color="#444", dash="dash")))
+    figure.update_layout(title="Acceptance by position in a round (accepted / tested)", xaxis_title="position of the drafted token",
+                         yaxis_title="accepted", yaxis_range=[0, 1.15], yaxis_tickformat=".0%", **LAYOUT)
     return figure

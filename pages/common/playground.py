@@ -14,6 +14,7 @@ counted in their "other" time; turn it off for the cleanest timings.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, replace
 
@@ -22,7 +23,7 @@ import torch
 
 from pages.common.settings import Settings
 from pages.common.tokens_html import plain_text_html, tokens_html
-from pages.common.trace import RoundRow, TokenSpan, TraceBuilder, trace
+from pages.common.trace import RoundRow, TokenSpan, TraceBuilder, trace, trace_json
 from specdec.bench.comparison import GreedyCheck, greedy_check_of_pair
 from specdec.results import GenerationResult
 from specdec.zoo import pairing
@@ -47,6 +48,7 @@ class PlaygroundRun:
     plain_text: str = ""
     plain: GenerationResult | None = None         # set once the target-alone phase finished
     greedy: GreedyCheck | None = None             # greedy runs with the target alone: are the tokens identical?
+    trace_json: str = ""                          # the speculative run's full trace, for download
 
 
 class _Throttle:
@@ -79,7 +81,12 @@ def _speculative_phase(pair: LoadedPair, input_ids: torch.Tensor, run: Playgroun
     result = pairing.generate_speculative(pair, input_ids, run.settings.decoding, gamma=run.settings.schedule,
                                           on_round=on_round if stream else None, tree=run.settings.tree_settings)
     finished = builder if stream else trace(result, _decoder(pair))
-    return replace(run, spans=tuple(finished.spans), rounds=tuple(finished.rows), speculative=result)
+    s, d = run.settings, run.settings.decoding
+    about = {"draft": s.draft, "target": s.target, "device": run.device, "precision": run.precision, "drafting": s.drafting,
+             "temperature": d.temperature, "top_k": d.top_k, "top_p": d.top_p, "seed": d.seed, "max_new_tokens": d.max_new_tokens,
+             "prompt_tokens": run.prompt_tokens}
+    return replace(run, spans=tuple(finished.spans), rounds=tuple(finished.rows), speculative=result,
+                   trace_json=json.dumps(trace_json(result, _decoder(pair), about), indent=1))
 
 
 def _plain_phase(pair: LoadedPair, input_ids: torch.Tensor, run: PlaygroundRun, stream: bool, slot) -> PlaygroundRun:

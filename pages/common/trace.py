@@ -143,6 +143,8 @@ class RoundRow:
     added_kind: str    # "resampled", "bonus" or "target"
     emitted: int       # tokens this round appended to the output
     tree: TreeView | None = None   # a tree round's nodes, for drawing
+    draft_ms: float = 0.0          # time inside the drafter this round
+    verify_ms: float = 0.0         # time inside the target's pass this round
 
 
 class _IncrementalText:
@@ -288,7 +290,8 @@ def _round_row(index: int, round_: Round, proposal: list[str], pieces: list[str]
     target_added = bool(round_.emitted) and round_.emitted[-1][1] is not TokenOrigin.ACCEPTED
     added = visible(pieces[-1]) if target_added else ""
     added_kind = round_.next_origin.value if target_added else "(stopped at end of text)"
-    return RoundRow(index, drafted, round_.accepted, len(round_.drafted), added, added_kind, len(round_.emitted))
+    return RoundRow(index, drafted, round_.accepted, len(round_.drafted), added, added_kind, len(round_.emitted),
+                    draft_ms=1000 * round_.draft_s, verify_ms=1000 * round_.verify_s)
 
 
 def trace(result: GenerationResult, decode: Decode) -> TraceBuilder:
@@ -341,3 +344,40 @@ def count_kinds(spans: Sequence[TokenSpan]) -> dict[str, int]:
     for span in spans:
         counts[span.kind.value] += 1
     return counts
+
+
+def round_records(rows: Sequence[RoundRow]) -> list[dict]:
+    """The round table as plain records, for the CSV download (one per round, the prompt pass first).
+
+    >>> round_records([RoundRow(1, "✓a ✗b", 1, 2, "c", "resampled", 2, draft_ms=3.0, verify_ms=9.5)])[0]["verify ms"]
+    9.5
+    """
+    return [{"round": row.round_index, "drafted (✓ accepted, ✗ rejected, · not tested)": row.drafted, "accepted": row.accepted,
+             "drafted count": row.drafted_count, "target added": row.added, "how": row.added_kind, "tokens out": row.emitted,
+             "draft ms": round(row.draft_ms, 3), "verify ms": round(row.verify_ms, 3)} for row in rows]
+
+
+def trace_json(result: GenerationResult, decode: Decode, about: dict) -> dict:
+    """A run's full trace for the JSON download: what it ran with (`about`), its stats, and every round's tokens.
+
+    Each drafted token carries its id, its text, p, q, the uniform u it was tested with and whether it
+    was accepted (None: never tested); each round its accepted count, the token the target added,
+    how (bonus, resampled, target), and its draft and verify seconds.
+    """
+    return {
+        **about,
+        "stats": {field: getattr(result.stats, field) for field in result.stats.__dataclass_fields__},
+        "tokens": list(result.tokens),
+        "text": decode(list(result.tokens)),
+        "rounds": [{
+            "round": index,
+            "drafted": [{"token": d.token, "text": decode([d.token]), "p": d.p, "q": d.q, "u": d.u, "accepted": d.accepted}
+                        for d in round_.drafted],
+            "tree_parents": list(round_.tree.parents) if round_.tree else None,
+            "accepted": round_.accepted,
+            "added": {"token": round_.next_token, "text": decode([round_.next_token]), "how": round_.next_origin.value},
+            "emitted": [token for token, _ in round_.emitted],
+            "draft_s": round_.draft_s,
+            "verify_s": round_.verify_s,
+        } for index, round_ in enumerate(result.rounds)],
+    }
