@@ -225,3 +225,33 @@ def test_lessons_render_chapters_with_math_figures_and_solutions(page, app_url):
     page.wait_for_function(f"() => document.querySelector('h1').innerText.trim() !== {first!r}")
     settle(page, "h1")
     assert math + page.locator(".katex").count() >= 1                              # KaTeX drew the math
+
+
+def test_two_tabs_generate_at_once_and_take_turns(page, app_url):
+    """Two sessions press Generate together: the second waits in line with its place shown, then runs; both finish, no error."""
+    longer = SETTINGS.replace("max_new_tokens=64", "max_new_tokens=240")          # the tiny target holds 256 tokens
+    tabs = [page.context.new_page(), page.context.new_page()]
+    try:
+        for tab in tabs:
+            tab.set_default_timeout(120_000)
+            tab.goto(f"{app_url}/?{longer}")
+            settle(tab, "text=Models on this machine")
+            tab.get_by_test_id("stSidebar").get_by_role("link", name="Playground", exact=True).click()
+            settle(tab, "text=Example prompts")
+        for tab in tabs:
+            tab.get_by_role("button", name="Generate", exact=True).click()
+        notes = []
+        deadline = time.monotonic() + 15
+        while not notes and time.monotonic() < deadline:         # whichever session reached the line second waits
+            notes = [text for tab in tabs for text in tab.get_by_text("Another tab is using the models").all_inner_texts()]
+            tab.wait_for_timeout(200)
+        assert notes and "1 job ahead of your run" in notes[0], notes
+        for tab in tabs:
+            settle(tab, "[data-testid='stMetric']")
+            assert tab.locator(".specdec-tokens .specdec-token:not(.rejected)").count() == 240     # nothing lost
+            assert tab.get_by_text("Wall-clock speedup").count() == 1
+            assert tab.locator("[data-testid='stException'], [data-testid='stAlertContentError']").count() == 0
+            assert tab.get_by_text("Another tab is using the models").count() == 0                # the note is gone
+    finally:
+        for tab in tabs:
+            tab.close()

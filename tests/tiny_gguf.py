@@ -18,14 +18,14 @@ TOKENS = LETTERS + ["Ġ" + letter for letter in LETTERS] + ["Ġ", "ab", "cd", "�
 MERGES = ["a b", "c d", "Ġ ab"]
 
 
-def write_tiny_gguf(path: Path, seed: int = 0) -> Path:
-    """Write a tiny random qwen2-architecture model with its tokenizer to `path` and return it."""
+def write_tiny_gguf(path: Path, seed: int = 0, layers: int = LAYERS) -> Path:
+    """Write a tiny random qwen2-architecture model with its tokenizer to `path` and return it (`layers` deep)."""
     rng = np.random.default_rng(seed)
     vocab = len(TOKENS)
     writer = gguf.GGUFWriter(str(path), "qwen2")
     writer.add_context_length(CONTEXT)
     writer.add_embedding_length(HIDDEN)
-    writer.add_block_count(LAYERS)
+    writer.add_block_count(layers)
     writer.add_feed_forward_length(FFN)
     writer.add_head_count(HEADS)
     writer.add_head_count_kv(KV_HEADS)
@@ -45,7 +45,7 @@ def write_tiny_gguf(path: Path, seed: int = 0) -> Path:
 
     head_dim = HIDDEN // HEADS
     tensor("token_embd.weight", vocab, HIDDEN)
-    for layer in range(LAYERS):
+    for layer in range(layers):
         block = f"blk.{layer}"
         writer.add_tensor(f"{block}.attn_norm.weight", np.ones(HIDDEN, dtype=np.float32))
         tensor(f"{block}.attn_q.weight", HIDDEN, HIDDEN)
