@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from pages.common import fetch_models, render_sidebar, shows_errors
-from pages.common.models import missing_models, pair_availability_labels
+from pages.common.models import is_loaded, missing_models, pair_availability_labels, warm_up
 from pages.common.settings import Settings
 from pages.common.state import keep
 from specdec.zoo.catalog import DEFAULT_PAIR, MODELS, PAIRS
@@ -42,6 +42,11 @@ for path, label, icon, purpose in pages:
 st.subheader("Start")
 default = PAIRS[DEFAULT_PAIR]
 state = pair_availability_labels().get(DEFAULT_PAIR, "?")
+default_settings = settings if settings.pair == DEFAULT_PAIR else Settings(pair=DEFAULT_PAIR)
+if is_loaded(default_settings):
+    state += ", in memory: a run starts at once"
+elif warm_up(default_settings):          # converted copies on disk: load them now, while the page is read
+    state += ", loading in the background"
 st.markdown(f"The default pair: **{default.draft} → {default.target}** ({default.description}; {state}).")
 if st.button("Run the default pair on an example prompt" + ("" if state == "cached" else f" ({state})"), type="primary",
              icon=":material/play_arrow:"):

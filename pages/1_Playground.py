@@ -178,7 +178,7 @@ autorun = st.session_state.pop("playground_autorun", False)
 
 if (generate or autorun) and ready:
     waiting = st.empty()
-    with shows_errors(), shared_turns().turn(waiting_note(waiting, "run")):    # one heavy job at a time across tabs
+    with shows_errors(), shared_turns().turn(waiting_note(waiting, "run"), label="a run in another tab"):   # one at a time
         waiting.empty()
         pair = load_pair(settings)
         input_ids = pairing.encode_prompt(pair.tokenizer, prompt, chat=chat)

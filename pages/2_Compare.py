@@ -167,7 +167,7 @@ stop_column.button("Stop", width="stretch", help="Stops after the run in progres
 progress_area, note_area = st.container(), st.container()
 if run:
     waiting = progress_area.empty()
-    with progress_area, shows_errors(), shared_turns().turn(waiting_note(waiting, "benchmark")):
+    with progress_area, shows_errors(), shared_turns().turn(waiting_note(waiting, "benchmark"), label="a benchmark in another tab"):
         waiting.empty()
         run_comparison(chosen, _bench_settings(tuple(gamma_range), stop, adaptive, assisted, tree, categories, int(per_category),
                                                int(repeats)))

@@ -28,7 +28,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from dashboard_fixtures import TINY_PAIR, write_guide, write_tiny_catalogue
 
 pytestmark = pytest.mark.browser
@@ -160,7 +159,7 @@ def test_playground_colours_tokens_and_keeps_the_settings(page, app_url):
     assert "p/q = " in accepted.get_attribute("title") and "u = 0." in accepted.get_attribute("title")
     assert page.locator(".specdec-token.rejected").first.evaluate("e => getComputedStyle(e).textDecorationLine") == "line-through"
     assert page.get_by_text("Wall-clock speedup").count() == 1
-    screenshot(page, "playground")
+    screenshot(page, "playground-tiny")                     # the README's Playground is the real pair: test_real_browser.py
 
 
 def test_compare_draws_charts_and_downloads_the_csv(page, app_url, tmp_path):
@@ -243,7 +242,7 @@ def test_two_tabs_generate_at_once_and_take_turns(page, app_url):
         notes = []
         deadline = time.monotonic() + 15
         while not notes and time.monotonic() < deadline:         # whichever session reached the line second waits
-            notes = [text for tab in tabs for text in tab.get_by_text("Another tab is using the models").all_inner_texts()]
+            notes = [text for tab in tabs for text in tab.get_by_text("Waiting for a run in another tab").all_inner_texts()]
             tab.wait_for_timeout(200)
         assert notes and "1 job ahead of your run" in notes[0], notes
         for tab in tabs:
@@ -251,7 +250,7 @@ def test_two_tabs_generate_at_once_and_take_turns(page, app_url):
             assert tab.locator(".specdec-tokens .specdec-token:not(.rejected)").count() == 240     # nothing lost
             assert tab.get_by_text("Wall-clock speedup").count() == 1
             assert tab.locator("[data-testid='stException'], [data-testid='stAlertContentError']").count() == 0
-            assert tab.get_by_text("Another tab is using the models").count() == 0                # the note is gone
+            assert tab.get_by_text("Waiting for a run in another tab").count() == 0                # the note is gone
     finally:
         for tab in tabs:
             tab.close()

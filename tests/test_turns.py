@@ -21,7 +21,7 @@ def run_jobs(turns: Turns, count: int, hold_s: float) -> tuple[list[tuple[str, i
     lock = threading.Lock()
 
     def job(index: int) -> None:
-        with turns.turn(on_wait=places[index].append):
+        with turns.turn(on_wait=lambda ahead, running: places[index].append((ahead, running)), label=f"job {index}"):
             with lock:
                 events.append(("start", index, time.monotonic()))
             time.sleep(hold_s)
@@ -43,7 +43,7 @@ def test_one_at_a_time_in_arrival_order_and_the_next_starts_at_once():
     assert [(kind, index) for kind, index, _ in events] == [("start", 0), ("end", 0), ("start", 1), ("end", 1), ("start", 2), ("end", 2)]
     handovers = [events[i + 1][2] - events[i][2] for i in (1, 3)]
     assert max(handovers) < 0.2, handovers          # the goal is within a second of the previous run's end
-    assert places[0] == [] and places[1][0] == 1 and places[2][0] == 2 and places[2][-1] == 1
+    assert places[0] == [] and places[1][0] == (1, "job 0") and places[2][0] == (2, "job 0") and places[2][-1] == (1, "job 1")
     assert turns.waiting == 0
 
 
@@ -53,7 +53,7 @@ def test_a_job_stopped_while_waiting_leaves_the_line():
     release = threading.Event()
 
     def first() -> None:
-        with turns.turn(on_wait=lambda ahead: None):
+        with turns.turn(on_wait=lambda ahead, running: None):
             started.set()
             release.wait(5)
 
@@ -64,7 +64,7 @@ def test_a_job_stopped_while_waiting_leaves_the_line():
     class Stop(Exception):
         pass
 
-    def stop_when_told(ahead: int) -> None:
+    def stop_when_told(ahead: int, running: str) -> None:
         raise Stop                                   # Streamlit's stop request surfaces from the page's next call
 
     with pytest.raises(Stop):
@@ -73,14 +73,14 @@ def test_a_job_stopped_while_waiting_leaves_the_line():
     assert turns.waiting == 1                        # only the running job is left
     release.set()
     holder.join(5)
-    with turns.turn(on_wait=lambda ahead: pytest.fail("nobody is ahead")):
+    with turns.turn(on_wait=lambda ahead, running: pytest.fail("nobody is ahead")):
         assert turns.waiting == 1
 
 
 def test_an_error_inside_a_turn_hands_over_too():
     turns = Turns()
     with pytest.raises(ValueError):
-        with turns.turn(on_wait=lambda ahead: None):
+        with turns.turn(on_wait=lambda ahead, running: None):
             raise ValueError("a failed load")
     assert turns.waiting == 0
 

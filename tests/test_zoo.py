@@ -295,3 +295,35 @@ def test_a_load_stopped_part_way_leaves_no_copy_and_the_next_load_works(tiny_ggu
     assert gguf_utils.tqdm.__module__.startswith("tqdm")                                 # transformers' own bar is back
     load_model(entry.name, device="cpu", dtype="float32")
     assert find_converted(entry, torch.float32) is not None
+
+
+def test_the_home_page_warms_up_a_pair_whose_copies_are_on_disk(tiny_gguf_entry, monkeypatch):
+    """pages.common.models.warm_up: a background load only when it is quick (converted copies) and nothing is loaded."""
+    import time
+
+    from pages.common import models
+    from pages.common.settings import CUSTOM, Settings
+
+    entry = tiny_gguf_entry
+    settings = Settings(pair=CUSTOM, custom_draft="prompt-lookup", custom_target=entry.name, device="cpu", dtype="float32",
+                        quantization="none")
+    models._forget_loaded_pair()
+    try:
+        assert not models.warm_up(settings)                       # not fetched: nothing to warm
+        fetch_model(entry)
+        assert not models.warm_up(settings)                       # no converted copy: a conversion shows its progress on the page
+        load_model(entry.name, device="cpu", dtype="float32")     # converts
+        assert models.warm_up(settings)
+        deadline = time.monotonic() + 60
+        while not models.is_loaded(settings) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert models.is_loaded(settings)
+
+        def loading_again(*args, **kwargs):
+            raise AssertionError("the click must find the warmed-up pair in memory")
+
+        monkeypatch.setattr(models.pairing, "load_pair", loading_again)
+        assert models.load_pair(settings).target_name == entry.name
+        assert not models.warm_up(settings)                       # something is loaded: never replaced behind the user's back
+    finally:
+        models._forget_loaded_pair()

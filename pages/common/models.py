@@ -14,6 +14,8 @@ a `SpecdecError` and is shown with `st.error`; the page goes on.
 from __future__ import annotations
 
 import gc
+import logging
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,7 +26,7 @@ import torch
 from pages.common.settings import Settings
 from pages.common.turns import shared_turns, waiting_note
 from specdec.errors import SpecdecError
-from specdec.zoo import pairing, status
+from specdec.zoo import converted, pairing, status
 from specdec.zoo.catalog import MODELS, PAIRS, PROMPT_LOOKUP, ModelEntry, resolve_model
 from specdec.zoo.devices import dtype_name
 from specdec.zoo.fetch import FetchProgress
@@ -77,7 +79,7 @@ def offer_downloads(settings: Settings, key: str) -> bool:
 def fetch_models(names: list[str]) -> None:
     """Fetch zoo models one after another, drawing a progress bar for each (after other tabs' heavy jobs)."""
     waiting = st.empty()
-    with shared_turns().turn(waiting_note(waiting, "download")):
+    with shared_turns().turn(waiting_note(waiting, "download"), label="a download"):
         waiting.empty()
         _fetch_each(names)
 
@@ -138,6 +140,68 @@ def load_pair(settings: Settings) -> LoadedPair:
     gc.collect()
     loaded[key] = pair
     return pair
+
+
+def _key(settings: Settings) -> tuple[str, ...]:
+    device, dtype, quantization, draft_quantization = resolved_precision(settings)
+    return settings.target, settings.draft, device, dtype, quantization, draft_quantization
+
+
+def is_loaded(settings: Settings) -> bool:
+    """Whether the pair `settings` names is in memory already (a run starts at once)."""
+    return _key(settings) in _loaded_pairs()
+
+
+def ready_on_disk(settings: Settings) -> bool:
+    """Whether every model of the pair has its converted copy for these precisions (a load takes seconds, not minutes)."""
+    _, dtype, quantization, draft_quantization, draft_dtype = pairing.resolve_precision(
+        settings.device, settings.dtype, settings.quantization, settings.draft_quantization, settings.draft)
+    wanted = [(settings.target, dtype, quantization)]
+    if settings.draft != PROMPT_LOOKUP:
+        wanted.append((settings.draft, draft_dtype, draft_quantization))
+    for name, torch_dtype, weights in wanted:
+        entry = resolve_model(name)
+        if entry is None or converted.find_converted(entry, torch_dtype, weights) is None:
+            return False
+    return True
+
+
+_warming = threading.Lock()
+
+
+def warm_up(settings: Settings) -> bool:
+    """Load `settings`' pair in a background thread, if nothing is loaded yet and its converted copies are on disk.
+
+    The Home page calls this so that the first click finds the pair in memory: a load from converted
+    copies takes seconds (mostly packing int8 weights), a newcomer's reading of the page about as long.
+    It takes its turn like any heavy job, so a click during the warm-up waits for it with a note on the
+    page instead of loading the pair twice. A first conversion is never started here: that one shows
+    its progress on the page. Returns True when a warm-up started.
+    """
+    if _loaded_pairs() or not settings.target or not settings.draft or not _warming.acquire(blocking=False):
+        return False
+    try:
+        if not ready_on_disk(settings):
+            _warming.release()
+            return False
+    except Exception:
+        _warming.release()
+        return False
+    key, loaded, turns = _key(settings), _loaded_pairs(), shared_turns()
+
+    def load() -> None:
+        try:
+            with turns.turn(on_wait=lambda ahead, running: None, label="the default pair, loading in the background"):
+                if not loaded:
+                    pair = pairing.load_pair(*key[:4], quantization=key[4], draft_quantization=key[5])
+                    loaded[key] = pair
+        except Exception as error:   # the click will load it again and show the error where it can be read
+            logging.getLogger(__name__).warning("warming up %s -> %s failed: %s", key[1], key[0], error)
+        finally:
+            _warming.release()
+
+    threading.Thread(target=load, name="specdec-warm-up", daemon=True).start()
+    return True
 
 
 def _progress_bar(slot, per_second: float = 5.0):

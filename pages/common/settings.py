@@ -45,7 +45,7 @@ class Settings:
     gamma: int = 4                    # drafted tokens per round when the stop rule is off
     tree: bool = False                # draft a token tree (specdec.TreeDrafter) instead of a chain
     tree_budget: int = 16             # at most this many drafted nodes per tree
-    decoding: Decoding = field(default_factory=lambda: Decoding(max_new_tokens=48, temperature=0.0, seed=0))
+    decoding: Decoding = field(default_factory=lambda: Decoding(max_new_tokens=128, temperature=0.0, seed=0))
 
     @property
     def draft(self) -> str:

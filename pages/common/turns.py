@@ -4,12 +4,13 @@ Every session of the app runs in its own thread of one server process. Two gener
 a 2-core CPU would each run at half speed and both timings would be wrong, and two loads of a pair
 would hold two copies in memory. So heavy work waits for its turn, first come first served:
 
-    with shared_turns().turn(on_wait=lambda place: slot.info(f"{place} run(s) ahead of yours")):
+    with shared_turns().turn(on_wait=waiting_note(slot, "run"), label="a run in another tab"):
         run_playground(...)                   # one at a time across all tabs; models stay shared
 
-While waiting, `on_wait(place)` is called a few times a second (the place counts the jobs ahead),
-which is also where a Stop click lands: the waiting job leaves the line and nobody else is held up.
-When a job ends, however it ends, the next one is woken at once.
+While waiting, `on_wait(ahead, running)` is called a few times a second (`ahead` counts the jobs
+before this one, `running` is the label of the one running), which is also where a Stop click lands:
+the waiting job leaves the line and nobody else is held up. When a job ends, however it ends, the
+next one is woken at once.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ class Turns:
     """A first-come-first-served line for one job at a time.
 
     >>> turns = Turns()
-    >>> with turns.turn(on_wait=print):       # nobody ahead: runs at once, on_wait is never called
+    >>> with turns.turn(on_wait=print, label="a run"):     # nobody ahead: runs at once, on_wait is never called
     ...     turns.waiting
     1
     >>> turns.waiting
@@ -36,6 +37,7 @@ class Turns:
         self.poll_s = poll_s
         self._changed = threading.Condition()
         self._line: list[int] = []            # tickets, the job running first
+        self._labels: dict[int, str] = {}     # what each ticket's job is, for the others' waiting note
         self._next_ticket = 0
 
     @property
@@ -45,19 +47,21 @@ class Turns:
             return len(self._line)
 
     @contextmanager
-    def turn(self, on_wait: Callable[[int], None]) -> Iterator[None]:
-        """Wait for this job's turn (calling `on_wait(jobs ahead)` meanwhile), run the block, then hand over."""
+    def turn(self, on_wait: Callable[[int, str], None], label: str = "another job") -> Iterator[None]:
+        """Wait for this job's turn (calling `on_wait(jobs ahead, the running job's label)`), run the block, then hand over."""
         with self._changed:
             ticket = self._next_ticket
             self._next_ticket += 1
             self._line.append(ticket)
+            self._labels[ticket] = label
         try:
             while True:
                 with self._changed:
                     ahead = self._line.index(ticket)
                     if ahead == 0:
                         break
-                on_wait(ahead)                                     # may raise: a Stop leaves the line
+                    running = self._labels[self._line[0]]
+                on_wait(ahead, running)                            # may raise: a Stop leaves the line
                 with self._changed:
                     if self._line.index(ticket) > 0:
                         self._changed.wait(timeout=self.poll_s)    # woken at once when the line moves
@@ -65,6 +69,7 @@ class Turns:
         finally:
             with self._changed:
                 self._line.remove(ticket)
+                del self._labels[ticket]
                 self._changed.notify_all()
 
 
@@ -74,10 +79,10 @@ def shared_turns() -> Turns:
     return Turns()
 
 
-def waiting_note(slot, what: str) -> Callable[[int], None]:
+def waiting_note(slot, what: str) -> Callable[[int, str], None]:
     """An `on_wait` that tells the user where their job stands, in `slot` (an `st.empty()`)."""
-    def show(ahead: int) -> None:
+    def show(ahead: int, running: str) -> None:
         jobs = "1 job" if ahead == 1 else f"{ahead} jobs"
-        slot.info(f"Another tab is using the models: {jobs} ahead of your {what}. It starts as soon as they finish; "
+        slot.info(f"Waiting for {running}: {jobs} ahead of your {what}. It starts as soon as they finish; "
                   "Stop leaves the line.", icon=":material/hourglass_top:")
     return show

@@ -41,6 +41,7 @@ gives a token the same logits in a verification pass as in a one-token step:
 from __future__ import annotations
 
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 
 import torch
 from torch import nn
@@ -233,11 +234,18 @@ def _replace(model: nn.Module, name: str, layer: nn.Module) -> None:
 
 
 def rebuild_quantized_layers(model: nn.Module, state: dict[str, torch.Tensor], quantization: str) -> None:
-    """Swap each `nn.Linear` whose int8/int4 tensors are in `state` (a saved quantized model) for its quantized layer."""
+    """Swap each `nn.Linear` whose int8/int4 tensors are in `state` (a saved quantized model) for its quantized layer.
+
+    The layers are built on every CPU thread at once: most of a quantized copy's load is fbgemm packing
+    each int8 weight for its kernel (measured: 7.9 of 10.1 s for Qwen2.5-Coder-1.5B, one layer at a time),
+    and the packing of one layer runs on one core.
+    """
     marker = {"int8": "weight_int8", "int4": "weight_int4"}[quantization]
-    for name, layer in list(model.named_modules()):
-        if isinstance(layer, nn.Linear) and f"{name}.{marker}" in state:
-            _replace(model, name, _layer_from_state(quantization, state, f"{name}."))
+    names = [name for name, layer in model.named_modules() if isinstance(layer, nn.Linear) and f"{name}.{marker}" in state]
+    with ThreadPoolExecutor(max_workers=max(1, torch.get_num_threads())) as pool:
+        layers = list(pool.map(lambda name: _layer_from_state(quantization, state, f"{name}."), names))
+    for name, layer in zip(names, layers):
+        _replace(model, name, layer)
 
 
 def _layer_from_state(quantization: str, state: dict[str, torch.Tensor], prefix: str) -> nn.Module:
