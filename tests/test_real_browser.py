@@ -81,5 +81,5 @@ def test_first_click_on_home_runs_the_default_pair(real_app):
         assert page.get_by_text("Greedy check:").first.inner_text().find("identical") >= 0
         assert page.locator("[data-testid='stException'], [data-testid='stAlertContentError']").count() == 0
         page.wait_for_timeout(1_000)
-        screenshot(page, "playground")
+        screenshot(page, "playground-qwen")
         browser.close()
