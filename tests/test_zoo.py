@@ -313,11 +313,20 @@ def test_the_home_page_warms_up_a_pair_whose_copies_are_on_disk(tiny_gguf_entry,
         fetch_model(entry)
         assert not models.warm_up(settings)                       # no converted copy: a conversion shows its progress on the page
         load_model(entry.name, device="cpu", dtype="float32")     # converts
+        loads, real_load = [], models.pairing.load_pair
+
+        def counted_slow_load(*args, **kwargs):
+            loads.append(args)
+            time.sleep(0.5)                                       # long enough for Home to rerun meanwhile
+            return real_load(*args, **kwargs)
+
+        monkeypatch.setattr(models.pairing, "load_pair", counted_slow_load)
         assert models.warm_up(settings)
         deadline = time.monotonic() + 60
-        while not models.is_loaded(settings) and time.monotonic() < deadline:
+        assert models.warm_up(settings)                           # Home reran while it loads: still under way, not started twice
+        while (not models.is_loaded(settings) or models._warming.locked()) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert models.is_loaded(settings)
+        assert models.is_loaded(settings) and len(loads) == 1
 
         def loading_again(*args, **kwargs):
             raise AssertionError("the click must find the warmed-up pair in memory")

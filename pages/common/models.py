@@ -4,11 +4,13 @@
         if offer_downloads(settings):              # a button and a progress bar when weights are missing
             pair = load_pair(settings)            # cached across reruns, pages and sessions
 
-A loaded pair lives in a dict held by `st.cache_resource` (shared by every session), keyed by (target, draft,
-device, dtype, target and draft quantization), with room for one entry: choosing another pair frees the previous one once the new one has loaded (so a pair
-that fails to load leaves the previous one usable). A first load (GGUF dequantization, quantization)
-shows a progress bar with the time left; Stop ends it at the next redraw, and nothing half-made is kept. Every failure a person can act on arrives as
-a `SpecdecError` and is shown with `st.error`; the page goes on.
+A loaded pair lives in a dict held by `st.cache_resource` (shared by every session), keyed by (target,
+draft, device, dtype, target and draft quantization), with room for one entry: choosing another pair
+frees the previous one once the new one has loaded (so a pair that fails to load leaves the previous
+one usable). A first load (GGUF dequantization, quantization) shows a progress bar with the time left;
+Stop ends it at the next redraw, and nothing half-made is kept. Home warms the default pair up in the
+background (`warm_up`). Every failure a person can act on arrives as a `SpecdecError` and is shown
+with `st.error`; the page goes on.
 """
 
 from __future__ import annotations
@@ -123,15 +125,15 @@ def load_pair(settings: Settings) -> LoadedPair:
     """The pair `settings` names, loaded once and then served from the cache (a status box while loading)."""
     if not settings.target or not settings.draft:
         raise SpecdecError("give both a draft and a target model for a custom pair (the draft may be prompt-lookup)")
-    device, dtype, quantization, draft_quantization = resolved_precision(settings)
-    key = (settings.target, settings.draft, device, dtype, quantization, draft_quantization)
+    key = _key(settings)
     loaded = _loaded_pairs()
     if key in loaded:
         return loaded[key]
-    with st.status(f"Loading {settings.draft} → {settings.target} on {device} …") as box:
+    target, draft, device, dtype, quantization, draft_quantization = key
+    with st.status(f"Loading {draft} → {target} on {device} …") as box:
         bar = st.empty()
-        pair = pairing.load_pair(*key[:4], progress=lambda message: box.update(label=message), quantization=quantization,
-                                 draft_quantization=draft_quantization, steps=_progress_bar(bar))
+        pair = pairing.load_pair(target, draft, device, dtype, progress=lambda message: box.update(label=message),
+                                 quantization=quantization, draft_quantization=draft_quantization, steps=_progress_bar(bar))
         bar.empty()
         seconds = sum(pair.load_seconds.values())
         box.update(label=f"Loaded {settings.draft} → {settings.target} on {device}: {pair.precisions} ({seconds:.1f} s)",
@@ -143,6 +145,7 @@ def load_pair(settings: Settings) -> LoadedPair:
 
 
 def _key(settings: Settings) -> tuple[str, ...]:
+    """(target, draft, device, dtype, quantization, draft quantization), 'auto' made concrete: the loaded pair's name."""
     device, dtype, quantization, draft_quantization = resolved_precision(settings)
     return settings.target, settings.draft, device, dtype, quantization, draft_quantization
 
@@ -176,27 +179,29 @@ def warm_up(settings: Settings) -> bool:
     copies takes seconds (mostly packing int8 weights), a newcomer's reading of the page about as long.
     It takes its turn like any heavy job, so a click during the warm-up waits for it with a note on the
     page instead of loading the pair twice. A first conversion is never started here: that one shows
-    its progress on the page. Returns True when a warm-up started.
+    its progress on the page. Returns True while a warm-up is under way (started now or before).
     """
-    if _loaded_pairs() or not settings.target or not settings.draft or not _warming.acquire(blocking=False):
+    if _warming.locked():
+        return True
+    if _loaded_pairs() or not settings.target or not settings.draft:
         return False
     try:
-        if not ready_on_disk(settings):
-            _warming.release()
-            return False
-    except Exception:
-        _warming.release()
+        ready = ready_on_disk(settings)
+    except Exception:                 # an unknown model or device: the click will say what is wrong
+        ready = False
+    if not ready or not _warming.acquire(blocking=False):
         return False
     key, loaded, turns = _key(settings), _loaded_pairs(), shared_turns()
+    target, draft, device, dtype, quantization, draft_quantization = key
 
     def load() -> None:
         try:
             with turns.turn(on_wait=lambda ahead, running: None, label="the default pair, loading in the background"):
                 if not loaded:
-                    pair = pairing.load_pair(*key[:4], quantization=key[4], draft_quantization=key[5])
-                    loaded[key] = pair
-        except Exception as error:   # the click will load it again and show the error where it can be read
-            logging.getLogger(__name__).warning("warming up %s -> %s failed: %s", key[1], key[0], error)
+                    loaded[key] = pairing.load_pair(target, draft, device, dtype, quantization=quantization,
+                                                    draft_quantization=draft_quantization)
+        except Exception as error:    # the click will load it again and show the error where it can be read
+            logging.getLogger(__name__).warning("warming up %s -> %s failed: %s", draft, target, error)
         finally:
             _warming.release()
 
