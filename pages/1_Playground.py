@@ -9,7 +9,7 @@ import streamlit as st
 
 from pages.common import load_pair, offer_downloads, render_sidebar, shows_errors
 from pages.common.figures import position_acceptance_figure, round_times_figure, time_split_figure, tree_figure
-from pages.common.models import is_chat_model
+from pages.common.models import is_chat_model, resolved_precision
 from pages.common.playground import RESULT, UPDATES_PER_SECOND, PlaygroundRun, run_playground
 from pages.common.settings import Settings
 from pages.common.state import keep, remember
@@ -79,6 +79,24 @@ def _greedy_check(run: PlaygroundRun) -> None:
         return
     show = {"identical": st.success, "rounding": st.warning, "suspect": st.error}[run.greedy.verdict]
     show(f"Greedy check: {run.greedy.message}.")
+    _, dtype, quantization, _ = resolved_precision(run.settings)
+    if dtype == "float32" and quantization == "none":
+        return
+    target = f"{dtype}{'' if quantization == 'none' else ' ' + quantization}"
+    st.caption(f"The check compares with the target as loaded ({target}). A {target} target is a different target from the "
+               "float model it came from: speculative decoding reproduces the model it verifies with, and the speed comes "
+               "from these lower precisions. In float32 with no quantization the target's own greedy output is also "
+               "transformers' generate, bit for bit.")
+    st.button("Run again in float32, no quantization", icon=":material/rule:", on_click=_in_float32, key="playground_float32_check",
+              help="sets dtype float32 and both weights to none in the sidebar, and runs the same prompt (slower: the exactness check)")
+
+
+def _in_float32() -> None:
+    """The one-click exactness check: float32, no quantization, the same prompt, run at once."""
+    keep("dtype", "float32")
+    keep("quantization", "none")
+    keep("draft_quantization", "none")
+    st.session_state["playground_autorun"] = True
 
 
 def _round_table(run: PlaygroundRun) -> None:

@@ -76,6 +76,14 @@ def test_quantized_weights_from_the_sidebar_are_loaded_and_stay_exact():
     assert any("target float32 int8, draft bfloat16 int4" in element.value for element in app.caption)   # the run says how each model ran
     assert any("identical" in element.value for element in app.success)   # against the int8 target as loaded: greedy still exact
     assert app.query_params["quantization"] == "int8" and app.query_params["draft_quantization"] == "int4"   # and a link keeps them
+    assert any("compares with the target as loaded (float32 int8)" in element.value for element in app.caption)
+    app.button(key="playground_float32_check").click().run()                          # the one-click exactness check
+    no_errors(app)
+    assert [sidebar_widget(app, "selectbox", label).value for label in ("dtype", "target weights", "draft weights")] == [
+        "float32", "none", "none"]
+    assert any("on cpu (target float32, draft float32)" in element.value for element in app.caption)   # it ran again, in float32
+    assert any("identical" in element.value for element in app.success)
+    assert not any("compares with the target as loaded" in element.value for element in app.caption)
 
 
 def test_streaming_shows_the_same_run_as_a_finished_one():
