@@ -6,7 +6,7 @@ then `specdec` may quantize every linear layer and save a converted copy). Whoev
 
     with reporting(lambda step: print(step.describe())):
         load_model("qwen2.5-coder-1.5b", quantization="int8")
-    # qwen2.5-coder-1.5b: dequantizing GGUF tensors 17/338, about 61 s left
+    # qwen2.5-coder-1.5b: dequantizing GGUF tensors 17/338, about 60 s left
     # ...
 
 The loading code calls `report(model, stage, done, total)`; with no callback installed that does
@@ -55,7 +55,7 @@ class LoadStep:
         """One line for a progress bar.
 
         >>> LoadStep("qwen", "dequantizing GGUF tensors", 17, 338, 3.2).describe()
-        'qwen: dequantizing GGUF tensors 17/338, about 61 s left'
+        'qwen: dequantizing GGUF tensors 17/338, about 60 s left'
         """
         counts = f" {self.done}/{self.total}" if self.total else ""
         left = self.seconds_left
