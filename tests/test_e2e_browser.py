@@ -24,6 +24,8 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -74,6 +76,26 @@ def wait_until_healthy(url: str, process: subprocess.Popen, log: Path, timeout_s
     pytest.fail(f"streamlit did not answer within {timeout_s} s:\n{log.read_text()[-3000:]}")
 
 
+@contextmanager
+def served_app(env: dict[str, str], log: Path) -> Iterator[str]:
+    """`streamlit run app.py` on a free port with `env`, its output in `log`; yields the URL, stops the server after."""
+    port = free_port()
+    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
+               "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"]      # the watcher as .streamlit/config.toml says
+    with open(log, "w") as output:
+        process = subprocess.Popen(command, cwd=APP_FOLDER, env=env, stdout=output, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_healthy(url, process, log)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
 @pytest.fixture(scope="module")
 def app_url(tmp_path_factory):
     """The app served by `streamlit run app.py --server.headless true` with the tiny models; stopped afterwards."""
@@ -88,22 +110,9 @@ def app_url(tmp_path_factory):
         "OMP_NUM_THREADS": "1",
         "TRANSFORMERS_VERBOSITY": "error",
     }
-    port = free_port()
     log = folder / "streamlit.log"
-    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
-               "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"]      # the watcher as .streamlit/config.toml says
-    with open(log, "w") as output:
-        process = subprocess.Popen(command, cwd=APP_FOLDER, env=env, stdout=output, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_healthy(url, process, log)
+    with served_app(env, log) as url:
         yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
     # with the default watcher a .venv in the repository fills the log with this (.streamlit/config.toml polls instead)
     assert "Inotify queue overflowed" not in log.read_text(), "the file watcher crawled the repository's folders"
 

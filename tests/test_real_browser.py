@@ -16,13 +16,11 @@ greedy check says identical, nothing raised.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
 
 import pytest
 from real_models import OPT_IN, fetch_zoo
-from test_e2e_browser import APP_FOLDER, CHROMIUM, CHROMIUM_ARGS, IDLE, free_port, require_browser, screenshot, wait_until_healthy
+from test_e2e_browser import CHROMIUM, CHROMIUM_ARGS, IDLE, require_browser, screenshot, served_app
 
 pytestmark = [*OPT_IN, pytest.mark.browser]
 
@@ -35,19 +33,9 @@ def real_app(tmp_path_factory):
     fetch_zoo(PAIRS[DEFAULT_PAIR].draft, PAIRS[DEFAULT_PAIR].target)
     require_browser()
     log = tmp_path_factory.mktemp("real-browser") / "streamlit.log"
-    port = free_port()
     env = {key: value for key, value in os.environ.items() if key != "SPECDEC_EXTRA_MODELS"} | {"HF_HUB_OFFLINE": "1"}
-    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
-               "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"]
-    with open(log, "w") as output:
-        process = subprocess.Popen(command, cwd=APP_FOLDER, env=env, stdout=output, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_healthy(url, process, log)
+    with served_app(env, log) as url:
         yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 def test_first_click_on_home_runs_the_default_pair(real_app):
