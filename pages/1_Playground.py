@@ -85,8 +85,8 @@ def _greedy_check(run: PlaygroundRun) -> None:
     target = f"{dtype}{'' if quantization == 'none' else ' ' + quantization}"
     st.caption(f"The check compares with the target as loaded ({target}). A {target} target is a different target from the "
                "float model it came from: speculative decoding reproduces the model it verifies with, and the speed comes "
-               "from these lower precisions. In float32 with no quantization the target's own greedy output is also "
-               "transformers' generate, bit for bit.")
+               "from these lower precisions. In float32 with no quantization the target is the float model itself, whose "
+               "greedy output the test suite holds to transformers' generate token for token.")
     st.button("Run again in float32, no quantization", icon=":material/rule:", on_click=_in_float32, key="playground_float32_check",
               help="sets dtype float32 and both weights to none in the sidebar, and runs the same prompt (slower: the exactness check)")
 
