@@ -43,11 +43,12 @@ st.subheader("Start")
 default = PAIRS[DEFAULT_PAIR]
 state = pair_availability_labels().get(DEFAULT_PAIR, "?")
 default_settings = settings if settings.pair == DEFAULT_PAIR else Settings(pair=DEFAULT_PAIR)
+memory = ""
 if is_loaded(default_settings):
-    state += ", in memory: a run starts at once"
+    memory = ", in memory: a run starts at once"
 elif warm_up(default_settings):          # converted copies on disk: load them now, while the page is read
-    state += ", loading in the background"
-st.markdown(f"The default pair: **{default.draft} → {default.target}** ({default.description}; {state}).")
+    memory = ", loading in the background"
+st.markdown(f"The default pair: **{default.draft} → {default.target}** ({default.description}; {state}{memory}).")
 if st.button("Run the default pair on an example prompt" + ("" if state == "cached" else f" ({state})"), type="primary",
              icon=":material/play_arrow:"):
     with shows_errors():

@@ -105,9 +105,10 @@ def load_model(name_or_path: str, device: str | torch.device = "auto", dtype: st
     if entry is not None:
         model = _load_zoo_model(entry, resolved_dtype, resolved_quantization, strict)
     else:
-        with load_progress.gguf_tensors_reported(Path(name_or_path).name or name_or_path):
+        label = Path(name_or_path).name or name_or_path          # how its load is reported
+        with load_progress.gguf_tensors_reported(label):
             model = _from_pretrained(AutoModelForCausalLM, name_or_path, "model", dtype=resolved_dtype)
-        model = quantize_model(model, resolved_quantization, strict, name_or_path)
+        model = quantize_model(model, resolved_quantization, strict, label)
     return model.to(resolved_device).eval()
 
 

@@ -214,8 +214,8 @@ def quantize_model(model: PreTrainedModel, quantization: str, strict: bool = Tru
         raise SpecdecError(f"{quantization} quantizes nn.Linear layers, and this {model.config.model_type} model keeps most "
                            f"of its weights elsewhere ({', '.join(kinds)}): use quantization none for it")
     model_name = name or model.config.model_type
-    for done, (name, layer) in enumerate(targets, start=1):
-        _replace(model, name, LAYERS[quantization].from_linear(layer))
+    for done, (layer_name, layer) in enumerate(targets, start=1):
+        _replace(model, layer_name, LAYERS[quantization].from_linear(layer))
         load_progress.report(model_name, f"quantizing linear layers to {quantization}", done, len(targets))
     return mark_quantized(model, quantization)
 
