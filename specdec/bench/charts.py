@@ -95,9 +95,10 @@ def speedup_figure(frame: pd.DataFrame) -> go.Figure:
         alpha = min(float(rows["alpha_estimate"].median()), 0.999)
         c = float(rows["draft_cost_ratio"].median())
         verify = rows.groupby("gamma")["verify_cost"].median().sort_index()
-        predicted = [walltime_speedup(alpha, int(g), c, v) for g, v in verify.items()]
-        figure.add_scatter(x=verify.index, y=predicted, name=f"{pair}: predicted (alpha={alpha:.2f}, c={c:.2f})", mode="lines",
-                           line=dict(color=colour, dash="dash"))
+        if c == c:                                   # NaN for another engine's rows: its costs were not measured here
+            predicted = [walltime_speedup(alpha, int(g), c, v) for g, v in verify.items()]
+            figure.add_scatter(x=verify.index, y=predicted, name=f"{pair}: predicted (alpha={alpha:.2f}, c={c:.2f})", mode="lines",
+                               line=dict(color=colour, dash="dash"))
         assisted = _fixed(frame[frame["pair"] == pair], "assisted")
         if len(assisted):
             line = _per_gamma(assisted, "speedup")
@@ -142,18 +143,37 @@ def category_figure(frame: pd.DataFrame) -> go.Figure:
     return figure.update_layout(title="Speedup by prompt category", barmode="group", yaxis_title="speedup over generate")
 
 
+def concurrency_figure(frame: pd.DataFrame) -> go.Figure:
+    """A vLLM server's speedup over its baseline server, and its acceptance rate, vs requests in flight."""
+    rows = frame[(frame["engine"] == "vllm-server") & (frame["method"] == "speculative")]
+    figure = make_subplots(rows=1, cols=2, subplot_titles=["Speedup over the same server without speculation", "Acceptance rate"])
+    pairs = sorted(rows["pair"].unique())
+    for pair, levels in rows.groupby("pair"):
+        levels = levels.groupby("concurrency")[["speedup", "acceptance_rate"]].median().sort_index()
+        for col, column in ((1, "speedup"), (2, "acceptance_rate")):
+            figure.add_scatter(x=levels.index, y=levels[column], name=f"{pair}: {column.replace('_', ' ')}", mode="lines+markers",
+                               line=dict(color=_colour(pairs, pair)), row=1, col=col)
+    figure.add_hline(y=1.0, line=dict(color="grey", width=1), row=1, col=1)
+    figure.update_xaxes(title_text="requests in flight", type="log")
+    return figure.update_layout(title="A serving engine: the gain vs concurrency")
+
+
 def benchmark_figures(frame: pd.DataFrame) -> dict[str, go.Figure]:
-    return {
+    """The charts of a benchmark frame; a vLLM server's rows add the gain vs concurrency."""
+    figures = {
         "acceptance": acceptance_figure(frame),
         "tokens_per_pass": tokens_per_pass_figure(frame),
         "speedup": speedup_figure(frame),
         "categories": category_figure(frame),
     }
+    if "engine" in frame.columns and (frame["engine"] == "vllm-server").any():
+        figures["concurrency"] = concurrency_figure(frame)
+    return figures
 
 
 def summary_figure(frame: pd.DataFrame) -> go.Figure:
     """The four figures on one 2x2 canvas, for a single picture (the README's)."""
-    parts = benchmark_figures(frame)
+    parts = {name: figure for name, figure in benchmark_figures(frame).items() if name != "concurrency"}   # the 2x2 of every frame
     canvas = make_subplots(rows=2, cols=2, subplot_titles=[figure.layout.title.text for figure in parts.values()])
     for index, figure in enumerate(parts.values()):
         row, col = divmod(index, 2)

@@ -232,7 +232,7 @@ def _execute(pair: LoadedPair, run: Run, input_ids: torch.Tensor, settings: Benc
         device=str(pair.device), dtype=dtype_name(pair.dtype), torch_version=torch.__version__,
         draft_quantization=pair.draft_quantization, draft_vocab_limit=settings.draft_vocab_limit, quantization=pair.quantization,
         draft_dtype=None if pair.draft is None else dtype_name(pair.draft.dtype),
-        transformers_version=transformers.__version__, specdec_version=_specdec_version(),
+        transformers_version=transformers.__version__, specdec_version=_specdec_version(), engine="specdec",
         python_version=platform.python_version(),
     )
     row["oracle_speedup"] = _oracle(pair, run, input_ids, tokens if result is None else result, costs)

@@ -50,6 +50,8 @@ COLUMNS = [
     "mean_accepted_per_round", "tokens_per_target_pass", "target_passes", "draft_cost_ratio", "verify_cost",
     "predicted_speedup", "speedup", "efficiency", "oracle_speedup", "oracle_efficiency", "device", "dtype", "torch_version", "transformers_version",
     "specdec_version", "python_version", "draft_quantization", "draft_vocab_limit", "quantization", "draft_dtype",
+    "engine", "engine_version", "concurrency", "mean_acceptance_length",   # specdec, vllm or vllm-server (`specdec.serving`)
+    "matches_plain",   # vLLM, greedy: 1 when its speculative output equals its own plain output on the prompt, else 0
 ]
 
 
@@ -128,7 +130,9 @@ def load_csv(path_or_buffer) -> pd.DataFrame:
     if missing:
         raise SpecdecError(f"this CSV is not a specdec benchmark (missing columns {missing}): download one from the Compare page "
                            "or write one with `specdec bench --out results.csv`")
-    return frame.reindex(columns=COLUMNS)
+    frame = frame.reindex(columns=COLUMNS)
+    frame["engine"] = frame["engine"].fillna("specdec")      # files written before other engines existed
+    return frame
 
 
 def to_markdown(frame: pd.DataFrame) -> str:

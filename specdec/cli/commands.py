@@ -31,40 +31,29 @@ def toy(args: argparse.Namespace) -> int:
 def bench(args: argparse.Namespace) -> int:
     """`specdec bench`: run (or reload) a benchmark, print its tables, write the CSV and the figure."""
     from specdec.bench.charts import summary_figure, write_figure
-    from specdec.bench.harness import BenchSettings, rows_to_frame, run_benchmark
     from specdec.bench.tables import best_gammas, by_category, load_csv, overview, save_csv, to_markdown
-    from specdec.inputs import Decoding
-    from specdec.zoo.catalog import split_pair_name
 
-    settings = BenchSettings(methods=args.methods, gammas=args.gammas, categories=args.categories,
-                             prompts_per_category=args.prompts_per_category, temperatures=args.temperatures,
-                             decoding=Decoding(max_new_tokens=args.max_new_tokens, temperature=args.temperatures[0], seed=args.seed),
-                             repeats=args.repeats, warmup_runs=args.warmup, draft_vocab_limit=args.draft_vocab_limit,
-                             max_adaptive_gamma=args.max_adaptive_gamma)
     if args.figure and not args.figure.endswith((".html", ".png")):
         raise SpecdecError(f"--figure must end in .html or .png, got {args.figure}")
-    names = [split_pair_name(text) for text in args.pairs]
-
     if args.from_csv:
-        frame = load_csv(args.from_csv)
-    else:
-        from specdec.zoo import pairing
+        import pandas as pd
 
-        pairs = [pairing.load_pair(target, draft, args.device, args.dtype, progress=_progress, quantization=args.quantization,
-                                   draft_quantization=args.draft_quantization, steps=_LoadSteps()) for draft, target in names]
-        rows: list[dict] = []
-        try:
-            frame = run_benchmark(pairs, settings, progress=lambda done, total, message: _progress(f"[{done + 1}/{total}] {message}")
-                                  if done < total else None, on_row=rows.append)
-        except BaseException:                       # an interrupted or failed run keeps what it measured
-            if args.out and rows:
-                save_csv(rows_to_frame(rows), args.out)
-                _progress(f"stopped early: wrote the {len(rows)} rows measured so far to {args.out}")
-            raise
-    if args.out:
+        frame = pd.concat([load_csv(path) for path in args.from_csv], ignore_index=True)
+    elif args.server:
+        frame = _bench_server(args)
+    elif args.engine == "vllm":
+        frame = _bench_vllm(args)
+    else:
+        frame = _bench_specdec(args)
+    if args.out and not args.from_csv:
         save_csv(frame, args.out)
         _progress(f"wrote {len(frame)} rows to {args.out}")
-    for title, table in (("medians over all prompts", overview(frame)), ("median speedup per prompt category", by_category(frame))):
+    tables = [("medians over all prompts", overview(frame))]
+    if frame["concurrency"].notna().any() and (frame["engine"] == "vllm-server").any():
+        tables.append(("per concurrency level", _by_concurrency(frame)))
+    else:
+        tables.append(("median speedup per prompt category", by_category(frame)))
+    for title, table in tables:
         print(f"{title}:")
         print(to_markdown(table) if args.markdown else table.to_string(index=False, float_format="%.2f"))
         print()
@@ -76,6 +65,80 @@ def bench(args: argparse.Namespace) -> int:
         write_figure(summary_figure(frame), args.figure)
         _progress(f"wrote the charts to {args.figure}")
     return 0
+
+
+def _bench_specdec(args: argparse.Namespace):
+    """Our engine: load each pair here, run the suite, keep the rows measured so far if interrupted."""
+    from specdec.bench.harness import BenchSettings, rows_to_frame, run_benchmark
+    from specdec.bench.tables import save_csv
+    from specdec.inputs import Decoding
+    from specdec.zoo import pairing
+    from specdec.zoo.catalog import split_pair_name
+
+    settings = BenchSettings(methods=args.methods, gammas=args.gammas or ("stop",), categories=args.categories,
+                             prompts_per_category=args.prompts_per_category, temperatures=args.temperatures,
+                             decoding=Decoding(max_new_tokens=args.max_new_tokens, temperature=args.temperatures[0], seed=args.seed),
+                             repeats=args.repeats, warmup_runs=args.warmup, draft_vocab_limit=args.draft_vocab_limit,
+                             max_adaptive_gamma=args.max_adaptive_gamma)
+    names = [split_pair_name(text) for text in args.pairs]
+    pairs = [pairing.load_pair(target, draft, args.device, args.dtype, progress=_progress, quantization=args.quantization,
+                               draft_quantization=args.draft_quantization, steps=_LoadSteps()) for draft, target in names]
+    rows: list[dict] = []
+    try:
+        return run_benchmark(pairs, settings, progress=_counted_progress, on_row=rows.append)
+    except BaseException:                       # an interrupted or failed run keeps what it measured
+        if args.out and rows:
+            save_csv(rows_to_frame(rows), args.out)
+            _progress(f"stopped early: wrote the {len(rows)} rows measured so far to {args.out}")
+        raise
+
+
+def _bench_vllm(args: argparse.Namespace):
+    """vLLM's offline LLM in its own environment (`specdec.serving.offline`)."""
+    from specdec.serving.offline import VllmSettings, find_vllm_python, run_vllm_benchmark
+
+    gammas = args.gammas or (5,)
+    if any(not isinstance(gamma, int) for gamma in gammas):
+        raise SpecdecError(f"vLLM drafts a fixed number of tokens per round: pass whole gammas (--gammas 5), got {list(gammas)}")
+    if len(args.temperatures) > 1:
+        raise SpecdecError("--engine vllm runs one temperature per benchmark: pass one --temperatures value")
+    settings = VllmSettings(gammas=tuple(gammas), categories=args.categories, prompts_per_category=args.prompts_per_category,
+                            max_new_tokens=args.max_new_tokens, temperature=args.temperatures[0], seed=args.seed, warmup=args.warmup)
+    from specdec.zoo.catalog import split_pair_name
+
+    for name in args.pairs:                         # a malformed pair fails before vLLM is looked for
+        split_pair_name(name)
+    python = find_vllm_python(args.vllm_python)
+    _progress(f"vLLM runs as a separate process with {python} (it pins other library versions than specdec)")
+    return run_vllm_benchmark(args.pairs, settings, python, progress=_counted_progress)
+
+
+def _bench_server(args: argparse.Namespace):
+    """A running vLLM server (and its baseline) at each concurrency level (`specdec.serving.server`)."""
+    import pandas as pd
+
+    from specdec.serving.rows import with_vllm_speedups
+    from specdec.serving.server import ServerRun, server_benchmark
+
+    if len(args.temperatures) > 1:
+        raise SpecdecError("--server runs one temperature per benchmark: pass one --temperatures value")
+    run = ServerRun(url=args.server, baseline_url=args.baseline_server, model=args.server_model, concurrency=args.concurrency,
+                    categories=args.categories, prompts_per_category=args.prompts_per_category or 1,
+                    max_new_tokens=args.max_new_tokens, temperature=args.temperatures[0], seed=args.seed)
+    return with_vllm_speedups(pd.DataFrame(server_benchmark(run, progress=_counted_progress)))
+
+
+def _counted_progress(done: int, total: int, message: str) -> None:
+    """A benchmark's progress on stderr: '[3/12] message', silent at the end."""
+    if done < total:
+        _progress(f"[{done + 1}/{total}] {message}")
+
+
+def _by_concurrency(frame):
+    """The server rows per concurrency level: throughput, acceptance and speedup over the baseline server."""
+    rows = frame[frame["engine"] == "vllm-server"]
+    columns = ["pair", "method", "concurrency", "tokens_per_second", "acceptance_rate", "mean_acceptance_length", "speedup"]
+    return rows[columns].sort_values(["pair", "concurrency", "method"]).reset_index(drop=True)
 
 
 def models(args: argparse.Namespace) -> int:

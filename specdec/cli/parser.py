@@ -49,6 +49,10 @@ def _floats(text: str) -> tuple[float, ...]:
         raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got '{text}'") from None
 
 
+def _counts(text: str) -> tuple[int, ...]:
+    return tuple(_positive_int(part) for part in _names(text))
+
+
 def _gammas(text: str) -> tuple[int | str, ...]:
     from specdec.bench.tables import is_schedule
 
@@ -115,9 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--methods", type=_names, default=("speculative",),
                        help="comma-separated: speculative, plain, generate, assisted, assisted-dynamic, hf-prompt-lookup "
                             "(generate, the baseline, always runs)")
-    bench.add_argument("--gammas", type=_gammas, default=("stop",),
+    bench.add_argument("--gammas", type=_gammas, default=None,
                        help="comma-separated gammas, 'adaptive', 'stop' (the default stop rule; default stop), 'tree' "
-                            "and/or 'tree-N' (a token tree of at most N nodes)")
+                            "and/or 'tree-N' (a token tree of at most N nodes); with --engine vllm whole numbers only (default 5)")
     bench.add_argument("--max-adaptive-gamma", type=_positive_int, default=12, help="the largest gamma 'adaptive' may pick (default 12)")
     bench.add_argument("--categories", type=_names, default=None, help="comma-separated prompt categories (default all)")
     bench.add_argument("--prompts-per-category", type=_positive_int, default=None, help="at most this many prompts per category")
@@ -135,8 +139,21 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--device", default="auto")
     bench.add_argument("--dtype", default="auto")
     bench.add_argument("--out", default=None, help="write one row per run to this CSV file")
-    bench.add_argument("--from-csv", default=None, metavar="CSV",
-                       help="run nothing: summarise (and chart, with --figure) the rows of an earlier --out file")
+    bench.add_argument("--engine", choices=("specdec", "vllm"), default="specdec",
+                       help="specdec (default), or vllm: the same prompts through vLLM's offline LLM in its own environment "
+                            "(requirements-vllm.txt; a draft pair runs vLLM's draft model, a prompt-lookup pair its n-gram lookup)")
+    bench.add_argument("--vllm-python", default=None, metavar="PYTHON",
+                       help="the Python that has vLLM (default: $SPECDEC_VLLM_PYTHON, else .venv-vllm/bin/python)")
+    bench.add_argument("--server", default=None, metavar="URL",
+                       help="run the suite against a running vLLM server with --speculative-config (OpenAI API and /metrics) "
+                            "at each --concurrency, instead of loading models here")
+    bench.add_argument("--baseline-server", default=None, metavar="URL",
+                       help="the same model served without speculation: the baseline of the server's speedups")
+    bench.add_argument("--server-model", default=None, metavar="NAME", help="the served model's name (default: the server's only one)")
+    bench.add_argument("--concurrency", type=_counts, default=(1, 4, 16),
+                       help="comma-separated numbers of requests in flight at a time (default 1,4,16)")
+    bench.add_argument("--from-csv", nargs="+", default=None, metavar="CSV",
+                       help="run nothing: summarise (and chart, with --figure) the rows of earlier --out files, together")
     bench.add_argument("--figure", default=None, help="write the charts to this .html or .png file (png needs kaleido and chromium)")
     bench.add_argument("--markdown", action="store_true", help="print the summary as a markdown table")
 
