@@ -17,6 +17,9 @@ from specdec.bench import harness, tables
 from specdec.bench.charts import benchmark_figures
 from specdec.bench.harness import ADAPTIVE, STOP, TREE, BenchSettings
 from specdec.bench.prompts import CATEGORIES
+from specdec.serving.offline import VllmSettings, find_vllm_python, run_vllm_benchmark
+from specdec.serving.rows import with_vllm_speedups
+from specdec.serving.server import CONCURRENCY, ServerRun, server_benchmark
 from specdec.zoo.catalog import PAIRS, split_pair_name
 
 st.set_page_config(page_title="Compare · specdec", page_icon=":material/bar_chart:", layout="wide")
@@ -86,6 +89,28 @@ def run_comparison(pairs: list[str], bench_settings: BenchSettings) -> None:
     bar.progress(1.0, text="done")
 
 
+def _progress_reporter(bar):
+    """A progress callback (done, total, message) that moves `bar`."""
+    def report(done: int, total: int, message: str) -> None:
+        bar.progress(min(done / max(total, 1), 1.0), text=f"{message} ({done}/{total})")
+    return report
+
+
+def run_vllm_comparison(pairs: list[str], vllm_settings: VllmSettings) -> None:
+    """The pairs through vLLM's offline engine, in its own environment (one line when it is missing)."""
+    st.session_state[NOTE] = None
+    python = find_vllm_python()
+    bar = st.progress(0.0, text=f"starting vLLM ({python}): about a minute per engine on a CPU")
+    st.session_state[FRAME] = run_vllm_benchmark(pairs, vllm_settings, python, progress=_progress_reporter(bar))
+
+
+def run_server_comparison(run: ServerRun) -> None:
+    """The suite against a running vLLM server (and its baseline) at each concurrency level."""
+    st.session_state[NOTE] = None
+    bar = st.progress(0.0, text=f"asking {run.url}")
+    st.session_state[FRAME] = with_vllm_speedups(pd.DataFrame(server_benchmark(run, progress=_progress_reporter(bar))))
+
+
 def _overlay() -> pd.DataFrame | None:
     """An earlier CSV to draw next to this run, its pairs renamed 'pair [file]', or None (a bad file is reported)."""
     uploaded = st.file_uploader("Overlay an earlier benchmark CSV", type="csv", key="compare_upload")
@@ -135,23 +160,38 @@ st.caption("Every pair runs every gamma on every chosen prompt, next to the targ
            "the sidebar; its single gamma is replaced here by a range. Each run generates max-new-tokens tokens (10–20 s "
            "apiece for the default pair on a laptop CPU in float32, with a warm-up run of each variant first): start small.")
 chosen = _choose_pairs()
+ENGINES = {"specdec": "specdec, here", "vllm": "vLLM, offline", "server": "vLLM server"}
+engine = st.radio("Engine", list(ENGINES), format_func=ENGINES.get, horizontal=True, **remember("compare_engine", "specdec"),
+                  help="vLLM runs in its own environment (requirements-vllm.txt, see the README) as a separate process: the "
+                       "pairs' targets with vLLM's draft model (or n-gram lookup for prompt-lookup pairs) at each gamma of the "
+                       "range, compared with vLLM's own plain decoding. A vLLM server is any running `vllm serve` with a "
+                       "--speculative-config, compared with the same model served without one, at several requests at once.")
+if engine == "server":
+    columns = st.columns([3, 3, 2, 2])
+    server_url = columns[0].text_input("Server with speculation", **remember("compare_server", "http://127.0.0.1:8000"))
+    baseline_url = columns[1].text_input("Baseline server (same model, no speculation; optional)", **remember("compare_baseline", ""))
+    server_model = columns[2].text_input("Model name (optional)", **remember("compare_server_model", ""),
+                                         help="empty: the server's only model")
+    levels = columns[3].multiselect("Requests at once", [1, 2, 4, 8, 16, 32], **remember("compare_concurrency", list(CONCURRENCY)))
 columns = st.columns([2, 3, 1, 1])
-gamma_range = columns[0].slider("gamma range", 1, 12, **remember("compare_gammas", (1, 4)))
+if engine != "server":     # a server drafts what its --speculative-config says
+    gamma_range = columns[0].slider("gamma range", 1, 12, **remember("compare_gammas", (1, 4)))
 categories = columns[1].multiselect("Prompt categories", CATEGORIES, **remember("compare_categories", ["code", "summarization"]))
 per_category = columns[2].number_input("prompts per category", 1, 4, **remember("compare_per_category", 1))
-repeats = columns[3].number_input("repeats", 1, 5, **remember("compare_repeats", 1))
-columns = st.columns(4)
-stop = columns[2].checkbox("Also the stop rule (the default)", **remember("compare_stop", True),
-                           help="drafts token by token while another one is worth its cost")
-tree = columns[3].checkbox("Also a token tree", **remember("compare_tree", False),
-                           help=f"a TreeDrafter of at most {settings.tree_budget} nodes (the sidebar's tree budget); "
-                                "pairs whose draft is prompt lookup skip it")
-adaptive = columns[0].checkbox("Also an adaptive gamma", **remember("compare_adaptive", False),
-                               help="gamma chosen round by round from the running α and the measured costs")
-assisted = columns[1].checkbox("Also transformers' assisted generation", **remember("compare_assisted", False),
-                               help="transformers' own speculative decoding with the same draft, at each gamma")
+if engine == "specdec":    # the schedules, trees and transformers' baselines are ours to run
+    repeats = columns[3].number_input("repeats", 1, 5, **remember("compare_repeats", 1))
+    columns = st.columns(4)
+    stop = columns[2].checkbox("Also the stop rule (the default)", **remember("compare_stop", True),
+                               help="drafts token by token while another one is worth its cost")
+    tree = columns[3].checkbox("Also a token tree", **remember("compare_tree", False),
+                               help=f"a TreeDrafter of at most {settings.tree_budget} nodes (the sidebar's tree budget); "
+                                    "pairs whose draft is prompt lookup skip it")
+    adaptive = columns[0].checkbox("Also an adaptive gamma", **remember("compare_adaptive", False),
+                                   help="gamma chosen round by round from the running α and the measured costs")
+    assisted = columns[1].checkbox("Also transformers' assisted generation", **remember("compare_assisted", False),
+                                   help="transformers' own speculative decoding with the same draft, at each gamma")
 
-missing = sorted({entry.name for name in chosen for entry in missing_models(_pair_settings(name))})
+missing = [] if engine == "server" else sorted({entry.name for name in chosen for entry in missing_models(_pair_settings(name))})
 if missing:
     st.info(f"Some models are not downloaded yet: {', '.join(missing)}.")
     if st.button("Download them", key="compare_download"):
@@ -159,7 +199,8 @@ if missing:
             fetch_models(missing)
             st.rerun()
 run_column, stop_column, _ = st.columns([1, 1, 4])
-run = run_column.button("Run benchmark", type="primary", disabled=not chosen or not categories or bool(missing), width="stretch")
+ready = bool(categories) and not missing and (bool(levels) if engine == "server" else bool(chosen))
+run = run_column.button("Run benchmark", type="primary", disabled=not ready, width="stretch")
 stop_column.button("Stop", width="stretch", help="Stops after the run in progress; the finished runs stay on the page.")
 
 # Fixed containers keep every later element in the same place whether or not a run happens in this
@@ -169,8 +210,21 @@ if run:
     waiting = progress_area.empty()
     with progress_area, shows_errors(), shared_turns().turn(waiting_note(waiting, "benchmark"), label="a benchmark in another tab"):
         waiting.empty()
-        run_comparison(chosen, _bench_settings(tuple(gamma_range), stop, adaptive, assisted, tree, categories, int(per_category),
-                                               int(repeats)))
+        if engine == "vllm":
+            decoding = settings.decoding
+            run_vllm_comparison(chosen, VllmSettings(
+                gammas=tuple(range(gamma_range[0], gamma_range[1] + 1)), categories=tuple(categories),
+                prompts_per_category=int(per_category), max_new_tokens=decoding.max_new_tokens, temperature=decoding.temperature,
+                seed=decoding.seed or 0))
+        elif engine == "server":
+            run_server_comparison(ServerRun(url=server_url.strip(), baseline_url=baseline_url.strip() or None,
+                                            model=server_model.strip() or None, concurrency=tuple(sorted(levels)),
+                                            categories=tuple(categories), prompts_per_category=int(per_category),
+                                            max_new_tokens=settings.decoding.max_new_tokens, temperature=settings.decoding.temperature,
+                                            seed=settings.decoding.seed or 0))
+        else:
+            run_comparison(chosen, _bench_settings(tuple(gamma_range), stop, adaptive, assisted, tree, categories, int(per_category),
+                                                   int(repeats)))
 if st.session_state.get(NOTE):
     note_area.warning(st.session_state[NOTE])
 show_results(st.session_state.get(FRAME), _overlay())
