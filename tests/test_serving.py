@@ -169,6 +169,9 @@ def _prompt():
 @pytest.mark.skipif(os.environ.get("SPECDEC_VLLM") != "1", reason="runs vLLM's CPU build: set SPECDEC_VLLM=1 (see requirements-vllm.txt)")
 def test_real_vllm_runs_the_zoo_pair_with_draft_and_ngram(tmp_path):
     """vLLM's CPU build runs the zoo pair with draft-model and n-gram speculation on two prompts, through the CLI."""
+    from real_models import fetch_zoo
+
+    fetch_zoo("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")
     out = tmp_path / "vllm.csv"
     command = [sys.executable, "-m", "specdec", "bench", "--engine", "vllm", "--pairs", "qwen2.5-coder-0.5b->qwen2.5-coder-1.5b",
                "prompt-lookup->qwen2.5-coder-1.5b", "--categories", "code,summarization", "--prompts-per-category", "1",
