@@ -13,6 +13,11 @@ only when complete. A `specdec-manifest.json` records the SHA-256 of the GGUF it
 size and SHA-256 of every file written; a copy whose source changed or whose files do not match
 their recorded sizes and checksums is ignored (and replaced on the next load).
 
+Saving takes a while too (6 GB for the 1.5B model in float32), so the weights are written tensor by
+tensor (`specdec.zoo.safetensors_writer`), hashed as they are written, and the bytes written are
+reported as a stage of the load (`specdec.zoo.load_progress`): the progress bar moves, shows the
+time left, and a Stop lands between two tensors (the temporary folder is then deleted).
+
 Hashing 3 GB takes seconds, so, as git does for its index, a file is hashed again only when its
 size or modification time differs from the last time its checksum matched (`specdec-verified.json`
 keeps those). A file changed in place, or truncated, is therefore caught on its next load.
@@ -29,14 +34,16 @@ import tempfile
 from pathlib import Path
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 from transformers import AutoConfig, AutoModelForCausalLM, GenerationConfig
 from transformers.initialization import no_init_weights
 
+from specdec.zoo import load_progress
 from specdec.zoo.catalog import ModelEntry
 from specdec.zoo.devices import dtype_name
 from specdec.zoo.fetch import model_dir
 from specdec.zoo.quantization import mark_quantized, rebuild_quantized_layers
+from specdec.zoo.safetensors_writer import write_safetensors
 
 MANIFEST = "specdec-manifest.json"
 VERIFIED = "specdec-verified.json"   # {file: [size, mtime_ns]} as of the last time its SHA-256 matched
@@ -118,30 +125,72 @@ def any_converted_tokenizer(entry: ModelEntry) -> Path | None:
     return None
 
 
-def _save_dequantized(model: torch.nn.Module, folder: Path) -> None:
-    """`save_pretrained` for a model loaded from GGUF.
+class _SavedBytes:
+    """Writes weight files for one converted copy, reporting the bytes written as `stage` of `model_name`'s load.
+
+    It counts across files (a sharded save writes several) against `total`, the model's tensor bytes,
+    and keeps each file's SHA-256, computed while writing, so the manifest need not read them again.
+    """
+
+    def __init__(self, model_name: str, stage: str, total: int) -> None:
+        self.model_name, self.stage, self.total = model_name, stage, total
+        self.done = 0
+        self.sha256: dict[str, str] = {}
+
+    def report(self, done: int) -> None:
+        self.done = min(max(done, self.done), self.total)      # never backwards, never past the end
+        load_progress.report(self.model_name, self.stage, self.done, self.total, "bytes")
+
+    def write(self, tensors: dict[str, torch.Tensor], filename: str | Path, metadata: dict | None = None) -> None:
+        """`safetensors.torch.save_file`'s signature: what `save_pretrained` calls for each weight file."""
+        before = self.done
+        self.sha256[Path(filename).name] = write_safetensors(tensors, filename, metadata, lambda done, _: self.report(before + done))
+
+
+def tensor_bytes(model: torch.nn.Module) -> int:
+    """The bytes of `model`'s tensors, those sharing memory (tied embeddings) counted once: what a save writes.
+
+    >>> tied = torch.nn.Linear(4, 2, bias=False)
+    >>> tensor_bytes(torch.nn.ModuleDict({"a": tied, "b": tied}))     # 2 x 4 float32 weights, once
+    32
+    """
+    return sum({tensor.data_ptr(): tensor.numel() * tensor.element_size() for tensor in model.state_dict().values()}.values())
+
+
+def _save_dequantized(model: torch.nn.Module, folder: Path, saved: _SavedBytes) -> None:
+    """`save_pretrained` for a model loaded from GGUF, its weight files written by `saved`.
 
     transformers marks such a model as GGUF-quantized and refuses to save it, although its layers
     hold ordinary dequantized tensors. We detach that marker for the save, so the copy is a plain
     safetensors checkpoint that loads without any GGUF machinery, and put it back afterwards.
+    `save_pretrained` writes each weight file with the name `safe_save_file` of
+    `transformers.modeling_utils`; for the save that name is `saved.write` (when a transformers
+    version names it otherwise, the save still works, without progress).
     """
+    from transformers import modeling_utils
+
     quantizer = getattr(model, "hf_quantizer", None)
     quantization_config = getattr(model.config, "quantization_config", None)
+    writer = getattr(modeling_utils, "safe_save_file", None)
     try:
         model.hf_quantizer = None
         if quantization_config is not None:
             del model.config.quantization_config
+        if writer is not None:
+            modeling_utils.safe_save_file = saved.write
         model.save_pretrained(folder)
     finally:
+        if writer is not None:
+            modeling_utils.safe_save_file = writer
         model.hf_quantizer = quantizer
         if quantization_config is not None:
             model.config.quantization_config = quantization_config
 
 
-def _save_quantized(model: torch.nn.Module, folder: Path) -> None:
+def _save_quantized(model: torch.nn.Module, folder: Path, saved: _SavedBytes) -> None:
     """The model's tensors (int8/int4 layers included) in one safetensors file, with its config and generation config."""
     state = {name: tensor.contiguous() for name, tensor in model.state_dict().items()}
-    save_file(state, folder / QUANTIZED_WEIGHTS)
+    saved.write(state, folder / QUANTIZED_WEIGHTS, {"format": "pt"})
     config = copy.deepcopy(model.config)
     if hasattr(config, "quantization_config"):   # the GGUF marker: this copy loads without any GGUF machinery
         del config.quantization_config
@@ -149,18 +198,30 @@ def _save_quantized(model: torch.nn.Module, folder: Path) -> None:
     model.generation_config.save_pretrained(folder)
 
 
+def saving_stage(quantization: str) -> str:
+    """The name the save's progress goes by: 'saving a converted copy for next time', 'saving the int8 copy for next time'."""
+    return "saving a converted copy for next time" if quantization == "none" else f"saving the {quantization} copy for next time"
+
+
 def save_converted(entry: ModelEntry, model: torch.nn.Module, tokenizer, dtype: torch.dtype, quantization: str = "none") -> Path:
-    """Save `model` and `tokenizer` as the converted copy of `entry` in `dtype` (and `quantization`), atomically."""
+    """Save `model` and `tokenizer` as the converted copy of `entry` in `dtype` (and `quantization`), atomically.
+
+    The bytes of weights written are reported as `saving_stage(quantization)` of `entry`'s load, from
+    0 to the model's `tensor_bytes`; if the progress callback raises, nothing is kept.
+    """
     final = converted_dir(entry, dtype, quantization)
     final.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".convert-", dir=final.parent))
+    saved = _SavedBytes(entry.name, saving_stage(quantization), tensor_bytes(model))
     try:
+        saved.report(0)
         if quantization == "none":
-            _save_dequantized(model, work)
+            _save_dequantized(model, work, saved)
         else:
-            _save_quantized(model, work)
+            _save_quantized(model, work, saved)
         tokenizer.save_pretrained(work)
-        files = {path.name: {"bytes": path.stat().st_size, "sha256": _sha256(path)} for path in sorted(work.iterdir()) if path.is_file()}
+        files = {path.name: {"bytes": path.stat().st_size, "sha256": saved.sha256.get(path.name) or _sha256(path)}
+                 for path in sorted(work.iterdir()) if path.is_file()}
         manifest = {"model": entry.name, "dtype": dtype_name(dtype), "source_sha256": entry.package.sha256, "files": files}
         if quantization != "none":
             manifest.update(quantization=quantization, torch=torch.__version__)
@@ -171,6 +232,7 @@ def save_converted(entry: ModelEntry, model: torch.nn.Module, tokenizer, dtype: 
         os.replace(work, final)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    saved.report(saved.total)
     return final
 
 

@@ -1,8 +1,9 @@
-"""Progress of the long steps of loading a model: dequantizing a GGUF checkpoint, quantizing, saving a copy.
+"""Progress of the long steps of loading a model: reading a GGUF checkpoint, quantizing, saving a copy.
 
-A first load of a zoo model can take minutes on a CPU (transformers dequantizes every GGUF tensor,
-then `specdec` may quantize every linear layer and save a converted copy). Whoever started the load
-(the dashboard, the CLI) passes a callback and gets a `LoadStep` after every tensor or layer:
+A first load of a zoo model can take minutes on a CPU (transformers matches the GGUF tensor names
+to the model's and dequantizes every tensor, then `specdec` may quantize every linear layer and
+save a converted copy). Whoever started the load (the dashboard, the CLI) passes a callback and
+gets a `LoadStep` after every module, tensor, layer or megabyte written:
 
     with reporting(lambda step: print(step.describe())):
         load_model("qwen2.5-coder-1.5b", quantization="int8")
@@ -10,8 +11,10 @@ then `specdec` may quantize every linear layer and save a converted copy). Whoev
     # ...
 
 The loading code calls `report(model, stage, done, total)`; with no callback installed that does
-nothing. GGUF tensors are counted by wrapping the progress bar transformers draws over them
-(`gguf_tensors_reported`): its terminal bar stays, and each tensor also becomes a `LoadStep`.
+nothing. A GGUF load is followed from inside transformers (`gguf_tensors_reported`): the name
+matching, one call per module of the model (its cost grows with the square of the number of layers:
+4 s of SmolLM2-135M's 18 s first load here, 30 layers, before any tensor is read), and the tensors,
+counted by wrapping the progress bar transformers draws over them (its terminal bar stays).
 A callback may raise (the dashboard's Stop does): the load then ends there, and nothing half-written
 is left behind, since converted copies are written to a temporary folder and renamed at the end.
 
@@ -25,6 +28,11 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from specdec.zoo import time_left
+
+GGUF_NAMES = "matching GGUF tensor names"
+GGUF_TENSORS = "dequantizing GGUF tensors"
+
 
 @dataclass(frozen=True)
 class LoadStep:
@@ -35,6 +43,7 @@ class LoadStep:
     done: int
     total: int              # 0 when unknown
     elapsed_s: float        # since this stage started
+    unit: str = ""          # "" counts things (tensors, layers); "bytes" is shown in MB
 
     @property
     def fraction(self) -> float:
@@ -47,19 +56,22 @@ class LoadStep:
         >>> LoadStep("m", "s", 10, 40, 5.0).seconds_left
         15.0
         """
-        if not self.total or self.done <= 0:
-            return None
-        return self.elapsed_s / self.done * (self.total - self.done)
+        return time_left.seconds_left(self.done, self.total, self.elapsed_s)
 
     def describe(self) -> str:
         """One line for a progress bar.
 
         >>> LoadStep("qwen", "dequantizing GGUF tensors", 17, 338, 3.2).describe()
         'qwen: dequantizing GGUF tensors 17/338, about 60 s left'
+        >>> LoadStep("qwen", "saving a converted copy", 1_500_000_000, 6_000_000_000, 5.0, "bytes").describe()
+        'qwen: saving a converted copy 1,500/6,000 MB, about 15 s left'
         """
-        counts = f" {self.done}/{self.total}" if self.total else ""
-        left = self.seconds_left
-        return f"{self.model}: {self.stage}{counts}" + ("" if left is None else f", about {left:.0f} s left")
+        counts = ""
+        if self.total and self.unit == "bytes":
+            counts = f" {self.done / 1e6:,.0f}/{self.total / 1e6:,.0f} MB"
+        elif self.total:
+            counts = f" {self.done}/{self.total}"
+        return f"{self.model}: {self.stage}{counts}{time_left.about(self.seconds_left)}"
 
 
 _callback: Callable[[LoadStep], None] | None = None
@@ -81,39 +93,70 @@ def reporting(callback: Callable[[LoadStep], None] | None) -> Iterator[None]:
         _started.clear()
 
 
-def report(model: str, stage: str, done: int, total: int) -> None:
-    """Tell the installed callback (if any) that `done` of `total` units of `stage` are finished."""
+def report(model: str, stage: str, done: int, total: int, unit: str = "") -> None:
+    """Tell the installed callback (if any) that `done` of `total` units of `stage` are finished ("bytes" or things)."""
     if _callback is None:
         return
     now = time.perf_counter()
     started = _started.setdefault((model, stage), now)
-    _callback(LoadStep(model, stage, done, total, now - started))
+    _callback(LoadStep(model, stage, done, total, now - started, unit))
 
 
 @contextmanager
 def gguf_tensors_reported(model: str) -> Iterator[None]:
-    """While loading `model` from a GGUF file, report each tensor transformers dequantizes.
+    """While loading `model` from a GGUF file, report each module whose names transformers matches and each tensor it dequantizes.
 
-    transformers iterates over the tensors through `tqdm` in `transformers.modeling_gguf_pytorch_utils`;
-    that name is wrapped for the block so each step also reaches `report`. Nothing changes when no
-    callback is installed, or when a transformers version names it otherwise.
+    Two names in `transformers.modeling_gguf_pytorch_utils` are wrapped for the block, so each step
+    also reaches `report`: `get_gguf_hf_weights_map`, which calls itself once per module of the model
+    (`GGUF_NAMES`), and `tqdm`, which it iterates the tensors through (`GGUF_TENSORS`). Nothing
+    changes when no callback is installed, and a name a transformers version lacks is left alone.
     """
     from transformers import modeling_gguf_pytorch_utils as gguf_utils
 
-    original = getattr(gguf_utils, "tqdm", None)
-    if _callback is None or original is None:
+    original_bar = getattr(gguf_utils, "tqdm", None)
+    original_match = getattr(gguf_utils, "get_gguf_hf_weights_map", None)
+    if _callback is None or original_bar is None:
         yield
         return
 
     def counted(iterable: Iterable, *args, **kwargs):
         total = len(iterable) if hasattr(iterable, "__len__") else 0
-        report(model, "dequantizing GGUF tensors", 0, total)
-        for done, item in enumerate(original(iterable, *args, **kwargs), start=1):
+        report(model, GGUF_TENSORS, 0, total)
+        for done, item in enumerate(original_bar(iterable, *args, **kwargs), start=1):
             yield item
-            report(model, "dequantizing GGUF tensors", done, total)
+            report(model, GGUF_TENSORS, done, total)
+
+    matched = {"depth": 0, "done": 0, "total": 0}
+
+    def matching(hf_model, *args, **kwargs):
+        if matched["depth"] == 0:                     # the outer call, on the whole model: count the calls to come
+            matched.update(done=0, total=_module_tree_size(hf_model))
+            report(model, GGUF_NAMES, 0, matched["total"])
+        matched["depth"] += 1
+        try:
+            names = original_match(hf_model, *args, **kwargs)
+        finally:
+            matched["depth"] -= 1
+        matched["done"] += 1
+        report(model, GGUF_NAMES, matched["done"], matched["total"])
+        return names
 
     gguf_utils.tqdm = counted
+    if original_match is not None:
+        gguf_utils.get_gguf_hf_weights_map = matching
     try:
         yield
     finally:
-        gguf_utils.tqdm = original
+        gguf_utils.tqdm = original_bar
+        if original_match is not None:
+            gguf_utils.get_gguf_hf_weights_map = original_match
+
+
+def _module_tree_size(module) -> int:
+    """How many modules `module`'s tree of named children holds, itself included: one name-matching call each.
+
+    >>> import torch
+    >>> _module_tree_size(torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Sequential(torch.nn.ReLU())))
+    4
+    """
+    return 1 + sum(_module_tree_size(child) for _, child in module.named_children())

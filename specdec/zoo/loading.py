@@ -143,7 +143,6 @@ def _load_zoo_model(entry: ModelEntry, dtype: torch.dtype, quantization: str = "
             return converted.load_quantized_copy(folder, dtype, quantization)
         model = quantize_model(_load_zoo_model(entry, dtype), quantization, strict, entry.name)
         if entry.package is not None and quantization_of(model) != "none":   # quantized at last: keep the result for next time
-            load_progress.report(entry.name, f"saving the {quantization} copy for next time", 0, 0)
             converted.save_converted(entry, model, load_tokenizer(entry.name), dtype, quantization)
         return model
     folder = converted.find_converted(entry, dtype)
@@ -154,7 +153,6 @@ def _load_zoo_model(entry: ModelEntry, dtype: torch.dtype, quantization: str = "
     with load_progress.gguf_tensors_reported(entry.name):
         model = _from_pretrained(AutoModelForCausalLM, source, "model", dtype=dtype)
     if entry.package is not None and source.endswith(".gguf"):  # dequantized at last: keep the result for next time
-        load_progress.report(entry.name, "saving a converted copy for next time", 0, 0)
         converted.save_converted(entry, model, load_tokenizer(entry.name), dtype)
     return model
 
