@@ -9,7 +9,7 @@ import streamlit as st
 
 from pages.common import load_pair, offer_downloads, render_sidebar, shows_errors
 from pages.common.figures import position_acceptance_figure, round_times_figure, time_split_figure, tree_figure
-from pages.common.models import is_chat_model, resolved_precision
+from pages.common.models import is_chat_model, resolved_precision, stopped_load
 from pages.common.playground import RESULT, UPDATES_PER_SECOND, PlaygroundRun, run_playground
 from pages.common.settings import Settings
 from pages.common.state import keep, remember
@@ -191,8 +191,13 @@ prompt, chat, also_plain, stream = _prompt_controls(settings)
 ready = offer_downloads(settings, key="playground_download")
 generate_column, stop_column, _ = st.columns([1, 1, 4])
 generate = generate_column.button("Generate", type="primary", disabled=not ready, width="stretch")
-stop_column.button("Stop", width="stretch", help="Stops the generation; what is done so far stays on the page.")
+stop_column.button("Stop", width="stretch",
+                  help="Stops a load or a generation: the text generated so far stays on the page, a half-done load is dropped.")
 autorun = st.session_state.pop("playground_autorun", False)
+stopped = stopped_load()
+if stopped and not (generate or autorun):
+    st.warning(f"Stopped loading {stopped} before it finished; nothing half-made was kept. Press Generate to load it again.",
+               icon=":material/stop_circle:")
 
 if (generate or autorun) and ready:
     waiting = st.empty()

@@ -120,6 +120,42 @@ def test_stop_during_generation_keeps_the_text_so_far(monkeypatch):
     assert token_html(app).count('data-kind="') == len(run.spans) == redraws[2]   # the text up to the stop is shown
 
 
+def test_stop_during_a_load_says_so_once_and_the_next_generate_loads(monkeypatch):
+    """The load's progress bar is where a Stop lands: the page then says the load was stopped, once, and Generate loads again."""
+    from streamlit.proto.WidgetStates_pb2 import WidgetStates
+    from streamlit.runtime.scriptrunner import RerunData, RerunException, get_script_run_ctx
+
+    import pages.common.models as models
+    from specdec.zoo.load_progress import LoadStep
+
+    real_load, stops = models.pairing.load_pair, [True]
+
+    def load_with_a_stop_at_the_first_step(*args, steps=None, **kwargs):
+        steps(LoadStep("tiny-target", "dequantizing GGUF tensors", 1, 10, 0.1))            # the bar draws its first step
+        return real_load(*args, steps=steps, **kwargs)
+
+    def bar_that_stops(slot):
+        def draw(step):
+            slot.progress(step.fraction, text=step.describe())
+            if stops and stops.pop():          # a click on Stop, as the script sees it: rerun this page, no button pressed
+                raise RerunException(RerunData(widget_states=WidgetStates(), page_script_hash=get_script_run_ctx().page_script_hash))
+        return draw
+
+    monkeypatch.setattr(models.pairing, "load_pair", load_with_a_stop_at_the_first_step)
+    monkeypatch.setattr(models, "_progress_bar", bar_that_stops)
+    models._forget_loaded_pair()
+    app = run_playground(open_app("pages/1_Playground.py", pair=TINY_PAIR, temperature="1.0", max_new_tokens="16"))
+    no_errors(app)
+    assert [warning.value for warning in app.warning] == [
+        "Stopped loading tiny-draft → tiny-target before it finished; nothing half-made was kept. Press Generate to load it again."]
+    assert "playground_run" not in app.session_state and not models._loaded_pairs()             # nothing ran, nothing kept
+    app.run()
+    assert not app.warning                                                                        # said once
+    run_playground(app)
+    no_errors(app)
+    assert not app.warning and app.session_state["playground_run"].phase == "done"               # the next Generate loads and runs
+
+
 def test_greedy_playground_run_checks_speculative_text_equals_plain_text():
     app = run_playground(open_app("pages/1_Playground.py", pair=TINY_PAIR, temperature="0", max_new_tokens="20", dtype="float32"))
     no_errors(app)

@@ -1,8 +1,9 @@
 """The dashboard in a real browser: `streamlit run app.py` on a free port, driven by headless chromium.
 
 It visits every page, generates in the Playground, runs a tiny Compare, checks that the Plotly
-charts are drawn, downloads the CSV and reads it back, and saves a screenshot of each page to a
-temporary folder, or to $SPECDEC_SCREENSHOTS when it is set. The README's screenshots are made with
+charts are drawn, downloads the CSV and reads it back, drives two tabs at once, stops a load part-way,
+and saves a screenshot of each page to a temporary folder, or to $SPECDEC_SCREENSHOTS when it is set.
+The README's screenshots are made with
 
     SPECDEC_SCREENSHOTS=docs/screenshots python -m pytest -m browser tests/test_e2e_browser.py
 
@@ -17,6 +18,7 @@ Needs Debian's chromium and Playwright for Python (no `playwright install`):
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -31,6 +33,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from dashboard_fixtures import TINY_PAIR, write_guide, write_tiny_catalogue
+from tiny_gguf import write_tiny_gguf
 
 pytestmark = pytest.mark.browser
 
@@ -96,20 +99,25 @@ def served_app(env: dict[str, str], log: Path) -> Iterator[str]:
             process.kill()
 
 
-@pytest.fixture(scope="module")
-def app_url(tmp_path_factory):
-    """The app served by `streamlit run app.py --server.headless true` with the tiny models; stopped afterwards."""
-    require_browser()                                    # before anything starts
-    folder = tmp_path_factory.mktemp("browser")
+def app_environment(folder: Path, catalogue: Path) -> dict[str, str]:
+    """The server's environment: the models of `catalogue` (a $SPECDEC_EXTRA_MODELS file), an empty cache, the guide."""
     guide = APP_FOLDER / "guide" if any((APP_FOLDER / "guide").glob("*.md")) else write_guide(folder / "guide")
-    env = os.environ | {
-        "SPECDEC_EXTRA_MODELS": str(write_tiny_catalogue(folder / "models")),
+    return os.environ | {
+        "SPECDEC_EXTRA_MODELS": str(catalogue),
         "SPECDEC_CACHE": str(folder / "cache"),          # the real zoo reads "needs download" on every machine
         "SPECDEC_GUIDE_DIR": str(guide),
         "HF_HUB_OFFLINE": "1",
         "OMP_NUM_THREADS": "1",
         "TRANSFORMERS_VERBOSITY": "error",
     }
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory):
+    """The app served by `streamlit run app.py --server.headless true` with the tiny models; stopped afterwards."""
+    require_browser()                                    # before anything starts
+    folder = tmp_path_factory.mktemp("browser")
+    env = app_environment(folder, write_tiny_catalogue(folder / "models"))
     log = folder / "streamlit.log"
     with served_app(env, log) as url:
         yield url
@@ -262,4 +270,61 @@ def test_two_tabs_generate_at_once_and_take_turns(page, app_url):
             assert tab.get_by_text("Waiting for a run in another tab").count() == 0                # the note is gone
     finally:
         for tab in tabs:
+            tab.close()
+
+
+SLOW_LAYERS = 32
+SLOW_SETTINGS = "pair=prompt-lookup->slow-gguf&dtype=float32&quantization=none&temperature=1.0&max_new_tokens=32&seed=1"
+
+
+def write_slow_catalogue(folder: Path) -> Path:
+    """A catalogue of one tiny GGUF model that loads slowly, paired with prompt lookup (no draft model to load).
+
+    Tiny models load in a blink, too fast to click Stop. A deep tiny GGUF does not: transformers matches
+    its tensor names once per module against a table as long as the model is deep, so the load time
+    grows with the square of the depth (32 layers: about 5-9 s on a busy 2-core machine, 40 layers 8-14 s),
+    and the load reports every module (`specdec.zoo.load_progress`), which is where a Stop lands.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    model = write_tiny_gguf(folder / "slow.gguf", layers=SLOW_LAYERS)
+    catalogue = {"models": [{"name": "slow-gguf", "path": str(model), "family": "tiny-gguf"}],
+                 "pairs": [{"draft": "prompt-lookup", "target": "slow-gguf", "description": "a tiny GGUF that loads slowly"}]}
+    path = folder / "extra-models.json"
+    path.write_text(json.dumps(catalogue))
+    return path
+
+
+def test_stop_during_a_load_says_so_and_the_next_generate_works(page, tmp_path):
+    """Stop while a pair loads: the load ends at once, one line says so (no traceback), and the next Generate loads and runs.
+
+    A server of its own, so the slow model neither joins the other tests' catalogue nor evicts their loaded pair.
+    """
+    from playwright.sync_api import expect
+
+    with served_app(app_environment(tmp_path, write_slow_catalogue(tmp_path / "models")), tmp_path / "streamlit.log") as url:
+        tab = page.context.new_page()
+        try:
+            tab.goto(f"{url}/?{SLOW_SETTINGS}")
+            settle(tab, "text=Models on this machine")
+            tab.get_by_test_id("stSidebar").get_by_role("link", name="Playground", exact=True).click()
+            settle(tab, "text=Example prompts")
+            tab.get_by_role("button", name="Generate", exact=True).click()
+            bar = tab.get_by_test_id("stProgress")
+            expect(bar).to_contain_text("slow-gguf: matching GGUF tensor names", timeout=20_000)   # the load is under way
+            stop_clicked = time.monotonic()
+            tab.get_by_role("button", name="Stop", exact=True).click()
+            note = tab.get_by_text("Stopped loading prompt-lookup → slow-gguf before it finished")
+            expect(note).to_have_count(1, timeout=20_000)
+            tab.wait_for_selector(IDLE)
+            stopped_after = time.monotonic() - stop_clicked
+            assert stopped_after < SLOW_LAYERS / 8, f"the load went on for {stopped_after:.1f} s after Stop"   # ended, not finished
+            assert bar.count() == 0 and tab.get_by_text("Loaded prompt-lookup → slow-gguf").count() == 0
+            assert tab.locator("[data-testid='stException'], [data-testid='stAlertContentError']").count() == 0
+            assert tab.locator(".specdec-tokens").count() == 0                                 # nothing ran
+            tab.get_by_role("button", name="Generate", exact=True).click()                     # the app works on
+            settle(tab, "[data-testid='stMetric']")
+            assert tab.locator(".specdec-tokens .specdec-token:not(.rejected)").count() >= 1
+            assert tab.get_by_text("Wall-clock speedup").count() == 1 and note.count() == 0
+            assert tab.locator("[data-testid='stException'], [data-testid='stAlertContentError']").count() == 0
+        finally:
             tab.close()

@@ -7,8 +7,9 @@
 A loaded pair lives in a dict held by `st.cache_resource` (shared by every session), keyed by (target,
 draft, device, dtype, target and draft quantization), with room for one entry: choosing another pair
 frees the previous one once the new one has loaded (so a pair that fails to load leaves the previous
-one usable). A first load (GGUF dequantization, quantization) shows a progress bar with the time left;
-Stop ends it at the next redraw, and nothing half-made is kept. Home warms the default pair up in the
+one usable). A first load (GGUF name matching and dequantization, quantization, saving a converted
+copy) shows a progress bar with the time left; Stop ends it at the next redraw, nothing half-made is
+kept, and the next run of the page says so once (`stopped_load`). Home warms the default pair up in the
 background (`warm_up`). Every failure a person can act on arrives as a `SpecdecError` and is shown
 with `st.error`; the page goes on.
 """
@@ -91,8 +92,7 @@ def _fetch_each(names: list[str]) -> None:
         bar = st.progress(0.0, text=f"{name}: starting")
 
         def report(update: FetchProgress, bar=bar) -> None:
-            done = f"{update.done_bytes / 1e6:,.0f} / {update.total_bytes / 1e6:,.0f} MB" if update.total_bytes else ""
-            bar.progress(update.fraction, text=f"{update.model}: {update.message} {done}")
+            bar.progress(update.fraction, text=update.describe())     # "qwen: downloading part 3 of 6, 100 / 500 MB, about 40 s left"
 
         status.fetch(name, progress=report)
         bar.progress(1.0, text=f"{name}: ready")
@@ -121,6 +121,9 @@ def resolved_precision(settings: Settings) -> tuple[str, str, str, str]:
     return str(device), dtype_name(dtype), quantization, draft_quantization
 
 
+LOADING = "loading_pair"   # in the session while a load runs: "draft → target"; left there when a Stop ends the script
+
+
 def load_pair(settings: Settings) -> LoadedPair:
     """The pair `settings` names, loaded once and then served from the cache (a status box while loading)."""
     if not settings.target or not settings.draft:
@@ -130,18 +133,33 @@ def load_pair(settings: Settings) -> LoadedPair:
     if key in loaded:
         return loaded[key]
     target, draft, device, dtype, quantization, draft_quantization = key
-    with st.status(f"Loading {draft} → {target} on {device} …") as box:
-        bar = st.empty()
-        pair = pairing.load_pair(target, draft, device, dtype, progress=lambda message: box.update(label=message),
-                                 quantization=quantization, draft_quantization=draft_quantization, steps=_progress_bar(bar))
-        bar.empty()
-        seconds = sum(pair.load_seconds.values())
-        box.update(label=f"Loaded {settings.draft} → {settings.target} on {device}: {pair.precisions} ({seconds:.1f} s)",
-                   state="complete", expanded=False)
+    st.session_state[LOADING] = f"{draft} → {target}"
+    try:
+        with st.status(f"Loading {draft} → {target} on {device} …") as box:
+            bar = st.empty()
+            pair = pairing.load_pair(target, draft, device, dtype, progress=lambda message: box.update(label=message),
+                                     quantization=quantization, draft_quantization=draft_quantization, steps=_progress_bar(bar))
+            bar.empty()
+            seconds = sum(pair.load_seconds.values())
+            box.update(label=f"Loaded {settings.draft} → {settings.target} on {device}: {pair.precisions} ({seconds:.1f} s)",
+                       state="complete", expanded=False)
+    except Exception:                 # a failure is shown where it happened; Streamlit's stop is a BaseException, not caught here
+        st.session_state.pop(LOADING, None)
+        raise
+    st.session_state.pop(LOADING, None)
     loaded.clear()                    # the previous pair goes once the new one is here (a failed load keeps it)
     gc.collect()
     loaded[key] = pair
     return pair
+
+
+def stopped_load() -> str | None:
+    """The pair ("draft → target") whose load a Stop (or any click) ended part-way in this session, said once; else None.
+
+    Streamlit ends a running script at its next page call when the user clicks; a load ended so never
+    reaches the line that clears its mark, and the page's next run finds it here.
+    """
+    return st.session_state.pop(LOADING, None)
 
 
 def _key(settings: Settings) -> tuple[str, ...]:
