@@ -259,7 +259,6 @@ def test_models_cli(wheel_index, capsys):
     assert "unknown model" in capsys.readouterr().err
 
 
-
 def test_extra_models_join_the_catalogue(tmp_path, monkeypatch):
     from tiny_models import save_tiny_model, tiny_pair
 
@@ -316,28 +315,43 @@ def test_a_first_load_reports_every_tensor_and_layer_with_the_time_left(tiny_ggu
         load_progress.report("x", "y", 1, 2)                                           # nobody listening: nothing happens
 
 
-def test_a_load_stopped_part_way_leaves_no_copy_and_the_next_load_works(tiny_gguf_entry):
-    """The dashboard's Stop raises from the progress callback: the conversion ends there, and nothing half-made is kept."""
+def _transformers_gguf_names_restored() -> bool:
+    import transformers.modeling_gguf_pytorch_utils as gguf_utils
+
+    return gguf_utils.tqdm.__module__.startswith("tqdm") and gguf_utils.get_gguf_hf_weights_map.__module__ == gguf_utils.__name__
+
+
+def _transformers_writer_restored() -> bool:
+    import transformers.modeling_utils
+
+    return transformers.modeling_utils.safe_save_file.__module__.startswith("safetensors")
+
+
+@pytest.mark.parametrize("stage, stop_when, restored", [
+    ("dequantizing GGUF tensors", lambda step: step.done == 3, _transformers_gguf_names_restored),   # at the third tensor
+    ("saving a converted copy for next time", lambda step: step.done > step.total // 2, _transformers_writer_restored),
+], ids=["while-dequantizing", "while-saving"])
+def test_a_load_stopped_part_way_leaves_no_copy_and_the_next_load_works(tiny_gguf_entry, stage, stop_when, restored):
+    """The dashboard's Stop raises from the progress callback: the load ends there, nothing half-made is kept,
+    the names `specdec` wrapped inside transformers for the load are its own again, and the next load saves the copy."""
     from specdec.zoo import load_progress
     from specdec.zoo.converted import find_converted
 
     class Stopped(Exception):
         pass
 
-    def stop_at_the_third_tensor(step):
-        if step.stage == "dequantizing GGUF tensors" and step.done == 3:
+    def stop(step):
+        if step.stage == stage and stop_when(step):
             raise Stopped
 
     entry = tiny_gguf_entry
     fetch_model(entry)
     folder = checkpoint_path(entry).parent
     before = sorted(folder.iterdir())
-    with pytest.raises(Stopped), load_progress.reporting(stop_at_the_third_tensor):
+    with pytest.raises(Stopped), load_progress.reporting(stop):
         load_model(entry.name, device="cpu", dtype="float32")
     assert find_converted(entry, torch.float32) is None and sorted(folder.iterdir()) == before
-    import transformers.modeling_gguf_pytorch_utils as gguf_utils
-    assert gguf_utils.tqdm.__module__.startswith("tqdm")                                 # transformers' own bar is back
-    assert gguf_utils.get_gguf_hf_weights_map.__module__ == gguf_utils.__name__          # and its own name matching
+    assert restored()
     load_model(entry.name, device="cpu", dtype="float32")
     assert find_converted(entry, torch.float32) is not None
 
@@ -363,30 +377,6 @@ def test_saving_a_copy_reports_the_bytes_written_up_to_the_total(tiny_gguf_entry
         header = struct.unpack("<Q", path.read_bytes()[:8])[0]
         assert total == path.stat().st_size - 8 - header                               # every tensor byte, counted once
         assert saved[-1].describe().startswith(f"tiny-gguf: {saving_stage(quantization)} 0/0 MB")   # a tiny model's megabytes
-
-
-def test_a_save_stopped_part_way_keeps_nothing_and_the_next_load_saves_it(tiny_gguf_entry):
-    from specdec.zoo import load_progress
-    from specdec.zoo.converted import find_converted, saving_stage
-
-    class Stopped(Exception):
-        pass
-
-    def stop_halfway_through_the_save(step):
-        if step.stage == saving_stage("none") and step.done > step.total // 2:
-            raise Stopped
-
-    entry = tiny_gguf_entry
-    fetch_model(entry)
-    folder = checkpoint_path(entry).parent
-    before = sorted(folder.iterdir())
-    with pytest.raises(Stopped), load_progress.reporting(stop_halfway_through_the_save):
-        load_model(entry.name, device="cpu", dtype="float32")
-    assert find_converted(entry, torch.float32) is None and sorted(folder.iterdir()) == before    # no half-written copy
-    import transformers.modeling_utils
-    assert transformers.modeling_utils.safe_save_file.__module__.startswith("safetensors")        # its own writer is back
-    load_model(entry.name, device="cpu", dtype="float32")
-    assert find_converted(entry, torch.float32) is not None
 
 
 def test_the_tensor_by_tensor_writer_writes_what_safetensors_writes(tmp_path):
