@@ -10,7 +10,9 @@ suite on vLLM and writes rows in the benchmark's CSV schema (`specdec.bench.tabl
 - `server`: a client of a running vLLM OpenAI-compatible server; the prompt suite at 1, 4 and 16
   concurrent requests, with the counters read before and after each level
 - `offline`: vLLM's offline `LLM` in a separate Python environment (vLLM pins other transformers
-  versions than the app), driven through `vllm_worker.py` one JSON line at a time
+  versions than the app), driven through `vllm_worker.py` (a script run with vLLM's Python) one
+  JSON line at a time
+- `rows`: both modes' measurements as benchmark rows, and speedups over vLLM's own plain decoding
 
 vLLM is an optional extra (`requirements-vllm.txt`): nothing here imports it.
 """
