@@ -2,7 +2,7 @@
 
     frame = run_benchmark(pairs, settings)        # specdec.bench.harness: one row per run
     overview(frame)                               # medians per (pair, method, schedule, gamma)
-    by_category(frame); best_gammas(frame)
+    by_category(frame); best_gammas(frame); by_concurrency(frame)   # a vLLM server's levels (specdec.serving.server)
     save_csv(frame, "results.csv"); load_csv("results.csv"); to_markdown(overview(frame))
 
 Nothing here runs a model; the dashboard's Compare page and `specdec bench` both read frames
@@ -93,6 +93,13 @@ def by_category(frame: pd.DataFrame, measure: str = "speedup") -> pd.DataFrame:
     variant = frame["method"] + labels.map(lambda label: "" if not label else (f" {label}" if is_schedule(label) else f" gamma={label.strip()}"))
     table = frame.assign(variant=variant).pivot_table(index="variant", columns="category", values=measure, aggfunc="median")
     return table.reset_index().rename_axis(columns=None)
+
+
+def by_concurrency(frame: pd.DataFrame) -> pd.DataFrame:
+    """A vLLM server's rows per concurrency level: throughput, acceptance and speedup over the baseline server (none: empty)."""
+    rows = frame[frame["engine"] == "vllm-server"]
+    columns = ["pair", "method", "concurrency", "tokens_per_second", "acceptance_rate", "mean_acceptance_length", "speedup"]
+    return rows[columns].sort_values(["pair", "concurrency", "method"]).reset_index(drop=True)
 
 
 def best_gammas(frame: pd.DataFrame, method: str = "speculative") -> pd.DataFrame:

@@ -31,7 +31,7 @@ def toy(args: argparse.Namespace) -> int:
 def bench(args: argparse.Namespace) -> int:
     """`specdec bench`: run (or reload) a benchmark, print its tables, write the CSV and the figure."""
     from specdec.bench.charts import summary_figure, write_figure
-    from specdec.bench.tables import best_gammas, by_category, load_csv, overview, save_csv, to_markdown
+    from specdec.bench.tables import best_gammas, by_category, by_concurrency, load_csv, overview, save_csv, to_markdown
 
     if args.figure and not args.figure.endswith((".html", ".png")):
         raise SpecdecError(f"--figure must end in .html or .png, got {args.figure}")
@@ -48,11 +48,9 @@ def bench(args: argparse.Namespace) -> int:
     if args.out and not args.from_csv:
         save_csv(frame, args.out)
         _progress(f"wrote {len(frame)} rows to {args.out}")
-    tables = [("medians over all prompts", overview(frame))]
-    if frame["concurrency"].notna().any() and (frame["engine"] == "vllm-server").any():
-        tables.append(("per concurrency level", _by_concurrency(frame)))
-    else:
-        tables.append(("median speedup per prompt category", by_category(frame)))
+    levels = by_concurrency(frame)
+    tables = [("medians over all prompts", overview(frame)),
+              ("per concurrency level", levels) if len(levels) else ("median speedup per prompt category", by_category(frame))]
     for title, table in tables:
         print(f"{title}:")
         print(to_markdown(table) if args.markdown else table.to_string(index=False, float_format="%.2f"))
@@ -132,13 +130,6 @@ def _counted_progress(done: int, total: int, message: str) -> None:
     """A benchmark's progress on stderr: '[3/12] message', silent at the end."""
     if done < total:
         _progress(f"[{done + 1}/{total}] {message}")
-
-
-def _by_concurrency(frame):
-    """The server rows per concurrency level: throughput, acceptance and speedup over the baseline server."""
-    rows = frame[frame["engine"] == "vllm-server"]
-    columns = ["pair", "method", "concurrency", "tokens_per_second", "acceptance_rate", "mean_acceptance_length", "speedup"]
-    return rows[columns].sort_values(["pair", "concurrency", "method"]).reset_index(drop=True)
 
 
 def models(args: argparse.Namespace) -> int:

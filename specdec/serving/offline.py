@@ -97,18 +97,19 @@ def vllm_model_folder(name: str) -> str:
                        "`specdec models list`")
 
 
-def vllm_job(target: str, draft: str | None, lookup: bool, prompts: list[dict], settings: VllmSettings) -> dict:
-    """The worker's job for one target: plain, then the draft model and/or n-gram lookup at each gamma.
+def vllm_job(target: str, draft: str | None, lookup: bool, prompts: list[dict], settings: VllmSettings, plain: bool = True) -> dict:
+    """The worker's job for one target: plain (unless `plain` is False), then the draft model and/or n-gram lookup at each gamma.
 
     >>> job = vllm_job("/m/t", "/m/d", True, [{"id": "code-1", "token_ids": [1, 2]}], VllmSettings(gammas=(3, 5)))
     >>> [(v["name"], v.get("gamma")) for v in job["variants"]]
     [('plain', None), ('draft', 3), ('draft', 5), ('ngram', 3), ('ngram', 5)]
     """
-    variants = [{"name": "plain"}]
+    variants = [{"name": "plain"}] if plain else []
     variants += [{"name": "draft", "gamma": gamma} for gamma in settings.gammas if draft is not None]
     variants += [{"name": "ngram", "gamma": gamma, "ngram_min": 1, "ngram_max": 3} for gamma in settings.gammas if lookup]
     return dict(target=target, draft=draft, dtype="bfloat16", enforce_eager=settings.enforce_eager, max_new_tokens=settings.max_new_tokens,
-                temperature=settings.temperature, seed=settings.seed, warmup=settings.warmup, variants=variants, prompts=prompts)
+                temperature=settings.temperature, seed=settings.seed, warmup=settings.warmup, kv_cache_gib=settings.kv_cache_gib,
+                variants=variants, prompts=prompts)
 
 
 def worker_environment(python: Path, threads: int | None = None) -> dict[str, str]:
@@ -217,12 +218,9 @@ def run_vllm_benchmark(pairs: Sequence[str], settings: VllmSettings, python: Pat
         prompts = [{"id": prompt.id, "token_ids": encoded[prompt.id]} for prompt in chosen]
         facts = {prompt.id: (prompt.category, len(encoded[prompt.id])) for prompt in chosen}
         models = [draft for draft in drafts if draft is not None] or [None]
-        for index, draft in enumerate(models):     # one job per draft model; n-gram lookup rides with the first
-            lookup = None in drafts and index == 0
-            job = vllm_job(vllm_model_folder(target), None if draft is None else vllm_model_folder(draft), lookup, prompts, settings)
-            if index > 0:                           # the plain baseline runs once per target
-                job["variants"] = job["variants"][1:]
-            job["kv_cache_gib"] = settings.kv_cache_gib
+        for index, draft in enumerate(models):     # one job per draft model; n-gram lookup and the plain baseline ride with the first
+            job = vllm_job(vllm_model_folder(target), None if draft is None else vllm_model_folder(draft), None in drafts and index == 0,
+                           prompts, settings, plain=index == 0)
             done = len(rows)
             records = run_worker(python, job, None if progress is None else
                                  lambda count, message, done=done: progress(min(done + count, total - 1), total, message))
