@@ -196,6 +196,27 @@ def test_a_quantized_copy_is_kept_under_its_precisions_name_and_loads_quickly(ti
     assert find_converted(entry, torch.float32, quantization) is None
 
 
+def test_a_draft_whose_copy_has_the_targets_tokenizer_files_is_not_parsed_again(tiny_gguf_entry, wheel_index, tmp_path, monkeypatch):
+    import specdec.zoo.pairing
+    from specdec.zoo.loading import same_tokenizer_files
+
+    draft = package_model(wheel_index, "tiny-gguf-draft", write_tiny_gguf(tmp_path / "draft.gguf", seed=1).read_bytes(),
+                          parts=1, filename="tiny-gguf-draft.gguf")
+    monkeypatch.setitem(catalog.MODELS, draft.name, draft)
+    for entry in (tiny_gguf_entry, draft):
+        fetch_model(entry)
+    assert not same_tokenizer_files(tiny_gguf_entry.name, draft.name)            # no converted copies yet: cannot tell
+    for entry in (tiny_gguf_entry, draft):
+        load_model(entry.name, device="cpu", dtype="float32")                    # (each keeps a converted copy)
+    assert same_tokenizer_files(tiny_gguf_entry.name, draft.name)
+    parsed = []
+    monkeypatch.setattr(specdec.zoo.pairing, "load_tokenizer", lambda name: parsed.append(name) or load_tokenizer(name))
+    pair = specdec.zoo.pairing.load_pair(tiny_gguf_entry.name, draft.name, device="cpu", dtype="float32")
+    assert parsed == [tiny_gguf_entry.name] and pair.draft_tokenizer is None      # the draft's copy was never parsed
+    (converted_dir(draft, torch.float32) / "tokenizer.json").write_text("{}")     # a damaged copy: its checksum no longer matches
+    assert not same_tokenizer_files(tiny_gguf_entry.name, draft.name)
+
+
 def test_a_converted_copy_with_a_damaged_file_is_ignored(tiny_gguf_entry):
     entry = tiny_gguf_entry
     fetch_model(entry)

@@ -125,6 +125,14 @@ def any_converted_tokenizer(entry: ModelEntry) -> Path | None:
     return None
 
 
+def tokenizer_checksums(folder: Path) -> dict[str, str]:
+    """The SHA-256 of each file of a verified converted copy that maps text to ids, from its manifest: every
+    file but the weights, the model's configs and the chat template (tokenizer.json, tokenizer_config.json, ...)."""
+    files = json.loads((folder / MANIFEST).read_text()).get("files", {})
+    other = ("config.json", "generation_config.json", "chat_template.jinja", "chat_template.json")
+    return {name: recorded["sha256"] for name, recorded in files.items() if not name.startswith("model") and name not in other}
+
+
 class _SavedBytes:
     """Writes weight files for one converted copy, reporting the bytes written as `stage` of `model_name`'s load.
 

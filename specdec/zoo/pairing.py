@@ -32,7 +32,7 @@ from specdec.zoo import load_progress
 from specdec.zoo.catalog import PROMPT_LOOKUP
 from specdec.zoo.devices import dtype_name, resolve_device, resolve_dtype
 from specdec.zoo.load_progress import LoadStep
-from specdec.zoo.loading import load_model, load_tokenizer, same_tokenizer
+from specdec.zoo.loading import load_model, load_tokenizer, same_tokenizer, same_tokenizer_files
 from specdec.zoo.quantization import check_quantization, precision_name, precision_summary, quantization_of
 
 
@@ -162,7 +162,7 @@ def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: st
     start = time.perf_counter()
     tokenizer = load_tokenizer(target_name)
     draft_tokenizer = None
-    if draft_name != PROMPT_LOOKUP:
+    if draft_name != PROMPT_LOOKUP and not same_tokenizer_files(target_name, draft_name):
         draft_tokenizer = load_tokenizer(draft_name)
         if same_tokenizer(tokenizer, draft_tokenizer):
             draft_tokenizer = None

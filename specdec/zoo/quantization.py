@@ -238,10 +238,13 @@ def rebuild_quantized_layers(model: nn.Module, state: dict[str, torch.Tensor], q
 
     The layers are built on every CPU thread at once: most of a quantized copy's load is fbgemm packing
     each int8 weight for its kernel (measured: 7.9 of 10.1 s for Qwen2.5-Coder-1.5B, one layer at a time),
-    and the packing of one layer runs on one core.
+    and the packing of one layer runs on one core. The largest layers go first, so that the output
+    layer (15% of the 1.5B's weights, the longest single packing) does not end the load on one core
+    while the others wait (measured on 2 threads, the 1.5B int8 copy: 8.9 s in model order, 6.5-7.1 s largest first).
     """
     marker = {"int8": "weight_int8", "int4": "weight_int4"}[quantization]
     names = [name for name, layer in model.named_modules() if isinstance(layer, nn.Linear) and f"{name}.{marker}" in state]
+    names.sort(key=lambda name: -state[f"{name}.{marker}"].numel())
     with ThreadPoolExecutor(max_workers=max(1, torch.get_num_threads())) as pool:
         layers = list(pool.map(lambda name: _layer_from_state(quantization, state, f"{name}."), names))
     for name, layer in zip(names, layers):
