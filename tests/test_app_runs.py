@@ -93,6 +93,8 @@ def test_streaming_shows_the_same_run_as_a_finished_one():
                        seed="4")
         app.checkbox(key="widget:stream").set_value(stream)
         html[stream] = token_html(run_playground(app))
+        bars = [bar.proto.text for bar in app.get("progress")]
+        assert bars == (["30 tokens, done"] * 2 if stream else [])  # each phase's bar counts its tokens (drawn when streaming)
     assert html[True] == html[False]
 
 

@@ -103,5 +103,5 @@ def test_the_load_progress_bar_is_throttled_but_shows_every_stage_end():
         draw(LoadStep("tiny", "dequantizing GGUF tensors", done, 300, done * 0.001))
     draw(LoadStep("tiny", "saving a converted copy for next time", 0, 0, 0.0))
     assert 2 <= len(slot.drawn) <= 5
-    assert slot.drawn[-2] == (1.0, "tiny: dequantizing GGUF tensors 300/300, about 0 s left")
+    assert slot.drawn[-2] == (1.0, "tiny: dequantizing GGUF tensors 300/300, finishing")
     assert slot.drawn[-1][1] == "tiny: saving a converted copy for next time"

@@ -198,6 +198,7 @@ def test_a_quantized_copy_is_kept_under_its_precisions_name_and_loads_quickly(ti
 
 def test_a_draft_whose_copy_has_the_targets_tokenizer_files_is_not_parsed_again(tiny_gguf_entry, wheel_index, tmp_path, monkeypatch):
     import specdec.zoo.pairing
+    from specdec.zoo import load_progress
     from specdec.zoo.loading import same_tokenizer_files
 
     draft = package_model(wheel_index, "tiny-gguf-draft", write_tiny_gguf(tmp_path / "draft.gguf", seed=1).read_bytes(),
@@ -211,10 +212,22 @@ def test_a_draft_whose_copy_has_the_targets_tokenizer_files_is_not_parsed_again(
     assert same_tokenizer_files(tiny_gguf_entry.name, draft.name)
     parsed = []
     monkeypatch.setattr(specdec.zoo.pairing, "load_tokenizer", lambda name: parsed.append(name) or load_tokenizer(name))
-    pair = specdec.zoo.pairing.load_pair(tiny_gguf_entry.name, draft.name, device="cpu", dtype="float32")
+    steps = []
+    pair = specdec.zoo.pairing.load_pair(tiny_gguf_entry.name, draft.name, device="cpu", dtype="float32", steps=steps.append)
     assert parsed == [tiny_gguf_entry.name] and pair.draft_tokenizer is None      # the draft's copy was never parsed
+    assert [(s.done, s.total) for s in steps if s.stage == load_progress.TOKENIZERS] == [(0, 1), (1, 1)]   # a stage on the bar
     (converted_dir(draft, torch.float32) / "tokenizer.json").write_text("{}")     # a damaged copy: its checksum no longer matches
     assert not same_tokenizer_files(tiny_gguf_entry.name, draft.name)
+
+
+def test_a_gguf_files_tokenizer_is_parsed_once_per_process(tiny_gguf_entry, monkeypatch):
+    fetch_model(tiny_gguf_entry)
+    parsed, original = [], specdec.zoo.loading._from_pretrained
+    monkeypatch.setattr(specdec.zoo.loading, "_from_pretrained",
+                        lambda loader, *args, **kwargs: parsed.append(loader.__name__) or original(loader, *args, **kwargs))
+    tokenizer = load_tokenizer(tiny_gguf_entry.name)                              # what load_pair asks for first
+    load_model(tiny_gguf_entry.name, device="cpu", dtype="float32")               # a first load saves the tokenizer in its copy
+    assert parsed.count("AutoTokenizer") == 1 and load_tokenizer(tiny_gguf_entry.name).get_vocab() == tokenizer.get_vocab()
 
 
 def test_a_converted_copy_with_a_damaged_file_is_ignored(tiny_gguf_entry):
@@ -322,6 +335,9 @@ def test_a_first_load_reports_every_tensor_and_layer_with_the_time_left(tiny_ggu
     linear = sum(1 for m in model.modules() if type(m).__name__ == "Int8Linear")
     assert [s.done for s in layers] == list(range(1, linear + 1)) and layers[-1].fraction == 1.0
     assert all(s.seconds_left is not None and s.seconds_left >= 0 for s in tensors[1:])
+    sizes = [tensor.n_elements for tensor in GGUFReader(checkpoint_path(entry)).tensors]     # the pace goes by weights
+    assert [s.share for s in tensors] == pytest.approx([sum(sizes[:done]) / sum(sizes) for done in range(len(sizes) + 1)])
+    assert tensors[-1].describe().endswith(f"{len(sizes)}/{len(sizes)}, finishing")
     names = [s for s in steps if s.stage == load_progress.GGUF_NAMES]          # before any tensor: one step per module
     assert [s.done for s in names] == list(range(len(list(model.modules())) + 1)) and names[-1].fraction == 1.0
     assert list(dict.fromkeys(s.stage for s in steps)) == [

@@ -135,9 +135,14 @@ def load_pair(settings: Settings) -> LoadedPair:
     target, draft, device, dtype, quantization, draft_quantization = key
     st.session_state[LOADING] = f"{draft} → {target}"
     try:
-        with st.status(f"Loading {draft} → {target} on {device} …") as box:
+        with st.status(f"Loading {draft} → {target} on {device} …", expanded=True) as box:   # open: its bar is the news
             bar = st.empty()
-            pair = pairing.load_pair(target, draft, device, dtype, progress=lambda message: box.update(label=message),
+
+            def next_model(message: str) -> None:    # a new model: its label, and no bar left over from the last one
+                box.update(label=message, expanded=True)
+                bar.empty()
+
+            pair = pairing.load_pair(target, draft, device, dtype, progress=next_model,
                                      quantization=quantization, draft_quantization=draft_quantization, steps=_progress_bar(bar))
             bar.empty()
             seconds = sum(pair.load_seconds.values())

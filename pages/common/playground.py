@@ -26,7 +26,7 @@ from pages.common.tokens_html import plain_text_html, tokens_html
 from pages.common.trace import RoundRow, TokenSpan, TraceBuilder, trace, trace_json
 from specdec.bench.comparison import GreedyCheck, greedy_check_of_pair
 from specdec.results import GenerationResult
-from specdec.zoo import pairing
+from specdec.zoo import pairing, time_left
 from specdec.zoo.pairing import LoadedPair
 
 RESULT = "playground_run"
@@ -69,17 +69,36 @@ def _decoder(pair: LoadedPair):
     return lambda ids: pair.tokenizer.decode(ids, skip_special_tokens=False)
 
 
+class _TokenBar:
+    """A progress bar of the tokens generated so far, with the time left at the pace so far."""
+
+    def __init__(self, total: int) -> None:
+        self.total, self.started = total, time.monotonic()
+        self.bar = st.progress(0.0, text=f"0/{total} tokens")
+
+    def show(self, done: int) -> None:
+        left = time_left.about(time_left.seconds_left(done, self.total, time.monotonic() - self.started))
+        self.bar.progress(min(done / self.total, 1.0), text=f"{done}/{self.total} tokens{left}")
+
+    def finish(self, done: int) -> None:
+        self.bar.progress(1.0, text=f"{done} tokens, done")      # fewer than asked for when the text ended
+
+
 def _speculative_phase(pair: LoadedPair, input_ids: torch.Tensor, run: PlaygroundRun, stream: bool, slot) -> PlaygroundRun:
     builder, throttle = TraceBuilder(_decoder(pair)), _Throttle(UPDATES_PER_SECOND)
+    bar = _TokenBar(run.settings.decoding.max_new_tokens) if stream else None
 
     def on_round(round_) -> None:
         builder.add_round(round_)
         if throttle.due():
             st.session_state[RESULT] = replace(run, spans=tuple(builder.spans), rounds=tuple(builder.rows))
             slot.html(tokens_html(builder.spans))
+            bar.show(sum(span.in_output for span in builder.spans))
 
     result = pairing.generate_speculative(pair, input_ids, run.settings.decoding, gamma=run.settings.schedule,
                                           on_round=on_round if stream else None, tree=run.settings.tree_settings)
+    if bar is not None:
+        bar.finish(result.stats.new_tokens)
     finished = builder if stream else trace(result, _decoder(pair))
     s, d = run.settings, run.settings.decoding
     about = {"draft": s.draft, "target": s.target, "device": run.device, "precision": run.precision, "drafting": s.drafting,
@@ -91,15 +110,20 @@ def _speculative_phase(pair: LoadedPair, input_ids: torch.Tensor, run: Playgroun
 
 def _plain_phase(pair: LoadedPair, input_ids: torch.Tensor, run: PlaygroundRun, stream: bool, slot) -> PlaygroundRun:
     builder, throttle = TraceBuilder(_decoder(pair)), _Throttle(UPDATES_PER_SECOND)
+    bar, done = (_TokenBar(run.settings.decoding.max_new_tokens) if stream else None), [0]
 
     def on_token(token: int) -> None:
         builder.add_token(token)
+        done[0] += 1
         if throttle.due():
             text = "".join(span.text for span in builder.spans)
             st.session_state[RESULT] = replace(run, plain_text=text)
             slot.html(plain_text_html(text))
+            bar.show(done[0])
 
     result = pairing.generate_plain(pair, input_ids, run.settings.decoding, on_token=on_token if stream else None)
+    if bar is not None:
+        bar.finish(result.stats.new_tokens)
     run = replace(run, plain_text=_decoder(pair)(result.tokens), plain=result)
     if run.settings.decoding.sampling.greedy:
         run = replace(run, greedy=greedy_check_of_pair(pair, input_ids, run.speculative.tokens, result.tokens))
@@ -118,7 +142,7 @@ def run_playground(pair: LoadedPair, input_ids: torch.Tensor, settings: Settings
     if settings.tree:
         drafts = f"a tree of up to {settings.tree_budget} tokens per round"
     with statuses.status(f"Speculative decoding: {settings.draft} drafts {drafts}, "
-                         f"{settings.target} verifies them in one pass …") as status:
+                         f"{settings.target} verifies them in one pass …", expanded=True) as status:   # open: its bar shows
         run = _speculative_phase(pair, input_ids, run, stream, speculative_slot)
         run = replace(run, phase="plain" if also_plain else "done")
         st.session_state[RESULT] = run
@@ -127,7 +151,7 @@ def run_playground(pair: LoadedPair, input_ids: torch.Tensor, settings: Settings
                       state="complete", expanded=False)
     if also_plain:
         speculative_slot.html(tokens_html(run.spans))
-        with statuses.status(f"Plain decoding: {settings.target} alone, one pass per token …") as status:
+        with statuses.status(f"Plain decoding: {settings.target} alone, one pass per token …", expanded=True) as status:
             run = replace(_plain_phase(pair, input_ids, run, stream, plain_slot), phase="done")
             st.session_state[RESULT] = run
             stats = run.plain.stats

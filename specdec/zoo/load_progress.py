@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from specdec.zoo import time_left
 
+TOKENIZERS = "reading the tokenizers"   # `pairing.load_pair`: from GGUF files on a first load, about 10 s each
 GGUF_NAMES = "matching GGUF tensor names"
 GGUF_TENSORS = "dequantizing GGUF tensors"
 
@@ -44,34 +45,44 @@ class LoadStep:
     total: int              # 0 when unknown
     elapsed_s: float        # since this stage started
     unit: str = ""          # "" counts things (tensors, layers); "bytes" is shown in MB
+    share: float | None = None   # the share of the stage's work done, when its things differ in size (GGUF tensors: by weights)
 
     @property
     def fraction(self) -> float:
+        if self.share is not None:
+            return min(1.0, self.share)
         return min(1.0, self.done / self.total) if self.total else 0.0
 
     @property
     def seconds_left(self) -> float | None:
-        """The time left if the rest goes at the pace so far; None before there is a pace to go by.
+        """The time left if the rest goes at the pace so far (of the work, when `share` says it); None before there is a pace.
 
         >>> LoadStep("m", "s", 10, 40, 5.0).seconds_left
         15.0
+        >>> LoadStep("m", "s", 1, 300, 5.0, share=0.25).seconds_left     # one tensor, but a quarter of the weights
+        15.0
         """
+        if self.share is not None:
+            return time_left.seconds_left(self.share, 1.0, self.elapsed_s)
         return time_left.seconds_left(self.done, self.total, self.elapsed_s)
 
     def describe(self) -> str:
-        """One line for a progress bar.
+        """One line for a progress bar; "finishing" once every unit is done (the stage may still wrap up).
 
         >>> LoadStep("qwen", "dequantizing GGUF tensors", 17, 338, 3.2).describe()
         'qwen: dequantizing GGUF tensors 17/338, about 60 s left'
         >>> LoadStep("qwen", "saving a converted copy", 1_500_000_000, 6_000_000_000, 5.0, "bytes").describe()
         'qwen: saving a converted copy 1,500/6,000 MB, about 15 s left'
+        >>> LoadStep("qwen", "dequantizing GGUF tensors", 338, 338, 20.0).describe()
+        'qwen: dequantizing GGUF tensors 338/338, finishing'
         """
         counts = ""
         if self.total and self.unit == "bytes":
             counts = f" {self.done / 1e6:,.0f}/{self.total / 1e6:,.0f} MB"
         elif self.total:
             counts = f" {self.done}/{self.total}"
-        return f"{self.model}: {self.stage}{counts}{time_left.about(self.seconds_left)}"
+        ending = ", finishing" if self.total and self.done >= self.total else time_left.about(self.seconds_left)
+        return f"{self.model}: {self.stage}{counts}{ending}"
 
 
 _callback: Callable[[LoadStep], None] | None = None
@@ -93,13 +104,14 @@ def reporting(callback: Callable[[LoadStep], None] | None) -> Iterator[None]:
         _started.clear()
 
 
-def report(model: str, stage: str, done: int, total: int, unit: str = "") -> None:
-    """Tell the installed callback (if any) that `done` of `total` units of `stage` are finished ("bytes" or things)."""
+def report(model: str, stage: str, done: int, total: int, unit: str = "", share: float | None = None) -> None:
+    """Tell the installed callback (if any) that `done` of `total` units of `stage` are finished ("bytes" or things),
+    `share` of its work when the units differ in size."""
     if _callback is None:
         return
     now = time.perf_counter()
     started = _started.setdefault((model, stage), now)
-    _callback(LoadStep(model, stage, done, total, now - started, unit))
+    _callback(LoadStep(model, stage, done, total, now - started, unit, share))
 
 
 @contextmanager
@@ -121,10 +133,14 @@ def gguf_tensors_reported(model: str) -> Iterator[None]:
 
     def counted(iterable: Iterable, *args, **kwargs):
         total = len(iterable) if hasattr(iterable, "__len__") else 0
-        report(model, GGUF_TENSORS, 0, total)
+        sizes = [getattr(tensor, "n_elements", None) for tensor in iterable] if total else []
+        weights = sum(sizes) if sizes and None not in sizes else 0   # the pace goes by weights: the first tensor (the
+        read = 0                                                     # embeddings) can take as long as a hundred others
+        report(model, GGUF_TENSORS, 0, total, share=0.0 if weights else None)
         for done, item in enumerate(original_bar(iterable, *args, **kwargs), start=1):
             yield item
-            report(model, GGUF_TENSORS, done, total)
+            read += sizes[done - 1] if weights else 0
+            report(model, GGUF_TENSORS, done, total, share=read / weights if weights else None)
 
     matched = {"depth": 0, "done": 0, "total": 0}
 

@@ -112,15 +112,30 @@ def load_model(name_or_path: str, device: str | torch.device = "auto", dtype: st
     return model.to(resolved_device).eval()
 
 
+_GGUF_TOKENIZERS: dict[tuple[str, int, int], PreTrainedTokenizerBase] = {}   # (file, size, mtime) -> its tokenizer
+
+
 def load_tokenizer(name_or_path: str) -> PreTrainedTokenizerBase:
-    """The tokenizer that goes with `load_model(name_or_path)`."""
+    """The tokenizer that goes with `load_model(name_or_path)`.
+
+    A zoo model's tokenizer read from its GGUF file (before its first load has kept a converted copy)
+    is parsed once per process and then shared: parsing Qwen2.5's takes about 10 s on this project's
+    CPU, and a first load needs it twice (for the pair, and for the converted copy it saves).
+    """
     entry = resolve_model(name_or_path)
     if entry is None:
         return _from_pretrained(AutoTokenizer, name_or_path, "tokenizer")
     folder = converted.any_converted_tokenizer(entry)
     if folder is not None:
         return AutoTokenizer.from_pretrained(folder)
-    return _from_pretrained(AutoTokenizer, _zoo_source(entry), "tokenizer")
+    source = _zoo_source(entry)
+    if not source.endswith(".gguf"):
+        return _from_pretrained(AutoTokenizer, source, "tokenizer")
+    stat = Path(source).stat()
+    key = (source, stat.st_size, stat.st_mtime_ns)
+    if key not in _GGUF_TOKENIZERS:
+        _GGUF_TOKENIZERS[key] = _from_pretrained(AutoTokenizer, source, "tokenizer")
+    return _GGUF_TOKENIZERS[key]
 
 
 def _zoo_source(entry: ModelEntry) -> str:

@@ -160,18 +160,22 @@ def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: st
     resolved_device, resolved_dtype, _, _, draft_dtype = resolve_precision(device, dtype, quantization, draft_quantization, draft_name)
     seconds: dict[str, float] = {}
     start = time.perf_counter()
-    tokenizer = load_tokenizer(target_name)
-    draft_tokenizer = None
-    if draft_name != PROMPT_LOOKUP and not same_tokenizer_files(target_name, draft_name):
-        draft_tokenizer = load_tokenizer(draft_name)
-        if same_tokenizer(tokenizer, draft_tokenizer):
-            draft_tokenizer = None
+    names = [target_name] if draft_name == PROMPT_LOOKUP or same_tokenizer_files(target_name, draft_name) else [target_name, draft_name]
+    with load_progress.reporting(steps):           # seconds each from a GGUF file on a first load: a stage of its own
+        tokenizers = []
+        for done, name in enumerate(names):
+            load_progress.report(target_name, load_progress.TOKENIZERS, done, len(names))
+            tokenizers.append(load_tokenizer(name))
+        load_progress.report(target_name, load_progress.TOKENIZERS, len(names), len(names))
+    tokenizer, draft_tokenizer = tokenizers[0], (tokenizers[1] if len(tokenizers) > 1 else None)
+    if draft_tokenizer is not None and same_tokenizer(tokenizer, draft_tokenizer):
+        draft_tokenizer = None
     seconds["tokenizers"] = time.perf_counter() - start
     models = {}
     for role, name in (("target", target_name), ("draft", draft_name)):
         if name == PROMPT_LOOKUP:
             continue
-        say(f"Loading {role} {name} ...")
+        say(f"Loading {role} {name} …")
         start = time.perf_counter()
         with load_progress.reporting(steps):
             if role == "target":   # "auto" travels as asked: it keeps a model int8/int4 cannot handle as it is
