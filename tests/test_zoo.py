@@ -340,8 +340,10 @@ def test_a_first_load_reports_every_tensor_and_layer_with_the_time_left(tiny_ggu
     assert tensors[-1].describe().endswith(f"{len(sizes)}/{len(sizes)}, finishing")
     names = [s for s in steps if s.stage == load_progress.GGUF_NAMES]          # before any tensor: one step per module
     assert [s.done for s in names] == list(range(len(list(model.modules())) + 1)) and names[-1].fraction == 1.0
+    reads = [(s.done, s.total) for s in steps if s.stage == load_progress.GGUF_READ]   # the config's read, then the tensors'
+    assert reads == [(0, 2), (1, 2), (2, 2)]
     assert list(dict.fromkeys(s.stage for s in steps)) == [
-        load_progress.GGUF_NAMES, load_progress.GGUF_TENSORS, "saving a converted copy for next time",
+        load_progress.GGUF_READ, load_progress.GGUF_NAMES, load_progress.GGUF_TENSORS, "saving a converted copy for next time",
         "quantizing linear layers to int8", "saving the int8 copy for next time"]
     assert not [s for s in steps if not s.total]                                 # every stage counts its way to the end
     again = []
@@ -355,7 +357,8 @@ def test_a_first_load_reports_every_tensor_and_layer_with_the_time_left(tiny_ggu
 def _transformers_gguf_names_restored() -> bool:
     import transformers.modeling_gguf_pytorch_utils as gguf_utils
 
-    return gguf_utils.tqdm.__module__.startswith("tqdm") and gguf_utils.get_gguf_hf_weights_map.__module__ == gguf_utils.__name__
+    return gguf_utils.tqdm.__module__.startswith("tqdm") and all(
+        getattr(gguf_utils, name).__qualname__ == name for name in ("get_gguf_hf_weights_map", "load_gguf_checkpoint"))
 
 
 def _transformers_writer_restored() -> bool:

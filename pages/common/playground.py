@@ -70,14 +70,17 @@ def _decoder(pair: LoadedPair):
 
 
 class _TokenBar:
-    """A progress bar of the tokens generated so far, with the time left at the pace so far."""
+    """A progress bar of the tokens generated so far, with the time left at the pace since the first redraw
+    (the prompt pass before it would make the first estimates too long)."""
 
     def __init__(self, total: int) -> None:
-        self.total, self.started = total, time.monotonic()
+        self.total, self.first = total, None          # (tokens, time) at the first redraw
         self.bar = st.progress(0.0, text=f"0/{total} tokens")
 
     def show(self, done: int) -> None:
-        left = time_left.about(time_left.seconds_left(done, self.total, time.monotonic() - self.started))
+        now = time.monotonic()
+        self.first = self.first or (done, now)
+        left = time_left.about(time_left.seconds_left(done - self.first[0], self.total - self.first[0], now - self.first[1]))
         self.bar.progress(min(done / self.total, 1.0), text=f"{done}/{self.total} tokens{left}")
 
     def finish(self, done: int) -> None:

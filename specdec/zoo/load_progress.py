@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from specdec.zoo import time_left
 
 TOKENIZERS = "reading the tokenizers"   # `pairing.load_pair`: from GGUF files on a first load, about 10 s each
+GGUF_READ = "reading the GGUF file"     # its metadata, twice: for the config, then before the tensors (seconds each)
 GGUF_NAMES = "matching GGUF tensor names"
 GGUF_TENSORS = "dequantizing GGUF tensors"
 
@@ -118,18 +119,29 @@ def report(model: str, stage: str, done: int, total: int, unit: str = "", share:
 def gguf_tensors_reported(model: str) -> Iterator[None]:
     """While loading `model` from a GGUF file, report each module whose names transformers matches and each tensor it dequantizes.
 
-    Two names in `transformers.modeling_gguf_pytorch_utils` are wrapped for the block, so each step
-    also reaches `report`: `get_gguf_hf_weights_map`, which calls itself once per module of the model
-    (`GGUF_NAMES`), and `tqdm`, which it iterates the tensors through (`GGUF_TENSORS`). Nothing
-    changes when no callback is installed, and a name a transformers version lacks is left alone.
+    Three names in `transformers.modeling_gguf_pytorch_utils` are wrapped for the block, so each step
+    also reaches `report`: `load_gguf_checkpoint`, which reads the file's metadata for the config and
+    again before the tensors (`GGUF_READ`, 8 s each for Qwen2.5-Coder-1.5B here: its tokenizer is in
+    there), `get_gguf_hf_weights_map`, which calls itself once per module of the model (`GGUF_NAMES`),
+    and `tqdm`, which it iterates the tensors through (`GGUF_TENSORS`). Nothing changes when no
+    callback is installed, and a name a transformers version lacks is left alone.
     """
     from transformers import modeling_gguf_pytorch_utils as gguf_utils
 
     original_bar = getattr(gguf_utils, "tqdm", None)
     original_match = getattr(gguf_utils, "get_gguf_hf_weights_map", None)
+    original_read = getattr(gguf_utils, "load_gguf_checkpoint", None)
     if _callback is None or original_bar is None:
         yield
         return
+
+    def reading(*args, **kwargs):                     # the config's read: half of the reading before the names
+        if kwargs.get("return_tensors", False):
+            return original_read(*args, **kwargs)
+        report(model, GGUF_READ, 0, 2)
+        result = original_read(*args, **kwargs)
+        report(model, GGUF_READ, 1, 2)
+        return result
 
     def counted(iterable: Iterable, *args, **kwargs):
         total = len(iterable) if hasattr(iterable, "__len__") else 0
@@ -146,6 +158,7 @@ def gguf_tensors_reported(model: str) -> Iterator[None]:
 
     def matching(hf_model, *args, **kwargs):
         if matched["depth"] == 0:                     # the outer call, on the whole model: count the calls to come
+            report(model, GGUF_READ, 2, 2)                # (the file's second read is over)
             matched.update(done=0, total=_module_tree_size(hf_model))
             report(model, GGUF_NAMES, 0, matched["total"])
         matched["depth"] += 1
@@ -160,12 +173,16 @@ def gguf_tensors_reported(model: str) -> Iterator[None]:
     gguf_utils.tqdm = counted
     if original_match is not None:
         gguf_utils.get_gguf_hf_weights_map = matching
+    if original_read is not None:
+        gguf_utils.load_gguf_checkpoint = reading
     try:
         yield
     finally:
         gguf_utils.tqdm = original_bar
         if original_match is not None:
             gguf_utils.get_gguf_hf_weights_map = original_match
+        if original_read is not None:
+            gguf_utils.load_gguf_checkpoint = original_read
 
 
 def _module_tree_size(module) -> int:

@@ -151,7 +151,7 @@ def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: st
     draft's precision changes c, never the output; the target's changes the target itself, and
     exactness then holds against that target as loaded. An int4 draft runs in bfloat16 whatever
     `dtype` says: its kernel is fast only there, and a draft's rounding cannot change the output.
-    `progress` gets a line per model; `steps` a `LoadStep` per GGUF tensor dequantized and layer
+    `progress` gets a line per model; `steps` a `LoadStep` per tokenizer read, GGUF tensor dequantized and layer
     quantized (`specdec.zoo.load_progress`), for a progress bar with the time left.
     """
     if target_name == PROMPT_LOOKUP:
