@@ -223,7 +223,8 @@ def _progress(message: str) -> None:
 
 
 class _LoadSteps:
-    """A line on stderr for a long loading stage every few seconds and when it ends (GGUF tensors have transformers' bar)."""
+    """A line on stderr for a long loading stage every few seconds and when it ends (GGUF tensors have transformers' bar);
+    a stage over in under `every_s` (reading the tokenizers of converted copies) prints nothing."""
 
     every_s = 5.0
 
@@ -234,7 +235,8 @@ class _LoadSteps:
         if step.stage == "dequantizing GGUF tensors" or not step.total:
             return
         now = time.monotonic()
-        if step.done == step.total or now - self.last.setdefault(step.stage, now) >= self.every_s:
+        due = now - self.last.setdefault(step.stage, now) >= self.every_s
+        if due or (step.done == step.total and step.elapsed_s >= self.every_s):
             self.last[step.stage] = now
             _progress(step.describe())
 
