@@ -114,6 +114,7 @@ def weight_bytes(model: torch.nn.Module) -> int:
         skip.add(embedding.weight.data_ptr())
     seen, total = set(), 0.0
     for module in model.modules():
+        total += getattr(module, "packed_bytes", 0)   # a weight kept outside the state dict (`specdec.zoo.packed_linear`)
         scale = getattr(module, "read_cost", 1.0)     # a quantized layer whose kernel reads its bytes slower says so
         own: dict = {}
         module._save_to_state_dict(own, "", keep_vars=True)    # this module's tensors, not its children's

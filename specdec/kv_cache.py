@@ -46,18 +46,25 @@ class CachedModel:
             self.cache.activate_past_recording()  # keep the last pass whole until rollback crops it
         self.length = 0   # tokens held in the cache
         self.passes = 0   # forward passes made
-        self.head = None  # the first `output_rows` rows of the output layer, when restricted
+        self.head = None  # hidden [n, H] -> logits [n, K]: the first `output_rows` rows of the output layer, when restricted
+        self.output_rows = output_rows
         if output_rows is not None:
             head = model.get_output_embeddings()
-            if not isinstance(head, torch.nn.Linear) or getattr(model.config, "final_logit_softcapping", None):
+            if getattr(model.config, "final_logit_softcapping", None) or not (isinstance(head, torch.nn.Linear) or
+                                                                              hasattr(head, "first_rows")):
                 raise SpecdecError(f"cannot restrict the output layer of this {type(model).__name__}: it is not a plain linear "
                                    "layer (an int8 draft's is not); drop the vocabulary limit")
-            self.head = (head.weight[:output_rows], None if head.bias is None else head.bias[:output_rows])  # views, no copy
+            self.output_rows = min(output_rows, head.out_features)
+            if isinstance(head, torch.nn.Linear):
+                weight, bias = head.weight[:output_rows], None if head.bias is None else head.bias[:output_rows]  # views, no copy
+                self.head = lambda hidden: torch.nn.functional.linear(hidden, weight, bias)
+            else:
+                self.head = head.first_rows(self.output_rows)   # a layer that keeps its weight in its own layout makes the cut
 
     @property
     def vocab_size(self) -> int:
         """The width of the logits this model returns."""
-        return self.head[0].shape[0] if self.head is not None else self.model.get_output_embeddings().out_features
+        return self.output_rows if self.head is not None else self.model.get_output_embeddings().out_features
 
     @property
     def device(self) -> torch.device:
@@ -83,7 +90,7 @@ class CachedModel:
             logits = self.model(**inputs, logits_to_keep=keep).logits[0]
         else:
             hidden = self.model.base_model(**inputs).last_hidden_state
-            logits = torch.nn.functional.linear(hidden[0, -keep:], *self.head)  # [keep, K]
+            logits = self.head(hidden[0, -keep:])                                # [keep, K]
         self.length += tokens.numel()
         self.passes += 1
         return logits[-keep:]                      # [keep, V]

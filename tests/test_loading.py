@@ -34,6 +34,11 @@ def test_load_a_local_folder_in_the_asked_dtype(tmp_path):
     folder = save_tiny_model(tmp_path / "m", tiny_model("llama"))
     model = load_model(str(folder), device="cpu", dtype="bfloat16")
     assert model.dtype == torch.bfloat16 and not model.training
+    from specdec.zoo.packed_linear import PackedLinear, packable
+
+    if packable(torch.nn.Linear(2, 2).to(torch.bfloat16)):                 # bfloat16 on a CPU: laid out once for oneDNN
+        assert type(model.lm_head) is PackedLinear
+    assert type(load_model(str(folder), device="cpu", dtype="float32").lm_head) is torch.nn.Linear
     assert load_tokenizer(str(folder)).decode([2, 3]) == "w2 w3"
 
 

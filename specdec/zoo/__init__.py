@@ -8,7 +8,8 @@ neighbours) never imports this package. One module per step a model goes through
 - `converted`: a dequantized copy saved as safetensors, so the second load is quick
 - `status`: what is on this machine, and fetching by name
 - `loading`: devices, dtypes, and a model or tokenizer from a zoo name, hub id, folder or .gguf file
-- `quantization`: an int8 copy of a draft's linear layers (a cheaper q)
+- `quantization`: int8 and int4 linear layers (fewer bytes read per step)
+- `packed_linear`: bfloat16 linear layers laid out once for the CPU kernel (the same bits, faster)
 - `pairing`: a draft/target pair, loaded and checked, ready to generate
 
 Not handled here: generation (the engine) and measurement (`specdec.bench`).

@@ -18,6 +18,8 @@ next time), else from the model hub. When none of these is possible the error na
 command. Quantization "none" (the default here) keeps the weights in `dtype`; "int8" and "int4"
 quantize the linear layers (and keep such a copy too, so the next load is quick); "auto" picks the
 fastest exact choice for the device and the model's role (`specdec.zoo.quantization.auto_quantization`).
+bfloat16 linear layers on a CPU are packed for oneDNN once loaded (`specdec.zoo.packed_linear`: the
+same bits, about twice as fast a step).
 
 When the model hub cannot be reached, loading a hub id fails at once with one line that says so,
 instead of transformers' half-minute of retries. `trust_remote_code` is never turned on: no code
@@ -40,6 +42,7 @@ from specdec.zoo import converted, load_progress
 from specdec.zoo.catalog import ModelEntry, resolve_model
 from specdec.zoo.devices import resolve_device, resolve_dtype
 from specdec.zoo.fetch import checkpoint_path, is_cached
+from specdec.zoo.packed_linear import pack_linear_layers
 from specdec.zoo.quantization import check_quantization, quantization_of, quantize_model
 
 
@@ -92,10 +95,11 @@ def _from_pretrained(loader, name_or_path: str, what: str, **kwargs):
 
 
 def load_model(name_or_path: str, device: str | torch.device = "auto", dtype: str | torch.dtype = "auto",
-               quantization: str = "none", role: str = "target") -> PreTrainedModel:
+               quantization: str = "none", role: str = "target", packed: bool = True) -> PreTrainedModel:
     """A causal LM from a zoo name, a hub id, a local folder or a .gguf file, in eval mode on `device`.
 
     `quantization`: "none", "int8", "int4" or "auto" (which reads `role`, "target" or "draft").
+    `packed`: lay bfloat16 linear layers out for the CPU kernel once (`specdec.zoo.packed_linear`; False: as stored).
     """
     resolved_device = resolve_device(device)
     resolved_quantization = check_quantization(quantization, resolved_device, role)
@@ -109,7 +113,10 @@ def load_model(name_or_path: str, device: str | torch.device = "auto", dtype: st
         with load_progress.gguf_tensors_reported(label):
             model = _from_pretrained(AutoModelForCausalLM, name_or_path, "model", dtype=resolved_dtype)
         model = quantize_model(model, resolved_quantization, strict, label)
-    return model.to(resolved_device).eval()
+    model = model.to(resolved_device).eval()
+    if packed:
+        pack_linear_layers(model)           # bfloat16 on a CPU: the same bits, about twice as fast (`packed_linear`)
+    return model
 
 
 _GGUF_TOKENIZERS: dict[tuple[str, int, int], PreTrainedTokenizerBase] = {}   # (file, size, mtime) -> its tokenizer
