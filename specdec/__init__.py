@@ -56,6 +56,7 @@ _EXPORTS = {
     "TokenOrigin": "specdec.results",
     "SamplingConfig": "specdec.sampling",
     "speculative_generate": "specdec.speculative",
+    "default_drafter": "specdec.speculative",
     "DraftTree": "specdec.trees",
     "TreeDrafter": "specdec.tree_drafter",
 }

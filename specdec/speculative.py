@@ -72,9 +72,14 @@ def speculative_generate(
     default): a draft model drafts while another token is worth its cost (`ConfidenceStop`), a
     model-free drafter 4 tokens a round. `on_round`, if given, is called with every
     `Round` as soon as it is decided (the prompt pass first), for showing text as it is generated.
+    A draft model with gamma left out drafts what `default_drafter` picks: a chain with the stop
+    rule, or a token tree where a draft pass is dear and a verified token cheap.
     """
     check_counts(max_new_tokens, None if gamma is None or isinstance(gamma, GammaSchedule) else gamma)
-    drafter = ModelDrafter(draft) if isinstance(draft, PreTrainedModel) else draft
+    if isinstance(draft, PreTrainedModel):
+        drafter = default_drafter(target, draft) if gamma is None else ModelDrafter(draft)
+    else:
+        drafter = draft
     if not isinstance(drafter, (Drafter, TreeDrafter)):
         raise SpecdecError(f"draft must be a transformers causal LM, a Drafter or a TreeDrafter, got {type(draft).__name__}")
     if isinstance(drafter, TreeDrafter) and gamma is not None:
@@ -134,6 +139,33 @@ def speculative_generate(
         prompt_tokens=prompt.numel(),
     )
     return GenerationResult(tokens=tokens, stats=stats, rounds=tuple(rounds))
+
+
+TREE_FROM_C = 0.25            # the default drafts a tree when a draft step costs at least this share of a target step ...
+TREE_UP_TO_SLOPE = 0.1        # ... and one more token in a verification pass at most this share (v(k) = 1 + s k)
+
+
+def default_drafter(target: PreTrainedModel, draft: PreTrainedModel, name: str | None = None) -> ModelDrafter | TreeDrafter:
+    """What a draft model drafts by default: a `TreeDrafter` where trees pay, else a chain with the stop rule.
+
+    A tree level costs one draft pass for all its nodes, and each node costs s more in the target's
+    pass. So a tree pays where a draft step is dear (c, estimated from the weights) and a node cheap
+    (s): measured on this project's CPU with Qwen2.5-Coder 0.5B for 1.5B in bfloat16 (c about 0.4,
+    s about 0.04) the tree beat the chain's stop rule, with the int8 draft (c about 0.17) it lost
+    (README, Benchmark); in float32 on a CPU (s = 0.5) the tree's cost rule keeps it a chain anyway.
+    Sliding-window models always draft chains (a tree needs every cached position).
+
+    >>> from transformers import LlamaConfig, LlamaForCausalLM
+    >>> tiny = LlamaForCausalLM(LlamaConfig(hidden_size=8, intermediate_size=8, num_hidden_layers=1, num_attention_heads=1, vocab_size=4))
+    >>> type(default_drafter(tiny, tiny)).__name__                  # c = 1, but float32 on a CPU: s = 0.5
+    'ModelDrafter'
+    >>> type(default_drafter(tiny.to(torch.bfloat16), tiny.to(torch.bfloat16))).__name__
+    'TreeDrafter'
+    """
+    dear = weight_cost_ratio(target, draft) >= TREE_FROM_C and verify_slope_guess(target) <= TREE_UP_TO_SLOPE
+    if dear and not has_sliding_window(target) and not has_sliding_window(draft):
+        return TreeDrafter(draft, name)
+    return ModelDrafter(draft, name)
 
 
 def _schedule(gamma: int | GammaSchedule | None, drafter: Drafter, target: PreTrainedModel) -> GammaSchedule:

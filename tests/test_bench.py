@@ -284,3 +284,21 @@ def test_a_draft_with_another_tokenizer_is_benchmarked_against_transformers_univ
         assert any("stop rule" in trace.name for trace in benchmark_figures(frame)[name].data), name
     sliding = replace(pair, draft=tiny_model("gemma3", len(NEAR_PIECES), seed=2))     # transformers 5.24 fails past its window
     assert applicable("assisted-dynamic", pair) and not applicable("assisted-dynamic", sliding)
+
+
+def test_transformers_assisted_generation_as_it_ships_gives_the_targets_greedy_tokens_and_leaves_the_draft_as_it_was(tiny_loaded_pair):
+    """"assisted-default" sets nothing on the draft's generation config (transformers re-fits its threshold in a copy)."""
+    from specdec.bench.hf_baselines import hf_generate
+
+    pair = tiny_loaded_pair
+    before = pair.draft.generation_config.to_dict()
+    kwargs = dict(gamma=None, max_new_tokens=24, temperature=0.0, top_k=0, top_p=1.0, seed=0, eos_token_id=[])
+    plain, _ = hf_generate("generate", pair.target, None, torch.tensor([[2, 3, 5]]), **kwargs)
+    shipped, _ = hf_generate("assisted-default", pair.target, pair.draft, torch.tensor([[2, 3, 5]]), **kwargs)
+    assert shipped == plain and len(plain) == 24
+    assert pair.draft.generation_config.to_dict() == before
+    settings = BenchSettings(methods=("speculative", "assisted-default"), gammas=("stop",), categories=("code",), prompts_per_category=1,
+                             decoding=Decoding(max_new_tokens=16, temperature=0.0, seed=0))
+    frame = run_benchmark([pair], settings)
+    assert set(frame["method"]) == {"generate", "speculative", "assisted-default"}
+    assert frame.loc[frame["method"] == "assisted-default", "schedule"].eq("none").all()

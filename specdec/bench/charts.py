@@ -106,8 +106,7 @@ def speedup_figure(frame: pd.DataFrame) -> go.Figure:
                                line=dict(color=colour, dash="dot"), marker=dict(symbol="x"))
     for pair in pairs:                               # levels: schedules with no gamma of their own, and the ceiling
         _stop_rule_level(figure, frame, pairs, pair, "speedup")
-        _level(figure, frame, pairs, pair, _schedule(frame, pair, "assisted-dynamic", "adaptive"), "speedup",
-               "transformers assisted, its defaults", unit="x")
+        _level(figure, frame, pairs, pair, _transformers_defaults(frame, pair), "speedup", "transformers assisted, its defaults", unit="x")
         _level(figure, frame, pairs, pair, frame[(frame["pair"] == pair) & (frame["method"] == "generate")], "oracle_speedup",
                "oracle bound", unit="x")
     figure.add_hline(y=1.0, line=dict(color="grey", width=1), annotation_text="target alone (generate)")
@@ -116,6 +115,12 @@ def speedup_figure(frame: pd.DataFrame) -> go.Figure:
 
 def _schedule(frame: pd.DataFrame, pair: str, method: str, schedule: str) -> pd.DataFrame:
     return frame[(frame["pair"] == pair) & (frame["method"] == method) & (frame["schedule"] == schedule)]
+
+
+def _transformers_defaults(frame: pd.DataFrame, pair: str) -> pd.DataFrame:
+    """transformers' assisted generation as it ships ("assisted-default"); in older CSVs, its dynamic schedule from 20 tokens."""
+    shipped = frame[(frame["pair"] == pair) & (frame["method"] == "assisted-default")]
+    return shipped if len(shipped) else _schedule(frame, pair, "assisted-dynamic", "adaptive")
 
 
 def category_figure(frame: pd.DataFrame) -> go.Figure:
@@ -129,13 +134,13 @@ def category_figure(frame: pd.DataFrame) -> go.Figure:
             best = fixed.groupby("gamma")["speedup"].median().idxmax()
             bars = fixed[fixed["gamma"] == best].groupby("category")["speedup"].median()
             figure.add_bar(x=bars.index, y=bars.values, name=f"{pair}: gamma={int(best)}", marker_color=_colour(pairs, pair))
-        for schedule, pattern in (("adaptive", "/"), ("stop", ".")):
+        for schedule, pattern in (("adaptive", "/"), ("stop", "."), ("default", "x")):
             chosen = rows[rows["schedule"] == schedule]
             if len(chosen):
                 bars = chosen.groupby("category")["speedup"].median()
                 figure.add_bar(x=bars.index, y=bars.values, name=f"{pair}: {schedule}", marker_color=_colour(pairs, pair),
                                marker_pattern_shape=pattern)
-        dynamic = frame[(frame["pair"] == pair) & (frame["method"] == "assisted-dynamic") & (frame["schedule"] == "adaptive")]
+        dynamic = _transformers_defaults(frame, pair)
         if len(dynamic):
             bars = dynamic.groupby("category")["speedup"].median()
             figure.add_bar(x=bars.index, y=bars.values, name=f"{pair}: transformers assisted, defaults", marker_color="#999999")

@@ -19,11 +19,13 @@ Honest measurement, by construction:
   and efficiency = measured speedup / predicted speedup.
 
 Methods: "speculative" (ours), "plain" (ours, target alone), and transformers' "generate",
-"assisted", "assisted-dynamic" and "hf-prompt-lookup" (`specdec.bench.hf_baselines`). A method that
+"assisted", "assisted-dynamic", "assisted-default" (as transformers ships it) and "hf-prompt-lookup"
+(`specdec.bench.hf_baselines`). A method that
 does not apply to a pair (assisted generation without a draft model) is skipped for that pair.
 
-Gammas are whole numbers, "stop" (our default, `specdec.stop_rule.ConfidenceStop`, for
-"speculative"), "tree" or "tree-N" (a `specdec.TreeDrafter` with its defaults or a budget of N
+Gammas are whole numbers, "default" (what `speculative_generate` drafts with gamma left out,
+`specdec.default_drafter`: a tree where a draft step is dear, else the stop rule), "stop" (a chain
+under `specdec.stop_rule.ConfidenceStop`), "tree" or "tree-N" (a `specdec.TreeDrafter` with its defaults or a budget of N
 nodes, for "speculative") or "adaptive": our `AdaptiveGamma` schedule for "speculative", and transformers' own
 dynamic schedule from its default start for "assisted-dynamic" (which then runs only that way;
 without "adaptive" among the gammas it starts from each fixed gamma instead). Every row also carries
@@ -44,7 +46,7 @@ import transformers
 from specdec.bench.comparison import draft_agreement, greedy_oracle_speedup, oracle_speedup
 from specdec.bench.hf_baselines import HF_METHODS, hf_generate
 from specdec.bench.prompts import BenchPrompt, encode_bench_prompt, suite
-from specdec.bench.tables import ADAPTIVE, COLUMNS, STOP, TREE, is_schedule, tree_settings
+from specdec.bench.tables import ADAPTIVE, COLUMNS, DEFAULT, STOP, TREE, is_schedule, tree_settings
 from specdec.costs import CostProfile, measure_costs
 from specdec.errors import SpecdecError
 from specdec.inputs import MAX_GAMMA, Decoding
@@ -54,7 +56,7 @@ from specdec.results import GenerationResult
 from specdec.schedule import AdaptiveGamma
 from specdec.stop_rule import ConfidenceStop
 from specdec.zoo.devices import dtype_name
-from specdec.zoo.pairing import LoadedPair, generate_plain, generate_speculative
+from specdec.zoo.pairing import AUTO, LoadedPair, generate_plain, generate_speculative
 
 METHODS = ("speculative", "plain") + HF_METHODS
 GAMMA_METHODS = {"speculative", "assisted", "assisted-dynamic", "hf-prompt-lookup"}
@@ -136,7 +138,7 @@ def applicable(method: str, pair: LoadedPair, temperature: float = 0.0) -> bool:
     prompt lookup none). With a draft of another tokenizer, transformers 5.24's assisted generation fails when
     sampling (AttributeError: 'AssistantToTargetTranslator' object has no attribute 'assistant_overlap_token_ids')
     and once a sliding-window draft passes its window (RuntimeError: a size mismatch in attention): skipped there."""
-    if method in ("assisted", "assisted-dynamic"):
+    if method in ("assisted", "assisted-dynamic", "assisted-default"):
         if pair.draft is not None and pair.cross_tokenizer and (temperature > 0 or has_sliding_window(pair.draft)):
             return False
         return pair.draft is not None
@@ -202,10 +204,12 @@ def _execute(pair: LoadedPair, run: Run, input_ids: torch.Tensor, settings: Benc
     """Run one method once; return its row (None for a warm-up)."""
     decoding = settings.decoding_for(run)
     row: dict = {}
-    adaptive, stop, tree = run.gamma == ADAPTIVE, run.gamma == STOP, tree_settings(run.gamma)
+    adaptive, stop, default, tree = run.gamma == ADAPTIVE, run.gamma == STOP, run.gamma == DEFAULT, tree_settings(run.gamma)
     if run.method == "speculative":
-        gamma = AdaptiveGamma(costs, settings.max_adaptive_gamma) if adaptive else (None if stop or tree is not None else run.gamma)
-        result = generate_speculative(pair, input_ids, decoding, gamma=gamma, draft_vocab_limit=settings.draft_vocab_limit, tree=tree)
+        named = stop or default or tree is not None
+        gamma = AdaptiveGamma(costs, settings.max_adaptive_gamma) if adaptive else (None if named else run.gamma)
+        result = generate_speculative(pair, input_ids, decoding, gamma=gamma, draft_vocab_limit=settings.draft_vocab_limit,
+                                      tree=AUTO if default else tree)
     elif run.method == "plain":
         result = generate_plain(pair, input_ids, decoding)
     else:

@@ -6,6 +6,10 @@
 - `assisted-dynamic`: the same with transformers' dynamic schedule (gamma +2 after a full accept,
   -1 otherwise, starting from gamma or from transformers' default of 20, and its default confidence
   threshold of 0.4 that stops drafting early when the draft is unsure);
+- `assisted-default`: assisted generation exactly as transformers ships it, the draft's generation
+  config untouched: up to 20 tokens a round (a constant schedule), drafting stopped as soon as the
+  draft's probability of its token falls below 0.4, a threshold re-fitted from past acceptances
+  (an ROC curve) when scikit-learn is installed;
 - `prompt-lookup`: transformers' prompt lookup decoding (`prompt_lookup_num_tokens=gamma`).
 
 A draft with another tokenizer runs as transformers' universal assisted generation (`tokenizer=`
@@ -26,7 +30,7 @@ from transformers import PreTrainedModel
 
 from specdec.timing import synchronize
 
-HF_METHODS = ("generate", "assisted", "assisted-dynamic", "hf-prompt-lookup")
+HF_METHODS = ("generate", "assisted", "assisted-dynamic", "assisted-default", "hf-prompt-lookup")
 
 
 @torch.inference_mode()
@@ -42,17 +46,17 @@ def hf_generate(method: str, target: PreTrainedModel, draft: PreTrainedModel | N
     else:
         kwargs |= dict(do_sample=False)
     saved_config = None
-    if method in ("assisted", "assisted-dynamic"):
+    if method in ("assisted", "assisted-dynamic", "assisted-default"):
         if draft is None:
             raise ValueError(f"{method} needs a draft model")
         saved_config = draft.generation_config
-        draft.generation_config = copy.deepcopy(saved_config)
-        if gamma is not None:  # None: transformers' own default start (20 tokens)
+        draft.generation_config = copy.deepcopy(saved_config)      # (transformers re-fits the threshold in it)
+        if gamma is not None and method != "assisted-default":  # None: transformers' own default start (20 tokens)
             draft.generation_config.num_assistant_tokens = gamma
         if method == "assisted":
             draft.generation_config.num_assistant_tokens_schedule = "constant"
             draft.generation_config.assistant_confidence_threshold = 0.0   # always draft gamma tokens
-        else:
+        elif method == "assisted-dynamic":
             draft.generation_config.num_assistant_tokens_schedule = "heuristic"
         kwargs["assistant_model"] = draft
         if tokenizers is not None:

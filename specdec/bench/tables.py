@@ -21,9 +21,10 @@ from specdec.errors import SpecdecError
 from specdec.zoo.quantization import precision_name, precision_summary
 
 ADAPTIVE = "adaptive"   # the schedule name of rows whose gamma was chosen round by round
-STOP = "stop"           # ... and of rows drafted under the stop rule (`specdec.stop_rule`), our default
+STOP = "stop"           # ... and of rows drafted under the stop rule (`specdec.stop_rule`), a chain
 TREE = "tree"           # ... and of rows drafted as a token tree (`specdec.TreeDrafter`); "tree-N": with budget N
-SCHEDULES = (ADAPTIVE, STOP)   # the gamma labels that name a schedule rather than a number (besides the tree labels)
+DEFAULT = "default"     # ... and of rows drafted as `speculative_generate` does with gamma left out (`specdec.default_drafter`)
+SCHEDULES = (ADAPTIVE, STOP, DEFAULT)   # the gamma labels that name a schedule rather than a number (besides the tree labels)
 
 
 def tree_settings(label: object) -> dict | None:

@@ -186,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
     pair = pairing.load_pair(args.target, args.draft, args.device, args.dtype, progress=_progress,
                              quantization=args.quantization, draft_quantization=args.draft_quantization, steps=_LoadSteps())
     input_ids = pairing.encode_prompt(pair.tokenizer, args.prompt, chat=args.chat)
-    result = pairing.generate_speculative(pair, input_ids, decoding, gamma=args.gamma, tree=tree)
+    result = pairing.generate_speculative(pair, input_ids, decoding, gamma=args.gamma, tree=pairing.AUTO if tree is None else tree)
     baseline = pairing.generate_plain(pair, input_ids, decoding) if args.compare else None
     check = None
     if baseline is not None and decoding.sampling.greedy:
@@ -198,7 +198,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(_report_json(args, pair, text, result, baseline), indent=2))
     else:
-        print(_report_text(pair, text, result, baseline, check, gamma=args.gamma, drafting=_drafting(args), auto=_auto_precision(args)))
+        print(_report_text(pair, text, result, baseline, check, gamma=args.gamma, drafting=_drafting(args, pair), auto=_auto_precision(args)))
     return 0
 
 
@@ -253,7 +253,7 @@ def _report_json(args, pair, text, result, baseline) -> dict:
         "precision": {"target": pair.precision, "draft": pair.draft_precision},
         "draft_tokenizer": pair.tokenizer_note,
         "settings": {key: getattr(args, key) for key in ("gamma", "max_new_tokens", "temperature", "top_k", "top_p", "seed", "chat",
-                                                          "dtype", "quantization", "draft_quantization")} | {"drafting": _drafting(args)},
+                                                          "dtype", "quantization", "draft_quantization")} | {"drafting": _drafting(args, pair)},
         "text": text,
         "tokens": result.tokens,
         "stats": result.stats.to_dict(),
@@ -274,13 +274,15 @@ def _tree(args) -> dict | None:
     return {} if args.tree else None
 
 
-def _drafting(args) -> str:
-    """How the run drafted, in words: 'tree (budget 16)', 'chain, gamma 4' or 'chain, stop rule'."""
+def _drafting(args, pair) -> str:
+    """How the run drafted, in words: 'tree (budget 16)', 'chain, gamma 4', 'chain, stop rule' or, by default for a pair whose
+    draft step is dear (`specdec.default_drafter`), 'tree (budget 16, the default here)'."""
     tree = _tree(args)
-    if tree is not None:
+    auto = tree is None and args.gamma is None and pair.auto_tree
+    if tree is not None or auto:
         from specdec.tree_drafter import TreeDrafter
 
-        return f"tree (budget {tree.get('budget', TreeDrafter.default_budget)})"
+        return f"tree (budget {(tree or {}).get('budget', TreeDrafter.default_budget)}{', the default here' if auto else ''})"
     return "chain, stop rule" if args.gamma is None else f"chain, gamma {args.gamma}"
 
 

@@ -59,7 +59,7 @@ def _gammas(text: str) -> tuple[int | str, ...]:
     try:
         return tuple(part if is_schedule(part) else int(part) for part in _names(text))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers, 'adaptive', 'stop', 'tree' or 'tree-N' "
+        raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers, 'default', 'adaptive', 'stop', 'tree' or 'tree-N' "
                                          f"(a tree of at most N nodes), got '{text}'") from None
 
 
@@ -91,7 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="draft model q with the target's tokenizer, or 'prompt-lookup' for the model-free draft")
     run.add_argument("--prompt", default=DEFAULT_PROMPT, help="the text to continue")
     run.add_argument("--gamma", type=_gamma, default=None, metavar="GAMMA",
-                     help="drafted tokens per round, 1..64, or auto (default): draft while another token is worth its cost")
+                     help="drafted tokens per round, 1..64, or auto (default): draft while another token is worth its cost, "
+                          "a token tree where a draft step is dear (a bfloat16 draft; specdec.default_drafter)")
     run.add_argument("--tree", action="store_true",
                      help="draft a token tree instead of a chain (specdec.TreeDrafter), verified in one target pass")
     run.add_argument("--tree-budget", type=_positive_int, default=None, metavar="N",
@@ -117,10 +118,11 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--pairs", nargs="+", default=["qwen2.5-coder-0.5b->qwen2.5-coder-1.5b"], metavar="DRAFT->TARGET",
                        help="pairs as 'draft->target' (zoo names, hub ids or paths; draft may be prompt-lookup)")
     bench.add_argument("--methods", type=_names, default=("speculative",),
-                       help="comma-separated: speculative, plain, generate, assisted, assisted-dynamic, hf-prompt-lookup "
+                       help="comma-separated: speculative, plain, generate, assisted, assisted-dynamic, assisted-default, hf-prompt-lookup "
                             "(generate, the baseline, always runs)")
     bench.add_argument("--gammas", type=_gammas, default=None,
-                       help="comma-separated gammas, 'adaptive', 'stop' (the default stop rule; default stop), 'tree' "
+                       help="comma-separated gammas, 'default' (what speculative_generate drafts by default), 'adaptive', "
+                            "'stop' (a chain under the stop rule; default stop), 'tree' "
                             "and/or 'tree-N' (a token tree of at most N nodes); with --engine vllm whole numbers only (default 5)")
     bench.add_argument("--max-adaptive-gamma", type=_positive_int, default=12, help="the largest gamma 'adaptive' may pick (default 12)")
     bench.add_argument("--categories", type=_names, default=None, help="comma-separated prompt categories (default all)")

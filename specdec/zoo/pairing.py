@@ -26,7 +26,7 @@ from specdec.errors import SpecdecError
 from specdec.inputs import Decoding
 from specdec.results import GenerationResult, Round
 from specdec.schedule import GammaSchedule
-from specdec.speculative import speculative_generate
+from specdec.speculative import default_drafter, speculative_generate
 from specdec.tree_drafter import TreeDrafter
 from specdec.zoo import load_progress
 from specdec.zoo.catalog import PROMPT_LOOKUP
@@ -34,6 +34,9 @@ from specdec.zoo.devices import dtype_name, resolve_device, resolve_dtype
 from specdec.zoo.load_progress import LoadStep
 from specdec.zoo.loading import load_model, load_tokenizer, same_tokenizer, same_tokenizer_files
 from specdec.zoo.quantization import check_quantization, precision_name, precision_summary, quantization_of
+
+
+AUTO = "auto"   # `generate_speculative(tree=AUTO)`: draft as `speculative_generate` does by default
 
 
 @dataclass
@@ -91,6 +94,12 @@ class LoadedPair:
     def precisions(self) -> str:
         """Both, for a caption: 'target float32 int8, draft bfloat16 int4' (just the target's for prompt lookup)."""
         return precision_summary(self.precision, None if self.draft is None else self.draft_precision)
+
+    @property
+    def auto_tree(self) -> bool:
+        """Whether the engine's default drafts a tree for this pair (`specdec.speculative.default_drafter`)."""
+        return (self.draft is not None and not self.cross_tokenizer
+                and isinstance(default_drafter(self.target, self.draft), TreeDrafter))
 
     def drafter(self, vocab_limit: int | None = None, tree: dict | None = None) -> Drafter | TreeDrafter:
         """A fresh drafter for one generation (`vocab_limit`: see `ModelDrafter`; `tree`: `TreeDrafter` settings, {} for its defaults)."""
@@ -219,8 +228,11 @@ def encode_prompt(tokenizer: PreTrainedTokenizerBase, prompt: str, chat: bool = 
 
 def generate_speculative(pair: LoadedPair, input_ids: torch.Tensor, decoding: Decoding, gamma: int | GammaSchedule | None = None,
                          draft_vocab_limit: int | None = None, on_round: Callable[[Round], None] | None = None,
-                         tree: dict | None = None) -> GenerationResult:
-    """`speculative_generate` with the pair's models and end-of-sequence ids; `tree` ({} or `TreeDrafter` settings) drafts a tree."""
+                         tree: dict | str | None = None) -> GenerationResult:
+    """`speculative_generate` with the pair's models and end-of-sequence ids; `tree` ({} or `TreeDrafter` settings) drafts a
+    tree, `tree=AUTO` (with gamma None) what `speculative_generate` drafts by default (`pair.auto_tree` says which)."""
+    if tree == AUTO:
+        tree = {} if gamma is None and draft_vocab_limit is None and pair.auto_tree else None
     return speculative_generate(pair.target, pair.drafter(draft_vocab_limit, tree), input_ids, gamma=None if tree is not None else gamma,
                                 eos_token_id=pair.eos_token_ids, on_round=on_round, **decoding.as_kwargs())
 
