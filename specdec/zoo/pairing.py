@@ -35,7 +35,6 @@ from specdec.zoo.load_progress import LoadStep
 from specdec.zoo.loading import load_model, load_tokenizer, same_tokenizer, same_tokenizer_files
 from specdec.zoo.quantization import check_quantization, precision_name, precision_summary, quantization_of
 
-
 AUTO = "auto"   # `generate_speculative(tree=AUTO)`: draft as `speculative_generate` does by default
 
 
