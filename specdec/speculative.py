@@ -150,9 +150,11 @@ def default_drafter(target: PreTrainedModel, draft: PreTrainedModel, name: str |
 
     A tree level costs one draft pass for all its nodes, and each node costs s more in the target's
     pass. So a tree pays where a draft step is dear (c, estimated from the weights) and a node cheap
-    (s): measured on this project's CPU with Qwen2.5-Coder 0.5B for 1.5B in bfloat16 (c about 0.4,
-    s about 0.04) the tree beat the chain's stop rule, with the int8 draft (c about 0.17) it lost
-    (README, Benchmark); in float32 on a CPU (s = 0.5) the tree's cost rule keeps it a chain anyway.
+    (s): on this project's CPU with Qwen2.5-Coder 0.5B for 1.5B in bfloat16 (c 0.32 from the weights,
+    0.34 measured; s about 0.04) the tree beat the chain's stop rule, 1.51x vs 1.35x (README,
+    Benchmark); with the int8 draft (c 0.16 from the weights) it lost to the chain on six prompts
+    (2.11x vs 2.32x), though it won in an earlier run. In float32 on a CPU (s = 0.5) the tree's own
+    cost rule keeps it near a chain anyway.
     Sliding-window models always draft chains (a tree needs every cached position).
 
     >>> from transformers import LlamaConfig, LlamaForCausalLM
