@@ -164,10 +164,13 @@ def default_drafter(target: PreTrainedModel, draft: PreTrainedModel, name: str |
     >>> type(default_drafter(tiny.to(torch.bfloat16), tiny.to(torch.bfloat16))).__name__
     'TreeDrafter'
     """
+    return TreeDrafter(draft, name) if trees_pay(target, draft) else ModelDrafter(draft, name)
+
+
+def trees_pay(target: PreTrainedModel, draft: PreTrainedModel) -> bool:
+    """Whether `default_drafter` drafts a tree for this pair: c >= TREE_FROM_C, s <= TREE_UP_TO_SLOPE, no sliding window."""
     dear = weight_cost_ratio(target, draft) >= TREE_FROM_C and verify_slope_guess(target) <= TREE_UP_TO_SLOPE
-    if dear and not has_sliding_window(target) and not has_sliding_window(draft):
-        return TreeDrafter(draft, name)
-    return ModelDrafter(draft, name)
+    return dear and not has_sliding_window(target) and not has_sliding_window(draft)
 
 
 def _schedule(gamma: int | GammaSchedule | None, drafter: Drafter, target: PreTrainedModel) -> GammaSchedule:

@@ -9,7 +9,7 @@ as the product itself: each weight is read twice and written once. `PackedLinear
 once, when the model is loaded (`torch.ops.mkldnn._reorder_linear_weight`, the step Intel's
 extension and `torch.compile`'s CPU backend take too), and calls the same oneDNN product on the
 packed weight. Measured on this project's 2-core CPU (`python benchmarks/packed_linear.py`):
-Qwen2.5-Coder-1.5B's one-token step in bfloat16 about 230 -> 125 ms, the 0.5B's about 85 -> 50 ms.
+Qwen2.5-Coder-1.5B's one-token step in bfloat16 238 -> 120 ms, the 0.5B's 93 -> 63 ms.
 
 The arithmetic is oneDNN's either way, so the results are the same bits as `F.linear`'s (the tests
 check it on every pass shape the engine uses): the model is the same model, p and q unchanged,

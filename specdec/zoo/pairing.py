@@ -26,7 +26,7 @@ from specdec.errors import SpecdecError
 from specdec.inputs import Decoding
 from specdec.results import GenerationResult, Round
 from specdec.schedule import GammaSchedule
-from specdec.speculative import default_drafter, speculative_generate
+from specdec.speculative import speculative_generate, trees_pay
 from specdec.tree_drafter import TreeDrafter
 from specdec.zoo import load_progress
 from specdec.zoo.catalog import PROMPT_LOOKUP
@@ -97,8 +97,7 @@ class LoadedPair:
     @property
     def auto_tree(self) -> bool:
         """Whether the engine's default drafts a tree for this pair (`specdec.speculative.default_drafter`)."""
-        return (self.draft is not None and not self.cross_tokenizer
-                and isinstance(default_drafter(self.target, self.draft), TreeDrafter))
+        return self.draft is not None and not self.cross_tokenizer and trees_pay(self.target, self.draft)
 
     def drafter(self, vocab_limit: int | None = None, tree: dict | None = None) -> Drafter | TreeDrafter:
         """A fresh drafter for one generation (`vocab_limit`: see `ModelDrafter`; `tree`: `TreeDrafter` settings, {} for its defaults)."""
