@@ -122,7 +122,8 @@ def _stopped_note(run: PlaygroundRun) -> str | None:
 def show_run(run: PlaygroundRun, settings: Settings) -> None:
     """Everything about the last run: coloured text, the target's own text, metrics, checks and rounds."""
     s, d = run.settings, run.settings.decoding
-    st.caption(f"{s.draft} → {s.target} on {run.device} ({run.precision}) · {s.drafting} · temperature {d.temperature} · "
+    drafting = run.speculative.drafting if run.speculative is not None else s.drafting      # what the engine drafted
+    st.caption(f"{s.draft} → {s.target} on {run.device} ({run.precision}) · {drafting} · temperature {d.temperature} · "
                f"top-k {d.top_k} · top-p {d.top_p} · seed {d.seed} · {run.prompt_tokens} prompt tokens"
                + (" · the sidebar has changed since this run" if s != settings else ""))
     note = _stopped_note(run)
@@ -159,7 +160,7 @@ def _round_pictures(run: PlaygroundRun) -> None:
     if any(position.tested for position in positions):
         right.plotly_chart(position_acceptance_figure(positions, run.speculative.stats.alpha_estimate), width="stretch",
                            key="playground_positions")
-    elif run.settings.tree:
+    elif any(round_.tree for round_ in run.speculative.rounds):
         right.info("Acceptance by position is drawn for chain drafts; a tree's depth is in its picture below.")
 
 

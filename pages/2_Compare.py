@@ -15,8 +15,10 @@ from pages.common.state import is_kept, keep, kept, remember
 from pages.common.turns import shared_turns, waiting_note
 from specdec.bench import harness, tables
 from specdec.bench.charts import benchmark_figures
-from specdec.bench.harness import ADAPTIVE, STOP, TREE, BenchSettings
+from specdec.bench.harness import ADAPTIVE, FAMILIES, STOP, TREE, BenchSettings
 from specdec.bench.prompts import CATEGORIES
+from specdec.bench.spec_bench import LEADERBOARD, SETTING, families_figures, families_table
+from specdec.bench.tables import DEFAULT
 from specdec.serving.offline import VllmSettings, find_vllm_python, run_vllm_benchmark
 from specdec.serving.rows import with_vllm_speedups
 from specdec.serving.server import CONCURRENCY, ServerRun, server_benchmark
@@ -48,11 +50,12 @@ def _choose_pairs() -> list[str]:
 
 
 def _bench_settings(gammas: tuple[int, int], stop: bool, adaptive: bool, assisted: bool, tree: bool, categories: list[str],
-                    per_category: int, repeats: int) -> BenchSettings:
+                    per_category: int, repeats: int, families: bool = False) -> BenchSettings:
     trees = (f"{TREE}-{settings.tree_budget}",) if tree else ()
-    return BenchSettings(methods=("speculative", "assisted") if assisted else ("speculative",),
+    methods = ("speculative", "assisted") if assisted else ("speculative",)
+    return BenchSettings(methods=tuple(dict.fromkeys(methods + (FAMILIES if families else ()))),
                          gammas=((STOP,) if stop else ()) + tuple(range(gammas[0], gammas[1] + 1)) + ((ADAPTIVE,) if adaptive else ())
-                         + trees,
+                         + trees + ((DEFAULT,) if families else ()),
                          categories=tuple(categories), prompts_per_category=per_category,
                          decoding=settings.decoding, repeats=repeats)
 
@@ -131,6 +134,22 @@ def show_charts(frame: pd.DataFrame) -> None:
             column.plotly_chart(figure, width="stretch", key=f"chart_{name}")
 
 
+def show_families(frame: pd.DataFrame) -> None:
+    """Every family side by side, per category, with Spec-Bench's published numbers beside ours (when several ran)."""
+    table = families_table(frame)
+    if len(table) < 2:
+        return
+    st.subheader("Every family, Spec-Bench style")
+    st.caption(f"Median speedup over generate per prompt category, tokens per target pass and c (a draft step over a target "
+               f"step, measured) per drafting family; spec_bench_*: [{SETTING}]({LEADERBOARD}), the leaderboard row beside "
+               "each family (suffix decoding has none and sits beside REST, the retrieval method; layer skipping has none).")
+    st.dataframe(table.round(2), hide_index=True, width="stretch")
+    figures = list(families_figures(frame).items())
+    for name, figure in figures:
+        figure.update_layout(height=420, legend=dict(orientation="h", yanchor="top", y=-0.25))
+        st.plotly_chart(figure, width="stretch", key=f"chart_{name}")
+
+
 def show_results(frame: pd.DataFrame | None, overlay: pd.DataFrame | None) -> None:
     """Charts and the table for this run and the overlay; the CSV of this run."""
     frames = [part for part in (frame, overlay) if part is not None and not part.empty]
@@ -138,6 +157,7 @@ def show_results(frame: pd.DataFrame | None, overlay: pd.DataFrame | None) -> No
         st.info("Choose pairs in the sidebar and press Run benchmark, or upload an earlier CSV.")
         return
     combined = pd.concat(frames, ignore_index=True)
+    show_families(combined)
     show_charts(combined)
     st.subheader("Results")
     st.caption("Medians over prompts and repeats. acceptance_rate is accepted / drafted; alpha_estimate is accepted / "
@@ -190,6 +210,11 @@ if engine == "specdec":    # the schedules, trees and transformers' baselines ar
                                    help="gamma chosen round by round from the running α and the measured costs")
     assisted = columns[1].checkbox("Also transformers' assisted generation", **remember("compare_assisted", False),
                                    help="transformers' own speculative decoding with the same draft, at each gamma")
+    families = st.checkbox("Every family, Spec-Bench style: the pair's draft model with its default, prompt lookup, Token "
+                           "Recycling, lookahead, suffix decoding and layer skipping, each on the pair's target",
+                           **remember("compare_families", False),
+                           help="the methods that need no draft model run on the pair's target alone; a table and charts per "
+                                "category show them next to Spec-Bench's published numbers")
 
 missing = [] if engine == "server" else sorted({entry.name for name in chosen for entry in missing_models(_pair_settings(name))})
 if missing:
@@ -224,7 +249,7 @@ if run:
                                             seed=settings.decoding.seed or 0))
         else:
             run_comparison(chosen, _bench_settings(tuple(gamma_range), stop, adaptive, assisted, tree, categories, int(per_category),
-                                                   int(repeats)))
+                                                   int(repeats), families))
 if st.session_state.get(NOTE):
     note_area.warning(st.session_state[NOTE])
 show_results(st.session_state.get(FRAME), _overlay())

@@ -13,14 +13,16 @@ The folders are the layers; each imports only from the layers listed before it:
 
     specdec/reference/   the rule, its formulas, its classic bugs and statistics, in NumPy
     specdec/             the engine: the loop (speculative.py), the rule in torch (verification.py),
-                         drafters (cross_tokenizer.py: drafts with another tokenizer), token trees (trees.py, tree_drafter.py, tree_verification.py),
-                         KV caches, sampling, gamma schedules and the stop rule, costs, plain decoding
+                         token trees (trees.py, tree_verification.py), KV caches, sampling, gamma
+                         schedules and the stop rule, costs, plain decoding
+    specdec/drafting/    the drafting methods, one per module, the contract the loop speaks to them,
+                         and the default policy (which drafter, which schedule, the costs)
     specdec/zoo/         models: the catalogue, fetching, converted copies, loading, pairs
     specdec/bench/       measurement: prompts, the harness, transformers' baselines, tables, charts
     specdec/cli/         the `specdec` command
 
 One exception, on purpose: `reference.bugs.warp` borrows the engine's warping, so the lessons
-warp exactly as a run does. A new drafter belongs in the engine (`drafters.py`), a new model in
+warp exactly as a run does. A new drafter belongs in `drafting/` (one module), a new model in
 `zoo/catalog.py`, a new benchmark method in `bench/harness.py`. The dashboard (`app.py`,
 `pages/`) sits on top, and `specdec` never imports streamlit.
 
@@ -38,11 +40,22 @@ os.environ.setdefault("PYTORCH_ENABLE_MPS_FALLBACK", "1")
 _EXPORTS = {
     "autoregressive_generate": "specdec.autoregressive",
     "Decoding": "specdec.inputs",
-    "Draft": "specdec.drafters",
-    "Drafter": "specdec.drafters",
-    "ModelDrafter": "specdec.drafters",
-    "CrossTokenizerDrafter": "specdec.cross_tokenizer",
-    "PromptLookupDrafter": "specdec.drafters",
+    "Capabilities": "specdec.drafting.contract",
+    "Draft": "specdec.drafting.contract",
+    "Drafter": "specdec.drafting.contract",
+    "DraftRequest": "specdec.drafting.contract",
+    "DraftingPlan": "specdec.drafting.policy",
+    "ExtraRows": "specdec.drafting.contract",
+    "Generation": "specdec.drafting.contract",
+    "Verified": "specdec.drafting.contract",
+    "ModelDrafter": "specdec.drafting.draft_model",
+    "CrossTokenizerDrafter": "specdec.drafting.cross_tokenizer",
+    "PromptLookupDrafter": "specdec.drafting.prompt_lookup",
+    "TokenRecyclingDrafter": "specdec.drafting.token_recycling",
+    "LookaheadDrafter": "specdec.drafting.lookahead",
+    "SuffixDrafter": "specdec.drafting.suffix",
+    "LayerSkipDrafter": "specdec.drafting.layer_skip",
+    "plan_drafting": "specdec.drafting.policy",
     "SpecdecError": "specdec.errors",
     "check_same_tokenizer": "specdec.zoo.loading",
     "load_model": "specdec.zoo.loading",
@@ -56,9 +69,10 @@ _EXPORTS = {
     "TokenOrigin": "specdec.results",
     "SamplingConfig": "specdec.sampling",
     "speculative_generate": "specdec.speculative",
-    "default_drafter": "specdec.speculative",
+    "default_drafter": "specdec.drafting.policy",
     "DraftTree": "specdec.trees",
-    "TreeDrafter": "specdec.tree_drafter",
+    "TreeDrafter": "specdec.drafting.tree_drafter",
+    "TreeSettings": "specdec.drafting.tree_drafter",
 }
 
 

@@ -70,7 +70,6 @@ class CachedModel:
     def device(self) -> torch.device:
         return self.model.device
 
-    @torch.inference_mode()
     def feed(self, tokens: torch.Tensor, keep: int = 1, attend: torch.Tensor | None = None,
              positions: torch.Tensor | None = None) -> torch.Tensor:
         """Run one forward pass over `tokens` [n] appended to the cache; return the last `keep` logits [keep, V].
@@ -79,6 +78,13 @@ class CachedModel:
         tree passes `attend` [n, length + n] bool (True: may attend) and `positions` [n] instead
         (`specdec.trees.tree_attention`).
         """
+        return self.feed_with_hidden(tokens, keep, attend, positions, hidden=False)[0]
+
+    @torch.inference_mode()
+    def feed_with_hidden(self, tokens: torch.Tensor, keep: int = 1, attend: torch.Tensor | None = None,
+                         positions: torch.Tensor | None = None, hidden: bool = True) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
+        """`feed`, also returning the hidden states of every row when `hidden`: per layer [n, H] (the embeddings
+        first, the last one after the final norm), as transformers' `output_hidden_states` gives them."""
         if tokens.ndim != 1 or tokens.numel() == 0:
             raise ValueError(f"feed takes a non-empty 1-D tensor of token ids, got shape {tuple(tokens.shape)}")
         keep = min(max(keep, 1), tokens.numel())  # transformers reads logits_to_keep=0 as "all"
@@ -86,14 +92,18 @@ class CachedModel:
         if attend is not None:
             inputs["attention_mask"] = attend[None, None].to(self.device)     # [1, 1, n, length + n]: used as given
             inputs["position_ids"] = positions[None].to(self.device)          # [1, n]
+        if hidden:
+            inputs["output_hidden_states"] = True
         if self.head is None:
-            logits = self.model(**inputs, logits_to_keep=keep).logits[0]
+            output = self.model(**inputs, logits_to_keep=keep)
+            logits = output.logits[0]
         else:
-            hidden = self.model.base_model(**inputs).last_hidden_state
-            logits = self.head(hidden[0, -keep:])                                # [keep, K]
+            output = self.model.base_model(**inputs)
+            logits = self.head(output.last_hidden_state[0, -keep:])            # [keep, K]
         self.length += tokens.numel()
         self.passes += 1
-        return logits[-keep:]                      # [keep, V]
+        states = tuple(layer[0] for layer in output.hidden_states) if hidden else None   # per layer [n, H]
+        return logits[-keep:], states                   # [keep, V]
 
     def rollback(self, length: int) -> None:
         """Forget every cached token after the first `length`."""

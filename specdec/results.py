@@ -128,6 +128,7 @@ class GenerationResult:
     tokens: list[int]
     stats: GenerationStats
     rounds: tuple[Round, ...] = field(default=())
+    drafting: str = ""                   # how the rounds were drafted, in words ('chain, stop rule'); '' for plain decoding
 
     def origins(self) -> list[TokenOrigin]:
         """How each new token arose, aligned with `tokens` (all TARGET for plain decoding)."""

@@ -1,26 +1,31 @@
-"""Speculative decoding with KV caches: draft gamma tokens, verify them in one target pass, repeat.
+"""Speculative decoding with KV caches: draft, verify the drafts in one target pass, repeat.
 
 Notation: p is the target, q the draft, gamma the number of drafted tokens per round, alpha the
 acceptance rate. The loop (Leviathan et al. 2023, Algorithm 1; Chen et al. 2023, Algorithm 2):
 
+    0. plan: which drafter, which gamma schedule, the costs c and s (`specdec.drafting.policy`, once)
     1. prompt pass: the target reads the prompt and samples the first new token from p
     2. round, while tokens are still wanted:
-       a. the drafter proposes x_1..x_k (k = gamma, fewer near max_new_tokens) drawn from q
-       b. ONE target pass over [last token, x_1..x_k] gives p at the k + 1 positions
-       c. the accept/reject rule (`specdec.verification`) keeps x_1..x_n and adds one token
-          from the target: resampled after a rejection, a bonus token after a full accept
-       d. both KV caches are rolled back to the accepted text; nothing is recomputed
+       a. the drafter proposes a chain x_1..x_k (k <= gamma, fewer near max_new_tokens) or a token
+          tree (`specdec.trees`), each token drawn from q or a fixed candidate (a point mass)
+       b. ONE target pass over [last token, the proposal, any extra rows of the drafter's] gives p
+          after every proposed token (a tree gets a tree attention mask)
+       c. the accept/reject rule keeps the longest acceptable prefix (a chain: `specdec.verification`;
+          a tree: a walk down it, `specdec.tree_verification`) and adds one token from the target:
+          resampled after a rejection, a bonus token after a full accept
+       d. the target's cache keeps the accepted text (rolled back, or the accepted path moved up
+          behind the text); nothing is recomputed
+       e. the drafter observes the pass (`observe`: the target's logits for every row, what was kept)
+
+The drafter is any object that speaks the contract of `specdec.drafting.contract` (begin, draft,
+observe); the loop never asks which method it is, only what the drafter declared it can do.
 
 Cache invariant after every round: the target's cache holds every token of the text but the
-last (whose keys and values the next round's pass computes); the draft's cache holds a prefix of
-the text, at most one token shorter than the target's after a full accept, caught up in the first
-draft pass of the next round.
+last (whose keys and values the next round's pass computes). Each drafter keeps its own state
+(a draft model's cache holds a prefix of the text, caught up in its next pass).
 
 The output has exactly the target's distribution, and with temperature 0 exactly the target's
-greedy tokens. gamma may change from round to round (`specdec.schedule`). A `TreeDrafter` drafts a
-token tree instead of a chain (`specdec.trees`): step b becomes one pass over the whole tree with a
-tree attention mask, step c a walk down the tree (`specdec.tree_verification`), and step d keeps
-the accepted path's keys and values in both caches. Not handled: batches.
+greedy tokens. Not handled: batches.
 """
 
 from __future__ import annotations
@@ -31,25 +36,24 @@ from dataclasses import replace
 import torch
 from transformers import PreTrainedModel
 
-from specdec.costs import verify_slope_guess, weight_cost_ratio
-from specdec.drafters import Draft, Drafter, ModelDrafter
+from specdec.drafting.contract import Draft, DraftRequest, Generation, Proposal, Verified, check_proposal
+from specdec.drafting.policy import DraftingPlan, default_drafter, plan_drafting, trees_pay  # noqa: F401  (public names)
 from specdec.errors import SpecdecError
-from specdec.inputs import Decoding, check_counts, check_fits_context, start_generation
-from specdec.kv_cache import CachedModel, has_sliding_window
+from specdec.inputs import Decoding, check_counts, start_generation
+from specdec.kv_cache import CachedModel
 from specdec.results import DraftedToken, GenerationResult, GenerationStats, Round, TokenOrigin, TreeTrace
 from specdec.sampling import SamplingConfig, choose_next, probabilities
-from specdec.schedule import FixedGamma, GammaSchedule
+from specdec.schedule import GammaSchedule
 from specdec.stop_rule import ConfidenceStop
 from specdec.timing import Stopwatch
-from specdec.tree_drafter import TreeDrafter
 from specdec.tree_verification import TreeVerdict, verify_tree_greedy, verify_tree_sampled
-from specdec.trees import DraftTree, tree_attention
+from specdec.trees import DraftTree, chain_parents, pass_attention
 from specdec.verification import Verdict, verify_greedy, verify_sampled
 
 
 def speculative_generate(
     target: PreTrainedModel,
-    draft: PreTrainedModel | Drafter,
+    draft: object,
     input_ids: torch.Tensor,
     *,
     gamma: int | GammaSchedule | None = None,
@@ -63,60 +67,56 @@ def speculative_generate(
 ) -> GenerationResult:
     """Generate up to `max_new_tokens` tokens after `input_ids` with the target p, drafted by q.
 
-    `draft` is a causal LM sharing the target's tokenizer, a draft with its own tokenizer
-    (`CrossTokenizerDrafter(model, draft_tokenizer, target_tokenizer)`), a `TreeDrafter`, or a
-    model-free `Drafter` such as `PromptLookupDrafter()`. `input_ids` is [T] or [1, T]. temperature 0 is greedy; top-k and
-    top-p are applied to both p and q. Generation stops after `eos_token_id` (included in the
-    output). The same `seed` gives the same tokens. `gamma` is a fixed number of drafted tokens per
-    round, a `GammaSchedule` (such as `AdaptiveGamma`) that picks each round's gamma, or None (the
-    default): a draft model drafts while another token is worth its cost (`ConfidenceStop`), a
-    model-free drafter 4 tokens a round. `on_round`, if given, is called with every
-    `Round` as soon as it is decided (the prompt pass first), for showing text as it is generated.
-    A draft model with gamma left out drafts what `default_drafter` picks: a chain with the stop
-    rule, or a token tree where a draft pass is dear and a verified token cheap.
+    `draft` is a causal LM sharing the target's tokenizer, or any drafter (`specdec.drafting`): a
+    `ModelDrafter`, a `TreeDrafter`, a draft with its own tokenizer (`CrossTokenizerDrafter(model,
+    draft_tokenizer, target_tokenizer)`), the model-free `PromptLookupDrafter()`, `TokenRecyclingDrafter()`,
+    `LookaheadDrafter()`, `SuffixDrafter()`, or the target skipping its own layers (`LayerSkipDrafter(target)`);
+    or a `DraftingPlan` made beforehand. `input_ids` is [T] or [1, T]. temperature 0 is greedy; top-k
+    and top-p are applied to both p and q. Generation stops after `eos_token_id` (included in the output).
+    The same `seed` gives the same tokens. `gamma` is a fixed number of drafted tokens per round, a
+    `GammaSchedule` (such as `AdaptiveGamma`) that picks each round's gamma, or None (the default): the
+    policy's choice (`specdec.drafting.policy`): a draft model drafts what `default_drafter` picks (a chain
+    with the stop rule, or a token tree where a draft pass is dear and a verified token cheap), a chain
+    drafter that reports no confidence 4 tokens a round, and drafters that size their own rounds do so
+    (they refuse a gamma). `on_round`, if given, is called with every `Round` as soon as it is decided
+    (the prompt pass first), for showing text as it is generated.
     """
     check_counts(max_new_tokens, None if gamma is None or isinstance(gamma, GammaSchedule) else gamma)
-    if isinstance(draft, PreTrainedModel):
-        drafter = default_drafter(target, draft) if gamma is None else ModelDrafter(draft)
+    if isinstance(draft, DraftingPlan):
+        if gamma is not None:
+            raise SpecdecError("a DraftingPlan carries its own schedule: leave gamma out")
+        plan = draft
     else:
-        drafter = draft
-    if not isinstance(drafter, (Drafter, TreeDrafter)):
-        raise SpecdecError(f"draft must be a transformers causal LM, a Drafter or a TreeDrafter, got {type(draft).__name__}")
-    if isinstance(drafter, TreeDrafter) and gamma is not None:
-        raise SpecdecError("a TreeDrafter sizes its own rounds: set its budget and depth, and leave gamma out")
-    if isinstance(drafter, TreeDrafter) and (has_sliding_window(target) or has_sliding_window(drafter.model)):
-        raise SpecdecError("token trees need full-attention caches and this pair has sliding-window layers: draft a chain instead")
-    schedule = _schedule(gamma, drafter, target)
-    if isinstance(drafter, TreeDrafter):
-        drafter.price(weight_cost_ratio(target, drafter.model), verify_slope_guess(target))
-    stop_rule = schedule.keep_drafting if isinstance(schedule, ConfidenceStop) and getattr(drafter, "reports_confidence", False) else None
+        plan = plan_drafting(target, draft, gamma)
+    drafter, schedule, capabilities = plan.drafter, plan.schedule, plan.drafter.capabilities
+    stop_rule = schedule.keep_drafting if isinstance(schedule, ConfidenceStop) and capabilities.reports_confidence else None
     decoding = Decoding(max_new_tokens, temperature, top_k, top_p, seed)
     prompt, sampling, stop_ids, generator, watch = start_generation(target, input_ids, decoding, eos_token_id, "target")  # prompt: [T]
-    draft_model = getattr(drafter, "model", None)
-    if isinstance(draft_model, PreTrainedModel) and draft_model.device != target.device:
-        raise SpecdecError(f"the draft is on {draft_model.device} but the target on {target.device}: load both on one device")
-    if isinstance(drafter, (ModelDrafter, TreeDrafter)):                         # (same tokenizer: the same count of tokens)
-        check_fits_context(drafter.model, prompt.numel(), max_new_tokens, "draft")
     target_lm = CachedModel(target)
-    drafter.start(prompt, target_lm.vocab_size)                                   # q must cover p's ids
+    drafter.begin(Generation(prompt, target, target_lm.vocab_size, max_new_tokens, sampling, plan.costs))   # q must cover p's ids
 
     with watch.measure("verify"):                                                 # 1. the prompt pass
-        logits = target_lm.feed(prompt, keep=1)                                   # [1, V_target]
-    first, _ = choose_next(logits[0], sampling, generator)
+        logits, hidden = target_lm.feed_with_hidden(prompt, keep=capabilities.prompt_rows, hidden=capabilities.hidden_states)
+    first, _ = choose_next(logits[-1], sampling, generator)                       # logits: [rows kept, V]
     rounds = [Round((), 0, first, TokenOrigin.TARGET, ((first, TokenOrigin.TARGET),), verify_s=watch.totals["verify"])]
     if on_round is not None:
         on_round(rounds[0])
     tokens = [first]
     sequence = torch.cat([prompt, prompt.new_tensor([first])])                    # [T + 1]
+    with watch.measure("draft"):
+        drafter.observe(Verified(prompt, logits, None, hidden, None, (), (), first, sequence, watch.totals["verify"]))
 
     while len(tokens) < max_new_tokens and tokens[-1] not in stop_ids:           # 2. rounds
         room = max_new_tokens - len(tokens) - 1                                   # never overshoot
+        limit = room if schedule is None else min(schedule.next_gamma(), room)
         spent = watch.totals["draft"], watch.totals["verify"]
-        if isinstance(drafter, TreeDrafter):
-            round_ = _tree_round(drafter, target_lm, sequence, room, sampling, generator, watch, stop_ids)
-        else:
-            round_ = _chain_round(drafter, target_lm, sequence, min(schedule.next_gamma(), room), sampling, generator,
-                                  watch, stop_ids, schedule, stop_rule)
+        round_, verified = _round(drafter, target_lm, sequence, limit, sampling, generator, watch, stop_ids, stop_rule,
+                                  tree_kind=bool(rounds[-1].tree))
+        drafted = verified.proposal.tokens.numel()
+        if schedule is not None and drafted:
+            schedule.update(drafted, len(verified.path))
+        with watch.measure("draft"):                                              # e. what the target computed
+            drafter.observe(verified)
         round_ = replace(round_, draft_s=watch.totals["draft"] - spent[0], verify_s=watch.totals["verify"] - spent[1])
         rounds.append(round_)
         if on_round is not None:
@@ -138,119 +138,77 @@ def speculative_generate(
         verify_time_s=watch.totals["verify"],
         prompt_tokens=prompt.numel(),
     )
-    return GenerationResult(tokens=tokens, stats=stats, rounds=tuple(rounds))
+    return GenerationResult(tokens=tokens, stats=stats, rounds=tuple(rounds), drafting=plan.description)
 
 
-TREE_FROM_C = 0.25            # the default drafts a tree when a draft step costs at least this share of a target step ...
-TREE_UP_TO_SLOPE = 0.1        # ... and one more token in a verification pass at most this share (v(k) = 1 + s k)
+def _round(drafter, target_lm: CachedModel, sequence: torch.Tensor, limit: int, sampling: SamplingConfig,
+           generator: torch.Generator, watch: Stopwatch, stop_ids: frozenset[int],
+           stop_rule: Callable[[float], bool] | None, tree_kind: bool = False) -> tuple[Round, Verified]:
+    """Steps 2a-2d: propose, one target pass, the rule, the target's cache cut; the round's trace and what the drafter observes.
 
-
-def default_drafter(target: PreTrainedModel, draft: PreTrainedModel, name: str | None = None) -> ModelDrafter | TreeDrafter:
-    """What a draft model drafts by default: a `TreeDrafter` where trees pay, else a chain with the stop rule.
-
-    A tree level costs one draft pass for all its nodes, and each node costs s more in the target's
-    pass. So a tree pays where a draft step is dear (c, estimated from the weights) and a node cheap
-    (s): on this project's CPU with Qwen2.5-Coder 0.5B for 1.5B in bfloat16 (c 0.32 from the weights,
-    0.34 measured; s about 0.04) the tree beat the chain's stop rule, 1.51x vs 1.35x (README,
-    Benchmark); with the int8 draft (c 0.16 from the weights) it lost to the chain on six prompts
-    (2.11x vs 2.32x), though it won in an earlier run. In float32 on a CPU (s = 0.5) the tree's own
-    cost rule keeps it near a chain anyway.
-    Sliding-window models always draft chains (a tree needs every cached position).
-
-    >>> from transformers import LlamaConfig, LlamaForCausalLM
-    >>> tiny = LlamaForCausalLM(LlamaConfig(hidden_size=8, intermediate_size=8, num_hidden_layers=1, num_attention_heads=1, vocab_size=4))
-    >>> type(default_drafter(tiny, tiny)).__name__                  # c = 1, but float32 on a CPU: s = 0.5
-    'ModelDrafter'
-    >>> type(default_drafter(tiny.to(torch.bfloat16), tiny.to(torch.bfloat16))).__name__
-    'TreeDrafter'
+    With no room left (`limit` 0) the drafter is not asked: the round proposes nothing, as a tree when the
+    last round was one (`tree_kind`), and the target adds its one token.
     """
-    return TreeDrafter(draft, name) if trees_pay(target, draft) else ModelDrafter(draft, name)
-
-
-def trees_pay(target: PreTrainedModel, draft: PreTrainedModel) -> bool:
-    """Whether `default_drafter` drafts a tree for this pair: c >= TREE_FROM_C, s <= TREE_UP_TO_SLOPE, no sliding window."""
-    dear = weight_cost_ratio(target, draft) >= TREE_FROM_C and verify_slope_guess(target) <= TREE_UP_TO_SLOPE
-    return dear and not has_sliding_window(target) and not has_sliding_window(draft)
-
-
-def _schedule(gamma: int | GammaSchedule | None, drafter: Drafter, target: PreTrainedModel) -> GammaSchedule:
-    """The gamma schedule asked for; None is the default: the stop rule when the drafter reports its confidence."""
-    if gamma is not None:
-        return gamma if isinstance(gamma, GammaSchedule) else FixedGamma(gamma)
-    if not getattr(drafter, "reports_confidence", False):
-        return FixedGamma(ConfidenceStop.fallback_gamma)
-    draft_model = getattr(drafter, "model", None)
-    return ConfidenceStop(c=weight_cost_ratio(target, draft_model), verify_slope=verify_slope_guess(target))
-
-
-def _chain_round(drafter: Drafter, target_lm: CachedModel, sequence: torch.Tensor, gamma: int, sampling: SamplingConfig,
-                 generator: torch.Generator, watch: Stopwatch, stop_ids: frozenset[int], schedule: GammaSchedule,
-                 stop_rule: Callable[[float], bool] | None) -> Round:
-    """Steps 2a-2d with a chain of at most `gamma` drafted tokens."""
-    with watch.measure("draft"):
-        draft_block = _propose(drafter, sequence, gamma, sampling, generator, stop_rule)
-    verdict = _verify(target_lm, sequence, draft_block, sampling, generator, watch, drafter.name)
-    kept = sequence.numel() + verdict.accepted                                    # text whose KV stays valid
-    target_lm.rollback(kept)
-    drafter.rollback(kept)
-    if draft_block.tokens.numel():
-        schedule.update(draft_block.tokens.numel(), verdict.accepted)
-    return _record_round(draft_block, verdict, stop_ids)
-
-
-def _tree_round(drafter: TreeDrafter, target_lm: CachedModel, sequence: torch.Tensor, max_depth: int, sampling: SamplingConfig,
-                generator: torch.Generator, watch: Stopwatch, stop_ids: frozenset[int]) -> Round:
-    """Steps 2a-2d with a token tree: one target pass over [root, every node], then walk down the tree."""
-    with watch.measure("draft"):
-        tree = drafter.propose_tree(sequence, max_depth, sampling, generator)
-    text = sequence.numel() - 1                                                   # cached in the target: all but the root
-    inputs = torch.cat([sequence[-1:], tree.tokens])                              # [N + 1]
-    with watch.measure("verify"):
-        if tree.is_chain:                                                         # (a chain needs no tree mask)
-            logits = target_lm.feed(inputs, keep=tree.size + 1)                   # [N + 1, V]
+    with watch.measure("draft"):                                                  # a. propose
+        if limit > 0:
+            proposal = drafter.draft(DraftRequest(sequence, limit, sampling, generator, stop_rule))
         else:
-            attend, positions = tree_attention(text, tree)
-            logits = target_lm.feed(inputs, keep=tree.size + 1, attend=attend, positions=positions)
-    if sampling.greedy:
-        verdict = verify_tree_greedy(logits, tree)
+            proposal = DraftTree.from_paths([]) if tree_kind else Draft(sequence.new_empty(0), None)
+    check_proposal(proposal, limit, drafter.name)
+    before = watch.totals["verify"]
+    with watch.measure("verify"):                                                 # b. one target pass
+        rows, logits, extra_logits, hidden = _target_pass(target_lm, sequence, proposal, drafter.capabilities.hidden_states)
+    text = sequence.numel() - 1                                                   # cached in the target: all but the root
+    if isinstance(proposal, Draft):                                               # c. the rule, d. the cache
+        verdict = _verify(logits, proposal, sampling, generator, drafter.name)
+        target_lm.rollback(text + 1 + verdict.accepted)                          # (extra rows come last: cut with the rest)
+        path = tuple(range(verdict.accepted))
+        tested = tuple(True if i < verdict.accepted else (False if i == verdict.accepted else None) for i in range(proposal.tokens.numel()))
+        round_ = _record_round(proposal, verdict, stop_ids)
     else:
-        verdict = verify_tree_sampled(probabilities(logits, sampling), tree, generator)
-    target_lm.keep(list(range(text + 1)) + [text + 1 + node for node in verdict.path])
-    drafter.keep_path(verdict.path, verdict.tested)
-    return _record_tree_round(tree, verdict, stop_ids)
+        if sampling.greedy:
+            verdict = verify_tree_greedy(logits, proposal)
+        else:
+            verdict = verify_tree_sampled(probabilities(logits, sampling), proposal, generator)
+        target_lm.keep(list(range(text + 1)) + [text + 1 + node for node in verdict.path])
+        path, tested = verdict.path, verdict.tested
+        round_ = _record_tree_round(proposal, verdict, stop_ids)
+    accepted = proposal.tokens[list(path)].tolist()
+    after = torch.cat([sequence, sequence.new_tensor(accepted + [verdict.next_token])])
+    verified = Verified(rows, logits, extra_logits, hidden, proposal, path, tested, verdict.next_token, after,
+                        watch.totals["verify"] - before)
+    return round_, verified
 
 
-def _propose(drafter: Drafter, sequence: torch.Tensor, gamma: int, sampling: SamplingConfig, generator: torch.Generator,
-             keep_drafting: Callable[[float], bool] | None) -> Draft:
-    """The drafter's proposal of at most `gamma` tokens (none when gamma is 0), with the stop rule when there is one."""
-    if gamma == 0:
-        return Draft(sequence.new_empty(0), None)
-    if keep_drafting is None:
-        return drafter.propose(sequence, gamma, sampling, generator)
-    return drafter.propose(sequence, gamma, sampling, generator, keep_drafting=keep_drafting)
+def _target_pass(target_lm: CachedModel, sequence: torch.Tensor, proposal: Proposal,
+                 hidden: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, tuple[torch.Tensor, ...] | None]:
+    """One target pass over [root, the proposal's tokens, its extra rows]: (rows, logits [1 + N, V], extra logits [E, V], hidden)."""
+    nodes = proposal.tokens.to(sequence.device)                                   # [N]
+    parents = chain_parents(nodes.numel()) if isinstance(proposal, Draft) else proposal.parents
+    extra = proposal.extra
+    rows = torch.cat([sequence[-1:], nodes] + ([extra.tokens.to(sequence.device)] if extra is not None else []))  # [1 + N + E]
+    n = nodes.numel() + 1
+    if extra is None and parents == chain_parents(n - 1):                          # a chain needs no mask: a causal pass
+        logits, states = target_lm.feed_with_hidden(rows, keep=n, hidden=hidden)
+    else:
+        attend, positions = pass_attention(sequence.numel() - 1, parents, extra)
+        logits, states = target_lm.feed_with_hidden(rows, keep=rows.numel(), attend=attend, positions=positions, hidden=hidden)
+    return rows, logits[:n], (logits[n:] if extra is not None else None), states
 
 
-def _verify(
-    target_lm: CachedModel,
-    sequence: torch.Tensor,
-    draft: Draft,
-    sampling: SamplingConfig,
-    generator: torch.Generator,
-    watch: Stopwatch,
-    drafter_name: str = "the drafter",
-) -> Verdict:
-    """One target pass over [last token, x_1..x_k], then the accept/reject rule."""
+def _verify(logits: torch.Tensor, draft: Draft, sampling: SamplingConfig, generator: torch.Generator,
+            drafter_name: str = "the drafter") -> Verdict:
+    """The accept/reject rule on a chain, from the target's logits [k + 1, V] after the root and each drafted token."""
     k = draft.tokens.numel()
-    with watch.measure("verify"):
-        logits = target_lm.feed(torch.cat([sequence[-1:], draft.tokens]), keep=k + 1)  # [k+1, V]
     if sampling.greedy:
-        return verify_greedy(logits, draft.tokens)
+        return verify_greedy(logits, draft.tokens.to(logits.device))
     p = probabilities(logits, sampling)                                                  # [k+1, V]
     q = draft.q if draft.q is not None else p.new_empty(0, p.shape[-1])                  # [k, V]
     if q.shape != (k, p.shape[-1]):
         raise SpecdecError(f"{drafter_name} proposed {k} tokens with q of shape {tuple(q.shape)} while sampling; the rule needs "
-                           f"q of shape [{k}, {p.shape[-1]}]: return the distribution each token was drawn from")
-    return verify_sampled(p, q, draft.tokens, generator)
+                           f"q of shape [{k}, {p.shape[-1]}]: return the distribution each token was drawn from (or propose "
+                           "fixed candidates as a specdec.DraftTree with q=None)")
+    return verify_sampled(p, q, draft.tokens.to(p.device), generator)
 
 
 def _record_round(draft: Draft, verdict: Verdict, stop_ids: frozenset[int]) -> Round:

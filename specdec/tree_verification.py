@@ -32,6 +32,16 @@ drew a node's children (never on the children themselves), and the uniforms are 
 the accepted path the next node's children are still an honest draw from its q: by induction over
 depth, the whole output has law p. A chain is the tree with one child per node, and the rule is
 then exactly the chain's.
+
+Fixed candidates (a tree with `q=None`: Token Recycling, lookahead, suffix decoding) are point masses:
+the law of child c_i, given the children before it, is all its mass on c_i. The same walk then reads
+
+    accept c_i if u_i < r(c_i)                   (r(c_i) / 1)
+    else  r <- norm(r with c_i removed)          (max(0, r - point mass on c_i))
+
+and a rejected candidate can never come out of the residual. Any rule for choosing the candidates is
+exact, even one that looks at p: a point mass on x gives P(y) = p(x) [y = x] + (1 - p(x)) p(y) / (1 - p(x))
+[y != x] = p(y) whatever x is.
 """
 
 from __future__ import annotations
@@ -117,24 +127,29 @@ def verify_tree_sampled(p: torch.Tensor, tree: DraftTree, generator: torch.Gener
         r = p[node + 1]                                                # [V] what is left of p at this node
         if not children:
             return _verdict(path, int(sample(r[None], generator)), True, tested, uniforms, p, tree)
-        s = tree.q[node + 1]                                           # [V] the law of the next child
+        s = None if tree.q is None else tree.q[node + 1]               # [V] the law of the next child (None: point masses)
         accepted = None
         for child in children:
             x = tokens[child]
             u = float(torch.rand(1, generator=generator, device=p.device))
             uniforms[child] = u
-            if u * s[x] < r[x]:                                        # u < r(x) / s(x) without dividing
+            if u * (1.0 if s is None else s[x]) < r[x]:                # u < r(x) / s(x) without dividing
                 accepted = child
                 tested[child] = True
                 break
             tested[child] = False
-            residual = (r - s).clamp(min=0)                            # [V]
+            if s is None:                                              # a point mass: take x out of what is left of p
+                residual = r.clone()
+                residual[x] = 0.0
+            else:
+                residual = (r - s).clamp(min=0)                        # [V]
             if residual.sum() > 0:                                     # (r == s up to rounding: keep r)
                 r = residual / residual.sum()
-            s = s.clone()
-            s[x] = 0.0
-            if s.sum() > 0:
-                s = s / s.sum()
+            if s is not None:
+                s = s.clone()
+                s[x] = 0.0
+                if s.sum() > 0:
+                    s = s / s.sum()
         if accepted is None:
             return _verdict(path, int(sample(r[None], generator)), False, tested, uniforms, p, tree)
         path.append(accepted)
@@ -153,5 +168,5 @@ def _verdict(path: list[int], next_token: int, full_accept: bool, tested: list[b
         tested=tuple(tested),
         uniforms=tuple(uniforms),
         target_probs=tuple(p[rows, tokens].tolist()),
-        draft_probs=tuple(tree.q.to(p.device)[rows, tokens].tolist()) if tree.size else (),
+        draft_probs=(tuple(tree.q.to(p.device)[rows, tokens].tolist()) if tree.q is not None else (1.0,) * tree.size) if tree.size else (),
     )

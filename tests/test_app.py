@@ -16,6 +16,8 @@ from app_testing import (
 )
 from dashboard_fixtures import TINY_LOOKUP_PAIR, TINY_PAIR
 
+from specdec.drafting.tree_drafter import TreeSettings
+
 
 # --- every page -------------------------------------------------------------------------------
 
@@ -100,7 +102,7 @@ def test_settings_round_trip_through_a_query_string():
     assert Settings.from_query(settings.to_query(), ["cpu"]) == (settings, [])
     tree = Settings(tree=True, tree_budget=9)
     assert Settings.from_query(tree.to_query(), ["cpu"]) == (tree, [])
-    assert (tree.tree_settings, tree.schedule, tree.drafting) == ({"budget": 9}, None, "tree (budget 9)")
+    assert (tree.tree_settings, tree.schedule, tree.drafting) == (TreeSettings(budget=9), None, "tree (budget 9)")   # a frozen config
     assert Settings.from_query({"tree_budget": "0"}, ["cpu"]) == (Settings(), ["tree_budget=0"])
     assert "custom_draft" not in Settings(gamma=2).to_query()
     assert Settings.from_query({"top_p": "0", "seed": "x", "gamma": "99", "dtype": "int3", "stop_rule": "maybe"}, ["cpu"]) == (

@@ -120,12 +120,12 @@ def test_stop_rule_is_exact_and_drafts_rounds_of_many_lengths(pairs):
 
 
 def test_the_default_schedule_is_the_stop_rule_for_a_draft_model_and_four_for_lookup(pairs, monkeypatch):
-    import specdec.speculative
+    import specdec.drafting.policy
 
     target, draft = pairs["llama"]
     chosen = []
-    real = specdec.speculative._schedule
-    monkeypatch.setattr(specdec.speculative, "_schedule", lambda *args: chosen.append(real(*args)) or chosen[-1])
+    real = specdec.drafting.policy.schedule_for        # the policy's one home for the schedule (it was specdec.speculative._schedule)
+    monkeypatch.setattr(specdec.drafting.policy, "schedule_for", lambda *args: chosen.append(real(*args)) or chosen[-1])
     speculative_generate(target, draft, torch.tensor([2, 3]), max_new_tokens=8, temperature=0)
     speculative_generate(target, PromptLookupDrafter(), torch.tensor([2, 3]), max_new_tokens=8, temperature=0)
     assert isinstance(chosen[0], ConfidenceStop) and chosen[0].c == pytest.approx(1.0)   # tiny draft = target size

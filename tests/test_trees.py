@@ -132,7 +132,7 @@ def test_caches_hold_exactly_the_accepted_text_after_every_round(monkeypatch, ar
     target, draft = tiny_pair(architecture)
     drafter = CheckingTreeDrafter(draft, target, budget=10, depth=4, width=3, c=0.0, verify_slope=0.0)
     result = speculative_generate(target, drafter, torch.tensor([2, 3, 4]), max_new_tokens=30, temperature=temperature, seed=0)
-    assert drafter.rounds_checked == len(result.rounds) - 1 > 3
+    assert drafter.rounds_checked == sum(1 for r in result.rounds if r.drafted) > 3   # (a last round with no room drafts nothing)
     paths = [len(r.tree.path) for r in result.rounds[1:]]
     assert 0 < min(paths) or max(paths) > 1            # some rounds kept a path of several nodes
 

@@ -30,7 +30,7 @@ from pages.common.settings import Settings
 from pages.common.turns import shared_turns, waiting_note
 from specdec.errors import SpecdecError
 from specdec.zoo import converted, pairing, status
-from specdec.zoo.catalog import MODELS, PAIRS, PROMPT_LOOKUP, ModelEntry, resolve_model
+from specdec.zoo.catalog import MODELS, PAIRS, ModelEntry, needs_draft_model, resolve_model
 from specdec.zoo.devices import dtype_name
 from specdec.zoo.fetch import FetchProgress
 from specdec.zoo.load_progress import LoadStep
@@ -58,7 +58,7 @@ def pair_availability_labels() -> dict[str, str]:
 
 def missing_models(settings: Settings) -> list[ModelEntry]:
     """The zoo models of the chosen pair that are not on this machine yet (custom paths and hub ids are not checked)."""
-    entries = [resolve_model(name) for name in dict.fromkeys((settings.draft, settings.target)) if name != PROMPT_LOOKUP]
+    entries = [resolve_model(name) for name in dict.fromkeys((settings.draft, settings.target)) if needs_draft_model(name)]
     return [entry for entry in entries if entry is not None and not status.model_status(entry).cached]
 
 
@@ -127,7 +127,8 @@ LOADING = "loading_pair"   # in the session while a load runs: "draft → target
 def load_pair(settings: Settings) -> LoadedPair:
     """The pair `settings` names, loaded once and then served from the cache (a status box while loading)."""
     if not settings.target or not settings.draft:
-        raise SpecdecError("give both a draft and a target model for a custom pair (the draft may be prompt-lookup)")
+        raise SpecdecError("give both a draft and a target model for a custom pair (the draft may be prompt-lookup, recycling, "
+                           "lookahead, suffix or layer-skip)")
     key = _key(settings)
     loaded = _loaded_pairs()
     if key in loaded:
@@ -183,7 +184,7 @@ def ready_on_disk(settings: Settings) -> bool:
     _, dtype, quantization, draft_quantization, draft_dtype = pairing.resolve_precision(
         settings.device, settings.dtype, settings.quantization, settings.draft_quantization, settings.draft)
     wanted = [(settings.target, dtype, quantization)]
-    if settings.draft != PROMPT_LOOKUP:
+    if needs_draft_model(settings.draft):
         wanted.append((settings.draft, draft_dtype, draft_quantization))
     for name, torch_dtype, weights in wanted:
         entry = resolve_model(name)

@@ -104,7 +104,7 @@ def _speculative_phase(pair: LoadedPair, input_ids: torch.Tensor, run: Playgroun
         bar.finish(result.stats.new_tokens)
     finished = builder if stream else trace(result, _decoder(pair))
     s, d = run.settings, run.settings.decoding
-    about = {"draft": s.draft, "target": s.target, "device": run.device, "precision": run.precision, "drafting": s.drafting,
+    about = {"draft": s.draft, "target": s.target, "device": run.device, "precision": run.precision, "drafting": result.drafting,
              "temperature": d.temperature, "top_k": d.top_k, "top_p": d.top_p, "seed": d.seed, "max_new_tokens": d.max_new_tokens,
              "prompt_tokens": run.prompt_tokens}
     return replace(run, spans=tuple(finished.spans), rounds=tuple(finished.rows), speculative=result,
@@ -144,6 +144,8 @@ def run_playground(pair: LoadedPair, input_ids: torch.Tensor, settings: Settings
     drafts = "while another token is worth it" if settings.stop_rule else f"{settings.gamma} tokens per round"
     if settings.tree:
         drafts = f"a tree of up to {settings.tree_budget} tokens per round"
+    if settings.own_rounds:
+        drafts = "as many tokens as its own rule says"
     with statuses.status(f"Speculative decoding: {settings.draft} drafts {drafts}, "
                          f"{settings.target} verifies them in one pass …", expanded=True) as status:   # open: its bar shows
         run = _speculative_phase(pair, input_ids, run, stream, speculative_slot)

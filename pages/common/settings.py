@@ -15,8 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 
+from specdec.drafting.tree_drafter import TreeSettings
 from specdec.inputs import Decoding
-from specdec.zoo.catalog import DEFAULT_PAIR, PAIRS
+from specdec.zoo.catalog import DEFAULT_PAIR, OWN_ROUNDS_DRAFTS, PAIRS
 from specdec.zoo.devices import DTYPE_CHOICES
 from specdec.zoo.quantization import QUANTIZATION_CHOICES
 
@@ -56,18 +57,25 @@ class Settings:
         return self.custom_target.strip() if self.pair == CUSTOM else PAIRS[self.pair].target
 
     @property
-    def schedule(self) -> int | None:
-        """The `gamma` argument of `generate_speculative`: None (the stop rule, or a tree) or the fixed gamma."""
-        return None if self.stop_rule or self.tree else self.gamma
+    def own_rounds(self) -> bool:
+        """Whether the pair's draft is a method that sizes its own rounds (Token Recycling ...): gamma and the tree do not apply."""
+        return self.draft in OWN_ROUNDS_DRAFTS
 
     @property
-    def tree_settings(self) -> dict | None:
-        """The `tree` argument of `generate_speculative`: None for a chain, else the `TreeDrafter` settings."""
-        return {"budget": self.tree_budget} if self.tree else None
+    def schedule(self) -> int | None:
+        """The `gamma` argument of `generate_speculative`: None (the stop rule, a tree, a method's own rounds) or the fixed gamma."""
+        return None if self.stop_rule or self.tree or self.own_rounds else self.gamma
+
+    @property
+    def tree_settings(self) -> TreeSettings | None:
+        """The `tree` argument of `generate_speculative`: None for a chain (or a method's own rounds), else the tree's limits."""
+        return TreeSettings(budget=self.tree_budget) if self.tree and not self.own_rounds else None
 
     @property
     def drafting(self) -> str:
-        """How rounds are drafted, in words: 'tree (budget 16)', 'stop rule' or 'gamma 4'."""
+        """How rounds are drafted, in words: 'tree (budget 16)', 'stop rule', 'gamma 4' or 'its own rounds'."""
+        if self.own_rounds:
+            return f"{self.draft}'s own rounds"
         if self.tree:
             return f"tree (budget {self.tree_budget})"
         return "stop rule" if self.stop_rule else f"gamma {self.gamma}"

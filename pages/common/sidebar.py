@@ -24,7 +24,7 @@ from pages.common.settings import (
 )
 from pages.common.state import is_kept, keep, kept, remember
 from specdec.inputs import Decoding
-from specdec.zoo.catalog import DEFAULT_PAIR, PAIRS, PROMPT_LOOKUP
+from specdec.zoo.catalog import DEFAULT_PAIR, PAIRS, TARGET_ONLY_DRAFTS
 from specdec.zoo.devices import DTYPE_CHOICES, available_devices
 from specdec.zoo.quantization import QUANTIZATION_CHOICES
 
@@ -55,7 +55,7 @@ def _pair_picker(initial: Settings) -> tuple[str, str, str]:
         keep("pair", DEFAULT_PAIR)
     pair = st.selectbox("Draft → target pair", options, format_func=pair_label, **remember("pair", initial.pair),
                         help="q drafts, p verifies. Curated pairs share a tokenizer; 'cached' ones run without a download.")
-    draft = st.text_input("Draft model q", placeholder=f"a zoo name, hub id, folder, .gguf file or {PROMPT_LOOKUP}",
+    draft = st.text_input("Draft model q", placeholder=f"a zoo name, hub id, folder, .gguf file, or {', '.join(TARGET_ONLY_DRAFTS)}",
                           **remember("custom_draft", initial.custom_draft)) if pair == CUSTOM else kept("custom_draft", "")
     target = st.text_input("Target model p", placeholder="a zoo name, hub id, folder or .gguf file",
                            **remember("custom_target", initial.custom_target)) if pair == CUSTOM else kept("custom_target", "")
@@ -94,16 +94,19 @@ def render_sidebar() -> Settings:
             format_func=lambda choice: _PRECISION_LABELS[choice].format(auto="int4"),
             help="int4 makes each draft step several times cheaper on a CPU (a smaller c). Only the draft's q changes, never the output.")
         st.subheader("Decoding")
-        tree = st.toggle("Token tree", **remember("tree", initial.tree),
+        own_rounds = Settings(pair, custom_draft, custom_target).own_rounds
+        if own_rounds:
+            st.caption(f"{Settings(pair, custom_draft, custom_target).draft} sizes its own rounds: the tree and gamma settings do not apply.")
+        tree = st.toggle("Token tree", disabled=own_rounds, **remember("tree", initial.tree),
                          help="Draft a tree of guesses (several where the draft hesitates) and verify it in one target pass; "
                               "the target walks down the branch it agrees with. Off: a chain of guesses.")
-        tree_budget = st.slider("tree budget: drafted nodes at most", *TREE_BUDGET_RANGE, disabled=not tree,
+        tree_budget = st.slider("tree budget: drafted nodes at most", *TREE_BUDGET_RANGE, disabled=not tree or own_rounds,
                                 **remember("tree_budget", initial.tree_budget),
                                 help="the tree grows while another node is worth its cost, up to this many nodes")
-        stop_rule = st.toggle("Stop rule: draft while worth it", disabled=tree, **remember("stop_rule", initial.stop_rule),
+        stop_rule = st.toggle("Stop rule: draft while worth it", disabled=tree or own_rounds, **remember("stop_rule", initial.stop_rule),
                               help="After each drafted token, draft another only if it raises the expected tokens per second "
                                    "(from the draft's confidence and the costs c and v). Off: a fixed gamma every round.")
-        gamma = st.slider("gamma: drafted tokens per round", *GAMMA_RANGE, disabled=stop_rule or tree,
+        gamma = st.slider("gamma: drafted tokens per round", *GAMMA_RANGE, disabled=stop_rule or tree or own_rounds,
                           **remember("gamma", initial.gamma), help="used for a chain when the stop rule is off")
         temperature = st.slider("temperature (0 = greedy)", *TEMPERATURE_RANGE, step=0.05,
                                 **remember("temperature", initial.decoding.temperature))

@@ -18,10 +18,14 @@ Honest measurement, by construction:
   `GenerationStats.alpha_estimate`) and c and v(gamma) measured for the pair (`specdec.costs`),
   and efficiency = measured speedup / predicted speedup.
 
-Methods: "speculative" (ours), "plain" (ours, target alone), and transformers' "generate",
-"assisted", "assisted-dynamic", "assisted-default" (as transformers ships it) and "hf-prompt-lookup"
-(`specdec.bench.hf_baselines`). A method that
-does not apply to a pair (assisted generation without a draft model) is skipped for that pair.
+Methods: "speculative" (ours, the pair's draft), "plain" (ours, target alone), the drafting families
+that need only the pair's target ("prompt-lookup", "recycling", "lookahead", "suffix", "layer-skip":
+`specdec.drafting.TARGET_ONLY`, each with its defaults and a fresh drafter per run, so no run learns
+from another prompt's output), and transformers' "generate", "assisted", "assisted-dynamic",
+"assisted-default" (as transformers ships it) and "hf-prompt-lookup" (`specdec.bench.hf_baselines`).
+"all" is every family side by side, Spec-Bench style (`FAMILIES`). A method that does not apply to a
+pair (assisted generation without a draft model) is skipped for that pair. A family's c is measured in
+its own run: its draft time per draft step (per round for a model-free drafter) over the target's step.
 
 Gammas are whole numbers, "default" (what `speculative_generate` drafts with gamma left out,
 `specdec.default_drafter`: a tree where a draft step is dear, else the stop rule), "stop" (a chain
@@ -48,17 +52,23 @@ from specdec.bench.hf_baselines import HF_METHODS, hf_generate
 from specdec.bench.prompts import BenchPrompt, encode_bench_prompt, suite
 from specdec.bench.tables import ADAPTIVE, COLUMNS, DEFAULT, STOP, TREE, is_schedule, tree_settings
 from specdec.costs import CostProfile, measure_costs
+from specdec.drafting import TARGET_ONLY, by_name
+from specdec.drafting.policy import plan_drafting
 from specdec.errors import SpecdecError
 from specdec.inputs import MAX_GAMMA, Decoding
 from specdec.kv_cache import has_sliding_window
 from specdec.reference.theory import walltime_speedup
 from specdec.results import GenerationResult
 from specdec.schedule import AdaptiveGamma
+from specdec.speculative import speculative_generate
 from specdec.stop_rule import ConfidenceStop
 from specdec.zoo.devices import dtype_name
 from specdec.zoo.pairing import AUTO, LoadedPair, generate_plain, generate_speculative
 
-METHODS = ("speculative", "plain") + HF_METHODS
+FAMILY_METHODS = tuple(TARGET_ONLY)       # drafting methods that need only the target, run with their defaults
+METHODS = ("speculative", "plain") + FAMILY_METHODS + HF_METHODS
+FAMILIES = ("speculative",) + FAMILY_METHODS   # `--methods all`: every family of the course, side by side
+ALL = "all"
 GAMMA_METHODS = {"speculative", "assisted", "assisted-dynamic", "hf-prompt-lookup"}
 SCHEDULE_METHODS = {ADAPTIVE: {"speculative", "assisted-dynamic"}, STOP: {"speculative"}}   # who runs each named schedule
 STOP_MAX_GAMMA = ConfidenceStop().max_gamma
@@ -81,9 +91,12 @@ class BenchSettings:
     max_adaptive_gamma: int = 12
 
     def __post_init__(self) -> None:
+        if ALL in self.methods:
+            object.__setattr__(self, "methods", tuple(dict.fromkeys(method for name in self.methods
+                                                                      for method in (FAMILIES if name == ALL else (name,)))))
         unknown = [method for method in self.methods if method not in METHODS]
         if unknown:
-            raise SpecdecError(f"unknown methods {unknown}: choose from {', '.join(METHODS)}")
+            raise SpecdecError(f"unknown methods {unknown}: choose from {', '.join(METHODS)}, or {ALL}")
         if not self.gammas or any(not is_schedule(gamma) and not (isinstance(gamma, int) and 1 <= gamma <= MAX_GAMMA)
                                   for gamma in self.gammas):
             raise SpecdecError(f"gammas must be whole numbers from 1 to {MAX_GAMMA}, '{ADAPTIVE}', '{STOP}', '{TREE}' or "
@@ -144,6 +157,8 @@ def applicable(method: str, pair: LoadedPair, temperature: float = 0.0) -> bool:
         return pair.draft is not None
     if method == "hf-prompt-lookup":
         return pair.draft is None
+    if method == "layer-skip":
+        return not has_sliding_window(pair.target)
     return True
 
 
@@ -212,6 +227,9 @@ def _execute(pair: LoadedPair, run: Run, input_ids: torch.Tensor, settings: Benc
                                       tree=AUTO if default else tree)
     elif run.method == "plain":
         result = generate_plain(pair, input_ids, decoding)
+    elif run.method in FAMILY_METHODS:             # a fresh drafter: no run learns from another's output
+        result = speculative_generate(pair.target, plan_drafting(pair.target, by_name(run.method, pair.target)), input_ids,
+                                      eos_token_id=pair.eos_token_ids, **decoding.as_kwargs())
     else:
         tokenizers = (pair.tokenizer, pair.draft_tokenizer) if pair.cross_tokenizer else None
         tokens, wall = hf_generate(run.method, pair.target, pair.draft, input_ids, gamma=None if adaptive else run.gamma,
@@ -226,20 +244,23 @@ def _execute(pair: LoadedPair, run: Run, input_ids: torch.Tensor, settings: Benc
         row = stats.to_dict() | dict(rounds=drafting_rounds,
                                      mean_gamma=stats.drafted / drafting_rounds if drafting_rounds else None,
                                      mean_accepted_per_round=stats.accepted / drafting_rounds if drafting_rounds else None)
+    family = run.method in FAMILY_METHODS
     row |= dict(
         timestamp=datetime.now(timezone.utc).isoformat(timespec="seconds"), pair=f"{pair.draft_name}->{pair.target_name}",
-        draft=pair.draft_name, target=pair.target_name, method=run.method,
+        draft=run.method if family else pair.draft_name, target=pair.target_name, method=run.method,
         schedule=run.gamma if is_schedule(run.gamma) else ("fixed" if run.method in GAMMA_METHODS else "none"),
         gamma=None if is_schedule(run.gamma) else run.gamma, category=run.prompt.category,
         prompt_id=run.prompt.id, repeat=run.repeat, prompt_tokens=input_ids.shape[-1], **decoding.as_kwargs(),
         tokens_per_second=row["new_tokens"] / row["wall_time_s"] if row["wall_time_s"] > 0 else None,
         device=str(pair.device), dtype=dtype_name(pair.dtype), torch_version=torch.__version__,
-        draft_quantization=pair.draft_quantization, draft_vocab_limit=settings.draft_vocab_limit, quantization=pair.quantization,
-        draft_dtype=None if pair.draft is None else dtype_name(pair.draft.dtype),
+        draft_quantization="none" if family else pair.draft_quantization, draft_vocab_limit=settings.draft_vocab_limit,
+        quantization=pair.quantization, draft_dtype=None if pair.draft is None or family else dtype_name(pair.draft.dtype),
         transformers_version=transformers.__version__, specdec_version=_specdec_version(), engine="specdec",
         python_version=platform.python_version(),
     )
-    row["oracle_speedup"] = _oracle(pair, run, input_ids, tokens if result is None else result, costs)
+    row["oracle_speedup"] = None if family else _oracle(pair, run, input_ids, tokens if result is None else result, costs)
+    if family:
+        row["draft_cost_ratio"] = measured_cost_ratio(result, costs)
     if run.method in GAMMA_METHODS:
         row["draft_cost_ratio"] = costs.c
         if not is_schedule(run.gamma):
@@ -248,6 +269,13 @@ def _execute(pair: LoadedPair, run: Run, input_ids: torch.Tensor, settings: Benc
             if run.method == "speculative" and alpha is not None:
                 row["predicted_speedup"] = walltime_speedup(alpha, run.gamma, costs.c, costs.v(run.gamma))
     return row
+
+
+def measured_cost_ratio(result: GenerationResult, costs: CostProfile) -> float | None:
+    """c as one run measured it: draft seconds per draft step (per drafting round without a draft model) over a target step."""
+    stats = result.stats
+    steps = stats.draft_passes or sum(1 for round_ in result.rounds[1:] if round_.drafted)
+    return stats.draft_time_s / steps / costs.target_step_s if steps else None
 
 
 def _oracle(pair: LoadedPair, run: Run, input_ids: torch.Tensor, output: GenerationResult | list[int],

@@ -3,7 +3,8 @@
 Speculative decoding's gain depends on the task: a draft (or an n-gram lookup) guesses well when
 the output repeats the input (summaries, code edits) and badly when it must invent (open questions,
 translation). Each category has a handful of prompts so the dashboard and `specdec bench` can show
-that spread.
+that spread. The categories are Spec-Bench's six (multi-turn chat, translation, summarization, question
+answering, math, retrieval-augmented generation: an answer from given documents) plus code.
 
     for prompt in suite(["code", "summarization"]):
         ids = encode_bench_prompt(tokenizer, prompt)   # chat template when the tokenizer has one
@@ -42,6 +43,25 @@ _EMAIL = (
     "your open reviews by Monday so we can cut the release branch on Tuesday morning. Thanks, Dana"
 )
 
+_LIBRARY = (
+    "Document 1: The Riverside Public Library opens at 9 am from Monday to Friday and at 10 am on Saturday. It is closed "
+    "on Sunday. Members may borrow up to eight books at a time for three weeks; a loan can be renewed twice online.\n"
+    "Document 2: Late returns cost 20 cents per book per day, up to a maximum of 5 dollars per book. Children's books "
+    "have no late fees. Lost books are charged at their replacement price plus a 3 dollar processing fee."
+)
+_BATTERY = (
+    "Document 1: The X200 vacuum cleaner runs for 45 minutes on a full charge in normal mode and 15 minutes in turbo "
+    "mode. Charging from empty takes 4 hours with the included charger.\n"
+    "Document 2: If the X200 stops after a few minutes, clean the filter and check that the brush roll turns freely. "
+    "A battery that holds less than half its charge after two years can be replaced; order part number B-17."
+)
+_TRAIN = (
+    "Document 1: Regional trains leave Central Station for the airport every 15 minutes between 5 am and midnight. The "
+    "ride takes 22 minutes and a single ticket costs 4 euros 50. Tickets bought on the train cost 2 euros more.\n"
+    "Document 2: At night, bus N7 replaces the train. It leaves Central Station every hour on the half hour, takes 40 "
+    "minutes to the airport and accepts the same tickets."
+)
+
 _SUITE: dict[str, list[tuple[tuple[str, str], ...]]] = {
     "code": [
         (("user", "Write a Python function that checks whether a number is prime."),),
@@ -68,6 +88,14 @@ _SUITE: dict[str, list[tuple[tuple[str, str], ...]]] = {
         (("user", "Translate into French: The weather is nice today, so we will walk to the market."),),
         (("user", "Translate into German: Please close the window before you leave the office."),),
         (("user", "Translate into Spanish: My brother is reading a book about the history of Rome."),),
+    ],
+    "rag": [
+        (("user", f"{_LIBRARY}\n\nUsing only the documents above, answer: how much would I pay if I return two novels "
+                  "five days late, and how long can I keep a book if I renew it?"),),
+        (("user", f"{_BATTERY}\n\nUsing only the documents above, answer: my X200 stops after ten minutes. What should I "
+                  "check, and what part do I order if the battery is worn out?"),),
+        (("user", f"{_TRAIN}\n\nUsing only the documents above, answer: how do I get from Central Station to the airport "
+                  "at 1 am, how long does it take, and what does it cost?"),),
     ],
     "chat": [
         (("user", "I want to learn to cook. Where should I start?"),

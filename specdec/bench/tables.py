@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from specdec.drafting.tree_drafter import TreeSettings
 from specdec.errors import SpecdecError
 from specdec.zoo.quantization import precision_name, precision_summary
 
@@ -27,16 +28,16 @@ DEFAULT = "default"     # ... and of rows drafted as `speculative_generate` does
 SCHEDULES = (ADAPTIVE, STOP, DEFAULT)   # the gamma labels that name a schedule rather than a number (besides the tree labels)
 
 
-def tree_settings(label: object) -> dict | None:
-    """The `TreeDrafter` settings a gamma label asks for, or None when it names no tree.
+def tree_settings(label: object) -> TreeSettings | None:
+    """The `TreeDrafter` limits a gamma label asks for, or None when it names no tree.
 
-    >>> tree_settings("tree"), tree_settings("tree-8"), tree_settings("stop"), tree_settings(4)
-    ({}, {'budget': 8}, None, None)
+    >>> tree_settings("tree"), tree_settings("tree-8").budget, tree_settings("stop"), tree_settings(4)
+    (TreeSettings(budget=16, depth=12, width=3), 8, None, None)
     """
     if label == TREE:
-        return {}
+        return TreeSettings()
     if isinstance(label, str) and label.startswith(TREE + "-") and label[len(TREE) + 1:].isdigit() and int(label[len(TREE) + 1:]) >= 1:
-        return {"budget": int(label[len(TREE) + 1:])}
+        return TreeSettings(budget=int(label[len(TREE) + 1:]))
     return None
 
 

@@ -59,9 +59,19 @@ def bench(args: argparse.Namespace) -> int:
     if len(best):                                   # only when fixed gammas ran (the default runs the stop rule alone)
         print("best fixed gamma per pair:")
         print(best.to_string(index=False, float_format="%.2f"))
+    from specdec.bench.spec_bench import SETTING, families_figure, families_table
+
+    families = families_table(frame)
+    if len(families) > 1:                           # several families ran: the Spec-Bench view
+        print(f"\nevery family, Spec-Bench style (speedup per category; spec_bench_*: {SETTING}):")
+        print(to_markdown(families) if args.markdown else families.to_string(index=False, float_format="%.2f"))
     if args.figure:
         write_figure(summary_figure(frame), args.figure)
         _progress(f"wrote the charts to {args.figure}")
+        if len(families) > 1:
+            stem, dot, extension = args.figure.rpartition(".")
+            write_figure(families_figure(frame), f"{stem}-families.{extension}")
+            _progress(f"wrote the families' charts to {stem}-families.{extension}")
     return 0
 
 
@@ -73,7 +83,11 @@ def _bench_specdec(args: argparse.Namespace):
     from specdec.zoo import pairing
     from specdec.zoo.catalog import split_pair_name
 
-    settings = BenchSettings(methods=args.methods, gammas=args.gammas or ("stop",), categories=args.categories,
+    from specdec.bench.harness import ALL
+    from specdec.bench.tables import DEFAULT
+
+    default_gammas = (DEFAULT,) if ALL in args.methods else ("stop",)   # every family with its defaults, the draft model's too
+    settings = BenchSettings(methods=args.methods, gammas=args.gammas or default_gammas, categories=args.categories,
                              prompts_per_category=args.prompts_per_category, temperatures=args.temperatures,
                              decoding=Decoding(max_new_tokens=args.max_new_tokens, temperature=args.temperatures[0], seed=args.seed),
                              repeats=args.repeats, warmup_runs=args.warmup, draft_vocab_limit=args.draft_vocab_limit,
@@ -183,9 +197,16 @@ def run(args: argparse.Namespace) -> int:
 
     from specdec.zoo import pairing
 
+    if args.corpus and args.draft != "suffix":
+        raise SpecdecError("--corpus is for suffix decoding: add --draft suffix, or drop --corpus")
+    corpus = _read_corpus(args.corpus) if args.corpus else None
     pair = pairing.load_pair(args.target, args.draft, args.device, args.dtype, progress=_progress,
                              quantization=args.quantization, draft_quantization=args.draft_quantization, steps=_LoadSteps())
     input_ids = pairing.encode_prompt(pair.tokenizer, args.prompt, chat=args.chat)
+    if corpus is not None:
+        from specdec.drafting import SuffixDrafter
+
+        pair.drafters["suffix"] = SuffixDrafter(corpus=[pair.tokenizer(text).input_ids for text in corpus])
     result = pairing.generate_speculative(pair, input_ids, decoding, gamma=args.gamma, tree=pairing.AUTO if tree is None else tree)
     baseline = pairing.generate_plain(pair, input_ids, decoding) if args.compare else None
     check = None
@@ -198,8 +219,22 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(_report_json(args, pair, text, result, baseline), indent=2))
     else:
-        print(_report_text(pair, text, result, baseline, check, gamma=args.gamma, drafting=_drafting(args, pair), auto=_auto_precision(args)))
+        print(_report_text(pair, text, result, baseline, check, gamma=args.gamma, drafting=_drafting(args, result),
+                           auto=_auto_precision(args)))
     return 0
+
+
+def _read_corpus(paths: list[str]) -> list[str]:
+    """The text of each --corpus file (one clear line when one cannot be read)."""
+    texts = []
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                texts.append(handle.read())
+        except (OSError, UnicodeDecodeError) as error:
+            raise SpecdecError(f"cannot read the corpus file {path}: {error.strerror if isinstance(error, OSError) else error}; "
+                               "give UTF-8 text files") from None
+    return texts
 
 
 def _table(rows: list[tuple[str, ...]]) -> str:
@@ -253,7 +288,7 @@ def _report_json(args, pair, text, result, baseline) -> dict:
         "precision": {"target": pair.precision, "draft": pair.draft_precision},
         "draft_tokenizer": pair.tokenizer_note,
         "settings": {key: getattr(args, key) for key in ("gamma", "max_new_tokens", "temperature", "top_k", "top_p", "seed", "chat",
-                                                          "dtype", "quantization", "draft_quantization")} | {"drafting": _drafting(args, pair)},
+                                                          "dtype", "quantization", "draft_quantization")} | {"drafting": _drafting(args, result)},
         "text": text,
         "tokens": result.tokens,
         "stats": result.stats.to_dict(),
@@ -267,23 +302,20 @@ def _report_json(args, pair, text, result, baseline) -> dict:
     return report
 
 
-def _tree(args) -> dict | None:
-    """The `TreeDrafter` settings --tree and --tree-budget ask for ({} for its defaults), or None for a chain."""
+def _tree(args):
+    """The `TreeSettings` --tree and --tree-budget ask for, or None for a chain."""
+    from specdec.drafting.tree_drafter import TreeSettings
+
     if args.tree_budget is not None:
-        return {"budget": args.tree_budget}
-    return {} if args.tree else None
+        return TreeSettings(budget=args.tree_budget)
+    return TreeSettings() if args.tree else None
 
 
-def _drafting(args, pair) -> str:
-    """How the run drafted, in words: 'tree (budget 16)', 'chain, gamma 4', 'chain, stop rule' or, by default for a pair whose
-    draft step is dear (`specdec.default_drafter`), 'tree (budget 16, the default here)'."""
-    tree = _tree(args)
-    auto = tree is None and args.gamma is None and pair.auto_tree
-    if tree is not None or auto:
-        from specdec.tree_drafter import TreeDrafter
-
-        return f"tree (budget {(tree or {}).get('budget', TreeDrafter.default_budget)}{', the default here' if auto else ''})"
-    return "chain, stop rule" if args.gamma is None else f"chain, gamma {args.gamma}"
+def _drafting(args, result) -> str:
+    """How the run drafted, as the engine's plan says ('tree (budget 16)', 'chain, gamma 4', 'chain, stop rule', 'recycled
+    tree (up to 24 nodes)'); a tree the default chose for a pair whose draft step is dear reads 'tree (budget 16, the default here)'."""
+    chose = result.drafting.startswith("tree (") and not args.tree and args.tree_budget is None and args.gamma is None
+    return result.drafting[:-1] + ", the default here)" if chose else result.drafting
 
 
 def _auto_precision(args) -> bool:
@@ -305,7 +337,7 @@ def _report_text(pair, text, result, baseline, check, gamma: int | None, draftin
         f"avg tokens per target pass: {stats.tokens_per_target_pass:.2f}   (>1 means speedup)",
         f"acceptance rate (alpha): {acceptance}   ({stats.accepted} of {stats.drafted} drafted tokens accepted)",
         *([f"tree: {stats.drafted / max(stats.target_passes - 1, 1):.1f} nodes per round on average, "
-           f"{stats.accepted / max(stats.target_passes - 1, 1):.2f} accepted"] if drafting.startswith("tree") else []),
+           f"{stats.accepted / max(stats.target_passes - 1, 1):.2f} accepted"] if any(r.tree for r in result.rounds) else []),
         f"new tokens: {stats.new_tokens}   target passes: {stats.target_passes}   draft passes: {stats.draft_passes}",
         f"time: {stats.wall_time_s:.2f} s   (draft {stats.draft_time_s:.2f} s, verify {stats.verify_time_s:.2f} s, "
         f"other {stats.other_time_s:.2f} s)   {stats.tokens_per_second:.1f} tokens/s",

@@ -88,7 +88,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--target", default="qwen2.5-coder-1.5b",
                      help="target model p: a zoo name (specdec models list), hub id, local folder or .gguf file")
     run.add_argument("--draft", default="qwen2.5-coder-0.5b",
-                     help="draft model q with the target's tokenizer, or 'prompt-lookup' for the model-free draft")
+                     help="draft model q (any tokenizer), or a method that needs no draft model: prompt-lookup, recycling "
+                          "(Token Recycling), lookahead, suffix (suffix decoding) or layer-skip (the target skipping half its layers)")
+    run.add_argument("--corpus", nargs="+", default=None, metavar="FILE",
+                     help="with --draft suffix: text files whose tokens the suffix tree also drafts from")
     run.add_argument("--prompt", default=DEFAULT_PROMPT, help="the text to continue")
     run.add_argument("--gamma", type=_gamma, default=None, metavar="GAMMA",
                      help="drafted tokens per round, 1..64, or auto (default): draft while another token is worth its cost, "
@@ -118,7 +121,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--pairs", nargs="+", default=["qwen2.5-coder-0.5b->qwen2.5-coder-1.5b"], metavar="DRAFT->TARGET",
                        help="pairs as 'draft->target' (zoo names, hub ids or paths; draft may be prompt-lookup)")
     bench.add_argument("--methods", type=_names, default=("speculative",),
-                       help="comma-separated: speculative, plain, generate, assisted, assisted-dynamic, assisted-default, hf-prompt-lookup "
+                       help="comma-separated: speculative (the pair's draft), plain, generate, prompt-lookup, recycling, lookahead, "
+                            "suffix, layer-skip (drafting methods that need only the target), assisted, assisted-dynamic, "
+                            "assisted-default, hf-prompt-lookup; 'all' for every family side by side, Spec-Bench style "
                             "(generate, the baseline, always runs)")
     bench.add_argument("--gammas", type=_gammas, default=None,
                        help="comma-separated gammas, 'default' (what speculative_generate drafts by default), 'adaptive', "

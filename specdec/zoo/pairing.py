@@ -6,8 +6,11 @@
     result = generate_speculative(pair, input_ids, decoding, gamma=4)
     plain = generate_plain(pair, input_ids, decoding)                       # the target alone
 
-The draft may be the model-free `prompt-lookup`. A draft whose tokenizer differs from the target's
-drafts text that the target's tokenizer re-encodes (`specdec.cross_tokenizer`).
+The draft may be a drafter that needs no model of its own (`prompt-lookup`, `recycling`, `lookahead`,
+`suffix`, `layer-skip`: `specdec.drafting.TARGET_ONLY`); only the target is loaded then. A draft whose
+tokenizer differs from the target's drafts text that the target's tokenizer re-encodes
+(`specdec.drafting.cross_tokenizer`). The drafting decisions are the engine's policy's
+(`specdec.drafting.policy`), made once per generation; a result says what it drafted (`result.drafting`).
 """
 
 from __future__ import annotations
@@ -20,16 +23,19 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from specdec.autoregressive import autoregressive_generate
-from specdec.cross_tokenizer import CrossTokenizerDrafter, retokenize, whole_character_tokens
-from specdec.drafters import Drafter, ModelDrafter, PromptLookupDrafter
+from specdec.drafting import by_name
+from specdec.drafting.contract import Drafter
+from specdec.drafting.cross_tokenizer import CrossTokenizerDrafter, retokenize, whole_character_tokens
+from specdec.drafting.draft_model import ModelDrafter
+from specdec.drafting.policy import DraftingPlan, plan_drafting
+from specdec.drafting.tree_drafter import TreeDrafter, TreeSettings
 from specdec.errors import SpecdecError
 from specdec.inputs import Decoding
 from specdec.results import GenerationResult, Round
 from specdec.schedule import GammaSchedule
-from specdec.speculative import speculative_generate, trees_pay
-from specdec.tree_drafter import TreeDrafter
+from specdec.speculative import speculative_generate
 from specdec.zoo import load_progress
-from specdec.zoo.catalog import PROMPT_LOOKUP
+from specdec.zoo.catalog import PROMPT_LOOKUP, needs_draft_model
 from specdec.zoo.devices import dtype_name, resolve_device, resolve_dtype
 from specdec.zoo.load_progress import LoadStep
 from specdec.zoo.loading import load_model, load_tokenizer, same_tokenizer, same_tokenizer_files
@@ -40,10 +46,12 @@ AUTO = "auto"   # `generate_speculative(tree=AUTO)`: draft as `speculative_gener
 
 @dataclass
 class LoadedPair:
-    """A target, its draft (None for prompt lookup) and the target's tokenizer, on one device.
+    """A target, its draft (None for a drafter without a model, such as prompt lookup) and the target's tokenizer, on one device.
 
     `draft_tokenizer` is set only when the draft reads text with another tokenizer; `whole` then
-    marks the draft tokens it may draw (`specdec.cross_tokenizer.whole_character_tokens`).
+    marks the draft tokens it may draw (`specdec.drafting.cross_tokenizer.whole_character_tokens`).
+    The drafters that need no model (`method_drafter`) live as long as the pair, so that those that
+    learn (Token Recycling's table, suffix decoding's earlier outputs) keep what they learned.
     """
 
     target_name: str
@@ -56,6 +64,7 @@ class LoadedPair:
     load_seconds: dict[str, float] = field(default_factory=dict)
     draft_tokenizer: PreTrainedTokenizerBase | None = None
     whole: torch.Tensor | None = None
+    drafters: dict[str, Drafter] = field(default_factory=dict)   # the target-only drafters made so far, by name
 
     @property
     def cross_tokenizer(self) -> bool:
@@ -94,17 +103,23 @@ class LoadedPair:
         """Both, for a caption: 'target float32 int8, draft bfloat16 int4' (just the target's for prompt lookup)."""
         return precision_summary(self.precision, None if self.draft is None else self.draft_precision)
 
-    @property
-    def auto_tree(self) -> bool:
-        """Whether the engine's default drafts a tree for this pair (`specdec.speculative.default_drafter`)."""
-        return self.draft is not None and not self.cross_tokenizer and trees_pay(self.target, self.draft)
+    def method_drafter(self, name: str) -> Drafter:
+        """The pair's drafter of a method that needs no draft model (`specdec.drafting.TARGET_ONLY`), made once."""
+        if name not in self.drafters:
+            self.drafters[name] = by_name(name, self.target)
+        return self.drafters[name]
 
-    def drafter(self, vocab_limit: int | None = None, tree: dict | None = None) -> Drafter | TreeDrafter:
-        """A fresh drafter for one generation (`vocab_limit`: see `ModelDrafter`; `tree`: `TreeDrafter` settings, {} for its defaults)."""
-        if self.draft is None:
-            if tree is not None:
+    def drafter(self, vocab_limit: int | None = None, tree: TreeSettings | None = None, method: str | None = None) -> Drafter:
+        """The drafter for one generation: the pair's draft model as a chain (`vocab_limit`: see `ModelDrafter`) or a tree
+        (`tree`), a draft with its own tokenizer, or the method `method` (or the pair's draft name, when it is one of
+        the target-only drafters)."""
+        method = method or (None if self.draft is not None else self.draft_name)
+        if method is not None:
+            if tree is not None and method == PROMPT_LOOKUP:
                 raise SpecdecError("prompt lookup drafts a chain, not a tree: pick a draft model to draft a tree")
-            return PromptLookupDrafter()
+            if tree is not None or vocab_limit is not None:
+                raise SpecdecError(f"{method} drafts without a draft model: turn off the tree and the draft vocabulary limit")
+            return self.method_drafter(method)
         if self.draft_tokenizer is not None:
             if tree is not None or vocab_limit is not None:
                 raise SpecdecError("a draft with another tokenizer drafts a chain of text: turn off the tree "
@@ -113,8 +128,19 @@ class LoadedPair:
         if tree is not None:
             if vocab_limit is not None:
                 raise SpecdecError("a tree drafter reads the whole output layer: drop the draft vocabulary limit to draft a tree")
-            return TreeDrafter(self.draft, self.draft_name, **tree)
+            return TreeDrafter.from_settings(self.draft, tree, self.draft_name)
         return ModelDrafter(self.draft, self.draft_name, vocab_limit)
+
+    def plan(self, gamma: int | GammaSchedule | None = None, vocab_limit: int | None = None, tree: TreeSettings | str | None = None,
+             method: str | None = None) -> DraftingPlan:
+        """What a generation drafts with (`specdec.drafting.policy`), decided once: `tree=AUTO` with gamma left out lets the
+        policy choose for the pair's draft model (a tree where trees pay, else the stop rule's chain)."""
+        if tree == AUTO:
+            if gamma is None and vocab_limit is None and method is None and self.draft is not None and not self.cross_tokenizer:
+                return plan_drafting(self.target, self.draft, None, self.draft_name)
+            tree = None
+        drafter = self.drafter(vocab_limit, tree, method)
+        return plan_drafting(self.target, drafter, None if drafter.capabilities.sizes_rounds else gamma)
 
     def draft_ids(self, input_ids: torch.Tensor) -> torch.Tensor:
         """`input_ids` [1, T] as the draft reads them: the same ids, or the text re-encoded by the draft's tokenizer."""
@@ -143,7 +169,7 @@ def resolve_precision(device: str, dtype: str, quantization: str, draft_quantiza
     """
     resolved_device = resolve_device(device)
     target = check_quantization(quantization, resolved_device, "target")
-    draft = "none" if draft_name == PROMPT_LOOKUP else check_quantization(draft_quantization, resolved_device, "draft")
+    draft = "none" if not needs_draft_model(draft_name) else check_quantization(draft_quantization, resolved_device, "draft")
     draft_dtype = torch.bfloat16 if draft == "int4" else resolve_dtype(dtype, resolved_device, draft)
     return resolved_device, resolve_dtype(dtype, resolved_device, target), target, draft, draft_dtype
 
@@ -151,7 +177,7 @@ def resolve_precision(device: str, dtype: str, quantization: str, draft_quantiza
 def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: str = "auto",
               progress: Callable[[str], None] | None = None, draft_quantization: str = "none",
               quantization: str = "none", steps: Callable[[LoadStep], None] | None = None) -> LoadedPair:
-    """Load the target, the draft (unless it is `prompt-lookup`) and the tokenizers (which may differ).
+    """Load the target, the draft (unless it is a drafter that needs no model: `TARGET_ONLY_DRAFTS`) and the tokenizers.
 
     `quantization` is the target's weights, `draft_quantization` the draft's: "none", "int8",
     "int4" (CPU only), or "auto" (int8 target and int4 draft on a CPU, `auto_quantization`). The
@@ -161,13 +187,13 @@ def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: st
     `progress` gets a line per model; `steps` a `LoadStep` per tokenizer read, GGUF tensor dequantized and layer
     quantized (`specdec.zoo.load_progress`), for a progress bar with the time left.
     """
-    if target_name == PROMPT_LOOKUP:
-        raise SpecdecError("prompt-lookup can only be the draft: give a model as the target")
+    if not needs_draft_model(target_name):
+        raise SpecdecError(f"{target_name} can only be the draft: give a model as the target")
     say = progress or (lambda message: None)
     resolved_device, resolved_dtype, _, _, draft_dtype = resolve_precision(device, dtype, quantization, draft_quantization, draft_name)
     seconds: dict[str, float] = {}
     start = time.perf_counter()
-    names = [target_name] if draft_name == PROMPT_LOOKUP or same_tokenizer_files(target_name, draft_name) else [target_name, draft_name]
+    names = [target_name] if not needs_draft_model(draft_name) or same_tokenizer_files(target_name, draft_name) else [target_name, draft_name]
     with load_progress.reporting(steps):           # seconds each from a GGUF file on a first load: a stage of its own
         tokenizers = []
         for done, name in enumerate(names):
@@ -180,7 +206,7 @@ def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: st
     seconds["tokenizers"] = time.perf_counter() - start
     models = {}
     for role, name in (("target", target_name), ("draft", draft_name)):
-        if name == PROMPT_LOOKUP:
+        if not needs_draft_model(name):
             continue
         say(f"Loading {role} {name} …")
         start = time.perf_counter()
@@ -226,13 +252,12 @@ def encode_prompt(tokenizer: PreTrainedTokenizerBase, prompt: str, chat: bool = 
 
 def generate_speculative(pair: LoadedPair, input_ids: torch.Tensor, decoding: Decoding, gamma: int | GammaSchedule | None = None,
                          draft_vocab_limit: int | None = None, on_round: Callable[[Round], None] | None = None,
-                         tree: dict | str | None = None) -> GenerationResult:
-    """`speculative_generate` with the pair's models and end-of-sequence ids; `tree` ({} or `TreeDrafter` settings) drafts a
-    tree, `tree=AUTO` (with gamma None) what `speculative_generate` drafts by default (`pair.auto_tree` says which)."""
-    if tree == AUTO:
-        tree = {} if gamma is None and draft_vocab_limit is None and pair.auto_tree else None
-    return speculative_generate(pair.target, pair.drafter(draft_vocab_limit, tree), input_ids, gamma=None if tree is not None else gamma,
-                                eos_token_id=pair.eos_token_ids, on_round=on_round, **decoding.as_kwargs())
+                         tree: TreeSettings | str | None = None, method: str | None = None) -> GenerationResult:
+    """`speculative_generate` with the pair's models and end-of-sequence ids, drafted as `LoadedPair.plan` says: the draft
+    model as a chain, or a tree (`tree`: `TreeSettings`; `AUTO` with gamma None: what the engine drafts by default), or
+    the target-only method `method` (`specdec.drafting.TARGET_ONLY`). `result.drafting` says what it drafted."""
+    plan = pair.plan(gamma, draft_vocab_limit, tree, method)
+    return speculative_generate(pair.target, plan, input_ids, eos_token_id=pair.eos_token_ids, on_round=on_round, **decoding.as_kwargs())
 
 
 def generate_plain(pair: LoadedPair, input_ids: torch.Tensor, decoding: Decoding,

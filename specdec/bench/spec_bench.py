@@ -1,0 +1,144 @@
+"""Spec-Bench on your own machine: every drafting family side by side, next to Spec-Bench's published numbers.
+
+Spec-Bench (Xia et al. 2024) runs speculative methods on one machine with one baseline, over six
+categories of prompts; its leaderboard is the yardstick the course quotes. `specdec bench --methods all`
+(or the Compare page's "every family") runs this project's families on the built-in suite, which has the
+same six categories plus code, and these functions lay the rows out the leaderboard's way:
+
+    families_table(frame)                   # per method: speedup per category and overall, tokens per pass, c,
+                                            # and Spec-Bench's overall speedup and tokens per step beside them
+    families_by_category(frame, "tokens_per_target_pass")
+    families_figures(frame)                 # speedup per category (Spec-Bench's as diamonds), tokens per pass, c
+    families_figure(frame)                  # the three on one canvas
+
+Spec-Bench's numbers (`PUBLISHED`) are copied from its leaderboard, "Leaderboard on A100": a single A100
+80 GB, PyTorch 2.5.1, greedy, FP16, batch size 1, Vicuna-7B-v1.3 (`LEADERBOARD`). Suffix decoding and
+layer skipping have no row there: suffix decoding sits beside REST, the retrieval method it grew from;
+layer skipping beside nothing (SWIFT reports 1.3-1.6x in its own paper). Ours differ by design: a 1.5B
+target on 2 CPU cores, where a verification pass over many tokens is not free (v(gamma) grows) and a
+draft model's step is dear (c about 0.3), so the model-free methods (c about 0) gain ground.
+
+Nothing here runs a model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from specdec.bench.charts import COLOURS
+
+LEADERBOARD = "https://github.com/hemingkx/Spec-Bench/blob/main/Leaderboard.md"
+SETTING = "Spec-Bench leaderboard, A100 80 GB, Vicuna-7B-v1.3, greedy, FP16, batch 1"
+
+# our prompt categories -> the leaderboard's columns (code has no column there)
+CATEGORIES = {"chat": "Multi-turn Conversation", "translation": "Translation", "summarization": "Summarization",
+              "qa": "Question Answering", "math": "Mathematical Reasoning", "rag": "Retrieval-aug. Generation"}
+
+
+@dataclass(frozen=True)
+class Published:
+    """One leaderboard row: speedup per category (our names), mean accepted tokens per step, overall speedup."""
+
+    row: str                          # the leaderboard's name for it
+    speedup: dict[str, float]
+    mean_accepted: float
+    overall: float
+
+
+_ORDER = ("chat", "translation", "summarization", "qa", "math", "rag")
+
+# The A100 Vicuna-7B table of `LEADERBOARD`, in its column order (chat, translation, summarization, qa, math, rag).
+PUBLISHED: dict[str, Published] = {
+    "speculative": Published("SpS", dict(zip(_ORDER, (1.66, 1.13, 1.71, 1.50, 1.47, 1.66))), 2.28, 1.52),
+    "prompt-lookup": Published("PLD", dict(zip(_ORDER, (1.60, 1.06, 2.66, 1.19, 1.62, 1.86))), 1.75, 1.66),
+    "recycling": Published("Recycling", dict(zip(_ORDER, (2.37, 2.02, 2.27, 2.08, 2.53, 2.02))), 2.73, 2.22),
+    "lookahead": Published("Lookahead", dict(zip(_ORDER, (1.47, 1.14, 1.36, 1.25, 1.57, 1.22))), 1.64, 1.34),
+    "suffix": Published("REST", dict(zip(_ORDER, (1.63, 1.31, 1.36, 1.66, 1.21, 1.73))), 1.82, 1.48),
+}
+
+
+def _family_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """The speculative rows of every family: the pair's draft model at its default schedule, and the target-only methods."""
+    from specdec.bench.harness import FAMILY_METHODS
+
+    model = frame[(frame["method"] == "speculative") & frame["schedule"].isin(["default", "stop"])]
+    if model["schedule"].eq("default").any():
+        model = model[model["schedule"] == "default"]
+    return pd.concat([model, frame[frame["method"].isin(FAMILY_METHODS)]], ignore_index=True)
+
+
+def families_by_category(frame: pd.DataFrame, measure: str = "speedup") -> pd.DataFrame:
+    """Median `measure` per family (rows) and prompt category (columns), with an 'all' column over every prompt."""
+    rows = _family_rows(frame)
+    if rows.empty:
+        return pd.DataFrame()
+    table = rows.pivot_table(index="method", columns="category", values=measure, aggfunc="median")
+    table["all"] = rows.groupby("method")[measure].median()
+    return table.reset_index().rename_axis(columns=None)
+
+
+def families_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per family: median speedup per category and over all prompts, tokens per target pass and c, and Spec-Bench's own.
+
+    `spec_bench_row` names the leaderboard row beside it ('REST' beside suffix decoding); NaN where it has none.
+    """
+    speedups = families_by_category(frame, "speedup")
+    if speedups.empty:
+        return speedups
+    rows = _family_rows(frame)
+    extra = rows.groupby("method").agg(tokens_per_target_pass=("tokens_per_target_pass", "median"),
+                                       c=("draft_cost_ratio", "median"), runs=("prompt_id", "count")).reset_index()
+    table = speedups.rename(columns={"all": "speedup"}).merge(extra, on="method")
+    table["spec_bench_row"] = table["method"].map(lambda method: PUBLISHED[method].row if method in PUBLISHED else None)
+    table["spec_bench_speedup"] = table["method"].map(lambda method: PUBLISHED[method].overall if method in PUBLISHED else None)
+    table["spec_bench_tokens_per_step"] = table["method"].map(lambda method: PUBLISHED[method].mean_accepted if method in PUBLISHED else None)
+    return table.sort_values("speedup", ascending=False).reset_index(drop=True)
+
+
+def _bars(frame: pd.DataFrame, measure: str, title: str, axis: str, published: bool = False) -> go.Figure:
+    figure = go.Figure()
+    table = families_by_category(frame, measure)
+    if table.empty:
+        return figure.update_layout(title=title)
+    categories = [column for column in table.columns if column not in ("method", "all")]
+    for index, row in table.reset_index(drop=True).iterrows():
+        colour = COLOURS[index % len(COLOURS)]
+        figure.add_bar(x=categories + ["all"], y=[row[c] for c in categories] + [row["all"]], name=row["method"], marker_color=colour)
+        if published and row["method"] in PUBLISHED:
+            known = PUBLISHED[row["method"]]
+            shown = [c for c in categories if c in known.speedup]
+            figure.add_scatter(x=shown + ["all"], y=[known.speedup[c] for c in shown] + [known.overall], mode="markers",
+                               name=f"{row['method']}: Spec-Bench ({known.row})", marker=dict(symbol="diamond-open", size=11, color=colour))
+    figure.add_hline(y=1.0, line=dict(color="grey", width=1))
+    return figure.update_layout(title=title, barmode="group", yaxis_title=axis)
+
+
+def families_figures(frame: pd.DataFrame) -> dict[str, go.Figure]:
+    """Speedup per category (with Spec-Bench's numbers as open diamonds), tokens per target pass per category, and c per family."""
+    figures = {
+        "family_speedup": _bars(frame, "speedup", f"Speedup by category, here and on Spec-Bench ({SETTING})", "speedup over generate",
+                                published=True),
+        "family_tokens": _bars(frame, "tokens_per_target_pass", "Tokens per target pass by category", "tokens per target pass"),
+    }
+    costs = families_by_category(frame, "draft_cost_ratio")
+    figure = go.Figure()
+    if not costs.empty:
+        figure.add_bar(x=costs["method"], y=costs["all"], marker_color=[COLOURS[i % len(COLOURS)] for i in range(len(costs))])
+    figures["family_cost"] = figure.update_layout(title="c: a draft step's cost over a target step (measured)", yaxis_title="c")
+    return figures
+
+
+def families_figure(frame: pd.DataFrame) -> go.Figure:
+    """The three families' charts on one canvas, for a single picture (`specdec bench --figure`)."""
+    parts = families_figures(frame)
+    canvas = make_subplots(rows=3, cols=1, subplot_titles=[figure.layout.title.text for figure in parts.values()])
+    for row, figure in enumerate(parts.values(), start=1):
+        for trace in figure.data:
+            canvas.add_trace(trace.update(showlegend=row == 1), row=row, col=1)
+    for row in (1, 2):
+        canvas.add_hline(y=1.0, line=dict(color="grey", width=1), row=row, col=1)
+    return canvas.update_layout(height=1400, width=1200, barmode="group", legend=dict(font=dict(size=10)))

@@ -1,0 +1,181 @@
+"""Self-speculation: the target with some of its layers skipped drafts for itself (Draft & Verify, SWIFT).
+
+Notation: p is the full target, q the same model with layers skipped, c a draft step's cost over a target
+step, s the cost of one more token in a verification pass.
+
+No second model: the draft is a view of the target that runs only some of its decoder layers (the same
+weights, no copy), with a KV cache of its own. The full target verifies, so the output is exactly the
+target's. Which layers to skip, the rule used here:
+
+    1. the prompt pass gives the target's hidden states before and after every layer (`observe` asks for
+       them: `Capabilities.hidden_states`); a layer's influence is 1 - cos(input, output), averaged over
+       the prompt's tokens (ShortGPT's Block Influence, Men et al. 2024): a layer that barely turns the
+       residual stream matters least to this text
+    2. skip the `fraction` of layers of least influence, never the first (its cache length is the one
+       transformers reads) nor the last (it feeds the output layer)
+
+Draft & Verify searches the skipped set offline with Bayesian optimisation, SWIFT on the fly on the run's
+own text; this rule costs nothing beyond the prompt pass the target makes anyway, and looks at this text.
+A round drafts a chain under the stop rule (`specdec.stop_rule.ConfidenceStop`), priced with a c that is
+measured, not read from the weights: the median of the draft's own step times over the median target
+step (each verification pass's time divided by 1 + s k). Until the first round is measured, c is the
+share of layers kept. A measured c makes rounds depend on timing, so with a seed a sampled text is
+reproducible only with `c` given; its distribution is exactly p either way.
+
+Why it is exact: each drafted token is drawn from the skipped model's q, which the rule is given, and the
+round's length is decided from the draft's confidences and past rounds only.
+
+What it costs on a CPU: every step still reads the output layer (15% of Qwen2.5-Coder-1.5B's weights)
+and the kept layers, so c stays at about the share kept, while the skipped layers lower alpha.
+
+    drafter = LayerSkipDrafter(target)                 # skips half the layers, chosen on the prompt
+    speculative_generate(target, drafter, input_ids, temperature=0)
+    LayerSkipDrafter(target, skip=[5, 6, 7, 8])        # or the layers you choose
+
+Not handled: early exit with a trained head (LayerSkip, Elhoushi et al. 2024), sliding-window models.
+"""
+
+from __future__ import annotations
+
+import copy
+import statistics
+import time
+from collections.abc import Sequence
+
+import torch
+from transformers import PreTrainedModel
+
+from specdec.drafting.contract import Capabilities, Draft, DraftRequest, Generation, Verified
+from specdec.drafting.draft_model import ModelDrafter
+from specdec.errors import SpecdecError
+from specdec.kv_cache import has_sliding_window
+from specdec.stop_rule import ConfidenceStop
+from specdec.timing import synchronize
+
+
+def decoder_layers(model: PreTrainedModel) -> tuple[str, torch.nn.ModuleList]:
+    """The name and list of the decoder layers inside `model.base_model` (`layers` for Llama and Qwen2, `h` for GPT-2)."""
+    count = model.config.get_text_config(decoder=True).num_hidden_layers
+    for name, module in model.base_model.named_children():
+        if isinstance(module, torch.nn.ModuleList) and len(module) == count:
+            return name, module
+    raise SpecdecError(f"could not find the decoder layers of this {type(model).__name__}: skip layers of a Llama, Qwen2 or "
+                       "GPT-2 style model")
+
+
+def skip_layers(model: PreTrainedModel, skip: Sequence[int]) -> PreTrainedModel:
+    """A view of `model` that runs every decoder layer but those in `skip`: shared weights, nothing copied.
+
+    >>> from transformers import LlamaConfig, LlamaForCausalLM
+    >>> model = LlamaForCausalLM(LlamaConfig(hidden_size=8, intermediate_size=8, num_hidden_layers=4, num_attention_heads=1,
+    ...                                      vocab_size=6))
+    >>> view = skip_layers(model, [1, 2])
+    >>> len(view.model.layers), len(model.model.layers), view.model.layers[1] is model.model.layers[3]
+    (2, 4, True)
+    """
+    name, layers = decoder_layers(model)
+    base = copy.copy(model.base_model)
+    base._modules = dict(base._modules)
+    base._modules[name] = torch.nn.ModuleList(layer for index, layer in enumerate(layers) if index not in set(skip))
+    view = copy.copy(model)
+    view._modules = dict(model._modules)
+    view._modules[model.base_model_prefix] = base
+    return view
+
+
+def least_influential_layers(hidden: Sequence[torch.Tensor], count: int) -> list[int]:
+    """The `count` layers whose output is most like their input (cosine over the rows), never the first nor the last.
+
+    `hidden` is transformers' `output_hidden_states` for one pass: L + 1 tensors [n, H], the embeddings
+    first and the last after the final norm, so layer l reads hidden[l] and writes hidden[l + 1].
+
+    >>> h = [torch.tensor([[1.0, 0.0]]), torch.tensor([[0.0, 1.0]]), torch.tensor([[0.1, 1.0]]), torch.tensor([[1.0, 1.0]]),
+    ...      torch.tensor([[1.0, 0.0]])]
+    >>> least_influential_layers(h, 1)                 # layer 1 barely turns [0, 1]; layers 0 and 3 are never skipped
+    [1]
+    """
+    layers = len(hidden) - 1
+    influence = {layer: 1.0 - float(torch.nn.functional.cosine_similarity(hidden[layer].float(), hidden[layer + 1].float(),
+                                                                          dim=-1).mean())
+                 for layer in range(1, layers - 1)}
+    return sorted(sorted(influence, key=influence.get)[:count])
+
+
+class LayerSkipDrafter:
+    """The target drafting for itself with layers skipped: `skip` given, or the `fraction` least influential (module docstring)."""
+
+    def __init__(self, target: PreTrainedModel, skip: Sequence[int] | None = None, fraction: float = 0.5, max_gamma: int = 8,
+                 c: float | None = None) -> None:
+        _, layers = decoder_layers(target)
+        if has_sliding_window(target):
+            raise SpecdecError("layer skipping needs a full-attention model: this one has sliding-window layers")
+        if skip is not None and any(not 0 < index < len(layers) - 1 for index in skip):
+            raise SpecdecError(f"skip layers from 1 to {len(layers) - 2}: the first and the last of the {len(layers)} always run, "
+                               f"got {sorted(skip)}")
+        if not 0 < fraction < 1 or max_gamma < 1 or (c is not None and c < 0):
+            raise SpecdecError(f"need 0 < fraction < 1, max_gamma >= 1 and c >= 0, got {fraction}, {max_gamma} and {c}")
+        self.target, self.layers = target, len(layers)
+        self.given = None if skip is None else sorted(set(skip))
+        self.fraction, self.max_gamma, self.fixed_c = fraction, max_gamma, c
+        self.name, self.passes = "layer-skip", 0
+        self.capabilities = Capabilities(sizes_rounds=True, hidden_states=skip is None,
+                                         drafts=f"chain from its own layers ({self.layer_count_skipped()} of {self.layers} skipped)")
+        self.skipped: list[int] = []
+        self.inner: ModelDrafter | None = None
+        self.rule = ConfidenceStop()
+        self._step_s: list[float] = []                  # seconds per draft step, this text
+        self._target_step_s: list[float] = []           # seconds per target step, from each verification pass
+        self._prompt, self._vocab = torch.empty(0, dtype=torch.long), 0
+
+    def layer_count_skipped(self) -> int:
+        """How many layers the draft skips: those given, else `fraction` of them (at most all but the first and the last)."""
+        return len(self.given) if self.given is not None else min(self.layers - 2, max(1, round(self.fraction * self.layers)))
+
+    @property
+    def c(self) -> float:
+        """The cost ratio the stop rule uses: given, measured (median draft step / median target step), else the share kept."""
+        if self.fixed_c is not None:
+            return self.fixed_c
+        if self._step_s and self._target_step_s:
+            return statistics.median(self._step_s) / statistics.median(self._target_step_s)
+        return 1.0 - self.layer_count_skipped() / self.layers
+
+    def begin(self, generation: Generation) -> None:
+        if generation.target is not self.target:
+            raise SpecdecError("a LayerSkipDrafter drafts for the target it was made with: make one for this target")
+        self.skipped = list(self.given or [])
+        self.inner = None
+        self.passes = 0
+        self._step_s, self._target_step_s = [], []
+        self._prompt, self._vocab = generation.prompt, generation.vocab_size
+        self.rule = ConfidenceStop(c=self.c, verify_slope=generation.costs.verify_slope, max_gamma=self.max_gamma)
+
+    def draft(self, request: DraftRequest) -> Draft:
+        if self.inner is None:                          # the layers are known: the view and its cache
+            self.inner = ModelDrafter(skip_layers(self.target, self.skipped), self.name)
+            self.inner.start(self._prompt, self._vocab)
+        self.rule.c = self.c
+        self.rule.next_gamma()
+        before = self.inner.passes
+        synchronize(self.target.device)
+        start = time.perf_counter()
+        draft = self.inner.propose(request.sequence, min(request.limit, self.max_gamma), request.sampling, request.generator,
+                                   keep_drafting=self.rule.keep_drafting)
+        synchronize(self.target.device)
+        steps = self.inner.passes - before
+        if steps:
+            self._step_s.append((time.perf_counter() - start) / steps)
+        self.passes = self.inner.passes
+        return draft
+
+    def observe(self, verified: Verified) -> None:
+        if verified.proposal is None:                   # the prompt pass: choose the layers from its hidden states
+            if self.given is None and verified.hidden is not None:
+                self.skipped = least_influential_layers(verified.hidden, self.layer_count_skipped())
+            return
+        drafted = verified.proposal.tokens.numel()
+        if self.inner is not None:
+            self.inner.rollback(verified.text.numel() - 1)
+        if drafted:
+            self.rule.update(drafted, len(verified.path))
+        self._target_step_s.append(verified.seconds / (1.0 + self.rule.verify_slope * drafted))

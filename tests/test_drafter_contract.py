@@ -1,0 +1,162 @@
+"""The drafter contract (`specdec.drafting.contract`): a method written here, in a test file, plugs in and is exact.
+
+`BigramDrafter` below is the whole of a drafting method in under 40 lines: after every target pass it
+remembers, for each token the pass read, the target's own top choice after it, and it drafts by following
+those choices from the last token, as a chain of fixed candidates. The engine is not touched; greedy
+output equals `generate` and the sampled distribution equals the target's, by the same chi-square test
+as every drafter (with a broken rule as negative control). The contract's other promises are checked
+too: rows a drafter adds to the pass change no p, a drafter of the older contract still works, and a
+bad proposal or a gamma for a drafter that sizes its own rounds gets one clear error.
+"""
+
+import pytest
+import torch
+from distribution_check import FAST_RUNS, SIGNIFICANCE, speculative_fit
+from test_greedy import PROMPTS, reference_greedy
+
+import specdec.speculative
+from specdec import SpecdecError, speculative_generate
+from specdec.drafting.contract import Capabilities, DraftRequest, ExtraRows, Generation, Verified
+from specdec.kv_cache import CachedModel
+from specdec.sampling import SamplingConfig
+from specdec.trees import DraftTree, chain_parents, pass_attention
+
+
+class BigramDrafter:
+    """Drafts by following the target's own top choice after each token, learned from every pass it observes."""
+
+    name, passes = "bigram", 0
+    capabilities = Capabilities(sizes_rounds=True, drafts="bigram chain")
+
+    def __init__(self, length: int = 4) -> None:
+        self.length, self.after = length, {}
+
+    def begin(self, generation: Generation) -> None:
+        self.after = {}
+
+    def draft(self, request: DraftRequest) -> DraftTree:
+        chain, token = [], int(request.sequence[-1])
+        while token in self.after and len(chain) < min(self.length, request.limit):
+            token = self.after[token]
+            chain.append(token)
+        return DraftTree(torch.tensor(chain, dtype=torch.long), chain_parents(len(chain)), None)   # q None: point masses
+
+    def observe(self, verified: Verified) -> None:
+        rows = verified.rows[-verified.logits.shape[0]:].tolist()            # the tokens those logits follow
+        for token, best in zip(rows, verified.logits.argmax(dim=-1).tolist()):
+            self.after[token] = best
+
+
+def test_a_drafter_written_in_a_test_file_is_exact_greedy(pairs):
+    for architecture in ("gpt2", "llama", "qwen2"):
+        target, _ = pairs[architecture]
+        accepted = 0
+        for prompt in PROMPTS:
+            result = speculative_generate(target, BigramDrafter(), torch.tensor(prompt), max_new_tokens=40, temperature=0)
+            assert result.tokens == reference_greedy(target, prompt), (architecture, prompt)
+            accepted += result.stats.accepted
+        assert accepted > 10                          # it really drafted, and the target took some of it
+
+
+@pytest.mark.parametrize("sampling", [SamplingConfig(temperature=1.0), SamplingConfig(temperature=0.7, top_k=4)], ids=["t1.0", "t0.7_top_k4"])
+def test_a_drafter_written_in_a_test_file_keeps_the_target_distribution(sampling):
+    from tiny_models import tiny_pair
+
+    target, _ = tiny_pair("gpt2", vocab_size=8, noise=0.4)
+    fit, acceptance = speculative_fit(target, BigramDrafter, sampling, prompt=[2, 3, 4, 2, 3], gamma_factory=lambda: None, runs=FAST_RUNS)
+    assert fit.p_value > SIGNIFICANCE, fit
+    assert 0.05 < acceptance < 0.95
+
+
+def test_extra_rows_change_no_p_and_come_back_with_their_own_logits(pairs):
+    """A pass with rows of the drafter's own gives the proposal's rows the logits of a pass without them."""
+    target, _ = pairs["qwen2"]
+    text = torch.tensor([2, 3, 4])
+    tree = DraftTree(torch.tensor([5, 6, 7]), (-1, -1, 0), None)
+    extra = ExtraRows(torch.tensor([9, 10]), torch.tensor([1, 2]),
+                      torch.tensor([[1, 0, 0, 0, 1, 0], [1, 0, 0, 0, 1, 1]], dtype=torch.bool))    # a chain 9 10 after the root
+    logits = {}
+    for with_extra in (False, True):
+        cached = CachedModel(target)
+        cached.feed(text[:-1])
+        attend, positions = pass_attention(2, tree.parents, extra if with_extra else None)
+        rows = torch.cat([text[-1:], tree.tokens] + ([extra.tokens] if with_extra else []))
+        logits[with_extra] = cached.feed(rows, keep=rows.numel(), attend=attend, positions=positions)
+    assert torch.allclose(logits[True][:4], logits[False], atol=1e-5)
+    alone = target(input_ids=torch.tensor([[2, 3, 4, 9, 10]])).logits[0, -2:]                 # the extra chain, read causally
+    assert torch.allclose(logits[True][4:], alone, atol=1e-5)
+
+
+class OldStyle:
+    """A drafter of the older contract (start, propose, rollback): proposes the next token of a fixed text."""
+
+    name, passes = "old", 0
+
+    def __init__(self, text):
+        self.text = text
+
+    def start(self, prompt, vocab_size):
+        self.prompt_length = prompt.numel()
+
+    def propose(self, sequence, gamma, sampling, generator):
+        from specdec import Draft
+
+        done = sequence.numel() - self.prompt_length
+        return Draft(torch.tensor(self.text[done:done + gamma], dtype=torch.long), None)
+
+    def rollback(self, length):
+        pass
+
+
+def test_a_drafter_of_the_older_contract_still_works(pairs):
+    target, _ = pairs["llama"]
+    expected = reference_greedy(target, [2, 3])
+    result = speculative_generate(target, OldStyle(expected), torch.tensor([2, 3]), gamma=4, max_new_tokens=40, temperature=0)
+    assert result.tokens == expected and result.stats.acceptance_rate == 1.0
+    assert result.drafting == "chain, gamma 4"
+
+
+class TooDeep(BigramDrafter):
+    def draft(self, request):
+        return DraftTree(torch.tensor([1] * (request.limit + 1)), chain_parents(request.limit + 1), None)
+
+
+def test_bad_proposals_and_gammas_get_one_clear_error(pairs):
+    target, _ = pairs["gpt2"]
+    with pytest.raises(SpecdecError, match="sizes its own rounds"):
+        speculative_generate(target, BigramDrafter(), torch.tensor([2, 3]), gamma=3, max_new_tokens=5)
+    with pytest.raises(SpecdecError, match="at most .* were asked for"):
+        speculative_generate(target, TooDeep(), torch.tensor([2, 3]), max_new_tokens=5, temperature=0)
+    with pytest.raises(SpecdecError, match="draft must be a transformers causal LM or a drafter"):
+        speculative_generate(target, object(), torch.tensor([2, 3]), max_new_tokens=5)
+
+
+def broken_point_mass_rule(p, tree, generator):
+    """BROKEN: fixed candidates kept with probability p(x), but a rejected x stays in what is sampled next."""
+    from specdec.sampling import sample
+    from specdec.tree_verification import _verdict
+
+    tokens, path, node = tree.tokens.tolist(), [], -1
+    tested, uniforms = [None] * tree.size, [None] * tree.size
+    while True:
+        children = tree.children(node)
+        accepted = None
+        for child in children:
+            uniforms[child] = float(torch.rand(1, generator=generator))
+            tested[child] = uniforms[child] < float(p[node + 1, tokens[child]])
+            if tested[child]:
+                accepted = child
+                break
+        if accepted is None:
+            return _verdict(path, int(sample(p[node + 1][None], generator)), not children, tested, uniforms, p, tree)
+        path.append(accepted)
+        node = accepted
+
+
+def test_negative_control_the_same_test_catches_a_broken_point_mass_rule(monkeypatch):
+    from tiny_models import tiny_pair
+
+    target, _ = tiny_pair("gpt2", vocab_size=8, noise=0.4)
+    monkeypatch.setattr(specdec.speculative, "verify_tree_sampled", broken_point_mass_rule)
+    fit, _ = speculative_fit(target, BigramDrafter, SamplingConfig(temperature=1.0), prompt=[2, 3, 4, 2, 3], gamma_factory=lambda: None, runs=FAST_RUNS)
+    assert fit.p_value < SIGNIFICANCE, fit
