@@ -103,13 +103,14 @@ def speculative_generate(
         on_round(rounds[0])
     tokens = [first]
     sequence = torch.cat([prompt, prompt.new_tensor([first])])                    # [T + 1]
+    drafted_until = watch.totals["draft"]                                         # the first round's draft time includes this:
     with watch.measure("draft"):
         drafter.observe(Verified(prompt, logits, None, hidden, None, (), (), first, sequence, watch.totals["verify"]))
 
     while len(tokens) < max_new_tokens and tokens[-1] not in stop_ids:           # 2. rounds
         room = max_new_tokens - len(tokens) - 1                                   # never overshoot
         limit = room if schedule is None else min(schedule.next_gamma(), room)
-        spent = watch.totals["draft"], watch.totals["verify"]
+        spent = drafted_until, watch.totals["verify"]
         round_, verified = _round(drafter, target_lm, sequence, limit, sampling, generator, watch, stop_ids, stop_rule,
                                   tree_kind=bool(rounds[-1].tree))
         drafted = verified.proposal.tokens.numel()
@@ -118,6 +119,7 @@ def speculative_generate(
         with watch.measure("draft"):                                              # e. what the target computed
             drafter.observe(verified)
         round_ = replace(round_, draft_s=watch.totals["draft"] - spent[0], verify_s=watch.totals["verify"] - spent[1])
+        drafted_until = watch.totals["draft"]
         rounds.append(round_)
         if on_round is not None:
             on_round(round_)
