@@ -31,7 +31,7 @@ class PackedLinear(nn.Module):
 
     >>> layer = torch.nn.Linear(64, 32).to(torch.bfloat16)
     >>> x = torch.randn(3, 64, dtype=torch.bfloat16)
-    >>> packable(layer) <= torch.equal(PackedLinear.from_linear(layer)(x), layer(x))    # same bits where it packs
+    >>> not packable(layer) or torch.equal(PackedLinear.from_linear(layer)(x), layer(x))   # same bits where it packs (not at all without AVX-512)
     True
     """
 
