@@ -159,11 +159,6 @@ class Verified:
     text: torch.Tensor                             # [n'] long: the text after this pass, the next token last
     seconds: float                                 # wall time of the target's pass
 
-    @property
-    def next_row(self) -> int:
-        """The row of `logits` the next token was chosen from: after the last accepted node (0: the root)."""
-        return 0 if not self.path else self.path[-1] + 1
-
 
 @runtime_checkable
 class Drafter(Protocol):
