@@ -51,7 +51,7 @@ class SuffixDrafter:
     [7, 8]
     """
 
-    def __init__(self, budget: int = 24, max_depth: int = 24, spec_factor: float = 1.0, min_chance: float = 0.1,
+    def __init__(self, budget: int = 8, max_depth: int = 24, spec_factor: float = 1.0, min_chance: float = 0.1,
                  tree: bool = True, corpus: Iterable[Sequence[int]] = ()) -> None:
         if budget < 1 or spec_factor <= 0 or not 0 <= min_chance <= 1:
             raise SpecdecError(f"suffix decoding needs budget >= 1, spec_factor > 0 and min_chance in [0, 1], got {budget}, "
