@@ -236,3 +236,16 @@ def test_layer_skip_view_shares_weights_and_the_rule_picks_quiet_layers():
     other = tiny_model("llama", layers=6, seed=2)
     with pytest.raises(SpecdecError, match="drafts for the target it was made with"):
         speculative_generate(other, LayerSkipDrafter(target), torch.tensor([2, 3]), max_new_tokens=4)
+
+
+def test_the_catalog_names_the_same_methods_the_engine_makes(small_target):
+    """The sidebar, the CLI and the bench read the catalog's lists; the engine's registry is the truth they must match."""
+    from specdec.drafting import TARGET_ONLY, by_name
+    from specdec.zoo.catalog import OWN_ROUNDS_DRAFTS, TARGET_ONLY_DRAFTS, needs_draft_model
+
+    assert set(TARGET_ONLY_DRAFTS) == set(TARGET_ONLY)
+    sizes_own_rounds = {name for name in TARGET_ONLY if by_name(name, small_target).capabilities.sizes_rounds}
+    assert sizes_own_rounds == set(OWN_ROUNDS_DRAFTS)
+    assert not any(needs_draft_model(name) for name in TARGET_ONLY) and needs_draft_model("qwen2.5-coder-0.5b")
+    with pytest.raises(SpecdecError, match="unknown drafting method"):
+        by_name("medusa", small_target)
