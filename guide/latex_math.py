@@ -25,7 +25,7 @@ LATEX_COMMANDS = {
     "Rightarrow": "=>", "iff": "<=>", "in": "in", "dots": "dots", "ldots": "dots", "cdots": "dots.c",
     "mid": "|", "blacksquare": "square.filled", "lvert": "|", "rvert": "|", "prime": "prime",
     # operators
-    "sum": "sum", "prod": "product", "min": "min", "max": "max", "arg": "arg", "log": "log", "exp": "exp",
+    "sum": "sum", "prod": "product", "min": "min", "max": "max", "arg": "arg", "log": "log", "exp": "exp", "cos": "cos",
     "Pr": "Pr",
     # spacing
     "quad": "quad", "qquad": "wide", ",": "thin", ";": "med", "!": "", " ": "space",

@@ -191,6 +191,40 @@ def side_by_side(saved: str) -> dict[str, float]:
             "default_vs_own_plain": (default / rates["plain float32 int8"]).median()}
 
 
+def families(saved: str) -> dict[str, float]:
+    """From a saved `specdec bench --methods all` CSV: `specdec.bench.spec_bench.families_table`'s numbers, flat.
+
+    Keys "<method>_<column>" for the columns speedup, tokens_per_target_pass, c, spec_bench_speedup,
+    spec_bench_tokens_per_step and each category's median speedup; "<method>_rank" is its place by
+    speedup (1 is the fastest); "best" names the fastest method that needs no draft model; "<method>_v" is the
+    median over prompts of its seconds per target pass over the target alone's seconds per token (v, the
+    pass's cost in one-token steps, the prompt pass included) and "<method>_nodes" its median tokens drafted
+    per drafting round; "prompts" counts the prompts.
+    """
+    import io
+
+    import pandas as pd
+
+    from specdec.bench.harness import FAMILY_METHODS
+    from specdec.bench.spec_bench import families_table
+
+    frame = pd.read_csv(io.StringIO(saved))
+    table = families_table(frame)
+    values: dict[str, float] = {}
+    plain = frame[frame["method"] == "generate"].set_index("prompt_id")
+    step = plain["wall_time_s"] / plain["new_tokens"]                        # the target alone: seconds per token
+    for method, runs in frame[frame["method"] != "generate"].groupby("method"):
+        runs = runs.set_index("prompt_id")
+        values[f"{method}_v"] = ((runs["verify_time_s"] / runs["target_passes"]) / step[runs.index]).median()
+        values[f"{method}_nodes"] = runs["mean_gamma"].median()
+    values["prompts"] = plain.index.nunique()
+    for rank, row in enumerate(table.itertuples(index=False), start=1):
+        values |= {f"{row.method}_{column}": getattr(row, column) for column in table.columns if column not in ("method", "spec_bench_row")}
+        values[f"{row.method}_rank"] = rank
+    values["best"] = next(method for method in table["method"] if method in FAMILY_METHODS)
+    return values
+
+
 def cli_output(*argv: str) -> str:
     """What `specdec <argv>` prints, run in this process."""
     from specdec.cli import main

@@ -510,3 +510,119 @@ NUMBERS += [
     Computed(BEYOND, r"With confidence <<.2f>> each, $a = <<.1f>>$: the gain side is <<.4f>> and the rate side <<.4f>>",
              lambda: (lambda a, p2, e2, t2, gain, rate: (STOP_UNSURE, a, gain, rate))(*stop_by_hand(STOP_UNSURE))),
 ]
+
+
+# --- 04: drafting without a draft model (issue 26): fixed candidates, Token Recycling, suffix, self-speculation ----
+
+from specdec.drafting import suffix_tree, token_recycling  # noqa: E402
+from specdec.drafting.suffix import SuffixDrafter  # noqa: E402
+from specdec.reference import candidate_bugs  # noqa: E402
+
+LOOKUP_COUNTS = TOY_Q             # the shares a lookup or a table gives the candidate A, told to the rule as if they were q
+CANDIDATE_BUG_TABLE = [   # (row label, exact output of one position for TOY_P and the fixed candidate A)
+    ("none (the rule above)", lambda: candidate_bugs.candidates_output(TOY_P, [A])),
+    ("a rejected A is left in r", lambda: candidate_bugs.kept_in_residual(TOY_P, [A])),
+    (f"A tested as if drawn from $q$ = ({vector(LOOKUP_COUNTS)}), a lookup's counts",
+     lambda: candidate_bugs.told_it_was_drawn(TOY_P, LOOKUP_COUNTS, A)),
+]
+QWEN_VOCABULARY = 151_936
+RECYCLING_P = (0.50, 0.30, 0.20)  # exercise 6: the target after "b", over ("d", "a", "e")
+SUFFIX_TEXT = [1, 2, 3, 1, 2, 3, 1, 2, 4, 1, 2]   # exercise 8: "a b c a b c a b d a b" with a=1, b=2, c=3, d=4
+SKIP_HEAD, SKIP_KEPT, SKIP_GAMMA = 0.15, 0.5, 3     # exercise 9: the output layer's share of a step, the layers kept, gamma
+
+
+def recycling_by_hand() -> tuple[float, ...]:
+    """Exercise 6: the first candidate's chance, what is left after it fails, the second's chance, and either's.
+
+    Checked against the exact rule: the chance the position emits "d" or "a" with both as candidates.
+    """
+    first = RECYCLING_P[0]
+    left = np.array([0.0, *RECYCLING_P[1:]]) / (1 - first)       # p without "d", renormalized
+    either = first + (1 - first) * left[1]
+    assert abs(either - candidate_bugs.candidates_output(RECYCLING_P, [0, 1])[:2].sum()) < 1e-12
+    return first, vector(left), left[1], first, 1 - first, left[1], either
+
+
+def suffix_by_hand() -> tuple[float, ...]:
+    """Exercise 8, computed by `SuffixTree` itself: the speculation from "a b" (2 deep) and from "b" (1 deep)."""
+    index = suffix_tree.SuffixTree(24)
+    index.add(SUFFIX_TEXT)
+    matches = dict(index.matches(SUFFIX_TEXT))                     # length -> node
+    min_chance = SuffixDrafter().min_chance
+    long = index.continuations(matches[2], 2, 24, min_chance)
+    short = index.continuations(matches[1], 1, 24, min_chance)
+    assert sorted(matches) == [1, 2] and long.tokens == (3, 1, 4, 1) and long.score > short.score
+    return (min_chance, *long.chances, long.score, short.score)
+
+
+NUMBERS += [
+    *[Computed(BEYOND, "| <<s>> | (<<s>>) | <<.3f>> |",
+               (lambda label=label, output=output: (label, vector(output(), 3), bugs.largest_error(output(), TOY_P))))
+      for label, output in CANDIDATE_BUG_TABLE],
+    Computed(BEYOND, "($k = 8$; <<.1f>> MB of 64-bit ids for Qwen2.5's 151,936 tokens)",
+             lambda: QWEN_VOCABULARY * token_recycling.TokenRecyclingDrafter().k * 8 / 1e6),
+    Computed(BEYOND, r"keeps the template's <<d>> nodes of highest prior chance (the $i$-th candidate counts $<<.1f>> \cdot <<.1f>>^i$",
+             lambda: (token_recycling.DEFAULT_BUDGET, 0.7, 0.3)),
+    Computed(BEYOND, "(shares below <<.1f>> are never proposed)", lambda: SuffixDrafter().min_chance),
+    Computed(BEYOND, "computed with the toy, counts of (<<s>>) make the output (<<s>>) instead of $p$",
+             lambda: (vector(LOOKUP_COUNTS), vector(candidate_bugs.told_it_was_drawn(TOY_P, LOOKUP_COUNTS, A)))),
+    Computed(BEYOND, "the output is the skipped model's distribution: with the toy, (<<s>>) instead of (<<s>>)",
+             lambda: (vector(candidate_bugs.q_is_p(TOY_P, TOY_Q)), vector(TOY_P))),
+    # exercises 6, 8 and 9
+    Computed(BEYOND, 'the target\'s distribution after "b" is p = (<<s>>) over ("d", "a", "e")', lambda: vector(RECYCLING_P)),
+    Computed(BEYOND, r'"d" is kept with probability $p(d) = <<.2f>>$. After a rejection what is left is $p$ without "d", $(<<s>>)$, so '
+                     r'"a" is kept with probability <<.2f>>: one of the two is kept with $<<.2f>> + <<.2f>> \cdot <<.2f>> = <<.2f>>$',
+             recycling_by_hand),
+    Computed(BEYOND, "both above `min_chance` <<.1f>>. After", lambda: suffix_by_hand()[0]),
+    Computed(BEYOND, "with chances <<.2f>>, <<.2f>>, <<.2f>> and <<.2f>>: an expected <<.2f>> tokens",
+             lambda: suffix_by_hand()[1:6]),
+    Computed(BEYOND, "(c or d, an expected <<.2f>>)", lambda: suffix_by_hand()[6]),
+    Computed(BEYOND, r"whose output layer is <<.0f>>% of the bytes a step reads, and take the step's cost as the bytes it reads. What is "
+                     r"$c$? With a free verification ($v = 1$) and $\gamma = <<d>>$", lambda: (100 * SKIP_HEAD, SKIP_GAMMA)),
+    Computed(BEYOND, r"half of the <<.0f>>% in layers plus the whole output layer: $c = <<.1f>> \cdot <<.2f>> + <<.2f>> = <<.3f>>$. A round "
+                     r"costs $<<d>> c + 1 = <<.3f>>$ steps and makes $1 + \alpha + \alpha^2 + \alpha^3$ tokens; these are equal at "
+                     r"$\alpha = <<.2f>>$",
+             lambda: (lambda c: (100 * (1 - SKIP_HEAD), SKIP_KEPT, 1 - SKIP_HEAD, SKIP_HEAD, c, SKIP_GAMMA, SKIP_GAMMA * c + 1,
+                                 break_even_alpha(SKIP_GAMMA * c + 1, SKIP_GAMMA)))(SKIP_KEPT * (1 - SKIP_HEAD) + SKIP_HEAD)),
+]
+
+
+# --- 04: Spec-Bench on this machine (issue 26) -------------------------------------------------------------
+
+from lesson_entries import families  # noqa: E402
+
+FAMILIES_BENCH = "specdec bench --methods all --prompts-per-category 2 --max-new-tokens 128 --out benchmarks/families-int8.csv --markdown"
+KERNELS_HERE = "python benchmarks/weight_kernels.py --out guide/measurements/kernels-avx2.csv"
+FAMILY_ROWS = (("suffix decoding", "suffix", "REST"), ("prompt lookup", "prompt-lookup", "PLD"), ("Token Recycling", "recycling", "Recycling"),
+               ("draft model (0.5B)", "speculative", "SpS"), ("lookahead", "lookahead", "Lookahead"))
+
+
+def _family(saved: str, *keys: str) -> tuple:
+    values = families(saved)
+    return tuple(values[key] for key in keys)
+
+
+NUMBERS += [
+    Measured(BEYOND, "Medians over the <<d>> prompts", FAMILIES_BENCH, "families-int8.csv", lambda saved: _family(saved, "prompts")[0]),
+    *[Measured(BEYOND, f"| {label} | <<.2f>>x | <<.2f>> | <<.2f>> | <<.2f>> | {row} | <<.2f>>x | <<.2f>> |", FAMILIES_BENCH, "families-int8.csv",
+               lambda saved, m=method: _family(saved, f"{m}_speedup", f"{m}_tokens_per_target_pass", f"{m}_c", f"{m}_v",
+                                               f"{m}_spec_bench_speedup", f"{m}_spec_bench_tokens_per_step"))
+      for label, method, row in FAMILY_ROWS],
+    Measured(BEYOND, "| layer skipping | <<.2f>>x | <<.2f>> | <<.2f>> | <<.2f>> | (none) | | |", FAMILIES_BENCH, "families-int8.csv",
+             lambda saved: _family(saved, "layer-skip_speedup", "layer-skip_tokens_per_target_pass", "layer-skip_c", "layer-skip_v")),
+    Measured(BEYOND, "summarization, <<.2f>>x and <<.2f>>x. The draft model gains only on code (<<.2f>>x)", FAMILIES_BENCH, "families-int8.csv",
+             lambda saved: _family(saved, "suffix_summarization", "prompt-lookup_summarization", "speculative_code")),
+    Measured(BEYOND, "Token Recycling stays near even everywhere (at most <<.2f>>x)", FAMILIES_BENCH, "families-int8.csv",
+             lambda saved: max(_family(saved, *(f"recycling_{c}" for c in ("chat", "code", "math", "qa", "rag", "summarization", "translation"))))),
+    Measured(BEYOND, "Token Recycling made <<.2f>> tokens per pass at $v = <<.2f>>$: <<.2f>>x by the formula, <<.2f>>x measured",
+             FAMILIES_BENCH, "families-int8.csv",
+             lambda saved: (lambda tpp, v, s: (tpp, v, tpp / v, s))(*_family(saved, "recycling_tokens_per_target_pass", "recycling_v",
+                                                                               "recycling_speedup"))),
+    Reported(BEYOND, "so its 2.73 tokens per step become a large gain", "https://github.com/hemingkx/Spec-Bench/blob/main/Leaderboard.md"),
+    Measured(BEYOND, "(<<.2f>> tokens per pass), but each of its steps costs $c = <<.2f>>$", FAMILIES_BENCH, "families-int8.csv",
+             lambda saved: _family(saved, "speculative_tokens_per_target_pass", "speculative_c")),
+    Measured(BEYOND, "half the layers still cost $c = <<.2f>>$", FAMILIES_BENCH, "families-int8.csv",
+             lambda saved: _family(saved, "layer-skip_c")[0]),
+    Measured(BEYOND, "pass over 6 tokens costs <<.2f>> steps, so no family could gain", KERNELS_HERE, "kernels-avx2.csv",
+             lambda saved: kernel_costs(saved)["bfloat16_v5"]),
+]

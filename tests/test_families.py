@@ -108,9 +108,10 @@ def echo_prompt(small_target):
     return [2, 3, 4] + reference_greedy(small_target, [2, 3, 4], max_new_tokens=8)
 
 
-# With 8 tokens Token Recycling's 8 candidates would put every token on the tree: 3 keep some off it.
+# With 8 tokens Token Recycling's 8 candidates would put every token on the tree: 3 keep some off it, and 4
+# nodes keep the tree small enough that accepted nodes are not rare among the drafted ones.
 SAMPLED_FAMILIES = {name: make for name, make in FAMILIES.items() if name != "suffix-chain"} | {
-    "recycling": lambda target: TokenRecyclingDrafter(candidates=3)}
+    "recycling": lambda target: TokenRecyclingDrafter(candidates=3, budget=4)}
 
 
 @pytest.mark.parametrize("sampling", SAMPLED, ids=["t1.0_top_k6", "t0.7_top_p0.9"])
