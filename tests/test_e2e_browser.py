@@ -221,6 +221,28 @@ def test_compare_draws_a_saved_benchmark_of_real_drafts(page, app_url):
         tab.close()
 
 
+def test_compare_draws_every_family_spec_bench_style(page, app_url):
+    """The committed families benchmark (`specdec bench --methods all`, command in the README), uploaded: the families
+    table and its charts, with Spec-Bench's published numbers drawn beside ours."""
+    saved = APP_FOLDER / "benchmarks" / "families-int8.csv"
+    tab = page.context.new_page()
+    try:
+        tab.goto(f"{app_url}/?{SETTINGS}")
+        settle(tab, "text=Models on this machine")
+        tab.get_by_test_id("stSidebar").get_by_role("link", name="Compare", exact=True).click()
+        settle(tab, "text=Run benchmark")
+        tab.locator("input[type=file]").set_input_files(str(saved))
+        settle(tab, "text=Every family, Spec-Bench style")
+        settle(tab, ".js-plotly-plot")
+        legend = " ".join(tab.locator(".js-plotly-plot .legendtext").all_text_contents())
+        for family in ("suffix", "recycling", "lookahead", "layer-skip", "prompt-lookup"):
+            assert family in legend, legend
+        assert "recycling: Spec-Bench (Recycling)" in legend, legend
+        screenshot(tab, "compare-families")
+    finally:
+        tab.close()
+
+
 def test_explainer_draws_its_charts(page, app_url):
     go_to(page, app_url, "Explainer")
     settle(page, "text=Speedup calculator")
