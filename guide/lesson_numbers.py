@@ -562,7 +562,7 @@ NUMBERS += [
     Computed(BEYOND, "($k = 8$; <<.1f>> MB of 64-bit ids for Qwen2.5's 151,936 tokens)",
              lambda: QWEN_VOCABULARY * token_recycling.TokenRecyclingDrafter().k * 8 / 1e6),
     Computed(BEYOND, r"keeps the template's <<d>> nodes of highest prior chance (the $i$-th candidate counts $<<.1f>> \cdot <<.1f>>^i$",
-             lambda: (token_recycling.DEFAULT_BUDGET, 0.7, 0.3)),
+             lambda: (token_recycling.DEFAULT_BUDGET, token_recycling.PRIOR_TOP, token_recycling.PRIOR_DECAY)),
     Computed(BEYOND, "(shares below <<.1f>> are never proposed)", lambda: SuffixDrafter().min_chance),
     Computed(BEYOND, "computed with the toy, counts of (<<s>>) make the output (<<s>>) instead of $p$",
              lambda: (vector(LOOKUP_COUNTS), vector(candidate_bugs.told_it_was_drawn(TOY_P, LOOKUP_COUNTS, A)))),

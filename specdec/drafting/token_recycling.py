@@ -63,6 +63,7 @@ PAPER_TREE: tuple[tuple[int, ...], ...] = tuple(tuple(path) for path in (
 ))
 DEFAULT_BUDGET = 8      # nodes of the template kept by default on a CPU (see the module docstring)
 PROMPT_ROWS = 32        # the prompt pass's last rows whose top-k seed the table
+PRIOR_TOP, PRIOR_DECAY = 0.7, 0.3   # the prior chance that the i-th candidate is right: PRIOR_TOP * PRIOR_DECAY ** i
 
 
 def template(tree: Sequence[Sequence[int]] = PAPER_TREE, budget: int | None = None) -> tuple[tuple[int, ...], ...]:
@@ -88,7 +89,7 @@ def _prior(path: tuple[int, ...]) -> float:
     """The prior chance that every candidate on `path` is right: 0.7 * 0.3^i for the i-th candidate, multiplied."""
     chance = 1.0
     for index in path:
-        chance *= 0.7 * 0.3 ** index
+        chance *= PRIOR_TOP * PRIOR_DECAY ** index
     return chance
 
 
