@@ -200,38 +200,37 @@ def test_compare_draws_charts_and_downloads_the_csv(page, app_url, tmp_path):
     assert len(frame) == 12 and set(frame["pair"]) == {TINY_PAIR} and frame["timestamp"].notna().all()
 
 
-def test_compare_draws_a_saved_benchmark_of_real_drafts(page, app_url):
-    """The README's Compare screenshot: the committed benchmark of three real drafts (two with their own tokenizer)
-    for Qwen2.5-Coder-1.5B, measured by `specdec bench` (command in the README), uploaded in a fresh session."""
-    saved = APP_FOLDER / "benchmarks" / "cross-tokenizer.csv"
-    tab = page.context.new_page()                       # a new tab is a new session: no tiny run on the charts
-    try:
-        tab.goto(f"{app_url}/?{SETTINGS}")
-        settle(tab, "text=Models on this machine")
-        tab.get_by_test_id("stSidebar").get_by_role("link", name="Compare", exact=True).click()
-        settle(tab, "text=Run benchmark")
-        tab.locator("input[type=file]").set_input_files(str(saved))
-        settle(tab, ".js-plotly-plot")
-        assert tab.locator(".js-plotly-plot").count() == 4
-        legend = " ".join(tab.locator(".js-plotly-plot .legendtext").all_text_contents())
-        for draft in ("qwen2.5-coder-0.5b", "smollm2-135m", "gemma3-270m"):
-            assert f"{draft}->qwen2.5-coder-1.5b" in legend, legend
-        screenshot(tab, "compare")
-    finally:
-        tab.close()
-
-
-def test_compare_draws_every_family_spec_bench_style(page, app_url):
-    """The committed families benchmark (`specdec bench --methods all`, command in the README), uploaded: the families
-    table and its charts, with Spec-Bench's published numbers drawn beside ours."""
-    saved = APP_FOLDER / "benchmarks" / "families-int8.csv"
+@contextmanager
+def saved_benchmark_on_compare(page, app_url: str, name: str) -> Iterator:
+    """A new tab (a new session: no tiny run on the charts) with `benchmarks/<name>` uploaded on the Compare page."""
     tab = page.context.new_page()
     try:
         tab.goto(f"{app_url}/?{SETTINGS}")
         settle(tab, "text=Models on this machine")
         tab.get_by_test_id("stSidebar").get_by_role("link", name="Compare", exact=True).click()
         settle(tab, "text=Run benchmark")
-        tab.locator("input[type=file]").set_input_files(str(saved))
+        tab.locator("input[type=file]").set_input_files(str(APP_FOLDER / "benchmarks" / name))
+        yield tab
+    finally:
+        tab.close()
+
+
+def test_compare_draws_a_saved_benchmark_of_real_drafts(page, app_url):
+    """The README's Compare screenshot: the committed benchmark of three real drafts (two with their own tokenizer)
+    for Qwen2.5-Coder-1.5B, measured by `specdec bench` (command in the README), uploaded in a fresh session."""
+    with saved_benchmark_on_compare(page, app_url, "cross-tokenizer.csv") as tab:
+        settle(tab, ".js-plotly-plot")
+        assert tab.locator(".js-plotly-plot").count() == 4
+        legend = " ".join(tab.locator(".js-plotly-plot .legendtext").all_text_contents())
+        for draft in ("qwen2.5-coder-0.5b", "smollm2-135m", "gemma3-270m"):
+            assert f"{draft}->qwen2.5-coder-1.5b" in legend, legend
+        screenshot(tab, "compare")
+
+
+def test_compare_draws_every_family_spec_bench_style(page, app_url):
+    """The committed families benchmark (`specdec bench --methods all`, command in the README), uploaded: the families
+    table and its charts, with Spec-Bench's published numbers drawn beside ours."""
+    with saved_benchmark_on_compare(page, app_url, "families-int8.csv") as tab:
         settle(tab, "text=Every family, Spec-Bench style")
         settle(tab, ".js-plotly-plot")
         legend = " ".join(tab.locator(".js-plotly-plot .legendtext").all_text_contents())
@@ -239,8 +238,6 @@ def test_compare_draws_every_family_spec_bench_style(page, app_url):
             assert family in legend, legend
         assert "recycling: Spec-Bench (Recycling)" in legend, legend
         screenshot(tab, "compare-families")
-    finally:
-        tab.close()
 
 
 def test_explainer_draws_its_charts(page, app_url):
