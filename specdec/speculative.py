@@ -25,7 +25,7 @@ last (whose keys and values the next round's pass computes). Each drafter keeps 
 (a draft model's cache holds a prefix of the text, caught up in its next pass).
 
 The output has exactly the target's distribution, and with temperature 0 exactly the target's
-greedy tokens. Not handled: batches.
+greedy tokens. A batch of texts runs the same rounds row by row around shared passes (`specdec.batched`).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from transformers import PreTrainedModel
 from specdec.drafting.contract import Draft, DraftRequest, Generation, Proposal, Verified, check_proposal
 from specdec.drafting.policy import DraftingPlan, default_drafter, plan_drafting, trees_pay  # noqa: F401  (public names)
 from specdec.errors import SpecdecError
-from specdec.inputs import Decoding, check_counts, start_generation
+from specdec.inputs import Decoding, as_batch, check_counts, start_generation
 from specdec.kv_cache import CachedModel
 from specdec.results import DraftedToken, GenerationResult, GenerationStats, Round, TokenOrigin, TreeTrace
 from specdec.sampling import SamplingConfig, choose_next, probabilities
@@ -64,7 +64,8 @@ def speculative_generate(
     seed: int | None = None,
     eos_token_id: int | list[int] | None = None,
     on_round: Callable[[Round], None] | None = None,
-) -> GenerationResult:
+    attention_mask: torch.Tensor | None = None,
+) -> GenerationResult | list[GenerationResult]:
     """Generate up to `max_new_tokens` tokens after `input_ids` with the target p, drafted by q.
 
     `draft` is a causal LM sharing the target's tokenizer, or any drafter (`specdec.drafting`): a
@@ -80,7 +81,17 @@ def speculative_generate(
     drafter that reports no confidence 4 tokens a round, and drafters that size their own rounds do so
     (they refuse a gamma). `on_round`, if given, is called with every `Round` as soon as it is decided
     (the prompt pass first), for showing text as it is generated.
+
+    A batch (a list of prompts of any lengths, or a padded [B, T] tensor with its `attention_mask`) returns
+    one result per row, each row exact on its own (`specdec.batched`); `on_round` is then called with
+    (row, round).
     """
+    batch = as_batch(input_ids, attention_mask)
+    if batch is not None:
+        from specdec.batched import speculative_generate_batch
+
+        return speculative_generate_batch(target, draft, batch, gamma=gamma, max_new_tokens=max_new_tokens, temperature=temperature,
+                                          top_k=top_k, top_p=top_p, seed=seed, eos_token_id=eos_token_id, on_round=on_round)
     check_counts(max_new_tokens, None if gamma is None or isinstance(gamma, GammaSchedule) else gamma)
     if isinstance(draft, DraftingPlan):
         if gamma is not None:
@@ -152,50 +163,87 @@ def _round(drafter, target_lm: CachedModel, sequence: torch.Tensor, limit: int, 
     last round was one (`tree_kind`), and the target adds its one token.
     """
     with watch.measure("draft"):                                                  # a. propose
-        if limit > 0:
-            proposal = drafter.draft(DraftRequest(sequence, limit, sampling, generator, stop_rule))
-        else:
-            proposal = DraftTree.from_paths([]) if tree_kind else Draft(sequence.new_empty(0), None)
-    check_proposal(proposal, limit, drafter.name)
+        request = DraftRequest(sequence, limit, sampling, generator, stop_rule) if limit > 0 else None
+        proposal = propose(drafter, request, sequence, tree_kind)
     before = watch.totals["verify"]
     with watch.measure("verify"):                                                 # b. one target pass
         rows, logits, extra_logits, hidden = _target_pass(target_lm, sequence, proposal, drafter.capabilities.hidden_states)
+    round_, path, tested, next_token = judge(proposal, logits, sampling, generator, stop_ids, drafter.name)   # c. the rule
     text = sequence.numel() - 1                                                   # cached in the target: all but the root
-    if isinstance(proposal, Draft):                                               # c. the rule, d. the cache
-        verdict = _verify(logits, proposal, sampling, generator, drafter.name)
-        target_lm.rollback(text + 1 + verdict.accepted)                          # (extra rows come last: cut with the rest)
-        path = tuple(range(verdict.accepted))
-        tested = tuple(True if i < verdict.accepted else (False if i == verdict.accepted else None) for i in range(proposal.tokens.numel()))
-        round_ = _record_round(proposal, verdict, stop_ids)
-    else:
-        if sampling.greedy:
-            verdict = verify_tree_greedy(logits, proposal)
-        else:
-            verdict = verify_tree_sampled(probabilities(logits, sampling), proposal, generator)
-        target_lm.keep(list(range(text + 1)) + [text + 1 + node for node in verdict.path])
-        path, tested = verdict.path, verdict.tested
-        round_ = _record_tree_round(proposal, verdict, stop_ids)
-    accepted = proposal.tokens[list(path)].tolist()
-    after = torch.cat([sequence, sequence.new_tensor(accepted + [verdict.next_token])])
-    verified = Verified(rows, logits, extra_logits, hidden, proposal, path, tested, verdict.next_token, after,
-                        watch.totals["verify"] - before)
+    target_lm.keep(kept_columns(text, path))                                      # d. the cache (extra rows are cut with the rest)
+    verified = Verified(rows, logits, extra_logits, hidden, proposal, path, tested, next_token,
+                        text_after(sequence, proposal, path, next_token), watch.totals["verify"] - before)
     return round_, verified
+
+
+def propose(drafter, request: DraftRequest | None, sequence: torch.Tensor, tree_kind: bool = False) -> Proposal:
+    """Step 2a: the drafter's proposal for `request`, checked; with no request (no room left) an empty one."""
+    if request is None:
+        return DraftTree.from_paths([]) if tree_kind else Draft(sequence.new_empty(0), None)
+    proposal = drafter.draft(request)
+    check_proposal(proposal, request.limit, drafter.name)
+    return proposal
+
+
+def pass_rows(root: torch.Tensor, proposal: Proposal) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None, int]:
+    """What one text feeds the verification pass: (rows [R] = root, nodes, extra rows; attend [R, R] among them or None
+    for causal; offsets [R] after the text or None; n = 1 + nodes, the rows the rule reads)."""
+    nodes = proposal.tokens.to(root.device)                                       # [N]
+    parents = chain_parents(nodes.numel()) if isinstance(proposal, Draft) else proposal.parents
+    extra = proposal.extra
+    rows = torch.cat([root, nodes] + ([extra.tokens.to(root.device)] if extra is not None else []))   # [1 + N + E]
+    n = nodes.numel() + 1
+    if extra is None and parents == chain_parents(n - 1):                          # a chain needs no mask: a causal pass
+        return rows, None, None, n
+    attend, offsets = pass_attention(0, parents, extra)                            # [R, R], [R]: no text before the root
+    return rows, attend, offsets, n
 
 
 def _target_pass(target_lm: CachedModel, sequence: torch.Tensor, proposal: Proposal,
                  hidden: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, tuple[torch.Tensor, ...] | None]:
     """One target pass over [root, the proposal's tokens, its extra rows]: (rows, logits [1 + N, V], extra logits [E, V], hidden)."""
-    nodes = proposal.tokens.to(sequence.device)                                   # [N]
-    parents = chain_parents(nodes.numel()) if isinstance(proposal, Draft) else proposal.parents
-    extra = proposal.extra
-    rows = torch.cat([sequence[-1:], nodes] + ([extra.tokens.to(sequence.device)] if extra is not None else []))  # [1 + N + E]
-    n = nodes.numel() + 1
-    if extra is None and parents == chain_parents(n - 1):                          # a chain needs no mask: a causal pass
+    rows, attend, offsets, n = pass_rows(sequence[-1:], proposal)
+    if attend is None:
         logits, states = target_lm.feed_with_hidden(rows, keep=n, hidden=hidden)
     else:
-        attend, positions = pass_attention(sequence.numel() - 1, parents, extra)
-        logits, states = target_lm.feed_with_hidden(rows, keep=rows.numel(), attend=attend, positions=positions, hidden=hidden)
-    return rows, logits[:n], (logits[n:] if extra is not None else None), states
+        text = sequence.numel() - 1
+        full = torch.cat([torch.ones(rows.numel(), text, dtype=torch.bool), attend], dim=1)   # [R, text + R]
+        logits, states = target_lm.feed_with_hidden(rows, keep=rows.numel(), attend=full, positions=text + offsets, hidden=hidden)
+    return rows, logits[:n], (logits[n:] if proposal.extra is not None else None), states
+
+
+def judge(proposal: Proposal, logits: torch.Tensor, sampling: SamplingConfig, generator: torch.Generator | None,
+          stop_ids: frozenset[int], drafter_name: str = "the drafter") -> tuple[Round, tuple[int, ...], tuple[bool | None, ...], int]:
+    """Step 2c: the accept/reject rule on the target's logits [1 + N, V].
+
+    Returns the round's trace, the accepted nodes, each node's outcome (True accepted, False rejected,
+    None not tested) and the target's next token.
+    """
+    if isinstance(proposal, Draft):
+        verdict = _verify(logits, proposal, sampling, generator, drafter_name)
+        k = proposal.tokens.numel()
+        tested = tuple(True if i < verdict.accepted else (False if i == verdict.accepted else None) for i in range(k))
+        return _record_round(proposal, verdict, stop_ids), tuple(range(verdict.accepted)), tested, verdict.next_token
+    if sampling.greedy:
+        verdict = verify_tree_greedy(logits, proposal)
+    else:
+        verdict = verify_tree_sampled(probabilities(logits, sampling), proposal, generator)
+    return _record_tree_round(proposal, verdict, stop_ids), verdict.path, verdict.tested, verdict.next_token
+
+
+def kept_columns(text: int, path: tuple[int, ...]) -> list[int]:
+    """Step 2d: the cached tokens a text keeps after a pass: its `text` tokens, the root and the accepted nodes.
+
+    >>> kept_columns(3, (0, 1)), kept_columns(3, (1,))          # a chain's two accepted tokens; a tree's second node
+    ([0, 1, 2, 3, 4, 5], [0, 1, 2, 3, 5])
+    """
+    return list(range(text + 1)) + [text + 1 + node for node in path]
+
+
+def text_after(sequence: torch.Tensor, proposal: Proposal, path: tuple[int, ...], next_token: int) -> torch.Tensor:
+    """The text after a round, the target's next token last: [n + accepted + 1]."""
+    accepted = proposal.tokens[list(path)].tolist()
+    return torch.cat([sequence, sequence.new_tensor(accepted + [next_token])])
 
 
 def _verify(logits: torch.Tensor, draft: Draft, sampling: SamplingConfig, generator: torch.Generator,
