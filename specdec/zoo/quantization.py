@@ -134,7 +134,7 @@ class Int4Linear(nn.Module):
         return cls(packed, scales_and_zeros, layer.bias, k, group)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:                        # [..., K] -> [..., N]
-        rows = x.reshape(-1, self.in_features)                                  # [M, K], bfloat16 (fast) or float32 (slow, exact checks)
+        rows = x.reshape(-1, self.in_features).contiguous()                                # [M, K], bfloat16 (fast) or float32 (slow, exact checks)
         scales_and_zeros = self.scales_and_zeros.to(rows.dtype)                 # exact: bfloat16 values widen without rounding
         y = torch.ops.aten._weight_int4pack_mm_for_cpu(rows, self.weight_int4, self.group, scales_and_zeros)
         if self.bias is not None:
