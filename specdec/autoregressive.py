@@ -4,7 +4,7 @@ It shares its sampling (`specdec.sampling`), caches (`specdec.kv_cache`) and che
 speculative loop, so a comparison between the two measures speculation and nothing else. With
 temperature 0 its tokens equal `model.generate(do_sample=False)`; the tests hold it to that.
 
-Not handled: batches, beam search, repetition penalties.
+A batch runs one pass per token for all its rows (`specdec.batched`). Not handled: beam search, repetition penalties.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Callable
 import torch
 from transformers import PreTrainedModel
 
-from specdec.inputs import Decoding, start_generation
+from specdec.inputs import Decoding, as_batch, start_generation
 from specdec.kv_cache import CachedModel
 from specdec.results import GenerationResult, GenerationStats
 from specdec.sampling import choose_next
@@ -31,12 +31,21 @@ def autoregressive_generate(
     seed: int | None = None,
     eos_token_id: int | list[int] | None = None,
     on_token: Callable[[int], None] | None = None,
-) -> GenerationResult:
+    attention_mask: torch.Tensor | None = None,
+) -> GenerationResult | list[GenerationResult]:
     """Generate up to `max_new_tokens` tokens after `input_ids`, one forward pass per token.
 
     Same arguments and result type as `speculative_generate`, without the draft; `rounds` is empty.
-    `on_token`, if given, is called with every new token as soon as it is chosen.
+    `on_token`, if given, is called with every new token as soon as it is chosen. A batch (a list of
+    prompts, or a padded [B, T] tensor with its `attention_mask`) returns one result per row
+    (`specdec.batched`), and `on_token` is called with (row, token).
     """
+    batch = as_batch(input_ids, attention_mask)
+    if batch is not None:
+        from specdec.batched import autoregressive_generate_batch
+
+        return autoregressive_generate_batch(model, batch, max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k,
+                                             top_p=top_p, seed=seed, eos_token_id=eos_token_id, on_token=on_token)
     decoding = Decoding(max_new_tokens, temperature, top_k, top_p, seed)
     prompt, sampling, stop_ids, generator, watch = start_generation(model, input_ids, decoding, eos_token_id)   # prompt: [T]
     lm = CachedModel(model)

@@ -46,6 +46,43 @@ def as_prompt(input_ids: torch.Tensor) -> torch.Tensor:
     return input_ids.long()
 
 
+def as_batch(input_ids: object, attention_mask: torch.Tensor | None = None) -> list[torch.Tensor] | None:
+    """Several prompts as a list of [T_b] tensors, or None for one prompt (a [T] or [1, T] tensor without a mask).
+
+    A batch is a list of prompts (tensors or lists of ids, of any lengths), or a [B, T] tensor with B > 1 or
+    with an `attention_mask` [B, T] (1 for a token, 0 for padding, on either side).
+
+    >>> [row.tolist() for row in as_batch(torch.tensor([[0, 5, 6], [7, 8, 9]]), torch.tensor([[0, 1, 1], [1, 1, 1]]))]
+    [[5, 6], [7, 8, 9]]
+    >>> as_batch(torch.tensor([[5, 6]])) is None, [row.tolist() for row in as_batch([[5, 6], [7]])]
+    (True, [[5, 6], [7]])
+    """
+    if isinstance(input_ids, (list, tuple)):
+        if attention_mask is not None:
+            raise SpecdecError("give either a list of prompts or a padded [B, T] tensor with its attention_mask, not both")
+        if not input_ids:
+            raise SpecdecError("the batch is empty: give at least one prompt")
+        return [as_prompt(row if isinstance(row, torch.Tensor) else _ids(row)) for row in input_ids]
+    if not isinstance(input_ids, torch.Tensor) or input_ids.ndim != 2 or (input_ids.shape[0] == 1 and attention_mask is None):
+        if attention_mask is not None:
+            raise SpecdecError(f"an attention_mask goes with a padded [B, T] tensor of prompts, got input_ids of shape "
+                               f"{tuple(getattr(input_ids, 'shape', ()))}")
+        return None
+    if attention_mask is None:
+        return [as_prompt(row) for row in input_ids]
+    if not isinstance(attention_mask, torch.Tensor) or attention_mask.shape != input_ids.shape:
+        raise SpecdecError(f"the attention_mask must have the shape of input_ids {tuple(input_ids.shape)}, got "
+                           f"{tuple(getattr(attention_mask, 'shape', ()))}")
+    return [as_prompt(row[mask.bool()]) for row, mask in zip(input_ids, attention_mask)]
+
+
+def _ids(row: object) -> torch.Tensor:
+    try:
+        return torch.tensor(list(row), dtype=torch.long)
+    except (TypeError, ValueError, RuntimeError) as error:
+        raise SpecdecError(f"each prompt of a batch must be a tensor or a list of token ids: {error}") from None
+
+
 def check_counts(max_new_tokens: int, gamma: int | None = None) -> None:
     """Refuse max_new_tokens < 1 and gamma outside 1..64."""
     if int(max_new_tokens) != max_new_tokens or max_new_tokens < 1:

@@ -24,7 +24,7 @@ cache records the past (`activate_past_recording`): such a layer keeps every tok
 until the next `crop`, which removes the rejected tokens and trims the layer back to its window. A
 token tree's cache surgery (`keep`) needs every position, so trees refuse these models up front.
 
-Not handled: batches (one sequence at a time).
+One sequence at a time; a batch of ragged rows lives in `specdec.batch_cache`.
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ and never on the uniforms the rule draws for it.
 A drafter written against the older contract (`start(prompt, vocab_size)`, `propose(sequence, gamma,
 sampling, generator)`, `rollback(length)`: `ChainDrafter`) is wrapped by `as_drafter` and keeps working.
 
-Not handled: batches of sequences (one text at a time).
+One text at a time: a batch speaks the same three calls with one entry per row (`specdec.drafting.batch`).
 """
 
 from __future__ import annotations
@@ -103,6 +103,7 @@ class Capabilities:
     draft_model: PreTrainedModel | None = None  # the model a draft step runs; c is estimated from its weights (None: c = 0)
     full_attention: bool = False               # needs every cached position (a tree's cache surgery): no sliding windows
     drafts: str = "chain"                      # what a round proposes, in words, for reports ("tree (budget 16)")
+    model_free: bool = False                   # holds no model: in a batch every row gets its own copy (`specdec.drafting.batch`)
 
 
 @dataclass(frozen=True)

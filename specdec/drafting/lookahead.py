@@ -69,7 +69,7 @@ class LookaheadDrafter:
         self.window, self.ngram, self.max_candidates = window, ngram, candidates
         self.pool_from_prompt = pool_from_prompt
         self.name, self.passes = "lookahead", 0
-        self.capabilities = Capabilities(sizes_rounds=True, full_attention=True,
+        self.capabilities = Capabilities(sizes_rounds=True, full_attention=True, model_free=True,
                                          drafts=f"lookahead (window {window}, {ngram}-grams, {candidates} candidates)")
         self.levels: list[list[int]] = []                  # [N - 1][W]: the Jacobi window, oldest level first
         self.pool: dict[int, list[tuple[int, ...]]] = {}   # first token -> its (N - 1)-token continuations, newest last

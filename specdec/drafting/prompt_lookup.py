@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import torch
 
-from specdec.drafting.contract import ChainMethods, Draft
+from specdec.drafting.contract import Capabilities, ChainMethods, Draft
 from specdec.sampling import SamplingConfig
 
 
@@ -30,6 +30,8 @@ class PromptLookupDrafter(ChainMethods):
     >>> drafter.propose(text, 3, SamplingConfig(temperature=0), None).tokens.tolist()
     [9, 4, 5]
     """
+
+    capabilities = Capabilities(model_free=True)
 
     def __init__(self, max_ngram: int = 3, min_ngram: int = 1) -> None:
         if not 1 <= min_ngram <= max_ngram:

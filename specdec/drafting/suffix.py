@@ -59,7 +59,7 @@ class SuffixDrafter:
         self.budget, self.spec_factor, self.min_chance, self.tree = budget, spec_factor, min_chance, tree
         self.name, self.passes = "suffix", 0
         shape = f"suffix tree (up to {budget} nodes)" if tree else "suffix chain"
-        self.capabilities = Capabilities(sizes_rounds=True, full_attention=tree, drafts=shape)
+        self.capabilities = Capabilities(sizes_rounds=True, full_attention=tree, drafts=shape, model_free=True)
         self.session = SuffixTree(max_depth)              # earlier outputs and the corpus
         for document in corpus:
             self.session.add([int(token) for token in document])

@@ -112,7 +112,7 @@ class TokenRecyclingDrafter:
             raise SpecdecError(f"the tree template asks for candidate {max(max(path) for path in self.template)} but the table "
                                f"keeps {candidates} per token: raise candidates or trim the template")
         self.name, self.passes, self.k = "recycling", 0, candidates
-        self.capabilities = Capabilities(sizes_rounds=True, prompt_rows=max(prompt_rows, 1), full_attention=True,
+        self.capabilities = Capabilities(sizes_rounds=True, prompt_rows=max(prompt_rows, 1), full_attention=True, model_free=True,
                                          drafts=f"recycled tree (up to {len(self.template)} nodes)")
         self.table: torch.Tensor | None = None              # [V, k] long on the CPU, -1 where nothing is known yet
 

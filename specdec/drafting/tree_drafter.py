@@ -35,7 +35,7 @@ token are read in the next round's first pass.
     drafter = TreeDrafter(draft_model)         # c and s estimated from the weights, like the chain's rule
     speculative_generate(target, drafter, input_ids, temperature=0)
 
-Not handled: a draft with another tokenizer, batches.
+Not handled: a draft with another tokenizer, batches (a batch drafts chains: `specdec.drafting.batch`).
 """
 
 from __future__ import annotations
