@@ -8,13 +8,15 @@ alpha = acceptance rate, c = draft cost / target cost.
     draft = specdec.load_model("distilgpt2")
     result = specdec.speculative_generate(target, draft, input_ids, gamma=4, temperature=0)
     result.tokens, result.stats.acceptance_rate, result.stats.tokens_per_target_pass
+    results = specdec.speculative_generate(target, draft, [ids_a, ids_b], temperature=0)   # a batch: one result per row
 
 The folders are the layers; each imports only from the layers listed before it:
 
     specdec/reference/   the rule, its formulas, its classic bugs and statistics, in NumPy
     specdec/             the engine: the loop (speculative.py), the rule in torch (verification.py),
                          token trees (trees.py, tree_verification.py), KV caches, sampling, gamma
-                         schedules and the stop rule, costs, plain decoding
+                         schedules and the stop rule, costs, plain decoding, batches of texts
+                         (batched.py, batch_cache.py)
     specdec/drafting/    the drafting methods, one per module, the contract the loop speaks to them,
                          and the default policy (which drafter, which schedule, the costs)
     specdec/zoo/         models: the catalogue, fetching, converted copies, loading, pairs
@@ -39,6 +41,7 @@ os.environ.setdefault("PYTORCH_ENABLE_MPS_FALLBACK", "1")
 # `import specdec.reference.rule` (the NumPy reference) and `specdec toy` do not load torch.
 _EXPORTS = {
     "autoregressive_generate": "specdec.autoregressive",
+    "batch_throughput": "specdec.batched",
     "Decoding": "specdec.inputs",
     "Capabilities": "specdec.drafting.contract",
     "Draft": "specdec.drafting.contract",
