@@ -49,7 +49,7 @@ from specdec.inputs import Decoding, check_counts, check_fits_context, eos_ids, 
 from specdec.results import GenerationResult, GenerationStats, Round, TokenOrigin
 from specdec.sampling import choose_next
 from specdec.schedule import GammaSchedule
-from specdec.speculative import judge, kept_columns, pass_rows, propose, text_after
+from specdec.speculative import judge, kept_columns, pass_rows, propose, run_stats, text_after
 from specdec.stop_rule import ConfidenceStop
 from specdec.timing import Stopwatch
 
@@ -199,8 +199,8 @@ def speculative_generate_batch(
 
     wall_time = watch.elapsed()
     description = describe(drafter, template)
-    return [GenerationResult(tokens=tokens[row], stats=_stats(rounds[row], tokens[row], passes[row], drafter.passes_of(row),
-                                                              wall_time, watch, prompts[row].numel()),
+    return [GenerationResult(tokens=tokens[row], stats=run_stats(rounds[row], passes[row], drafter.passes_of(row), wall_time, watch,
+                                                                 prompts[row].numel()),
                              rounds=tuple(rounds[row]), drafting=description) for row in rows]
 
 
@@ -271,19 +271,3 @@ def _rows_of(hidden: tuple[torch.Tensor, ...] | None, row: int, count: int) -> t
 
 def _done(tokens: list[int], max_new_tokens: int, stop_ids: frozenset[int]) -> bool:
     return len(tokens) >= max_new_tokens or tokens[-1] in stop_ids
-
-
-def _stats(rounds: list[Round], tokens: list[int], passes: int, draft_passes: int, wall_time: float, watch: Stopwatch,
-           prompt_tokens: int) -> GenerationStats:
-    return GenerationStats(
-        new_tokens=len(tokens),
-        drafted=sum(len(r.drafted) for r in rounds),
-        accepted=sum(r.accepted for r in rounds),
-        rejections=sum(1 for r in rounds if r.emitted[-1][1] == TokenOrigin.RESAMPLED),
-        target_passes=passes,
-        draft_passes=draft_passes,
-        wall_time_s=wall_time,
-        draft_time_s=watch.totals["draft"],
-        verify_time_s=watch.totals["verify"],
-        prompt_tokens=prompt_tokens,
-    )

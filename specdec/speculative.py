@@ -138,20 +138,25 @@ def speculative_generate(
         tokens += new_tokens
         sequence = torch.cat([sequence, sequence.new_tensor(new_tokens)])
 
-    wall_time = watch.elapsed()
-    stats = GenerationStats(
-        new_tokens=len(tokens),
+    stats = run_stats(rounds, target_lm.passes, drafter.passes, watch.elapsed(), watch, prompt.numel())
+    return GenerationResult(tokens=tokens, stats=stats, rounds=tuple(rounds), drafting=plan.description)
+
+
+def run_stats(rounds: list[Round], target_passes: int, draft_passes: int, wall_time: float, watch: Stopwatch,
+              prompt_tokens: int) -> GenerationStats:
+    """A speculative run's counts and times, from its rounds (the prompt pass first) and its stopwatch."""
+    return GenerationStats(
+        new_tokens=sum(len(r.emitted) for r in rounds),
         drafted=sum(len(r.drafted) for r in rounds),
         accepted=sum(r.accepted for r in rounds),
         rejections=sum(1 for r in rounds if r.emitted[-1][1] == TokenOrigin.RESAMPLED),
-        target_passes=target_lm.passes,
-        draft_passes=drafter.passes,
+        target_passes=target_passes,
+        draft_passes=draft_passes,
         wall_time_s=wall_time,
         draft_time_s=watch.totals["draft"],
         verify_time_s=watch.totals["verify"],
-        prompt_tokens=prompt.numel(),
+        prompt_tokens=prompt_tokens,
     )
-    return GenerationResult(tokens=tokens, stats=stats, rounds=tuple(rounds), drafting=plan.description)
 
 
 def _round(drafter, target_lm: CachedModel, sequence: torch.Tensor, limit: int, sampling: SamplingConfig,

@@ -17,6 +17,7 @@ Against the trusted references:
 import pytest
 import torch
 from distribution_check import SIGNIFICANCE, exact_distribution
+from test_bench import tiny_catalogue  # noqa: F401  (a fixture: tiny-d and tiny-t in the zoo's catalogue)
 from tiny_models import tiny_model, tiny_pair
 
 from specdec import (
@@ -283,23 +284,10 @@ def test_the_batch_benchmark_runs_the_same_prompts_at_every_size(pairs):
     assert len(batch_figure(frame).data) == 5                                        # 3 throughputs, 2 gains
 
 
-def test_bench_batch_sizes_on_the_command_line(tmp_path, capsys, monkeypatch):
-    import json
-
-    from tiny_models import save_tiny_model
-
+def test_bench_batch_sizes_on_the_command_line(tmp_path, capsys, tiny_catalogue):
     from specdec.bench.tables import load_csv
     from specdec.cli import main
-    from specdec.zoo import catalog
 
-    target, draft = tiny_pair("gpt2")
-    extra = {"models": [{"name": "tiny-t", "path": str(save_tiny_model(tmp_path / "t", target)), "family": "tiny"},
-                        {"name": "tiny-d", "path": str(save_tiny_model(tmp_path / "d", draft)), "family": "tiny"}]}
-    (tmp_path / "extra.json").write_text(json.dumps(extra))
-    monkeypatch.setenv("SPECDEC_EXTRA_MODELS", str(tmp_path / "extra.json"))
-    for name in ("tiny-t", "tiny-d"):
-        monkeypatch.setitem(catalog.MODELS, name, None)
-    catalog._load_extra_models()
     code = main(["bench", "--pairs", "tiny-d->tiny-t", "--batch-sizes", "1,2", "--max-new-tokens", "6", "--device", "cpu",
                  "--out", str(tmp_path / "b.csv"), "--figure", str(tmp_path / "b.html"), "--markdown"])
     out = capsys.readouterr().out

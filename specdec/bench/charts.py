@@ -163,8 +163,46 @@ def concurrency_figure(frame: pd.DataFrame) -> go.Figure:
     return figure.update_layout(title="A serving engine: the gain vs concurrency")
 
 
+def has_batches(frame: pd.DataFrame) -> bool:
+    """Whether the frame holds our engine's batch rows (`specdec.bench.batches`)."""
+    return "batch_size" in frame.columns and bool(((frame["engine"] == "specdec") & frame["batch_size"].notna()).any())
+
+
+def batch_figure(frame: pd.DataFrame) -> go.Figure:
+    """Our engine's throughput (plain and speculative) and the speculative gain vs batch size; a vLLM server's gain
+    vs requests in flight beside it when the frame holds one."""
+    rows = frame[(frame["engine"] == "specdec") & frame["batch_size"].notna()] if "batch_size" in frame.columns else frame.iloc[:0]
+    server = frame[(frame["engine"] == "vllm-server") & (frame["method"] == "speculative")] if "engine" in frame.columns else frame.iloc[:0]
+    figure = make_subplots(rows=1, cols=2, subplot_titles=["Throughput: all new tokens / wall time",
+                                                           "Speculative gain over plain decoding of the same batch"])
+    pairs = sorted(set(rows["pair"]) | set(server["pair"]))
+    dashes = ["solid", "dashdot", "longdash", "dot"]
+    for pair, measured in rows.groupby("pair"):
+        colour = _colour(pairs, pair)
+        speculative = sorted(set(measured["variant"]) - {"plain"})
+        for variant, part in measured.groupby("variant"):
+            dash = "dot" if variant == "plain" else dashes[speculative.index(variant) % len(dashes)]
+            line = part.groupby("batch_size")["tokens_per_second"].median().sort_index()
+            figure.add_scatter(x=line.index, y=line.values, name=f"{pair}: {variant}", mode="lines+markers",
+                               line=dict(color=colour, dash=dash), row=1, col=1)
+            if variant != "plain":
+                gain = part.groupby("batch_size")["speedup"].median().sort_index()
+                figure.add_scatter(x=gain.index, y=gain.values, name=f"{pair}: {variant}, gain vs batch size", mode="lines+markers",
+                                   line=dict(color=colour, dash=dash), row=1, col=2)
+    for pair, levels in server.groupby("pair"):
+        gain = levels.groupby("concurrency")["speedup"].median().sort_index()
+        figure.add_scatter(x=gain.index, y=gain.values, name=f"{pair}: vLLM server, requests in flight", mode="lines+markers",
+                           line=dict(color=_colour(pairs, pair), dash="dash"), marker=dict(symbol="diamond"), row=1, col=2)
+    figure.add_hline(y=1.0, line=dict(color="grey", width=1), row=1, col=2)
+    figure.update_xaxes(title_text="batch size (requests in flight for a server)", type="log", dtick=0.30103)
+    figure.update_yaxes(title_text="tokens / s", row=1, col=1).update_yaxes(title_text="gain", row=1, col=2)
+    return figure.update_layout(title="Batches: what the speculative gain becomes as the batch grows")
+
+
 def benchmark_figures(frame: pd.DataFrame) -> dict[str, go.Figure]:
-    """The charts of a benchmark frame; a vLLM server's rows add the gain vs concurrency."""
+    """The charts of a benchmark frame; a vLLM server's rows add the gain vs concurrency; a batch benchmark has its own."""
+    if has_batches(frame):                         # a batch benchmark: its own chart (the gamma charts have nothing to show)
+        return {"batches": batch_figure(frame)}
     figures = {
         "acceptance": acceptance_figure(frame),
         "tokens_per_pass": tokens_per_pass_figure(frame),

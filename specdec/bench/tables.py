@@ -55,6 +55,8 @@ COLUMNS = [
     "engine", "engine_version", "concurrency", "mean_acceptance_length",   # specdec, vllm or vllm-server (`specdec.serving`)
     "matches_plain",   # vLLM, greedy: 1 when its speculative output equals its own plain output on the prompt, else 0
 ]
+# a batch benchmark's own columns (`specdec.bench.batches`), kept when a CSV has them
+BATCH_COLUMNS = ["batch_size", "variant", "prompts", "scaling", "exact", "seconds_per_target_pass", "threads"]
 
 
 def precisions(frame: pd.DataFrame) -> dict[str, str]:
@@ -139,7 +141,7 @@ def load_csv(path_or_buffer) -> pd.DataFrame:
     if missing:
         raise SpecdecError(f"this CSV is not a specdec benchmark (missing columns {missing}): download one from the Compare page "
                            "or write one with `specdec bench --out results.csv`")
-    frame = frame.reindex(columns=COLUMNS)
+    frame = frame.reindex(columns=COLUMNS + [column for column in BATCH_COLUMNS if column in frame.columns])
     frame["engine"] = frame["engine"].fillna("specdec")      # files written before other engines existed
     return frame
 

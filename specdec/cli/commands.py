@@ -43,11 +43,26 @@ def bench(args: argparse.Namespace) -> int:
         frame = _bench_server(args)
     elif args.engine == "vllm":
         frame = _bench_vllm(args)
+    elif args.batch_sizes:
+        frame = _bench_batches(args)
     else:
         frame = _bench_specdec(args)
     if args.out and not args.from_csv:
         save_csv(frame, args.out)
         _progress(f"wrote {len(frame)} rows to {args.out}")
+    from specdec.bench.batches import batch_table
+
+    batches = batch_table(frame)
+    if len(batches):
+        print("per batch size (tok_s: all rows' new tokens / wall time; gain: over plain decoding of the same batch; scaling: over "
+              "the smallest batch; pass_over_plain: a target pass's seconds over plain decoding's at that batch size):")
+        print(to_markdown(batches) if args.markdown else batches.to_string(index=False, float_format="%.2f"))
+        if args.figure:
+            from specdec.bench.charts import batch_figure
+
+            write_figure(batch_figure(frame), args.figure)
+            _progress(f"wrote the charts to {args.figure}")
+        return 0
     levels = by_concurrency(frame)
     tables = [("medians over all prompts", overview(frame)),
               ("per concurrency level", levels) if len(levels) else ("median speedup per prompt category", by_category(frame))]
@@ -103,6 +118,23 @@ def _bench_specdec(args: argparse.Namespace):
             save_csv(rows_to_frame(rows), args.out)
             _progress(f"stopped early: wrote the {len(rows)} rows measured so far to {args.out}")
         raise
+
+
+def _bench_batches(args: argparse.Namespace):
+    """Batches on our engine: the same prompts at each batch size, plain and speculative (`specdec.bench.batches`)."""
+    from specdec.bench.batches import batch_benchmark, check_batch_sizes
+    from specdec.inputs import Decoding
+    from specdec.zoo import pairing
+    from specdec.zoo.catalog import split_pair_name
+
+    sizes = check_batch_sizes(args.batch_sizes)
+    if len(args.temperatures) > 1 or len(args.pairs) > 1:
+        raise SpecdecError("--batch-sizes runs one pair at one temperature: pass one --pairs value and one --temperatures value")
+    draft, target = split_pair_name(args.pairs[0])
+    pair = pairing.load_pair(target, draft, args.device, args.dtype, progress=_progress, quantization=args.quantization,
+                             draft_quantization=args.draft_quantization, steps=_LoadSteps())
+    decoding = Decoding(max_new_tokens=args.max_new_tokens, temperature=args.temperatures[0], seed=args.seed)
+    return batch_benchmark(pair, sizes, decoding, progress=_counted_progress, gammas=args.gammas or ("stop",))
 
 
 def _bench_vllm(args: argparse.Namespace):

@@ -159,6 +159,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--server-model", default=None, metavar="NAME", help="the served model's name (default: the server's only one)")
     bench.add_argument("--concurrency", type=_counts, default=(1, 4, 16),
                        help="comma-separated numbers of requests in flight at a time (default 1,4,16)")
+    bench.add_argument("--batch-sizes", type=_counts, default=None, metavar="B,B,...",
+                       help="measure batches instead of the suite: plain and speculative throughput of the same prompts at "
+                            "each batch size (e.g. 1,2,4,8; the first pair, greedy by default)")
     bench.add_argument("--from-csv", nargs="+", default=None, metavar="CSV",
                        help="run nothing: summarise (and chart, with --figure) the rows of earlier --out files, together")
     bench.add_argument("--figure", default=None, help="write the charts to this .html or .png file (png needs kaleido and chromium)")

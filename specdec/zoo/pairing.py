@@ -260,6 +260,33 @@ def generate_speculative(pair: LoadedPair, input_ids: torch.Tensor, decoding: De
     return speculative_generate(pair.target, plan, input_ids, eos_token_id=pair.eos_token_ids, on_round=on_round, **decoding.as_kwargs())
 
 
+def batch_draft(pair: LoadedPair, method: str | None = None) -> object:
+    """What a batch drafts with (`specdec.batched`): the pair's draft model (chains, one draft pass per step for all rows),
+    or the target-only method `method` (or the pair's, when its draft is one), one copy per row."""
+    method = method or (None if pair.draft is not None else pair.draft_name)
+    if method is not None:
+        return pair.method_drafter(method)
+    if pair.cross_tokenizer:
+        raise SpecdecError("a draft with another tokenizer drafts one text at a time: run a batch with a draft model sharing the "
+                           "target's tokenizer, or a method without a draft model")
+    return pair.draft
+
+
+def generate_speculative_batch(pair: LoadedPair, prompts: Sequence[torch.Tensor], decoding: Decoding,
+                               gamma: int | GammaSchedule | None = None, method: str | None = None,
+                               on_round: Callable[[int, Round], None] | None = None) -> list[GenerationResult]:
+    """`speculative_generate` on several prompts at once with the pair's models (`batch_draft`): one result per prompt."""
+    draft = batch_draft(pair, method)
+    sizes_rounds = getattr(getattr(draft, "capabilities", None), "sizes_rounds", False)
+    return speculative_generate(pair.target, draft, list(prompts), gamma=None if sizes_rounds else gamma,
+                                eos_token_id=pair.eos_token_ids, on_round=on_round, **decoding.as_kwargs())
+
+
+def generate_plain_batch(pair: LoadedPair, prompts: Sequence[torch.Tensor], decoding: Decoding) -> list[GenerationResult]:
+    """The target alone on several prompts at once, one pass per token for all of them."""
+    return autoregressive_generate(pair.target, list(prompts), eos_token_id=pair.eos_token_ids, **decoding.as_kwargs())
+
+
 def generate_plain(pair: LoadedPair, input_ids: torch.Tensor, decoding: Decoding,
                    on_token: Callable[[int], None] | None = None) -> GenerationResult:
     """The target alone, with the same decoding."""
