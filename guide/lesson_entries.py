@@ -233,3 +233,67 @@ def cli_output(*argv: str) -> str:
     with contextlib.redirect_stdout(buffer):
         main(list(argv))
     return f"$ specdec {' '.join(argv)}\n{buffer.getvalue()}".rstrip("\n")
+
+
+def batch_numbers(saved: str) -> dict[str, float]:
+    """From a saved `specdec bench --batch-sizes` CSV, flat, per batch size B and variant V ("plain", "stop", "g1", "g3"...):
+    "V_tok_B" (tokens/s of all rows), "V_gain_B" (over plain at B), "V_scaling_B" (over V at batch 1), "V_tpp_B" (tokens
+    per target pass per row), "V_c_B" (a draft step over all rows over plain decoding's step at B), "V_pass_B" (a target
+    pass over plain decoding's step at B), "V_seconds_B" (seconds per target pass), "V_exact_B" (1 if every row equals
+    plain decoding); "prompts", "tokens"."""
+    import pandas as pd
+
+    frame = pd.read_csv(io.StringIO(saved))
+    values: dict[str, float] = {"prompts": int(frame["prompts"].iloc[0]), "tokens": int(frame["max_new_tokens"].iloc[0])}
+    for size, rows in frame.groupby("batch_size"):
+        b = int(size)
+        plain_step = rows[rows["method"] == "plain"]["seconds_per_target_pass"].iloc[0]
+        for row in rows.itertuples():
+            name = "plain" if row.method == "plain" else ("stop" if row.schedule == "stop" else f"g{int(row.gamma)}")
+            values |= {f"{name}_seconds_{b}": row.seconds_per_target_pass, f"{name}_tok_{b}": row.tokens_per_second, f"{name}_gain_{b}": row.speedup, f"{name}_scaling_{b}": row.scaling,
+                       f"{name}_tpp_{b}": row.tokens_per_target_pass, f"{name}_pass_{b}": row.seconds_per_target_pass / plain_step,
+                       f"{name}_c_{b}": (row.draft_time_s / row.draft_passes / plain_step) if row.draft_passes else 0.0,
+                       f"{name}_exact_{b}": int(row.exact == True)}   # noqa: E712  (NaN for plain)
+    return values
+
+
+def batch_bug_demo() -> dict[str, float]:
+    """The classic batching bug, computed on a tiny random Llama and a noisy copy of it as the draft (no download).
+
+    Four prompts of different lengths, greedy, gamma 4, 24 tokens: with each row's own bookkeeping
+    (`specdec.batch_cache.BatchCache`) and with one count for the batch (`specdec.batched.UniformAdvanceCache`).
+    Keys: "rows", "tokens", "right_rows" (rows equal to their own plain run), "bug_rows" (rows that differ with the
+    bug), "bug_tokens" (their tokens that differ from the right ones, all rows), "first" (the earliest differing
+    token, 1-based), "same_round" (1 if every row that differs was right in the first round).
+    """
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from specdec.autoregressive import autoregressive_generate
+    from specdec.batched import UniformAdvanceCache, speculative_generate_batch
+
+    def tiny(noise: float) -> LlamaForCausalLM:
+        torch.manual_seed(0)
+        model = LlamaForCausalLM(LlamaConfig(vocab_size=32, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                             num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=128,
+                                             bos_token_id=None, eos_token_id=None, pad_token_id=None, tie_word_embeddings=False))
+        with torch.no_grad():
+            model.lm_head.weight.normal_(0.0, 3.0 / 32 ** 0.5)
+            generator = torch.Generator().manual_seed(1)
+            for parameter in model.parameters():
+                parameter.add_(noise * float(parameter.std()) * torch.randn(parameter.shape, generator=generator))
+        return model.float().eval()
+
+    target, draft = tiny(0.0), tiny(0.5)
+    prompts = [torch.tensor(p) for p in ([2, 3, 4, 5, 6, 7, 8, 9], [10, 11], [12, 2, 13, 3, 14], [15])]
+    tokens = 24
+    alone = [autoregressive_generate(target, p, max_new_tokens=tokens, temperature=0).tokens for p in prompts]
+    right = speculative_generate_batch(target, draft, prompts, gamma=4, max_new_tokens=tokens, temperature=0)
+    bug = speculative_generate_batch(target, draft, prompts, gamma=4, max_new_tokens=tokens, temperature=0,
+                                     cache_type=UniformAdvanceCache)
+    differing = [next(i for i, (a, b) in enumerate(zip(r.tokens, own)) if a != b) for r, own in zip(bug, alone) if r.tokens != own]
+    first_round = [len(r.rounds[0].emitted) + len(r.rounds[1].emitted) for r, own in zip(bug, alone) if r.tokens != own]
+    return {"rows": len(prompts), "tokens": tokens, "right_rows": sum(r.tokens == own for r, own in zip(right, alone)),
+            "bug_rows": len(differing), "bug_tokens": sum(a != b for r, own in zip(bug, alone) for a, b in zip(r.tokens, own)),
+            "first": min(differing) + 1 if differing else 0,
+            "same_round": int(all(d >= f for d, f in zip(differing, first_round)))}

@@ -626,3 +626,64 @@ NUMBERS += [
     Measured(BEYOND, "pass over 6 tokens costs <<.2f>> steps, so no family could gain", KERNELS_HERE, "kernels-avx2.csv",
              lambda saved: kernel_costs(saved)["bfloat16_v5"]),
 ]
+
+# ---- chapter 4, batches: the classic bug computed on a tiny model, the measured gain per batch size, vLLM's server
+
+from lesson_entries import batch_bug_demo, batch_numbers  # noqa: E402
+
+BATCH_BENCH = "specdec bench --batch-sizes 1,2,4,8 --gammas stop,1,3 --max-new-tokens 128 --out benchmarks/batches-int8.csv --markdown"
+SERVER_BENCH = "python benchmarks/vllm_serving.py --out benchmarks/vllm-server.csv"
+
+
+def _batch(saved: str, *keys: str) -> tuple:
+    values = batch_numbers(saved)
+    return tuple(values[key] for key in keys)
+
+
+def _server_speedups(saved: str) -> tuple:
+    import io
+
+    import pandas as pd
+
+    frame = pd.read_csv(io.StringIO(saved))
+    rows = frame[(frame["engine"] == "vllm-server") & (frame["method"] == "speculative")]
+    levels = rows.groupby("concurrency")["speedup"].median()
+    return tuple(levels[level] for level in (1, 4, 16))
+
+
+NUMBERS += [
+    Computed(BEYOND, "On a tiny random Llama with a noisy copy as the draft, <<d>> prompts of different lengths, gamma 4, <<d>> tokens "
+                     "each, greedy: with one length per row all <<d>> rows equal their own plain runs; with one count for the batch "
+                     "<<d>> of the <<d>> rows differ, <<d>> of their tokens are wrong, and the earliest wrong token is the <<d>>rd",
+             lambda: (lambda d: (d["rows"], d["tokens"], d["right_rows"], d["bug_rows"], d["rows"], d["bug_tokens"], d["first"])
+                      if d["same_round"] else "the bug already changed a first round: rewrite 'Every row's first round is still right'")(
+                 batch_bug_demo())),
+    Measured(BEYOND, "greedy, <<d>> tokens, the same <<d>> prompts at every batch size, <<s>>:", BATCH_BENCH, "batches-int8.csv",
+             lambda saved: _batch(saved, "tokens", "prompts") + (
+                 "every row of every batch identical to plain decoding" if all(value for key, value in batch_numbers(saved).items()
+                                                                               if "_exact_" in key and not key.startswith("plain"))
+                 else "but NOT every row identical to plain decoding",)),
+    *[Measured(BEYOND, f"| {b} | <<.1f>> | <<.1f>> | <<.2f>>x | <<.2f>>x | <<.2f>>x | <<.2f>> | <<.2f>> |", BATCH_BENCH, "batches-int8.csv",
+               lambda saved, b=b: _batch(saved, f"plain_tok_{b}", f"stop_tok_{b}", f"stop_gain_{b}", f"g1_gain_{b}", f"g3_gain_{b}",
+                                         f"stop_c_{b}", f"stop_pass_{b}"))
+      for b in (1, 2, 4, 8)],
+]
+
+NUMBERS += [
+    Measured(BEYOND, "Plain decoding's throughput grows <<.2f>>x from batch 1 to batch 8", BATCH_BENCH, "batches-int8.csv",
+             lambda saved: _batch(saved, "plain_scaling_8")[0]),
+    Measured(BEYOND, "(a plain step over 8 rows costs <<.2f>> steps of one row)", BATCH_BENCH, "batches-int8.csv",
+             lambda saved: (lambda a, b: b / a)(*_batch(saved, "plain_seconds_1", "plain_seconds_8"))),
+    Measured(BEYOND, "<<.2f>>x its batch-1 rate at batch 4 and <<.2f>>x at batch 8; with gamma 1, <<.2f>>x at batch 4", BATCH_BENCH,
+             "batches-int8.csv", lambda saved: _batch(saved, "stop_scaling_4", "stop_scaling_8", "g1_scaling_4")),
+    Measured(BEYOND, "its $c$ goes from <<.2f>> alone to <<.2f>> at batch 8", BATCH_BENCH, "batches-int8.csv",
+             lambda saved: _batch(saved, "stop_c_1", "stop_c_8")),
+    Measured(BEYOND, "drafts costs <<.2f>> plain steps at batch 8 against <<.2f>> alone. So the gain, <<.2f>>x alone", BATCH_BENCH,
+             "batches-int8.csv",
+             lambda saved: _batch(saved, "stop_pass_8", "stop_pass_1", "stop_gain_1")),
+    Measured(BEYOND, "(gamma 1: <<.2f>>x at batch 8)", BATCH_BENCH, "batches-int8.csv", lambda saved: _batch(saved, "g1_gain_8")[0]),
+    Measured(BEYOND, "(<<.2f>> per row alone, <<.2f>> at batch 8)", BATCH_BENCH, "batches-int8.csv",
+             lambda saved: _batch(saved, "stop_tpp_1", "stop_tpp_8")),
+    Measured(BEYOND, "made <<.2f>>x alone, <<.2f>>x with 4 requests in flight and <<.2f>>x with 16", SERVER_BENCH, "vllm-server.csv",
+             _server_speedups),
+]
