@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from pages.common import load_pair, offer_downloads, render_sidebar, shows_errors
+from pages.common.batch import BATCH, MAX_ROWS, BatchRun, prompt_lines, run_batch
 from pages.common.figures import position_acceptance_figure, round_times_figure, time_split_figure, tree_figure
 from pages.common.models import is_chat_model, resolved_precision, stopped_load
 from pages.common.playground import RESULT, UPDATES_PER_SECOND, PlaygroundRun, run_playground
@@ -185,6 +186,54 @@ def _tree_picture(run: PlaygroundRun) -> None:
     st.plotly_chart(tree_figure(trees[chosen], chosen), width="stretch")
 
 
+def batch_section(settings: Settings, chat: bool, ready: bool) -> None:
+    """Several prompts at once: each row's coloured text and rounds, the batch's throughput, speculative and plain."""
+    st.divider()
+    st.subheader("A batch: several prompts at once")
+    st.caption("Each row keeps its own accepted length: its own cache, positions and end. One target pass verifies every "
+               "row's drafts; the draft model drafts every row in one pass per step (a method without a draft model drafts "
+               "each row on its own). Trees are drafted one text at a time, so a batch drafts chains. The gain shrinks as the "
+               "batch grows: chapter 4, “Batches”.")
+    default = "\n".join(_example_text(i).splitlines()[0][:120] for i in range(3))
+    text = st.text_area(f"Prompts, one per line (at most {MAX_ROWS})", height=100, **remember("batch_prompts", default))
+    if st.button("Run the batch", key="batch_run", disabled=not ready):
+        prompts = prompt_lines(text)
+        if not prompts or len(prompts) > MAX_ROWS:
+            st.error(f"Write from 1 to {MAX_ROWS} prompts, one per line (got {len(prompts)}).")
+        else:
+            waiting = st.empty()
+            with shows_errors(), shared_turns().turn(waiting_note(waiting, "run"), label="a run in another tab"):
+                waiting.empty()
+                pair = load_pair(settings)
+                run_batch(pair, prompts, [pairing.encode_prompt(pair.tokenizer, p, chat=chat) for p in prompts], settings)
+    if BATCH in st.session_state:
+        show_batch(st.session_state[BATCH], settings)
+
+
+def show_batch(run: BatchRun, settings: Settings) -> None:
+    columns = st.columns(3)
+    columns[0].metric("Speculative throughput", f"{run.speculative_throughput:.1f} tok/s",
+                      help="all rows' new tokens / the batch's wall time")
+    columns[1].metric("Plain throughput", f"{run.plain_throughput:.1f} tok/s", help="the target alone on the same batch")
+    columns[2].metric("Gain over plain decoding of the same batch", f"{run.gain:.2f}×")
+    if run.settings != settings:
+        st.caption("The sidebar has changed since this batch ran.")
+    for tab, prompt, trace_, same, plain_text in zip(st.tabs([f"Row {i + 1}" for i in range(len(run.prompts))]), run.prompts,
+                                                      run.traces, run.same_tokens, run.plain_texts):
+        with tab:
+            st.caption(prompt)
+            st.html(tokens_html(trace_.spans))
+            if run.settings.decoding.sampling.greedy:
+                (st.success if same else st.warning)("Greedy check: this row's tokens are identical to the target alone's."
+                                                     if same else "Greedy check: this row differs from the target alone's.")
+            st.dataframe(pd.DataFrame([{"round": row.round_index, "drafted (✓ accepted, ✗ rejected, · not tested)": row.drafted,
+                                        "accepted": f"{row.accepted}/{row.drafted_count}" if row.drafted_count else "–",
+                                        "target added": row.added, "tokens out": row.emitted} for row in trace_.rows]),
+                         hide_index=True, width="stretch")
+            with st.expander("Target alone"):
+                st.html(plain_text_html(plain_text))
+
+
 st.title("Playground")
 st.caption("The draft q proposes tokens (with the stop rule, as many as are worth it); the target p checks them all in one pass, keeps a prefix and adds one "
            "token of its own. Colours show how each token arose.")
@@ -212,3 +261,4 @@ if RESULT in st.session_state:
     show_run(st.session_state[RESULT], settings)
 else:
     st.info("Pick a pair in the sidebar, choose or write a prompt, and press Generate.")
+batch_section(settings, chat, ready)

@@ -14,7 +14,8 @@ from pages.common.sidebar import pair_label
 from pages.common.state import is_kept, keep, kept, remember
 from pages.common.turns import shared_turns, waiting_note
 from specdec.bench import harness, tables
-from specdec.bench.charts import benchmark_figures
+from specdec.bench.batches import batch_benchmark, batch_table
+from specdec.bench.charts import batch_figure, benchmark_figures, has_batches
 from specdec.bench.harness import ADAPTIVE, FAMILIES, STOP, TREE, BenchSettings
 from specdec.bench.prompts import CATEGORIES
 from specdec.bench.spec_bench import LEADERBOARD, SETTING, families_figures, families_table
@@ -92,6 +93,33 @@ def run_comparison(pairs: list[str], bench_settings: BenchSettings) -> None:
     bar.progress(1.0, text="done")
 
 
+def run_batch_comparison(pairs: list[str], sizes: list[int]) -> None:
+    """Each pair's plain and speculative throughput at each batch size, on the same prompts (`specdec.bench.batches`)."""
+    st.session_state[NOTE] = None
+    frames: list[pd.DataFrame] = []
+    bar = st.progress(0.0, text="starting")
+    for index, name in enumerate(pairs):
+        pair = load_pair(_pair_settings(name))
+
+        def report(done: int, total: int, message: str, index: int = index) -> None:
+            bar.progress(min((index + done / max(total, 1)) / len(pairs), 1.0), text=f"{name}: {message} ({done}/{total})")
+
+        frames.append(batch_benchmark(pair, sorted(sizes), settings.decoding, progress=report))
+        st.session_state[FRAME] = pd.concat(frames, ignore_index=True)
+    bar.progress(1.0, text="done")
+
+
+def show_batches(frame: pd.DataFrame) -> None:
+    """Throughput and the speculative gain against batch size (a vLLM server's gain against requests in flight beside it)."""
+    st.subheader("Batches")
+    st.caption("The same prompts at every batch size. Throughput: all new tokens over wall time; gain: speculative over plain "
+               "decoding of the same batch; exact: every row's greedy tokens equal the target alone's. A vLLM server's CSV "
+               "uploaded below draws its gain against requests in flight on the same chart.")
+    st.dataframe(batch_table(frame).round(2), hide_index=True, width="stretch")
+    figure = batch_figure(frame).update_layout(height=460, legend=dict(orientation="h", yanchor="top", y=-0.25))
+    st.plotly_chart(figure, width="stretch", key="chart_batches")
+
+
 def _progress_reporter(bar):
     """A progress callback (done, total, message) that moves `bar`."""
     def report(done: int, total: int, message: str) -> None:
@@ -157,6 +185,12 @@ def show_results(frame: pd.DataFrame | None, overlay: pd.DataFrame | None) -> No
         st.info("Choose pairs in the sidebar and press Run benchmark, or upload an earlier CSV.")
         return
     combined = pd.concat(frames, ignore_index=True)
+    if has_batches(combined):
+        show_batches(combined)
+        if frame is not None and not frame.empty:
+            st.download_button("Download CSV", frame.to_csv(index=False), file_name="specdec-batches.csv", mime="text/csv",
+                               type="primary", help="one row per batch size and method: throughput, passes, times, exactness")
+        return
     show_families(combined)
     show_charts(combined)
     st.subheader("Results")
@@ -180,7 +214,7 @@ st.caption("Every pair runs every gamma on every chosen prompt, next to the targ
            "the sidebar; its single gamma is replaced here by a range. Each run generates max-new-tokens tokens (10–20 s "
            "apiece for the default pair on a laptop CPU in float32, with a warm-up run of each variant first): start small.")
 chosen = _choose_pairs()
-ENGINES = {"specdec": "specdec, here", "vllm": "vLLM, offline", "server": "vLLM server"}
+ENGINES = {"specdec": "specdec, here", "batches": "specdec, batches", "vllm": "vLLM, offline", "server": "vLLM server"}
 engine = st.radio("Engine", list(ENGINES), format_func=ENGINES.get, horizontal=True, **remember("compare_engine", "specdec"),
                   help="vLLM runs in its own environment (requirements-vllm.txt, see the README) as a separate process: the "
                        "pairs' targets with vLLM's draft model (or n-gram lookup for prompt-lookup pairs) at each gamma of the "
@@ -193,11 +227,15 @@ if engine == "server":
     server_model = columns[2].text_input("Model name (optional)", **remember("compare_server_model", ""),
                                          help="empty: the server's only model")
     levels = columns[3].multiselect("Requests at once", [1, 2, 4, 8, 16, 32], **remember("compare_concurrency", list(CONCURRENCY)))
+if engine == "batches":
+    sizes = st.multiselect("Batch sizes", [1, 2, 4, 8, 16], **remember("compare_batch_sizes", [1, 2, 4]),
+                           help="every size runs the same prompts (as many as the largest size), plain and speculative "
+                                "(the pair's draft model, chains with the stop rule)")
 columns = st.columns([2, 3, 1, 1])
-if engine != "server":     # a server drafts what its --speculative-config says
+if engine not in ("server", "batches"):     # a server drafts what its --speculative-config says
     gamma_range = columns[0].slider("gamma range", 1, 12, **remember("compare_gammas", (1, 4)))
-categories = columns[1].multiselect("Prompt categories", CATEGORIES, **remember("compare_categories", ["code", "summarization"]))
-per_category = columns[2].number_input("prompts per category", 1, 4, **remember("compare_per_category", 1))
+categories = ["batch"] if engine == "batches" else columns[1].multiselect("Prompt categories", CATEGORIES, **remember("compare_categories", ["code", "summarization"]))
+per_category = 1 if engine == "batches" else columns[2].number_input("prompts per category", 1, 4, **remember("compare_per_category", 1))
 if engine == "specdec":    # the schedules, trees and transformers' baselines are ours to run
     repeats = columns[3].number_input("repeats", 1, 5, **remember("compare_repeats", 1))
     columns = st.columns(4)
@@ -224,7 +262,8 @@ if missing:
             fetch_models(missing)
             st.rerun()
 run_column, stop_column, _ = st.columns([1, 1, 4])
-ready = bool(categories) and not missing and (bool(levels) if engine == "server" else bool(chosen))
+ready = bool(categories) and not missing and (bool(levels) if engine == "server" else bool(chosen)) and \
+    (engine != "batches" or bool(sizes))
 run = run_column.button("Run benchmark", type="primary", disabled=not ready, width="stretch")
 stop_column.button("Stop", width="stretch", help="Stops after the run in progress; the finished runs stay on the page.")
 
@@ -241,6 +280,8 @@ if run:
                 gammas=tuple(range(gamma_range[0], gamma_range[1] + 1)), categories=tuple(categories),
                 prompts_per_category=int(per_category), max_new_tokens=decoding.max_new_tokens, temperature=decoding.temperature,
                 seed=decoding.seed or 0))
+        elif engine == "batches":
+            run_batch_comparison(chosen, sizes)
         elif engine == "server":
             run_server_comparison(ServerRun(url=server_url.strip(), baseline_url=baseline_url.strip() or None,
                                             model=server_model.strip() or None, concurrency=tuple(sorted(levels)),

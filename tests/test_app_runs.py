@@ -247,3 +247,50 @@ def test_a_tree_run_draws_its_tree_and_stays_exact():
     tree = next(element for element in app.get("plotly_chart") if "drafted nodes" in element.proto.spec)
     assert "accepted" in tree.proto.spec and "root" in tree.proto.spec
     assert app.dataframe[0].value["tokens out"].sum() == 20
+
+
+# --- batches ----------------------------------------------------------------------------------
+
+
+def test_the_playground_runs_a_batch_and_shows_each_rows_rounds():
+    app = open_app("pages/1_Playground.py", pair=TINY_PAIR, temperature="0", max_new_tokens="12")
+    app.text_area[1].set_value("w2 w3 w4\nw5\nw6 w7").run()
+    button(app, "Run the batch").click().run()
+    no_errors(app)
+    run = app.session_state["playground_batch"]
+    assert len(run.speculative) == 3 and all(same for same in run.same_tokens)          # greedy: every row its own plain text
+    assert all(result.stats.new_tokens == 12 for result in run.speculative)
+    metrics = {metric.label: metric.value for metric in app.metric}
+    assert metrics["Gain over plain decoding of the same batch"].endswith("×")
+    assert float(metrics["Speculative throughput"].split()[0]) > 0
+    assert sum("identical to the target alone's" in success.value for success in app.success) == 3
+    rounds = [frame.value for frame in app.dataframe][-3:]                                # one round table per row
+    assert [table["tokens out"].sum() for table in rounds] == [12, 12, 12]
+
+
+def test_a_bad_batch_is_one_error_and_the_page_stays():
+    app = open_app("pages/1_Playground.py", pair=TINY_PAIR, temperature="0", max_new_tokens="8")
+    app.text_area[1].set_value("\n\n").run()
+    button(app, "Run the batch").click().run()
+    assert any("Write from 1 to 8 prompts" in error.value for error in app.error) and not app.exception
+
+
+def test_compare_measures_batches_and_draws_the_gain_against_batch_size():
+    app = open_app("pages/2_Compare.py", pair=TINY_PAIR, temperature="0", max_new_tokens="8")
+    app.sidebar.multiselect[0].set_value([TINY_PAIR])
+    app.radio[0].set_value("batches").run()
+    app.multiselect[0].set_value([1, 2]).run()
+    button(app, "Run benchmark").click().run()
+    no_errors(app)
+    frame = app.session_state["compare_frame"]
+    assert set(frame["batch_size"]) == {1, 2} and frame[frame["method"] == "speculative"]["exact"].all()
+    figure = figure_titled(app, "Batches")
+    assert any("gain vs batch size" in trace.name for trace in figure.data)
+    assert [button.label for button in app.get("download_button")] == ["Download CSV"]
+    server = io.BytesIO()
+    import pandas as pd
+
+    pd.read_csv("benchmarks/vllm-server.csv").to_csv(server, index=False)
+    app.file_uploader[0].upload("vllm-server.csv", server.getvalue(), "text/csv").run()
+    no_errors(app)
+    assert any("vLLM server, requests in flight" in trace.name for trace in figure_titled(app, "Batches").data)

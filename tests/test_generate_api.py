@@ -94,13 +94,19 @@ def test_bad_arguments_raise_a_clear_error(pairs, kwargs, message):
         speculative_generate(target, draft, torch.tensor([2, 3]), **kwargs)
 
 
-@pytest.mark.parametrize("prompt", [torch.tensor([], dtype=torch.long), torch.tensor([[1, 2], [3, 4]]), [1, 2], torch.tensor([0.5])])
+@pytest.mark.parametrize("prompt", [torch.tensor([], dtype=torch.long), torch.tensor([[[1, 2]]]), [1, 2], torch.tensor([0.5])])
 def test_bad_prompts_raise_a_clear_error(pairs, prompt):
     target, draft = pairs["gpt2"]
     with pytest.raises(SpecdecError):
         speculative_generate(target, draft, prompt)
     with pytest.raises(SpecdecError):
         autoregressive_generate(target, prompt)
+
+
+def test_a_b_by_t_tensor_is_a_batch_of_b_prompts(pairs):
+    target, draft = pairs["gpt2"]
+    results = speculative_generate(target, draft, torch.tensor([[2, 3], [4, 5]]), max_new_tokens=4, temperature=0)
+    assert len(results) == 2 and all(len(result.tokens) == 4 for result in results)   # one result per row (tests/test_batches.py)
 
 
 def test_a_prompt_longer_than_the_context_is_refused(pairs):

@@ -73,3 +73,27 @@ def test_greedy_output_is_the_targets_own(qwen_pair, prompt):
     assert tree.tokens == expected and wide.tokens == expected
     assert max(len(round_.drafted) for round_ in wide.rounds) == 12               # the wide trees really were trees
     assert speculative.stats.tokens_per_target_pass > 1.5, speculative.stats
+
+
+BATCH_PROMPTS = [                                   # four lengths, four kinds of text
+    "Write a Python function that checks whether a number is prime.",
+    "Translate to French: the cat sleeps.",
+    "Summarize in two sentences: speculative decoding lets a small model draft tokens that a large model verifies in one "
+    "pass, and a modified rejection rule keeps the output exactly the large model's, so the text is the same, only faster.",
+    "What is 17 * 23?",
+]
+
+
+@pytest.mark.parametrize("which", ["float32", "default"])
+def test_a_batch_of_four_prompts_gives_every_row_its_own_greedy_output(qwen_pair, quantized_pair, which):
+    """The batch issue's exactness goal: 4 prompts of different lengths at once, each row identical to its own `generate`."""
+    from specdec import Decoding
+    from specdec.zoo.pairing import encode_prompt, generate_plain_batch, generate_speculative_batch
+
+    pair = qwen_pair if which == "float32" else quantized_pair
+    prompts = [encode_prompt(pair.tokenizer, text, chat=True)[0] for text in BATCH_PROMPTS]
+    assert len({prompt.numel() for prompt in prompts}) == len(prompts)
+    decoding = Decoding(max_new_tokens=NEW_TOKENS, temperature=0)
+    expected = [greedy_reference(pair, prompt[None], NEW_TOKENS) for prompt in prompts]
+    assert [r.tokens for r in generate_speculative_batch(pair, prompts, decoding)] == expected
+    assert [r.tokens for r in generate_plain_batch(pair, prompts, decoding)] == expected
