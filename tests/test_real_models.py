@@ -50,22 +50,25 @@ def test_greedy_output_is_the_quantized_targets_own(quantized_pair, prompt):
     decoding = Decoding(max_new_tokens=NEW_TOKENS, temperature=0)
     expected = greedy_reference(quantized_pair, input_ids, NEW_TOKENS)
     assert generate_plain(quantized_pair, input_ids, decoding).tokens == expected
-    for tree in (None, {}):
+    from specdec import TreeSettings
+
+    for tree in (None, TreeSettings()):
         for gamma in ((4, None) if tree is None else (None,)):
             assert generate_speculative(quantized_pair, input_ids, decoding, gamma=gamma, tree=tree).tokens == expected, (gamma, tree)
 
 
 @pytest.mark.parametrize("prompt", PROMPTS)
 def test_greedy_output_is_the_targets_own(qwen_pair, prompt):
-    from specdec import Decoding
+    from specdec import Decoding, TreeDrafter, TreeSettings, speculative_generate
     from specdec.zoo.pairing import encode_prompt, generate_plain, generate_speculative
 
     input_ids = encode_prompt(qwen_pair.tokenizer, prompt, chat=True)
     decoding = Decoding(max_new_tokens=NEW_TOKENS, temperature=0)
     speculative = generate_speculative(qwen_pair, input_ids, decoding, gamma=4)
     stop_rule = generate_speculative(qwen_pair, input_ids, decoding)                 # the default: the stop rule
-    tree = generate_speculative(qwen_pair, input_ids, decoding, tree={})            # a token tree, its defaults
-    wide = generate_speculative(qwen_pair, input_ids, decoding, tree=dict(budget=12, depth=4, c=0.0, verify_slope=0.0))  # always branching
+    tree = generate_speculative(qwen_pair, input_ids, decoding, tree=TreeSettings())  # a token tree, its defaults
+    wide = speculative_generate(qwen_pair.target, TreeDrafter(qwen_pair.draft, budget=12, depth=4, c=0.0, verify_slope=0.0), input_ids,
+                                eos_token_id=qwen_pair.eos_token_ids, **decoding.as_kwargs())            # always branching
     plain = generate_plain(qwen_pair, input_ids, decoding)
     expected = greedy_reference(qwen_pair, input_ids, NEW_TOKENS)
     assert plain.tokens == expected
