@@ -93,11 +93,16 @@ def test_run_defaults_to_quantized_weights_and_says_so(capsys, tmp_path):
                            "--max-new-tokens", "12", "--temperature", "0", "--compare")
     assert code == 0
     assert out.startswith("Device: cpu   target: float32 int8   draft: bfloat16 int4 (auto: the fastest exact choice here)")
+    assert "Kernels: target float32 int8 on cpu (fbgemm int8 x int8, one activation scale per token): int8 weights: auto on a CPU" in out
+    assert "draft bfloat16 int4 on cpu (aten int4pack, groups of 32, bfloat16 activations): int4 weights: auto on a CPU" in out
     assert "identical to the target's own greedy output: yes" in out          # against the int8 target as loaded
     code, out, _ = run_cli(capsys, "run", "--target", folders[0], "--draft", folders[1], "--prompt", "w2 w3", "--max-new-tokens", "4",
                            "--quantization", "none", "--draft-quantization", "int8", "--json")
     report = json.loads(out)
     assert report["precision"] == {"target": "float32", "draft": "float32 int8"} and report["settings"]["quantization"] == "none"
+    details = report["precision_details"]
+    assert details["target"]["why"] == "weights as stored, as asked; float32 activations: auto on a CPU, exact comparisons"
+    assert (details["draft"]["weights"], details["draft"]["kernel"]) == ("int8", "fbgemm int8 x int8, one activation scale per token")
 
 
 @pytest.mark.parametrize("argv, fragment", [

@@ -183,7 +183,7 @@ def test_a_quantized_copy_is_kept_under_its_precisions_name_and_loads_quickly(ti
     def nothing_but_the_copy(*args, **kwargs):
         raise AssertionError("the second load must come from the quantized copy")
 
-    monkeypatch.setattr(specdec.zoo.loading, "quantize_model", nothing_but_the_copy)
+    monkeypatch.setattr(specdec.zoo.loading, "apply_quantization", nothing_but_the_copy)
     monkeypatch.setattr(specdec.zoo.loading, "_from_pretrained", nothing_but_the_copy)
     second = load_model(entry.name, device="cpu", dtype="float32", quantization=quantization)
     assert quantization_of(second) == quantization

@@ -35,6 +35,7 @@ from specdec.zoo.devices import dtype_name
 from specdec.zoo.fetch import FetchProgress
 from specdec.zoo.load_progress import LoadStep
 from specdec.zoo.pairing import LoadedPair
+from specdec.zoo.precision import resolve_pair_precision
 
 
 @contextmanager
@@ -116,9 +117,9 @@ def _forget_loaded_pair() -> None:
 
 def resolved_precision(settings: Settings) -> tuple[str, str, str, str]:
     """('cpu', 'float32', 'int8', 'int4') and the like: 'auto' made concrete, so equal choices share one cache entry."""
-    device, dtype, quantization, draft_quantization, _ = pairing.resolve_precision(
-        settings.device, settings.dtype, settings.quantization, settings.draft_quantization, settings.draft)
-    return str(device), dtype_name(dtype), quantization, draft_quantization
+    target, draft = resolve_pair_precision(settings.device, settings.dtype, settings.quantization, settings.draft_quantization,
+                                           settings.draft)
+    return str(target.device), dtype_name(target.dtype), target.weights, "none" if draft is None else draft.weights
 
 
 LOADING = "loading_pair"   # in the session while a load runs: "draft → target"; left there when a Stop ends the script
@@ -146,6 +147,7 @@ def load_pair(settings: Settings) -> LoadedPair:
             pair = pairing.load_pair(target, draft, device, dtype, progress=next_model,
                                      quantization=quantization, draft_quantization=draft_quantization, steps=_progress_bar(bar))
             bar.empty()
+            st.caption(f"Kernels: {pair.kernels}")       # how each model runs, and why (`specdec.zoo.precision`)
             seconds = sum(pair.load_seconds.values())
             box.update(label=f"Loaded {settings.draft} → {settings.target} on {device}: {pair.precisions} ({seconds:.1f} s)",
                        state="complete", expanded=False)
@@ -181,11 +183,11 @@ def is_loaded(settings: Settings) -> bool:
 
 def ready_on_disk(settings: Settings) -> bool:
     """Whether every model of the pair has its converted copy for these precisions (a load takes seconds, not minutes)."""
-    _, dtype, quantization, draft_quantization, draft_dtype = pairing.resolve_precision(
-        settings.device, settings.dtype, settings.quantization, settings.draft_quantization, settings.draft)
-    wanted = [(settings.target, dtype, quantization)]
-    if needs_draft_model(settings.draft):
-        wanted.append((settings.draft, draft_dtype, draft_quantization))
+    target, draft = resolve_pair_precision(settings.device, settings.dtype, settings.quantization, settings.draft_quantization,
+                                           settings.draft)
+    wanted = [(settings.target, target.dtype, target.weights)]
+    if draft is not None:
+        wanted.append((settings.draft, draft.dtype, draft.weights))
     for name, torch_dtype, weights in wanted:
         entry = resolve_model(name)
         if entry is None or converted.find_converted(entry, torch_dtype, weights) is None:

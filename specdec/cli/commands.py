@@ -318,6 +318,8 @@ def _report_json(args, pair, text, result, baseline) -> dict:
         "device": str(pair.device),
         "dtype": dtype_name(pair.dtype),
         "precision": {"target": pair.precision, "draft": pair.draft_precision},
+        "precision_details": {role: precision.to_dict() for role in ("target", "draft")
+                              if (precision := pair.precision_of(role)) is not None},
         "draft_tokenizer": pair.tokenizer_note,
         "settings": {key: getattr(args, key) for key in ("gamma", "max_new_tokens", "temperature", "top_k", "top_p", "seed", "chat",
                                                           "dtype", "quantization", "draft_quantization")} | {"drafting": _drafting(args, result)},
@@ -363,6 +365,7 @@ def _report_text(pair, text, result, baseline, check, gamma: int | None, draftin
         f"Device: {pair.device}   target: {pair.precision}   draft: {pair.draft_precision}"
         + (" (auto: the fastest exact choice here)" if auto else "") + f"   drafting: {drafting}"
         + (f"   draft tokenizer: {pair.tokenizer_note}" if pair.cross_tokenizer else ""),
+        f"Kernels: {pair.kernels}",
         "--- OUTPUT ---",
         text,
         "--- STATS ---",

@@ -31,6 +31,7 @@ from __future__ import annotations
 import functools
 import os
 import socket
+from dataclasses import replace
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -40,10 +41,10 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, P
 from specdec.errors import SpecdecError, first_line
 from specdec.zoo import converted, load_progress
 from specdec.zoo.catalog import ModelEntry, resolve_model
-from specdec.zoo.devices import resolve_device, resolve_dtype
 from specdec.zoo.fetch import checkpoint_path, is_cached
 from specdec.zoo.packed_linear import pack_linear_layers
-from specdec.zoo.quantization import check_quantization, quantization_of, quantize_model
+from specdec.zoo.precision import Precision, resolve_precision
+from specdec.zoo.quantization import apply_quantization, quantization_of
 
 
 @functools.lru_cache(maxsize=1)
@@ -95,25 +96,25 @@ def _from_pretrained(loader, name_or_path: str, what: str, **kwargs):
 
 
 def load_model(name_or_path: str, device: str | torch.device = "auto", dtype: str | torch.dtype = "auto",
-               quantization: str = "none", role: str = "target", packed: bool = True) -> PreTrainedModel:
+               quantization: str = "none", role: str = "target", packed: bool = True,
+               precision: Precision | None = None) -> PreTrainedModel:
     """A causal LM from a zoo name, a hub id, a local folder or a .gguf file, in eval mode on `device`.
 
     `quantization`: "none", "int8", "int4" or "auto" (which reads `role`, "target" or "draft").
+    `precision`: all of device, dtype and quantization already resolved (`specdec.zoo.precision`, as
+    `load_pair` does once for both models); the three arguments are then not read.
     `packed`: lay bfloat16 linear layers out for the CPU kernel once (`specdec.zoo.packed_linear`; False: as stored).
     """
-    resolved_device = resolve_device(device)
-    resolved_quantization = check_quantization(quantization, resolved_device, role)
-    resolved_dtype = resolve_dtype(dtype, resolved_device, resolved_quantization)
-    strict = quantization != "auto"   # "auto" keeps a model int8/int4 cannot handle as it is
+    precision = precision or resolve_precision(device, dtype, quantization, role)
     entry = resolve_model(name_or_path)
     if entry is not None:
-        model = _load_zoo_model(entry, resolved_dtype, resolved_quantization, strict)
+        model = _load_zoo_model(entry, precision)
     else:
         label = Path(name_or_path).name or name_or_path          # how its load is reported
         with load_progress.gguf_tensors_reported(label):
-            model = _from_pretrained(AutoModelForCausalLM, name_or_path, "model", dtype=resolved_dtype)
-        model = quantize_model(model, resolved_quantization, strict, label)
-    model = model.to(resolved_device).eval()
+            model = _from_pretrained(AutoModelForCausalLM, name_or_path, "model", dtype=precision.dtype)
+        model = apply_quantization(model, precision.weights, precision.strict, label)
+    model = model.to(precision.device).eval()
     if packed:
         pack_linear_layers(model)           # bfloat16 on a CPU: the same bits, about twice as fast (`packed_linear`)
     return model
@@ -157,13 +158,15 @@ def _zoo_source(entry: ModelEntry) -> str:
     raise SpecdecError(f"{entry.name} is not downloaded yet: run `specdec models fetch {entry.name}` ({size})")
 
 
-def _load_zoo_model(entry: ModelEntry, dtype: torch.dtype, quantization: str = "none", strict: bool = True) -> PreTrainedModel:
+def _load_zoo_model(entry: ModelEntry, precision: Precision) -> PreTrainedModel:
+    dtype, quantization = precision.dtype, precision.weights
     if quantization != "none":
         folder = converted.find_converted(entry, dtype, quantization)
         if folder is not None:
             load_progress.report(entry.name, f"loading the saved {quantization} copy", 0, 0)
             return converted.load_quantized_copy(folder, dtype, quantization)
-        model = quantize_model(_load_zoo_model(entry, dtype), quantization, strict, entry.name)
+        unquantized = _load_zoo_model(entry, replace(precision, weights="none"))
+        model = apply_quantization(unquantized, quantization, precision.strict, entry.name)
         if entry.package is not None and quantization_of(model) != "none":   # quantized at last: keep the result for next time
             converted.save_converted(entry, model, load_tokenizer(entry.name), dtype, quantization)
         return model

@@ -36,10 +36,10 @@ from specdec.schedule import GammaSchedule
 from specdec.speculative import speculative_generate
 from specdec.zoo import load_progress
 from specdec.zoo.catalog import PROMPT_LOOKUP, needs_draft_model
-from specdec.zoo.devices import dtype_name, resolve_device, resolve_dtype
 from specdec.zoo.load_progress import LoadStep
 from specdec.zoo.loading import load_model, load_tokenizer, same_tokenizer, same_tokenizer_files
-from specdec.zoo.quantization import check_quantization, precision_name, precision_summary, quantization_of
+from specdec.zoo.precision import Precision, read_off, resolve_pair_precision
+from specdec.zoo.quantization import precision_summary
 
 AUTO = "auto"   # `generate_speculative(tree=AUTO)`: draft as `speculative_generate` does by default
 
@@ -65,6 +65,7 @@ class LoadedPair:
     draft_tokenizer: PreTrainedTokenizerBase | None = None
     whole: torch.Tensor | None = None
     drafters: dict[str, Drafter] = field(default_factory=dict)   # the target-only drafters made so far, by name
+    resolved: dict[str, Precision] = field(default_factory=dict)  # "target", "draft": how each was loaded (`specdec.zoo.precision`)
 
     @property
     def cross_tokenizer(self) -> bool:
@@ -76,27 +77,43 @@ class LoadedPair:
         """For reports: 'shared', or 'its own, text re-encoded' for a draft with another tokenizer."""
         return "its own, text re-encoded" if self.cross_tokenizer else "shared"
 
+    def precision_of(self, role: str = "target") -> Precision | None:
+        """How the target or the draft runs: device, dtype, weights, kernel and why, resolved once when the pair was loaded
+        (read off the models for a pair put together by hand); None for the draft of a drafter that needs no model."""
+        model = self.target if role == "target" else self.draft
+        if model is None:
+            return None
+        if role not in self.resolved:
+            self.resolved[role] = read_off(model, role)
+        return self.resolved[role]
+
     @property
     def quantization(self) -> str:
-        """The target's weights: "none", "int8" or "int4" (read from the model, as loaded)."""
-        return quantization_of(self.target)
+        """The target's weights: "none", "int8" or "int4", as loaded."""
+        return self.precision_of("target").weights
 
     @property
     def draft_quantization(self) -> str:
         """The draft's weights ("none" for prompt lookup)."""
-        return "none" if self.draft is None else quantization_of(self.draft)
+        return "none" if self.draft is None else self.precision_of("draft").weights
 
     @property
     def precision(self) -> str:
         """How the target ran, for reports: 'float32', 'float32 int8'."""
-        return precision_name(dtype_name(self.dtype), self.quantization)
+        return self.precision_of("target").name
 
     @property
     def draft_precision(self) -> str:
         """How the draft ran: 'bfloat16 int4', or 'none' for prompt lookup."""
-        if self.draft is None:
-            return "none"
-        return precision_name(dtype_name(self.draft.dtype), self.draft_quantization)
+        return "none" if self.draft is None else self.precision_of("draft").name
+
+    @property
+    def kernels(self) -> str:
+        """Each model's precision in one line with its kernel and why (`Precision.describe`), for a report."""
+        lines = [f"target {self.precision_of('target').describe()}"]
+        if self.draft is not None:
+            lines.append(f"draft {self.precision_of('draft').describe()}")
+        return "   ".join(lines)
 
     @property
     def precisions(self) -> str:
@@ -160,20 +177,6 @@ class LoadedPair:
         return sorted(ids)
 
 
-def resolve_precision(device: str, dtype: str, quantization: str, draft_quantization: str,
-                      draft_name: str) -> tuple[torch.device, torch.dtype, str, str, torch.dtype]:
-    """The choices made concrete: (device, target dtype, target quantization, draft quantization, draft dtype).
-
-    "auto" becomes what this device runs fastest (`auto_quantization`); a bad name or a device
-    without the kernel is a `SpecdecError`. An int4 draft runs in bfloat16 whatever `dtype` says.
-    """
-    resolved_device = resolve_device(device)
-    target = check_quantization(quantization, resolved_device, "target")
-    draft = "none" if not needs_draft_model(draft_name) else check_quantization(draft_quantization, resolved_device, "draft")
-    draft_dtype = torch.bfloat16 if draft == "int4" else resolve_dtype(dtype, resolved_device, draft)
-    return resolved_device, resolve_dtype(dtype, resolved_device, target), target, draft, draft_dtype
-
-
 def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: str = "auto",
               progress: Callable[[str], None] | None = None, draft_quantization: str = "none",
               quantization: str = "none", steps: Callable[[LoadStep], None] | None = None) -> LoadedPair:
@@ -190,7 +193,7 @@ def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: st
     if not needs_draft_model(target_name):
         raise SpecdecError(f"{target_name} can only be the draft: give a model as the target")
     say = progress or (lambda message: None)
-    resolved_device, resolved_dtype, _, _, draft_dtype = resolve_precision(device, dtype, quantization, draft_quantization, draft_name)
+    precisions = dict(zip(("target", "draft"), resolve_pair_precision(device, dtype, quantization, draft_quantization, draft_name)))
     seconds: dict[str, float] = {}
     start = time.perf_counter()
     names = [target_name] if not needs_draft_model(draft_name) or same_tokenizer_files(target_name, draft_name) else [target_name, draft_name]
@@ -211,10 +214,8 @@ def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: st
         say(f"Loading {role} {name} …")
         start = time.perf_counter()
         with load_progress.reporting(steps):
-            if role == "target":   # "auto" travels as asked: it keeps a model int8/int4 cannot handle as it is
-                models[role] = load_model(name, resolved_device, resolved_dtype, quantization, role)
-            else:
-                models[role] = load_model(name, resolved_device, draft_dtype, draft_quantization, role)
+            models[role] = load_model(name, precision=precisions[role], role=role)
+        precisions[role] = precisions[role].as_loaded(models[role])    # "auto" keeps a model int8/int4 cannot handle as it is
         seconds[role] = time.perf_counter() - start
         say(f"Loaded {role} {name} in {seconds[role]:.1f} s")
     whole = None
@@ -224,8 +225,9 @@ def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: st
         rows = models["draft"].get_output_embeddings().out_features
         whole = whole_character_tokens(draft_tokenizer, min(rows, len(draft_tokenizer)))
         seconds["draft vocabulary"] = time.perf_counter() - start
-    return LoadedPair(target_name, draft_name, models["target"], models.get("draft"), tokenizer, resolved_device, resolved_dtype, seconds,
-                      draft_tokenizer, whole)
+    target = precisions["target"]
+    return LoadedPair(target_name, draft_name, models["target"], models.get("draft"), tokenizer, target.device, target.dtype, seconds,
+                      draft_tokenizer, whole, resolved={role: value for role, value in precisions.items() if value is not None})
 
 
 def encode_chat(tokenizer: PreTrainedTokenizerBase, messages: Sequence[tuple[str, str]]) -> torch.Tensor:

@@ -205,6 +205,13 @@ def quantize_model(model: PreTrainedModel, quantization: str, strict: bool = Tru
     if quantization == "none":
         return model
     check_quantization(quantization, model.device)
+    return apply_quantization(model, quantization, strict, name)
+
+
+def apply_quantization(model: PreTrainedModel, quantization: str, strict: bool = True, name: str | None = None) -> PreTrainedModel:
+    """`quantize_model` for a `quantization` already checked for this device (`specdec.zoo.precision` did it, once)."""
+    if quantization == "none":
+        return model
     total = sum(parameter.numel() for parameter in model.parameters())
     targets = [(name, layer) for name, layer in model.named_modules() if _quantizable(quantization, layer)]
     if sum(layer.weight.numel() for _, layer in targets) < MIN_QUANTIZED_SHARE * total:
