@@ -47,7 +47,7 @@ import torch
 from transformers import DynamicCache, PreTrainedModel
 
 from specdec.errors import SpecdecError
-from specdec.kv_cache import has_sliding_window
+from specdec.kv_cache import has_sliding_window, restricted_head
 
 PAD_ID = 0   # the token fed in padding columns; nothing ever attends to them but themselves
 
@@ -72,14 +72,7 @@ class BatchCache:
         self.passes = 0
         self.head = None
         if output_rows is not None:                  # a draft computing only the first rows of its output layer
-            head = model.get_output_embeddings()
-            if not isinstance(head, torch.nn.Linear) and not hasattr(head, "first_rows"):
-                raise SpecdecError(f"cannot restrict the output layer of this {type(model).__name__}: drop the vocabulary limit")
-            if isinstance(head, torch.nn.Linear):
-                weight, bias = head.weight[:output_rows], None if head.bias is None else head.bias[:output_rows]
-                self.head = lambda hidden: torch.nn.functional.linear(hidden, weight, bias)
-            else:
-                self.head = head.first_rows(output_rows)
+            self.head, _ = restricted_head(model, output_rows)
 
     @property
     def width(self) -> int:

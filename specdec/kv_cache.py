@@ -29,10 +29,29 @@ One sequence at a time; a batch of ragged rows lives in `specdec.batch_cache`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from transformers import DynamicCache, PreTrainedModel
 
 from specdec.errors import SpecdecError
+
+
+def restricted_head(model: PreTrainedModel, output_rows: int) -> tuple[Callable[[torch.Tensor], torch.Tensor], int]:
+    """(hidden [n, H] -> logits [n, K], K): the first K = min(`output_rows`, V) rows of `model`'s output layer alone.
+
+    A `SpecdecError` for an output layer that cannot be cut so: one that is not a plain linear layer
+    (an int8 draft's is not) or logits that are soft-capped after it (Gemma 2's), which the cut would skip.
+    """
+    head = model.get_output_embeddings()
+    if getattr(model.config, "final_logit_softcapping", None) or not (isinstance(head, torch.nn.Linear) or hasattr(head, "first_rows")):
+        raise SpecdecError(f"cannot restrict the output layer of this {type(model).__name__}: it is not a plain linear "
+                           "layer (an int8 draft's is not); drop the vocabulary limit")
+    rows = min(output_rows, head.out_features)
+    if hasattr(head, "first_rows"):
+        return head.first_rows(rows), rows        # a layer that keeps its weight in its own layout makes the cut
+    weight, bias = head.weight[:rows], None if head.bias is None else head.bias[:rows]   # views, no copy
+    return (lambda hidden: torch.nn.functional.linear(hidden, weight, bias)), rows
 
 
 class CachedModel:
@@ -49,17 +68,7 @@ class CachedModel:
         self.head = None  # hidden [n, H] -> logits [n, K]: the first `output_rows` rows of the output layer, when restricted
         self.output_rows = output_rows
         if output_rows is not None:
-            head = model.get_output_embeddings()
-            if getattr(model.config, "final_logit_softcapping", None) or not (isinstance(head, torch.nn.Linear) or
-                                                                              hasattr(head, "first_rows")):
-                raise SpecdecError(f"cannot restrict the output layer of this {type(model).__name__}: it is not a plain linear "
-                                   "layer (an int8 draft's is not); drop the vocabulary limit")
-            self.output_rows = min(output_rows, head.out_features)
-            if isinstance(head, torch.nn.Linear):
-                weight, bias = head.weight[:output_rows], None if head.bias is None else head.bias[:output_rows]  # views, no copy
-                self.head = lambda hidden: torch.nn.functional.linear(hidden, weight, bias)
-            else:
-                self.head = head.first_rows(self.output_rows)   # a layer that keeps its weight in its own layout makes the cut
+            self.head, self.output_rows = restricted_head(model, output_rows)
 
     @property
     def vocab_size(self) -> int:

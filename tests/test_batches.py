@@ -92,6 +92,23 @@ def test_every_row_equals_its_own_greedy_run(pairs, architecture):
     assert sum(r.stats.accepted for r in fixed) > 0                  # the draft really drafted and was really accepted
 
 
+def test_a_batch_drafted_with_a_vocabulary_limit_is_exact_and_refuses_what_a_single_run_refuses(pairs):
+    import copy
+
+    from specdec import ModelDrafter
+
+    target, draft = pairs["llama"]
+    expected = [plain(target, prompt, max_new_tokens=NEW) for prompt in PROMPTS]
+    limited = speculative_generate(target, ModelDrafter(draft, vocab_limit=12), PROMPTS, max_new_tokens=NEW, temperature=0)
+    assert [r.tokens for r in limited] == expected
+    capped = copy.deepcopy(draft)
+    capped.config.final_logit_softcapping = 30.0                      # its logits are capped after the output layer
+    with pytest.raises(SpecdecError, match="cannot restrict the output layer"):
+        speculative_generate(target, ModelDrafter(capped, vocab_limit=12), PROMPTS, max_new_tokens=4, temperature=0)
+    with pytest.raises(SpecdecError, match="cannot restrict the output layer"):          # the batch's own cache, as CachedModel
+        BatchCache(capped, 2, output_rows=12)
+
+
 @pytest.mark.parametrize("architecture", ARCHITECTURES)
 def test_rows_that_accept_very_differently_stay_exact_and_the_classic_bug_does_not(pairs, architecture):
     target, _ = pairs[architecture]
