@@ -17,6 +17,12 @@ weights (the kernels see the same shapes; nothing is downloaded):
   otherwise on other inputs); `specdec.zoo.quantization`'s layers are built for it and tested; PyTorch's own
   dynamic int8 fails it (one activation scale per pass), so it cannot verify.
 
+Besides the kinds specdec loads, the row `float32 int8, layers alone` is the same int8 model with each linear
+layer in its own fbgemm call, as before attention's q, k, v and the MLP's gate and up were computed in one
+(`specdec.zoo.quantization.SharedInput`: the same outputs, bit for bit). `--precisions` runs only some rows:
+
+    python benchmarks/weight_kernels.py --precisions "float32 int8" "float32 int8, layers alone" --rounds 7
+
 With `--llama-bench`, llama.cpp's `llama-bench` runs the zoo's Q4_K_M files too: its `tg` (one token at
 a time) gives the step, its `pp6` and `pp18` (a prompt of 6 and 18 tokens in one pass) give v5 and v17.
 """
@@ -37,7 +43,7 @@ import torch
 from torch import nn
 from transformers import DynamicCache, Qwen2Config, Qwen2ForCausalLM
 
-from specdec.zoo.quantization import quantize_model
+from specdec.zoo.quantization import Int8Linear, quantize_model
 
 SHAPES = {   # Qwen2.5-Coder's configs (the zoo's GGUF files have the same shapes)
     "qwen2.5-coder-1.5b": dict(vocab_size=151936, hidden_size=1536, intermediate_size=8960, num_hidden_layers=28,
@@ -54,6 +60,32 @@ def torch_dynamic_int8(model: nn.Module) -> nn.Module:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return torch.ao.quantization.quantize_dynamic(copy.deepcopy(model).float(), {nn.Linear}, dtype=torch.qint8)
+
+
+class LayersAlone:
+    """The int8 model with each linear layer in its own fbgemm call, as before `SharedInput` computed siblings in one.
+
+    The same object and weights as the "float32 int8" variant (a second model would not fit beside the
+    others): its shared layers get a packing of their own too, and a call switches to those.
+    """
+
+    def __init__(self, model: nn.Module) -> None:
+        self.model, self.config = model, model.config
+        self.groups = {layer: layer._shared for layer in model.modules() if isinstance(layer, Int8Linear) and layer._shared is not None}
+        for layer in self.groups:
+            layer.pack()
+
+    def __call__(self, **inputs):
+        for layer in self.groups:
+            layer._shared = None
+        try:
+            return self.model(**inputs)
+        finally:
+            for layer, group in self.groups.items():
+                layer._shared = group
+
+    def __getattr__(self, name: str):
+        return getattr(self.model, name)
 
 
 VARIANTS = {   # made from a bfloat16 model one after the other (float32 ones would not fit 24 GiB together with the rest)
@@ -88,15 +120,23 @@ def linear_rows_equal(model: nn.Module) -> bool:
     return bool(torch.equal(layer(x), torch.cat([layer(row[None]) for row in x])))
 
 
-def specdec_rows(threads: int) -> list[dict]:
+ALONE = "float32 int8, layers alone"
+
+
+def specdec_rows(threads: int, precisions: list[str] | None = None, rounds: int = ROUNDS) -> list[dict]:
     rows = []
+    wanted = precisions or [*VARIANTS, ALONE]
     for name, shape in SHAPES.items():
         torch.manual_seed(0)
         base = Qwen2ForCausalLM(Qwen2Config(**shape)).eval().to(torch.bfloat16)
-        models = {precision: make(base) for precision, make in VARIANTS.items()}
+        models = {precision: make(base) for precision, make in VARIANTS.items()
+                  if precision in wanted or (precision == "float32 int8" and ALONE in wanted)}
+        if ALONE in wanted:
+            models[ALONE] = LayersAlone(models["float32 int8"])
+        models = {precision: models[precision] for precision in [*VARIANTS, ALONE] if precision in wanted}
         del base
         times: dict[tuple[str, int], list[float]] = {}
-        for _ in range(ROUNDS):                     # in rotation, so drift hits every variant alike
+        for _ in range(rounds):                     # in rotation, so drift hits every variant alike
             for precision, model in models.items():
                 for tokens in (1, 6, 18):
                     times.setdefault((precision, tokens), []).append(pass_ms(model, tokens))
@@ -137,9 +177,11 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--llama-bench", default=None, help="path to llama.cpp's llama-bench (benchmarks/llama_cpp.py build makes it)")
     parser.add_argument("--out", default=None, help="write the rows to this CSV")
+    parser.add_argument("--precisions", nargs="+", choices=[*VARIANTS, ALONE], help="only these (default: all)")
+    parser.add_argument("--rounds", type=int, default=ROUNDS, help="rounds of every variant in rotation (default: %(default)s)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    rows = specdec_rows(args.threads) + (llama_rows(args.llama_bench, args.threads) if args.llama_bench else [])
+    rows = specdec_rows(args.threads, args.precisions, args.rounds) + (llama_rows(args.llama_bench, args.threads) if args.llama_bench else [])
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         with open(args.out, "w", newline="") as handle:

@@ -18,7 +18,7 @@ from distribution_check import SIGNIFICANCE, speculative_fit
 from specdec import SpecdecError, TreeDrafter, speculative_generate
 from specdec.costs import verify_slope_guess, weight_cost_ratio
 from specdec.sampling import SamplingConfig
-from specdec.zoo.quantization import Int4Linear, Int8Linear, check_quantization, quantization_of, quantize_model
+from specdec.zoo.quantization import Int4Linear, Int8Linear, SharedInput, check_quantization, quantization_of, quantize_model
 from test_distribution import skip_the_residual
 from test_greedy import PROMPTS, reference_greedy
 from tiny_models import tiny_model, tiny_pair
@@ -68,6 +68,53 @@ def test_a_quantized_model_gives_a_token_the_same_logits_in_a_pass_as_alone(arch
         steps = torch.cat([model(input_ids=ids[:, i:i + 1], past_key_values=cache, use_cache=True).logits[0] for i in range(30, 40)])
         whole = model(input_ids=ids).logits[0, 30:]                                 # one pass over all 40 tokens
     assert torch.equal(whole, steps)
+
+
+def each_layer_alone(model: torch.nn.Module) -> torch.nn.Module:
+    """The same int8 model with every linear layer in its own fbgemm call (no `SharedInput`)."""
+    for module in model.modules():
+        if isinstance(module, Int8Linear) and module._shared is not None:
+            module._shared = None
+            module.pack()
+    return model
+
+
+@pytest.mark.parametrize("architecture", ["llama", "qwen2"])          # qwen2: q, k and v have biases
+def test_siblings_computed_in_one_call_give_each_layers_own_bits(architecture):
+    """q/k/v and gate/up share one fbgemm call (`SharedInput`): every pass shape the engine makes gives the bits each
+    layer alone gives, so the model is the same p, only faster."""
+    model = quantized(tiny_model(architecture, vocab_size=32, hidden_size=64, layers=3), "int8")
+    shared = {name.rpartition(".")[2] for name, m in model.named_modules() if isinstance(m, Int8Linear) and m._shared is not None}
+    assert shared == {"q_proj", "k_proj", "v_proj", "gate_proj", "up_proj"}
+    assert len({id(m._shared) for m in model.modules() if isinstance(m, Int8Linear) and m._shared is not None}) == 2 * 3
+    alone = each_layer_alone(copy.deepcopy(model))
+    ids = torch.randint(0, 32, (1, 40), generator=torch.Generator().manual_seed(1))
+    with torch.inference_mode():
+        outputs = []
+        for each in (model, alone):                    # the prompt, one-token steps, a chain of 6, a pass of 18
+            cache = DynamicCache(config=each.config)
+            passes = [each(input_ids=ids[:, :10], past_key_values=cache, use_cache=True).logits]
+            passes += [each(input_ids=ids[:, i:i + 1], past_key_values=cache, use_cache=True).logits for i in range(10, 16)]
+            passes += [each(input_ids=ids[:, 16:22], past_key_values=cache, use_cache=True).logits,
+                       each(input_ids=ids[:, 22:40], past_key_values=cache, use_cache=True).logits]
+            outputs.append(passes)
+    assert all(torch.equal(fused, own) for fused, own in zip(*outputs))
+
+
+def test_a_shared_call_is_right_in_any_order_and_when_the_input_changes():
+    layers = [torch.nn.Linear(32, n) for n in (16, 8, 8)]
+    alone = [Int8Linear.from_linear(layer) for layer in layers]
+    group = SharedInput([Int8Linear.from_linear(layer, pack=False) for layer in layers])
+    q, k, v = group.members
+    x, y = torch.randn(3, 32), torch.randn(3, 32)
+    assert torch.equal(v(x), alone[2](x)) and torch.equal(q(x), alone[0](x))        # v first: still its own columns
+    assert torch.equal(k(y), alone[1](y))                                           # another input: computed afresh
+    y.mul_(2)                                                                       # the same tensor, changed in place
+    assert torch.equal(k(y), alone[1](y)) and torch.equal(q(y[:2]), alone[0](y[:2]))
+    first = q(x)
+    first.mul_(0)                                                                   # a caller changing its output in place
+    assert torch.equal(k(x), alone[1](x)) and torch.equal(v(x), alone[2](x)) and group._input is None   # a round ends: nothing kept
+    assert torch.equal(q(x), alone[0](x))
 
 
 @pytest.fixture(scope="module")

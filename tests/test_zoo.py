@@ -187,6 +187,8 @@ def test_a_quantized_copy_is_kept_under_its_precisions_name_and_loads_quickly(ti
     monkeypatch.setattr(specdec.zoo.loading, "_from_pretrained", nothing_but_the_copy)
     second = load_model(entry.name, device="cpu", dtype="float32", quantization=quantization)
     assert quantization_of(second) == quantization
+    shared = [getattr(m, "_shared", None) is not None for m in second.modules()]        # int8 siblings packed as one call
+    assert any(shared) if quantization == "int8" else not any(shared)
     assert second.generation_config.eos_token_id == first.generation_config.eos_token_id
     ids = load_tokenizer(entry.name)("ab cd abc", return_tensors="pt").input_ids
     with torch.no_grad():
