@@ -21,7 +21,8 @@ Besides the kinds specdec loads, the row `float32 int8, layers alone` is the sam
 layer in its own fbgemm call, as before attention's q, k, v and the MLP's gate and up were computed in one
 (`specdec.zoo.quantization.SharedInput`: the same outputs, bit for bit). `--precisions` runs only some rows:
 
-    python benchmarks/weight_kernels.py --precisions "float32 int8" "float32 int8, layers alone" --rounds 7
+    python benchmarks/weight_kernels.py --precisions "float32 int8" "float32 int8, layers alone" --rounds 7 \
+        --out guide/measurements/shared-input-int8.csv
 
 With `--llama-bench`, llama.cpp's `llama-bench` runs the zoo's Q4_K_M files too: its `tg` (one token at
 a time) gives the step, its `pp6` and `pp18` (a prompt of 6 and 18 tokens in one pass) give v5 and v17.

@@ -627,6 +627,28 @@ NUMBERS += [
              lambda saved: kernel_costs(saved)["bfloat16_v5"]),
 ]
 
+SHARED_INPUT = ('python benchmarks/weight_kernels.py --precisions "float32 int8" "float32 int8, layers alone" --rounds 7 '
+                "--out guide/measurements/shared-input-int8.csv")
+
+
+def _shared(saved: str) -> dict[str, float]:
+    k = kernel_costs(saved)
+    alone, shared = "float32 int8, layers alone", "float32 int8"
+    return {"alone": k[f"{alone}_step"], "alone_draft": k[f"{alone}_draft_step"], "alone_pass": k[f"{alone}_step"] * k[f"{alone}_v5"],
+            "shared": k[f"{shared}_step"], "shared_draft": k[f"{shared}_draft_step"], "shared_pass": k[f"{shared}_step"] * k[f"{shared}_v5"],
+            "alone_v5": k[f"{alone}_v5"], "shared_v5": k[f"{shared}_v5"]}
+
+
+NUMBERS += [
+    Measured(BEYOND, "| each layer alone | <<.0f>> ms | <<.0f>> ms | <<.0f>> ms |", SHARED_INPUT, "shared-input-int8.csv",
+             lambda saved: (lambda s: (s["alone"], s["alone_draft"], s["alone_pass"]))(_shared(saved))),
+    Measured(BEYOND, "| q, k, v and gate, up in one call each | <<.0f>> ms | <<.0f>> ms | <<.0f>> ms |", SHARED_INPUT, "shared-input-int8.csv",
+             lambda saved: (lambda s: (s["shared"], s["shared_draft"], s["shared_pass"]))(_shared(saved))),
+    Measured(BEYOND, "The step gains more than the pass (<<.2f>>x against <<.2f>>x), so $v(5)$ *rises*, from <<.2f>> to <<.2f>>",
+             SHARED_INPUT, "shared-input-int8.csv",
+             lambda saved: (lambda s: (s["alone"] / s["shared"], s["alone_pass"] / s["shared_pass"], s["alone_v5"], s["shared_v5"]))(_shared(saved))),
+]
+
 # ---- chapter 4, batches: the classic bug computed on a tiny model, the measured gain per batch size, vLLM's server
 
 from lesson_entries import batch_bug_demo, batch_numbers  # noqa: E402
