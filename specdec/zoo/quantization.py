@@ -134,9 +134,9 @@ class SharedInput:
     member has taken its columns; a member called on an input equal to that copy takes them, and
     any other call is computed afresh. So the result is right whatever the order of the calls and
     whatever happens to the input or an output in between, and fast in the usual order (one call
-    instead of three, or two). Every output is the
-    same number as the member's own call gives: each is one row of int32 sums rescaled by its own
-    row's scale (`benchmarks/weight_kernels.py` measures the time saved; the tests check the bits):
+    instead of three, or two). Every output is the same number as the member's own call gives: each
+    is one row of int32 sums rescaled by its own row's scale (`benchmarks/weight_kernels.py`
+    measures the time saved; the tests check the bits):
 
         >>> layers = [torch.nn.Linear(64, n) for n in (32, 16, 16)]
         >>> alone = [Int8Linear.from_linear(layer) for layer in layers]
