@@ -205,8 +205,15 @@ def int8_groups(model: nn.Module, names: list[str]) -> list[list[str]]:
     return groups
 
 
-def _packed_group(layers: list[Int8Linear]) -> list[Int8Linear]:
-    """Pack unpacked int8 layers: alone, or side by side when they share an input."""
+def _layer_groups(model: nn.Module, quantization: str, names: list[str]) -> list[list[str]]:
+    """The layers `names` in the groups they are made in: int8 siblings sharing an input together (`int8_groups`), int4 alone."""
+    return int8_groups(model, names) if quantization == "int8" else [[name] for name in names]
+
+
+def _packed_group(layers: list[nn.Module]) -> list[nn.Module]:
+    """One group's layers, packed: int8 ones built unpacked alone or side by side (`SharedInput`); int4 ones pack as built."""
+    if not isinstance(layers[0], Int8Linear):
+        return layers
     if len(layers) == 1:
         layers[0].pack()
     else:
@@ -336,14 +343,13 @@ def apply_quantization(model: PreTrainedModel, quantization: str, strict: bool =
                            f"of its weights elsewhere ({', '.join(kinds)}): use quantization none for it")
     model_name = name or model.config.model_type
     stage = f"quantizing linear layers to {quantization}"
-    if quantization == "int4":
-        for done, (layer_name, layer) in enumerate(targets, start=1):
-            _replace(model, layer_name, Int4Linear.from_linear(layer))
-            load_progress.report(model_name, stage, done, len(targets))
-        return mark_quantized(model, quantization)
+
+    def quantized(layer: nn.Linear) -> nn.Module:
+        return Int8Linear.from_linear(layer, pack=False) if quantization == "int8" else Int4Linear.from_linear(layer)
+
     done = 0
-    for group in int8_groups(model, [layer_name for layer_name, _ in targets]):
-        layers = _packed_group([Int8Linear.from_linear(model.get_submodule(layer_name), pack=False) for layer_name in group])
+    for group in _layer_groups(model, quantization, [layer_name for layer_name, _ in targets]):
+        layers = _packed_group([quantized(model.get_submodule(layer_name)) for layer_name in group])
         for layer_name, layer in zip(group, layers):
             _replace(model, layer_name, layer)
             done += 1
@@ -375,15 +381,10 @@ def rebuild_quantized_layers(model: nn.Module, state: dict[str, torch.Tensor], q
     """
     marker = {"int8": "weight_int8", "int4": "weight_int4"}[quantization]
     names = [name for name, layer in model.named_modules() if isinstance(layer, nn.Linear) and f"{name}.{marker}" in state]
-    groups = int8_groups(model, names) if quantization == "int8" else [[name] for name in names]   # int8 siblings packed as one
+    groups = _layer_groups(model, quantization, names)                  # int8 siblings packed as one
     groups.sort(key=lambda group: -sum(state[f"{name}.{marker}"].numel() for name in group))
-
-    def build(group: list[str]) -> list[nn.Module]:
-        layers = [_layer_from_state(quantization, state, f"{name}.") for name in group]
-        return _packed_group(layers) if quantization == "int8" else layers
-
     with ThreadPoolExecutor(max_workers=max(1, torch.get_num_threads())) as pool:
-        built = list(pool.map(build, groups))
+        built = list(pool.map(lambda group: _packed_group([_layer_from_state(quantization, state, f"{name}.") for name in group]), groups))
     for group, layers in zip(groups, built):
         for name, layer in zip(group, layers):
             _replace(model, name, layer)
