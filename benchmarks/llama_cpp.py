@@ -344,7 +344,7 @@ class SpecdecVariant:
 
     @property
     def draft_dtype(self) -> str:
-        """An int4 draft runs in bfloat16, as `specdec.zoo.pairing.load_pair` runs it: its kernel is fast only there."""
+        """An int4 draft runs in bfloat16, as `specdec.pairing.load_pair` runs it: its kernel is fast only there."""
         return "bfloat16" if self.draft_quantization == "int4" else self.dtype
 
     @property

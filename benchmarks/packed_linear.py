@@ -1,4 +1,4 @@
-"""bfloat16 steps with the linear layers packed for oneDNN once (`specdec.zoo.packed_linear`) or reordered at every call.
+"""bfloat16 steps with the linear layers packed for oneDNN once (`specdec.kernels.packed_linear`) or reordered at every call.
 
     python benchmarks/packed_linear.py            # Qwen2.5-Coder-1.5B and -0.5B, about 2 minutes
 
@@ -16,9 +16,9 @@ import time
 
 import torch
 
-from specdec.kv_cache import CachedModel
+from specdec.engine.kv_cache import CachedModel
 from specdec.zoo.loading import load_model
-from specdec.zoo.packed_linear import pack_linear_layers
+from specdec.kernels.packed_linear import pack_linear_layers
 
 
 def pass_times(models: dict[str, torch.nn.Module], tokens: int, repeats: int) -> dict[str, float]:

@@ -33,9 +33,10 @@ import torch
 from specdec import speculative_generate
 from specdec.bench.comparison import greedy_oracle_speedup
 from specdec.bench.prompts import encode_bench_prompt, suite
-from specdec.costs import CostProfile
-from specdec.stop_rule import ConfidenceStop
-from specdec.zoo.pairing import continued, load_pair
+from specdec.engine.costs import CostProfile
+from specdec.engine.stop_rule import ConfidenceStop
+from specdec.pairing import continued
+from specdec.pairing import load_pair
 
 
 class Schedule:

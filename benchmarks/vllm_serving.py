@@ -10,7 +10,7 @@ bfloat16 converted copy under one name. When both answer, it runs
 
     specdec bench --server http://127.0.0.1:8000 --baseline-server http://127.0.0.1:8001 --concurrency 1,4,16 ...
 
-(the two servers take turns level by level; see `specdec.serving.server`), then stops them. Their logs go to
+(the two servers take turns level by level; see `specdec.bench.vllm.server`), then stops them. Their logs go to
 `--logs` (default a temporary folder). This is benchmark tooling, not part of the test suite. On a CPU it uses
 `--enforce-eager` (vLLM's compilation costs minutes at every start there) and binds vLLM's threads to all cores.
 """
@@ -29,7 +29,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from specdec.serving.offline import find_vllm_python, vllm_model_folder, worker_environment  # noqa: E402
+from specdec.bench.vllm.offline import find_vllm_python, vllm_model_folder, worker_environment  # noqa: E402
 
 TARGET, DRAFT, NAME = "qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"
 

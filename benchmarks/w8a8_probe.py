@@ -88,7 +88,7 @@ def _pass_ms(run, layers: list, inputs: dict) -> float:
 def worker(library: str) -> None:
     import torch
 
-    from specdec.zoo.quantization import Int8Linear
+    from specdec.kernels.quantization import Int8Linear
 
     torch.ops.load_library(library)
     ops = torch.ops._C

@@ -14,12 +14,12 @@ weights (the kernels see the same shapes; nothing is downloaded):
 - `v5`, `v17`: a pass over 6 and 18 tokens, in steps (a chain of 5 and a tree of 17 drafted tokens, plus one);
 - `rows_equal`: whether one linear layer (an MLP up-projection) gave six tokens, on one random input, the
   same outputs bit for bit in one pass as one at a time. True here is no proof (float kernels may round
-  otherwise on other inputs); `specdec.zoo.quantization`'s layers are built for it and tested; PyTorch's own
+  otherwise on other inputs); `specdec.kernels.quantization`'s layers are built for it and tested; PyTorch's own
   dynamic int8 fails it (one activation scale per pass), so it cannot verify.
 
 Besides the kinds specdec loads, the row `float32 int8, layers alone` is the same int8 model with each linear
 layer in its own fbgemm call, as before attention's q, k, v and the MLP's gate and up were computed in one
-(`specdec.zoo.quantization.SharedInput`: the same outputs, bit for bit). `--precisions` runs only some rows:
+(`specdec.kernels.quantization.SharedInput`: the same outputs, bit for bit). `--precisions` runs only some rows:
 
     python benchmarks/weight_kernels.py --precisions "float32 int8" "float32 int8, layers alone" --rounds 7 \
         --out guide/measurements/shared-input-int8.csv
@@ -44,7 +44,7 @@ import torch
 from torch import nn
 from transformers import DynamicCache, Qwen2Config, Qwen2ForCausalLM
 
-from specdec.zoo.quantization import Int8Linear, quantize_model
+from specdec.kernels.quantization import Int8Linear, quantize_model
 
 SHAPES = {   # Qwen2.5-Coder's configs (the zoo's GGUF files have the same shapes)
     "qwen2.5-coder-1.5b": dict(vocab_size=151936, hidden_size=1536, intermediate_size=8960, num_hidden_layers=28,

@@ -261,7 +261,7 @@ def batch_bug_demo() -> dict[str, float]:
     """The classic batching bug, computed on a tiny random Llama and a noisy copy of it as the draft (no download).
 
     Four prompts of different lengths, greedy, gamma 4, 24 tokens: with each row's own bookkeeping
-    (`specdec.batch_cache.BatchCache`) and with one count for the batch (`specdec.batched.UniformAdvanceCache`).
+    (`specdec.engine.batch_cache.BatchCache`) and with one count for the batch (`specdec.generation.batched.UniformAdvanceCache`).
     Keys: "rows", "tokens", "right_rows" (rows equal to their own plain run), "bug_rows" (rows that differ with the
     bug), "bug_tokens" (their tokens that differ from the right ones, all rows), "first" (the earliest differing
     token, 1-based), "same_round" (1 if every row that differs was right in the first round).
@@ -269,8 +269,8 @@ def batch_bug_demo() -> dict[str, float]:
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from specdec.autoregressive import autoregressive_generate
-    from specdec.batched import UniformAdvanceCache, speculative_generate_batch
+    from specdec.generation.autoregressive import autoregressive_generate
+    from specdec.generation.batched import UniformAdvanceCache, speculative_generate_batch
 
     def tiny(noise: float) -> LlamaForCausalLM:
         torch.manual_seed(0)

@@ -42,7 +42,7 @@ sys.path.insert(0, str(GUIDE.parent))   # specdec, from a checkout
 sys.path.insert(0, str(GUIDE))          # lesson_entries.py
 
 from specdec.reference import bugs, tree_bugs  # noqa: E402
-from specdec.stop_rule import ConfidenceStop  # noqa: E402
+from specdec.engine.stop_rule import ConfidenceStop  # noqa: E402
 from specdec.reference.stats import binomial_standard_error  # noqa: E402
 from specdec.reference.theory import (  # noqa: E402
     acceptance_rate,

@@ -19,7 +19,7 @@ from pages.common.trace import count_kinds, round_records
 from pages.common.turns import shared_turns, waiting_note
 from specdec.bench.comparison import RunComparison, acceptance_by_position
 from specdec.bench.prompts import suite
-from specdec.zoo import pairing
+from specdec import pairing
 
 st.set_page_config(page_title="Playground · specdec", page_icon=":material/play_circle:", layout="wide")
 settings = render_sidebar()

@@ -20,9 +20,9 @@ from specdec.bench.harness import ADAPTIVE, FAMILIES, STOP, TREE, BenchSettings
 from specdec.bench.prompts import CATEGORIES
 from specdec.bench.spec_bench import LEADERBOARD, SETTING, families_figures, families_table
 from specdec.bench.tables import DEFAULT
-from specdec.serving.offline import VllmSettings, find_vllm_python, run_vllm_benchmark
-from specdec.serving.rows import with_vllm_speedups
-from specdec.serving.server import CONCURRENCY, ServerRun, server_benchmark
+from specdec.bench.vllm.offline import VllmSettings, find_vllm_python, run_vllm_benchmark
+from specdec.bench.vllm.rows import with_vllm_speedups
+from specdec.bench.vllm.server import CONCURRENCY, ServerRun, server_benchmark
 from specdec.zoo.catalog import PAIRS, split_pair_name
 
 st.set_page_config(page_title="Compare · specdec", page_icon=":material/bar_chart:", layout="wide")

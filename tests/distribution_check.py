@@ -14,7 +14,7 @@ import torch
 
 from specdec import speculative_generate
 from specdec.reference.stats import chi_square_test
-from specdec.sampling import SamplingConfig, probabilities
+from specdec.engine.sampling import SamplingConfig, probabilities
 
 RUNS = 3000
 FAST_RUNS = 1500   # the drafters without a draft model: half the runs (their tests are many); the broken rules still fail

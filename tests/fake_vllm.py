@@ -1,13 +1,13 @@
 """Stand-ins for vLLM, for tests that must not need it: a small server and a tiny `vllm` package.
 
-`FakeServer` speaks the three endpoints `specdec.serving.server` reads (`/v1/models`,
+`FakeServer` speaks the three endpoints `specdec.bench.vllm.server` reads (`/v1/models`,
 `/v1/chat/completions`, `/metrics`) on 127.0.0.1. Each completion "drafts" in rounds of `gamma`
 tokens and accepts a fixed pattern, so the counters after a run are known in advance:
 
     per request: rounds = max_tokens // (accept + 1), every round accepts `accept` of `gamma` drafted tokens
 
 `FAKE_VLLM` is the source of a `vllm` package with `LLM`, `SamplingParams` and `get_metrics()`,
-enough for `vllm_worker.py` to run end to end (its "generation" counts up from the last prompt token).
+enough for `worker.py` to run end to end (its "generation" counts up from the last prompt token).
 """
 
 from __future__ import annotations

@@ -145,7 +145,7 @@ def test_bad_pair_shows_an_error_and_keeps_the_last_result(draft, target, messag
 
 
 def test_running_out_of_memory_is_an_error_not_a_crash(monkeypatch):
-    from specdec.zoo import pairing
+    from specdec import pairing
 
     def too_big(*args, **kwargs):
         raise MemoryError

@@ -1,4 +1,4 @@
-"""Batches: every row exact on its own, whatever its neighbours accept (`specdec.batched`, `specdec.batch_cache`).
+"""Batches: every row exact on its own, whatever its neighbours accept (`specdec.generation.batched`, `specdec.engine.batch_cache`).
 
 Against the trusted references:
 - greedy: every row equals its own plain decoding alone, for prompts of different lengths, rows that end
@@ -30,11 +30,11 @@ from specdec import (
     autoregressive_generate,
     speculative_generate,
 )
-from specdec.batch_cache import BatchCache
-from specdec.batched import UniformAdvanceCache, batch_throughput, speculative_generate_batch
-from specdec.drafting.contract import Capabilities, ChainMethods, Draft
+from specdec.engine.batch_cache import BatchCache
+from specdec.generation.batched import UniformAdvanceCache, batch_throughput, speculative_generate_batch
+from specdec.engine.contract import Capabilities, ChainMethods, Draft
 from specdec.reference.stats import chi_square_test
-from specdec.sampling import SamplingConfig
+from specdec.engine.sampling import SamplingConfig
 
 ARCHITECTURES = ("gpt2", "llama", "qwen2")
 PROMPTS = [[2, 3, 4, 5, 6, 7, 8, 9, 10], [11, 12], [13, 2, 14, 3, 15], [4]]
@@ -279,8 +279,8 @@ def test_the_batch_benchmark_runs_the_same_prompts_at_every_size(pairs):
 
     from specdec.bench.batches import batch_benchmark, batch_table
     from specdec.bench.charts import batch_figure, benchmark_figures
-    from specdec.inputs import Decoding
-    from specdec.zoo.pairing import LoadedPair
+    from specdec.engine.inputs import Decoding
+    from specdec.pairing import LoadedPair
 
     target, draft = pairs["gpt2"]
     pair = LoadedPair("tiny-target", "tiny-draft", target, draft, tiny_tokenizer(24), torch.device("cpu"), torch.float32)

@@ -14,7 +14,7 @@ from specdec import Decoding, SpecdecError, speculative_generate
 from specdec.bench.harness import BenchSettings, applicable, plan_runs, rows_to_frame, run_benchmark
 from specdec.bench.tables import COLUMNS, best_gammas, load_csv, overview, save_csv
 from specdec.reference.theory import walltime_speedup
-from specdec.zoo.pairing import LoadedPair
+from specdec.pairing import LoadedPair
 
 
 @pytest.fixture(scope="module")
@@ -226,8 +226,8 @@ def test_the_stop_rule_runs_and_every_row_has_its_oracle_bound(tiny_loaded_pair)
 def test_the_greedy_oracle_is_a_ceiling_for_the_rounds_any_schedule_drafts(tiny_loaded_pair):
     """In model time, no schedule's rounds beat the oracle's on the same output."""
     from specdec.bench.comparison import draft_agreement, greedy_oracle_speedup
-    from specdec.costs import CostProfile
-    from specdec.stop_rule import ConfidenceStop
+    from specdec.engine.costs import CostProfile
+    from specdec.engine.stop_rule import ConfidenceStop
 
     pair = tiny_loaded_pair
     costs = CostProfile(1.0, 0.2, {1: 1.05, 2: 1.1, 4: 1.2, 8: 1.4, 16: 1.8, 32: 2.6})
@@ -261,7 +261,7 @@ def test_a_draft_with_another_tokenizer_is_benchmarked_against_transformers_univ
     sampled: transformers' path for other tokenizers fails in 5.24, so only ours runs. Trees are skipped."""
     from tiny_models import NEAR_MERGES, NEAR_PIECES, TARGET_MERGES, TARGET_PIECES, borrowed_draft, tiny_bpe_tokenizer, tiny_model
 
-    from specdec.cross_tokenizer import whole_character_tokens
+    from specdec.drafting.cross_tokenizer import whole_character_tokens
 
     target_tokenizer, draft_tokenizer = tiny_bpe_tokenizer(TARGET_PIECES, TARGET_MERGES), tiny_bpe_tokenizer(NEAR_PIECES, NEAR_MERGES)
     target = tiny_model("llama", len(TARGET_PIECES), seed=1)

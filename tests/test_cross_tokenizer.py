@@ -25,10 +25,10 @@ from tiny_models import (
     tiny_model,
 )
 
-import specdec.speculative
+import specdec.generation.speculative
 from specdec import CrossTokenizerDrafter, SpecdecError, speculative_generate
-from specdec.cross_tokenizer import whole_character_tokens
-from specdec.sampling import SamplingConfig
+from specdec.drafting.cross_tokenizer import whole_character_tokens
+from specdec.engine.sampling import SamplingConfig
 
 TEXTS = ("abc ab", "c", "ca ab bb a c abc")
 
@@ -163,7 +163,7 @@ def test_negative_control_broken_rules_fail(tokenizers, small_models, monkeypatc
     target_tokenizer, draft_tokenizer = tokenizers
     target, draft = small_models
     drafter = CrossTokenizerDrafter(draft, draft_tokenizer, target_tokenizer)
-    monkeypatch.setattr(specdec.speculative, "verify_sampled", broken_rule)
+    monkeypatch.setattr(specdec.generation.speculative, "verify_sampled", broken_rule)
     fit, _ = speculative_fit(target, lambda: drafter, SamplingConfig(temperature=1.0), prompt=target_tokenizer.encode("abc a"))
     assert fit.p_value < SIGNIFICANCE, fit
 

@@ -13,12 +13,12 @@ test must FAIL for them: proof that it can tell a correct rule from a wrong one.
 
 import pytest
 
-import specdec.speculative
+import specdec.generation.speculative
 from distribution_check import SAMPLING_IDS, SAMPLINGS, SIGNIFICANCE, speculative_fit
 from specdec import ModelDrafter, PromptLookupDrafter
-from specdec.sampling import SamplingConfig, sample
-from specdec.stop_rule import ConfidenceStop
-from specdec.verification import Verdict, verify_sampled
+from specdec.engine.sampling import SamplingConfig, sample
+from specdec.engine.stop_rule import ConfidenceStop
+from specdec.engine.verification import Verdict, verify_sampled
 from tiny_models import tiny_pair
 
 @pytest.fixture(scope="module")
@@ -88,6 +88,6 @@ def skip_the_residual(p, q, drafted, generator):
 @pytest.mark.parametrize("broken_rule", [accept_always, skip_the_residual])
 def test_negative_control_broken_rules_fail(small_pair, monkeypatch, broken_rule):
     target, draft = small_pair
-    monkeypatch.setattr(specdec.speculative, "verify_sampled", broken_rule)
+    monkeypatch.setattr(specdec.generation.speculative, "verify_sampled", broken_rule)
     fit, _ = speculative_fit(target, lambda: draft, SamplingConfig(temperature=1.0))
     assert fit.p_value < SIGNIFICANCE, fit

@@ -1,4 +1,4 @@
-"""The drafter contract (`specdec.drafting.contract`): a method written here, in a test file, plugs in and is exact.
+"""The drafter contract (`specdec.engine.contract`): a method written here, in a test file, plugs in and is exact.
 
 `BigramDrafter` below is the whole of a drafting method in under 40 lines: after every target pass it
 remembers, for each token the pass read, the target's own top choice after it, and it drafts by following
@@ -14,12 +14,12 @@ import torch
 from distribution_check import FAST_RUNS, SIGNIFICANCE, speculative_fit
 from test_greedy import PROMPTS, reference_greedy
 
-import specdec.speculative
+import specdec.generation.speculative
 from specdec import SpecdecError, speculative_generate
-from specdec.drafting.contract import Capabilities, DraftRequest, ExtraRows, Generation, Verified
-from specdec.kv_cache import CachedModel
-from specdec.sampling import SamplingConfig
-from specdec.trees import DraftTree, chain_parents, pass_attention
+from specdec.engine.contract import Capabilities, DraftRequest, ExtraRows, Generation, Verified
+from specdec.engine.kv_cache import CachedModel
+from specdec.engine.sampling import SamplingConfig
+from specdec.engine.trees import DraftTree, chain_parents, pass_attention
 
 
 class BigramDrafter:
@@ -133,8 +133,8 @@ def test_bad_proposals_and_gammas_get_one_clear_error(pairs):
 
 def broken_point_mass_rule(p, tree, generator):
     """BROKEN: fixed candidates kept with probability p(x), but a rejected x stays in what is sampled next."""
-    from specdec.sampling import sample
-    from specdec.tree_verification import _verdict
+    from specdec.engine.sampling import sample
+    from specdec.engine.tree_verification import _verdict
 
     tokens, path, node = tree.tokens.tolist(), [], -1
     tested, uniforms = [None] * tree.size, [None] * tree.size
@@ -157,6 +157,6 @@ def test_negative_control_the_same_test_catches_a_broken_point_mass_rule(monkeyp
     from tiny_models import tiny_pair
 
     target, _ = tiny_pair("gpt2", vocab_size=8, noise=0.4)
-    monkeypatch.setattr(specdec.speculative, "verify_tree_sampled", broken_point_mass_rule)
+    monkeypatch.setattr(specdec.generation.speculative, "verify_tree_sampled", broken_point_mass_rule)
     fit, _ = speculative_fit(target, BigramDrafter, SamplingConfig(temperature=1.0), prompt=[2, 3, 4, 2, 3], gamma_factory=lambda: None, runs=FAST_RUNS)
     assert fit.p_value < SIGNIFICANCE, fit

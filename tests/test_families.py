@@ -19,7 +19,7 @@ from distribution_check import FAST_RUNS, SIGNIFICANCE, speculative_fit
 from test_greedy import PROMPTS, reference_greedy
 from tiny_models import tiny_model
 
-import specdec.speculative
+import specdec.generation.speculative
 from specdec import (
     LayerSkipDrafter,
     LookaheadDrafter,
@@ -29,9 +29,9 @@ from specdec import (
     speculative_generate,
 )
 from specdec.drafting.layer_skip import least_influential_layers, skip_layers
-from specdec.kv_cache import CachedModel
-from specdec.sampling import SamplingConfig
-from specdec.tree_verification import verify_tree_sampled
+from specdec.engine.kv_cache import CachedModel
+from specdec.engine.sampling import SamplingConfig
+from specdec.engine.tree_verification import verify_tree_sampled
 from test_drafter_contract import broken_point_mass_rule
 
 REPETITIVE = [7, 8, 9, 10, 11, 7, 8, 9, 10, 11, 7, 8, 9]
@@ -136,7 +136,7 @@ def wrong_row_rule(p, tree, generator):
                                                  ("suffix", broken_point_mass_rule)])
 def test_negative_control_broken_rules_fail(small_target, echo_prompt, monkeypatch, family, broken_rule):
     """The same test, with the tree rule broken: candidates tested against the wrong row, or rejected ones left in the draw."""
-    monkeypatch.setattr(specdec.speculative, "verify_tree_sampled", broken_rule)
+    monkeypatch.setattr(specdec.generation.speculative, "verify_tree_sampled", broken_rule)
     fit, _ = speculative_fit(small_target, lambda: SAMPLED_FAMILIES[family](small_target), SamplingConfig(temperature=1.0),
                              prompt=echo_prompt, gamma_factory=lambda: None, runs=FAST_RUNS)
     assert fit.p_value < SIGNIFICANCE, (family, fit)
@@ -147,7 +147,7 @@ def test_negative_control_layer_skip_with_a_broken_chain_rule(small_target, monk
     (with the full 3000 runs: this bug moves less mass than the point-mass ones, and 1500 runs left it at p = 0.009)."""
     from test_distribution import skip_the_residual
 
-    monkeypatch.setattr(specdec.speculative, "verify_sampled", skip_the_residual)
+    monkeypatch.setattr(specdec.generation.speculative, "verify_sampled", skip_the_residual)
     fit, _ = speculative_fit(small_target, lambda: FAMILIES["layer-skip"](small_target), SamplingConfig(temperature=1.0),
                              prompt=[2, 3, 4, 2, 3], gamma_factory=lambda: None)
     assert fit.p_value < SIGNIFICANCE, fit
@@ -176,7 +176,7 @@ def _check_cache(cached: CachedModel, model, sequence: torch.Tensor) -> None:
 @pytest.mark.parametrize("family", FAMILIES)
 def test_caches_equal_a_fresh_pass_after_every_round(deep_targets, monkeypatch, family, temperature):
     target = deep_targets["qwen2"]
-    monkeypatch.setattr(specdec.speculative, "CachedModel", RecordingCachedModel)
+    monkeypatch.setattr(specdec.generation.speculative, "CachedModel", RecordingCachedModel)
     drafter = FAMILIES[family](target)
     checked = []
     real_draft = drafter.draft

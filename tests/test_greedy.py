@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from specdec import PromptLookupDrafter, autoregressive_generate, speculative_generate
-from specdec.stop_rule import ConfidenceStop
+from specdec.engine.stop_rule import ConfidenceStop
 from tiny_models import tiny_pair
 
 PROMPTS = ([2, 3, 4, 5], [9], [7, 8, 7, 8, 7, 8, 11, 12, 13, 7, 8])

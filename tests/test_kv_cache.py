@@ -11,10 +11,10 @@ import copy
 import pytest
 import torch
 
-import specdec.speculative
+import specdec.generation.speculative
 from specdec import ModelDrafter, speculative_generate
 from specdec.errors import SpecdecError
-from specdec.kv_cache import CachedModel
+from specdec.engine.kv_cache import CachedModel
 from tiny_models import tiny_model, tiny_pair
 
 
@@ -100,7 +100,7 @@ class RecordingCachedModel(CachedModel):
 @pytest.mark.parametrize("architecture", ["gpt2", "llama", "qwen2", "gemma3"])
 @pytest.mark.parametrize("temperature", [0.0, 1.0])
 def test_caches_hold_exactly_the_accepted_text_after_every_round(monkeypatch, architecture, temperature):
-    monkeypatch.setattr(specdec.speculative, "CachedModel", RecordingCachedModel)
+    monkeypatch.setattr(specdec.generation.speculative, "CachedModel", RecordingCachedModel)
     target, draft = tiny_pair(architecture)
     drafter = CheckingDrafter(draft, target)
     result = speculative_generate(target, drafter, torch.tensor([2, 3, 4]), gamma=4, max_new_tokens=30,

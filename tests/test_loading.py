@@ -5,16 +5,16 @@ import time
 import pytest
 import torch
 
-import specdec.zoo.devices
+import specdec.kernels.devices
 import specdec.zoo.loading
 from specdec import SpecdecError, check_same_tokenizer, load_model, load_tokenizer, resolve_device, resolve_dtype
-from specdec.zoo.pairing import PROMPT_LOOKUP, encode_prompt, load_pair
+from specdec.pairing import PROMPT_LOOKUP, encode_prompt, load_pair
 from tiny_models import save_tiny_model, tiny_model, tiny_pair, tiny_tokenizer
 
 
 def test_devices():
     assert resolve_device("cpu") == torch.device("cpu")
-    assert resolve_device("auto").type in specdec.zoo.devices.available_devices()
+    assert resolve_device("auto").type in specdec.kernels.devices.available_devices()
     if not torch.cuda.is_available():
         with pytest.raises(SpecdecError, match="not available"):
             resolve_device("cuda")
@@ -34,7 +34,7 @@ def test_load_a_local_folder_in_the_asked_dtype(tmp_path):
     folder = save_tiny_model(tmp_path / "m", tiny_model("llama"))
     model = load_model(str(folder), device="cpu", dtype="bfloat16")
     assert model.dtype == torch.bfloat16 and not model.training
-    from specdec.zoo.packed_linear import PackedLinear, packable
+    from specdec.kernels.packed_linear import PackedLinear, packable
 
     if packable(torch.nn.Linear(2, 2).to(torch.bfloat16)):                 # bfloat16 on a CPU: laid out once for oneDNN
         assert type(model.lm_head) is PackedLinear

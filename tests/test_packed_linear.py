@@ -14,11 +14,12 @@ import torch
 
 from distribution_check import SIGNIFICANCE, speculative_fit
 from specdec import TreeDrafter, speculative_generate
-from specdec.costs import weight_bytes, weight_cost_ratio
-from specdec.kv_cache import CachedModel
-from specdec.sampling import SamplingConfig
-from specdec.trees import DraftTree, tree_attention
-from specdec.zoo.packed_linear import PackedLinear, pack_linear_layers, packable
+from specdec.engine.costs import weight_bytes
+from specdec.engine.costs import weight_cost_ratio
+from specdec.engine.kv_cache import CachedModel
+from specdec.engine.sampling import SamplingConfig
+from specdec.engine.trees import DraftTree, tree_attention
+from specdec.kernels.packed_linear import PackedLinear, pack_linear_layers, packable
 from test_greedy import PROMPTS, reference_greedy
 from tiny_models import tiny_model, tiny_pair
 

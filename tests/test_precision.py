@@ -1,15 +1,15 @@
-"""A model's precision is resolved once (`specdec.zoo.precision`) and carried: by loading, the pair and the reports."""
+"""A model's precision is resolved once (`specdec.kernels.precision`) and carried: by loading, the pair and the reports."""
 
 import dataclasses
 
 import pytest
 import torch
 
-import specdec.zoo.precision
-import specdec.zoo.quantization
+import specdec.kernels.precision
+import specdec.kernels.quantization
 from specdec import SpecdecError
-from specdec.zoo.pairing import PROMPT_LOOKUP, LoadedPair, load_pair
-from specdec.zoo.precision import Precision, resolve_pair_precision, resolve_precision
+from specdec.pairing import PROMPT_LOOKUP, LoadedPair, load_pair
+from specdec.kernels.precision import Precision, resolve_pair_precision, resolve_precision
 from tiny_models import save_tiny_model, tiny_pair, tiny_tokenizer
 
 
@@ -28,11 +28,11 @@ def test_a_pair_resolves_each_models_precision_once_and_loading_does_not_resolve
     paths = [str(save_tiny_model(tmp_path / name, model)) for name, model in (("t", target), ("d", draft))]
     calls: dict[str, int] = {}
     for name in ("resolve_device", "resolve_dtype", "check_quantization"):
-        _counted(monkeypatch, specdec.zoo.precision, name, calls)
-    _counted(monkeypatch, specdec.zoo.quantization, "check_quantization", calls)   # what quantize_model would call
+        _counted(monkeypatch, specdec.kernels.precision, name, calls)
+    _counted(monkeypatch, specdec.kernels.quantization, "check_quantization", calls)   # what quantize_model would call
     pair = load_pair(paths[0], paths[1], device="cpu", quantization="auto", draft_quantization="auto")
-    assert calls == {"specdec.zoo.precision.resolve_device": 2, "specdec.zoo.precision.resolve_dtype": 2,
-                     "specdec.zoo.precision.check_quantization": 2}                # once per model, nowhere else
+    assert calls == {"specdec.kernels.precision.resolve_device": 2, "specdec.kernels.precision.resolve_dtype": 2,
+                     "specdec.kernels.precision.check_quantization": 2}                # once per model, nowhere else
     target_precision, draft_precision = pair.precision_of("target"), pair.precision_of("draft")
     assert (target_precision.name, draft_precision.name) == ("float32 int8", "bfloat16 int4")
     assert type(pair.target.lm_head).__name__ == "Int8Linear" and type(pair.draft.lm_head).__name__ == "Int4Linear"
@@ -42,10 +42,10 @@ def test_a_pair_resolves_each_models_precision_once_and_loading_does_not_resolve
 
 
 def test_an_int4_draft_runs_in_bfloat16_whatever_the_dtype_and_says_why():
-    target, draft = resolve_pair_precision("cpu", "float32", "none", "int4", "some-draft")
+    target, draft = resolve_pair_precision("cpu", "float32", "none", "int4")
     assert (target.name, draft.name) == ("float32", "bfloat16 int4")
     assert draft.why == "int4 weights as asked; bfloat16 activations: an int4 draft runs where its kernel is fast"
-    assert resolve_pair_precision("cpu", "float32", "none", "int4", PROMPT_LOOKUP)[1] is None
+    assert resolve_pair_precision("cpu", "float32", "none", "int4", draft_model=False)[1] is None
     alone = resolve_precision("cpu", "float32", "int4", "draft")    # one model loaded alone keeps the dtype asked (exact checks)
     assert alone.name == "float32 int4" and alone.why.endswith("float32 activations as asked")
 

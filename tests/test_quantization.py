@@ -13,12 +13,13 @@ import pytest
 import torch
 from transformers import DynamicCache
 
-import specdec.speculative
+import specdec.generation.speculative
 from distribution_check import SIGNIFICANCE, speculative_fit
 from specdec import SpecdecError, TreeDrafter, speculative_generate
-from specdec.costs import verify_slope_guess, weight_cost_ratio
-from specdec.sampling import SamplingConfig
-from specdec.zoo.quantization import Int4Linear, Int8Linear, SharedInput, check_quantization, quantization_of, quantize_model
+from specdec.engine.costs import verify_slope_guess
+from specdec.engine.costs import weight_cost_ratio
+from specdec.engine.sampling import SamplingConfig
+from specdec.kernels.quantization import Int4Linear, Int8Linear, SharedInput, check_quantization, quantization_of, quantize_model
 from test_distribution import skip_the_residual
 from test_greedy import PROMPTS, reference_greedy
 from tiny_models import tiny_model, tiny_pair
@@ -168,7 +169,7 @@ def test_sampling_matches_the_quantized_targets_distribution(small_quantized_pai
 
 def test_negative_control_a_broken_rule_fails_with_a_quantized_target(small_quantized_pair, monkeypatch):
     target, draft = small_quantized_pair["int8"]
-    monkeypatch.setattr(specdec.speculative, "verify_sampled", skip_the_residual)
+    monkeypatch.setattr(specdec.generation.speculative, "verify_sampled", skip_the_residual)
     fit, _ = speculative_fit(target, lambda: draft, SamplingConfig(temperature=1.0))
     assert fit.p_value < SIGNIFICANCE, fit
 

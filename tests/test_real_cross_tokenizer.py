@@ -23,7 +23,7 @@ PROMPTS = [
     "Summarize in two sentences: speculative decoding lets a small model draft tokens that a large model verifies.",
 ]
 NEW_TOKENS = 48
-LONG_TEXT = (Path(__file__).parents[1] / "specdec" / "speculative.py").read_text()[:3000]   # ~800 Gemma tokens of code
+LONG_TEXT = (Path(__file__).parents[1] / "specdec" / "generation" / "speculative.py").read_text()[:3000]   # ~800 Gemma tokens of code
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -34,7 +34,7 @@ def fetched():
 @pytest.mark.parametrize("draft", ["smollm2-135m", "gemma3-270m"])
 def test_greedy_output_is_the_targets_own_with_a_draft_of_another_family(draft):
     from specdec import Decoding
-    from specdec.zoo.pairing import encode_prompt, generate_speculative, load_pair
+    from specdec.pairing import encode_prompt, generate_speculative, load_pair
 
     pair = load_pair("qwen2.5-coder-0.5b", draft, device="cpu", dtype="float32")
     assert pair.cross_tokenizer
@@ -54,7 +54,7 @@ def test_greedy_output_is_the_targets_own_with_a_draft_of_another_family(draft):
 def test_sliding_window_target_past_its_window():
     """Gemma 3 270M as the target, 800 tokens of prompt: its 512-token windows have dropped the start before any rollback."""
     from specdec import Decoding
-    from specdec.zoo.pairing import generate_speculative, load_pair
+    from specdec.pairing import generate_speculative, load_pair
 
     pair = load_pair("gemma3-270m", "smollm2-135m", device="cpu", dtype="float32")
     input_ids = pair.tokenizer(LONG_TEXT, return_tensors="pt").input_ids
@@ -76,8 +76,8 @@ def sampled_first_tokens():
     Returns (p [V], drafter runs as a function of the rule)."""
     import torch
 
-    from specdec.sampling import SamplingConfig, probabilities
-    from specdec.zoo.pairing import encode_prompt, load_pair
+    from specdec.engine.sampling import SamplingConfig, probabilities
+    from specdec.pairing import encode_prompt, load_pair
 
     pair = load_pair("qwen2.5-coder-0.5b", "smollm2-135m", device="cpu", dtype="float32", draft_quantization="int4")
     sampling = SamplingConfig(temperature=1.0, top_k=8)
@@ -110,7 +110,7 @@ def exact(p):
 
 def test_sampled_output_has_the_targets_distribution_with_a_real_draft_of_another_family(sampled_first_tokens):
     from specdec.reference.stats import chi_square_test
-    from specdec.verification import verify_sampled
+    from specdec.engine.verification import verify_sampled
 
     p, run = sampled_first_tokens
     counts, acceptance = run(verify_sampled)

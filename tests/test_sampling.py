@@ -1,4 +1,4 @@
-"""specdec.sampling against transformers' own logits warpers: p and q are warped exactly like `generate` does."""
+"""specdec.engine.sampling against transformers' own logits warpers: p and q are warped exactly like `generate` does."""
 
 import pytest
 import torch
@@ -10,7 +10,7 @@ from transformers.generation.logits_process import (
 )
 
 from specdec.errors import SpecdecError
-from specdec.sampling import SamplingConfig, fit_vocabulary, probabilities, warp_logits
+from specdec.engine.sampling import SamplingConfig, fit_vocabulary, probabilities, warp_logits
 
 
 def transformers_warp(logits: torch.Tensor, config: SamplingConfig) -> torch.Tensor:

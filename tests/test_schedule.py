@@ -4,9 +4,9 @@ import pytest
 import torch
 
 from specdec import ModelDrafter, PromptLookupDrafter, speculative_generate
-from specdec.costs import CostProfile, measure_costs
-from specdec.schedule import AdaptiveGamma, FixedGamma
-from specdec.stop_rule import ConfidenceStop
+from specdec.engine.costs import CostProfile, measure_costs
+from specdec.engine.schedule import AdaptiveGamma, FixedGamma
+from specdec.engine.stop_rule import ConfidenceStop
 from test_greedy import NEW_TOKENS, PROMPTS, reference_greedy
 
 COSTS = CostProfile(target_step_s=0.10, draft_step_s=0.03, verify_s={1: 0.11, 4: 0.14, 8: 0.20})
@@ -120,12 +120,12 @@ def test_stop_rule_is_exact_and_drafts_rounds_of_many_lengths(pairs):
 
 
 def test_the_default_schedule_is_the_stop_rule_for_a_draft_model_and_four_for_lookup(pairs, monkeypatch):
-    import specdec.drafting.policy
+    import specdec.generation.policy
 
     target, draft = pairs["llama"]
     chosen = []
-    real = specdec.drafting.policy.schedule_for        # the policy's one home for the schedule (it was specdec.speculative._schedule)
-    monkeypatch.setattr(specdec.drafting.policy, "schedule_for", lambda *args: chosen.append(real(*args)) or chosen[-1])
+    real = specdec.generation.policy.schedule_for        # the policy's one home for the schedule (it was specdec.generation.speculative._schedule)
+    monkeypatch.setattr(specdec.generation.policy, "schedule_for", lambda *args: chosen.append(real(*args)) or chosen[-1])
     speculative_generate(target, draft, torch.tensor([2, 3]), max_new_tokens=8, temperature=0)
     speculative_generate(target, PromptLookupDrafter(), torch.tensor([2, 3]), max_new_tokens=8, temperature=0)
     assert isinstance(chosen[0], ConfidenceStop) and chosen[0].c == pytest.approx(1.0)   # tiny draft = target size

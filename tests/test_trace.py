@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from specdec.bench.comparison import RunComparison, first_difference, greedy_check
-from specdec.drafters import PromptLookupDrafter
-from specdec.results import DraftedToken, GenerationResult, GenerationStats, Round, TokenOrigin as O
-from specdec.speculative import speculative_generate
+from specdec.drafting.prompt_lookup import PromptLookupDrafter
+from specdec.engine.results import DraftedToken, GenerationResult, GenerationStats, Round, TokenOrigin as O
+from specdec.generation.speculative import speculative_generate
 from specdec.reference.theory import expected_tokens_per_pass
 from pages.common.trace import SpanKind, count_kinds, trace
 

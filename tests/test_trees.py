@@ -19,13 +19,13 @@ from distribution_check import SAMPLING_IDS, SAMPLINGS, exact_distribution, samp
 from test_greedy import PROMPTS, reference_greedy
 from tiny_models import tiny_pair
 
-import specdec.speculative
+import specdec.generation.speculative
 from specdec import SpecdecError, TreeDrafter, speculative_generate
-from specdec.kv_cache import CachedModel
+from specdec.engine.kv_cache import CachedModel
 from specdec.reference.stats import chi_square_test
-from specdec.sampling import SamplingConfig, sample
-from specdec.tree_verification import TreeVerdict
-from specdec.trees import ROOT, DraftTree, tree_attention
+from specdec.engine.sampling import SamplingConfig, sample
+from specdec.engine.tree_verification import TreeVerdict
+from specdec.engine.trees import ROOT, DraftTree, tree_attention
 
 NEW_TOKENS = 40
 SHAPES = [dict(budget=1), dict(budget=4, width=2, c=0.0, verify_slope=0.0), dict(budget=12, depth=4, width=3, c=0.0, verify_slope=0.0),
@@ -128,7 +128,7 @@ class RecordingCachedModel(CachedModel):
 @pytest.mark.parametrize("architecture", ["gpt2", "llama", "qwen2"])
 @pytest.mark.parametrize("temperature", [0.0, 1.0])
 def test_caches_hold_exactly_the_accepted_text_after_every_round(monkeypatch, architecture, temperature):
-    monkeypatch.setattr(specdec.speculative, "CachedModel", RecordingCachedModel)
+    monkeypatch.setattr(specdec.generation.speculative, "CachedModel", RecordingCachedModel)
     target, draft = tiny_pair(architecture)
     drafter = CheckingTreeDrafter(draft, target, budget=10, depth=4, width=3, c=0.0, verify_slope=0.0)
     result = speculative_generate(target, drafter, torch.tensor([2, 3, 4]), max_new_tokens=30, temperature=temperature, seed=0)
@@ -241,7 +241,7 @@ def _broken(path, next_token, tree):
 @pytest.mark.parametrize("broken_rule", [no_correction_between_siblings, most_probable_child])
 def test_negative_control_broken_tree_rules_fail(small_pair, monkeypatch, broken_rule):
     target, draft = small_pair
-    monkeypatch.setattr(specdec.speculative, "verify_tree_sampled", broken_rule)
+    monkeypatch.setattr(specdec.generation.speculative, "verify_tree_sampled", broken_rule)
     fit, _ = tree_fit(target, draft, SamplingConfig(temperature=1.0))
     assert fit.p_value < SIGNIFICANCE, fit
 

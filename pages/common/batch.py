@@ -3,9 +3,9 @@
     run_batch(pair, [input_ids, ...], settings)        # both runs, with a status box each
     st.session_state[BATCH]                           # a `BatchRun`
 
-The engine does the work (`specdec.batched`, through `specdec.zoo.pairing`); this module keeps what the
+The engine does the work (`specdec.generation.batched`, through `specdec.pairing`); this module keeps what the
 page shows: every row's trace (`pages.common.trace`), whether each row's greedy tokens equal the target
-alone's, and the two throughputs (`specdec.batched.batch_throughput`).
+alone's, and the two throughputs (`specdec.generation.batched.batch_throughput`).
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ import torch
 
 from pages.common.settings import Settings
 from pages.common.trace import TraceBuilder, trace
-from specdec.batched import batch_throughput
-from specdec.results import GenerationResult
-from specdec.zoo import pairing
-from specdec.zoo.pairing import LoadedPair
+from specdec.generation.batched import batch_throughput
+from specdec.engine.results import GenerationResult
+from specdec import pairing
+from specdec.pairing import LoadedPair
 
 BATCH = "playground_batch"
 MAX_ROWS = 8

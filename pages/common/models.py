@@ -29,13 +29,14 @@ import torch
 from pages.common.settings import Settings
 from pages.common.turns import shared_turns, waiting_note
 from specdec.errors import SpecdecError
-from specdec.zoo import converted, pairing, status
+from specdec.zoo import converted, status
+from specdec import pairing
 from specdec.zoo.catalog import MODELS, PAIRS, ModelEntry, needs_draft_model, resolve_model
-from specdec.zoo.devices import dtype_name
+from specdec.kernels.devices import dtype_name
 from specdec.zoo.fetch import FetchProgress
 from specdec.zoo.load_progress import LoadStep
-from specdec.zoo.pairing import LoadedPair
-from specdec.zoo.precision import resolve_pair_precision
+from specdec.pairing import LoadedPair
+from specdec.kernels.precision import resolve_pair_precision
 
 
 @contextmanager
@@ -118,7 +119,7 @@ def _forget_loaded_pair() -> None:
 def resolved_precision(settings: Settings) -> tuple[str, str, str, str]:
     """('cpu', 'float32', 'int8', 'int4') and the like: 'auto' made concrete, so equal choices share one cache entry."""
     target, draft = resolve_pair_precision(settings.device, settings.dtype, settings.quantization, settings.draft_quantization,
-                                           settings.draft)
+                                           needs_draft_model(settings.draft))
     return str(target.device), dtype_name(target.dtype), target.weights, "none" if draft is None else draft.weights
 
 
@@ -147,7 +148,7 @@ def load_pair(settings: Settings) -> LoadedPair:
             pair = pairing.load_pair(target, draft, device, dtype, progress=next_model,
                                      quantization=quantization, draft_quantization=draft_quantization, steps=_progress_bar(bar))
             bar.empty()
-            st.caption(f"Kernels: {pair.kernels}")       # how each model runs, and why (`specdec.zoo.precision`)
+            st.caption(f"Kernels: {pair.kernels}")       # how each model runs, and why (`specdec.kernels.precision`)
             seconds = sum(pair.load_seconds.values())
             box.update(label=f"Loaded {settings.draft} → {settings.target} on {device}: {pair.precisions} ({seconds:.1f} s)",
                        state="complete", expanded=False)
@@ -184,7 +185,7 @@ def is_loaded(settings: Settings) -> bool:
 def ready_on_disk(settings: Settings) -> bool:
     """Whether every model of the pair has its converted copy for these precisions (a load takes seconds, not minutes)."""
     target, draft = resolve_pair_precision(settings.device, settings.dtype, settings.quantization, settings.draft_quantization,
-                                           settings.draft)
+                                           needs_draft_model(settings.draft))
     wanted = [(settings.target, target.dtype, target.weights)]
     if draft is not None:
         wanted.append((settings.draft, draft.dtype, draft.weights))

@@ -25,9 +25,10 @@ from pages.common.settings import Settings
 from pages.common.tokens_html import plain_text_html, tokens_html
 from pages.common.trace import RoundRow, TokenSpan, TraceBuilder, trace, trace_json
 from specdec.bench.comparison import GreedyCheck, greedy_check_of_pair
-from specdec.results import GenerationResult
-from specdec.zoo import pairing, time_left
-from specdec.zoo.pairing import LoadedPair
+from specdec.engine.results import GenerationResult
+from specdec.zoo import time_left
+from specdec import pairing
+from specdec.pairing import LoadedPair
 
 RESULT = "playground_run"
 UPDATES_PER_SECOND = 4

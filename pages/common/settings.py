@@ -2,7 +2,7 @@
 
     settings, problems = Settings.from_query({"pair": "prompt-lookup->smollm2-135m", "gamma": "6"}, ["cpu"])
     settings.gamma, settings.draft, settings.target      # 6, 'prompt-lookup', 'smollm2-135m'
-    settings.decoding.temperature                       # 0.0: the `specdec.inputs.Decoding` every run gets
+    settings.decoding.temperature                       # 0.0: the `specdec.engine.inputs.Decoding` every run gets
     settings.to_query()["gamma"]                        # '6': a link with this query reproduces the settings
 
 A value in a link that is out of range or unknown is replaced by its default and reported in
@@ -16,10 +16,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 
 from specdec.drafting.tree_drafter import TreeSettings
-from specdec.inputs import Decoding
+from specdec.engine.inputs import Decoding
 from specdec.zoo.catalog import DEFAULT_PAIR, OWN_ROUNDS_DRAFTS, PAIRS
-from specdec.zoo.devices import DTYPE_CHOICES
-from specdec.zoo.quantization import QUANTIZATION_CHOICES
+from specdec.kernels.devices import DTYPE_CHOICES
+from specdec.kernels.quantization import QUANTIZATION_CHOICES
 
 CUSTOM = "custom"               # the pair picker's entry for your own draft and target
 GAMMA_RANGE = (1, 16)
@@ -42,7 +42,7 @@ class Settings:
     dtype: str = "auto"
     quantization: str = "auto"        # the target's weights: auto (int8 on a CPU), none, int8, int4
     draft_quantization: str = "auto"  # the draft's weights: auto (int4 on a CPU), none, int8, int4 (a cheaper draft, the same output)
-    stop_rule: bool = True            # draft while another token is worth its cost (specdec.stop_rule); else gamma
+    stop_rule: bool = True            # draft while another token is worth its cost (specdec.engine.stop_rule); else gamma
     gamma: int = 4                    # drafted tokens per round when the stop rule is off
     tree: bool = False                # draft a token tree (specdec.TreeDrafter) instead of a chain
     tree_budget: int = 16             # at most this many drafted nodes per tree

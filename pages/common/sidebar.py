@@ -23,10 +23,10 @@ from pages.common.settings import (
     Settings,
 )
 from pages.common.state import is_kept, keep, kept, remember
-from specdec.inputs import Decoding
+from specdec.engine.inputs import Decoding
 from specdec.zoo.catalog import DEFAULT_PAIR, PAIRS, TARGET_ONLY_DRAFTS
-from specdec.zoo.devices import DTYPE_CHOICES, available_devices
-from specdec.zoo.quantization import QUANTIZATION_CHOICES
+from specdec.kernels.devices import DTYPE_CHOICES, available_devices
+from specdec.kernels.quantization import QUANTIZATION_CHOICES
 
 
 def _initial_settings(devices: list[str]) -> Settings:

@@ -4,7 +4,7 @@ Only the dashboard uses this (the Playground's coloured text and round table); i
 Streamlit and no torch, so it is tested like the package.
 
 Notation: p is the target, q the draft, gamma the drafted tokens per round, alpha the acceptance
-rate. The engine (`specdec.speculative`) records every round: the drafted tokens with p(x), q(x)
+rate. The engine (`specdec.generation.speculative`) records every round: the drafted tokens with p(x), q(x)
 and the uniform draw u that tested them, how many were accepted, and the token the target added.
 This module lays that record out in reading order, the way the dashboard colours it:
 
@@ -41,7 +41,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
 
-from specdec.results import DraftedToken, GenerationResult, Round, TokenOrigin
+from specdec.engine.results import DraftedToken, GenerationResult, Round, TokenOrigin
 
 Decode = Callable[[list[int]], str]
 INCOMPLETE = "\ufffd"  # what decoders show for bytes that do not yet form a character
@@ -238,7 +238,7 @@ class TraceBuilder:
 def chain_view(round_: Round) -> Round:
     """A tree round as a chain: the accepted path, then the children of the path's last node that were rejected.
 
-    >>> from specdec.results import DraftedToken as D, TreeTrace, TokenOrigin as O
+    >>> from specdec.engine.results import DraftedToken as D, TreeTrace, TokenOrigin as O
     >>> tree_round = Round((D(5, 0.0, 1.0, None, False), D(6, 1.0, 1.0, None, True), D(7, 0.0, 1.0, None, False)),
     ...                    1, 8, O.RESAMPLED, ((6, O.ACCEPTED), (8, O.RESAMPLED)), tree=TreeTrace((-1, -1, 1), (1,)))
     >>> [d.token for d in chain_view(tree_round).drafted]
@@ -253,7 +253,7 @@ def chain_view(round_: Round) -> Round:
 def tree_view(round_: Round, root: str, texts: Sequence[str], added: str, added_kind: str) -> TreeView:
     """Place every node of a tree round for drawing: x = depth, leaves one row apart, parents centred over their children.
 
-    >>> from specdec.results import DraftedToken as D, TreeTrace, TokenOrigin as O
+    >>> from specdec.engine.results import DraftedToken as D, TreeTrace, TokenOrigin as O
     >>> tree_round = Round((D(5, 0.0, 1.0, None, False), D(6, 1.0, 1.0, None, True), D(7, 0.0, 1.0, None, False)),
     ...                    1, 8, O.RESAMPLED, ((6, O.ACCEPTED), (8, O.RESAMPLED)), tree=TreeTrace((-1, -1, 1), (1,)))
     >>> [(n.text, n.depth, n.y, n.status) for n in tree_view(tree_round, "r", ["a", "b", "c"], "d", "resampled").nodes]
@@ -300,7 +300,7 @@ def trace(result: GenerationResult, decode: Decode) -> TraceBuilder:
     Every output token in order, with each rejected draft just before the token that replaced it;
     one row per round, the prompt pass being round 0.
 
-    >>> from specdec.results import DraftedToken, GenerationStats, Round, TokenOrigin as O
+    >>> from specdec.engine.results import DraftedToken, GenerationStats, Round, TokenOrigin as O
     >>> rounds = (Round((), 0, 5, O.TARGET, ((5, O.TARGET),)),
     ...           Round((DraftedToken(6, 0.9, 0.8, 0.1, True), DraftedToken(7, 0.1, 0.6, 0.9, False)),
     ...                 1, 8, O.RESAMPLED, ((6, O.ACCEPTED), (8, O.RESAMPLED))))

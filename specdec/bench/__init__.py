@@ -1,6 +1,6 @@
 """The benchmark layer: measuring speculative decoding against the target alone and against transformers.
 
-It runs the engine on loaded pairs (`specdec.zoo.pairing`) and turns the runs into tables, charts
+It runs the engine on loaded pairs (`specdec.pairing`) and turns the runs into tables, charts
 and verdicts; the engine never imports it. One module per concern:
 
 - `prompts`: the built-in prompt suite, by category
@@ -9,6 +9,7 @@ and verdicts; the engine never imports it. One module per concern:
 - `tables`: the rows' columns, the CSV round trip and the summaries people read
 - `charts`: Plotly figures of a benchmark frame (the Compare page and `specdec bench --figure`)
 - `comparison`: one speculative run judged against one plain run (speedup, time split, greedy check)
+- `vllm/`: the same prompt suite on vLLM, offline and against a running server, as rows of the same CSV
 
 Not handled here: loading models (`specdec.zoo`), the algorithm itself (the engine).
 """

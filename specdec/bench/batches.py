@@ -32,12 +32,13 @@ import pandas as pd
 import torch
 import transformers
 
-from specdec.batched import autoregressive_generate_batch, speculative_generate_batch
+from specdec.generation.batched import autoregressive_generate_batch
+from specdec.generation.batched import speculative_generate_batch
 from specdec.bench.prompts import encode_bench_prompt, suite
 from specdec.errors import SpecdecError
-from specdec.inputs import MAX_GAMMA, Decoding
-from specdec.zoo.devices import dtype_name
-from specdec.zoo.pairing import LoadedPair
+from specdec.engine.inputs import MAX_GAMMA, Decoding
+from specdec.kernels.devices import dtype_name
+from specdec.pairing import LoadedPair
 
 STOP = "stop"
 MAX_BATCH = 64

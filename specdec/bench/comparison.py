@@ -27,11 +27,11 @@ from dataclasses import dataclass
 
 import torch
 
-from specdec.costs import CostProfile
+from specdec.engine.costs import CostProfile
 from specdec.reference.theory import expected_tokens_per_pass
-from specdec.results import GenerationStats, Round
-from specdec.zoo.devices import dtype_name
-from specdec.zoo.pairing import LoadedPair, continued, target_margin
+from specdec.engine.results import GenerationStats, Round
+from specdec.kernels.devices import dtype_name
+from specdec.pairing import LoadedPair, continued, target_margin
 
 EXACT_DTYPES = ("float32", "float64")
 
@@ -175,7 +175,7 @@ def oracle_speedup(rounds: Sequence[Round], costs: CostProfile) -> float:
     pays one step a token, so the ratio below is the speedup over the target alone, in model time,
     for the rounds this run went through: the ceiling of any stop rule with this pair and machine.
 
-    >>> from specdec.results import Round, TokenOrigin as O
+    >>> from specdec.engine.results import Round, TokenOrigin as O
     >>> rounds = (Round((), 0, 5, O.TARGET, ((5, O.TARGET),)),
     ...           Round((), 3, 9, O.BONUS, ((6, O.ACCEPTED), (7, O.ACCEPTED), (8, O.ACCEPTED), (9, O.BONUS))))
     >>> oracle_speedup(rounds, CostProfile(0.1, 0.02, {1: 0.1, 3: 0.12}))   # 5 tokens for 1 + (3 * 0.2 + 1.2) steps
@@ -238,7 +238,7 @@ def acceptance_by_position(rounds: Sequence[Round]) -> list[PositionAcceptance]:
     measured run shows where that holds: a draft that is right on easy stretches keeps high alpha
     deep into a round, and the positions only long rounds reach are tested rarely.
 
-    >>> from specdec.results import DraftedToken, Round, TokenOrigin as O
+    >>> from specdec.engine.results import DraftedToken, Round, TokenOrigin as O
     >>> d = lambda ok: DraftedToken(5, 0.5, 0.5, None, ok)
     >>> rounds = [Round((d(True), d(False), d(None)), 1, 7, O.RESAMPLED, ()), Round((d(True), d(True)), 2, 8, O.BONUS, ())]
     >>> [(a.position, a.tested, a.accepted) for a in acceptance_by_position(rounds)]

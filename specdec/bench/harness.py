@@ -15,7 +15,7 @@ Honest measurement, by construction:
   cannot flatter us;
 - each speculative row with a fixed gamma carries its prediction from theory, E[tokens per round] /
   (gamma * c + v(gamma)), built from the alpha estimated in that run (accepted / tested tokens,
-  `GenerationStats.alpha_estimate`) and c and v(gamma) measured for the pair (`specdec.costs`),
+  `GenerationStats.alpha_estimate`) and c and v(gamma) measured for the pair (`specdec.engine.costs`),
   and efficiency = measured speedup / predicted speedup.
 
 Methods: "speculative" (ours, the pair's draft), "plain" (ours, target alone), the drafting families
@@ -29,7 +29,7 @@ its own run: its draft time per draft step (per round for a model-free drafter) 
 
 Gammas are whole numbers, "default" (what `speculative_generate` drafts with gamma left out,
 `specdec.default_drafter`: a tree where a draft step is dear, else the stop rule), "stop" (a chain
-under `specdec.stop_rule.ConfidenceStop`), "tree" or "tree-N" (a `specdec.TreeDrafter` with its defaults or a budget of N
+under `specdec.engine.stop_rule.ConfidenceStop`), "tree" or "tree-N" (a `specdec.TreeDrafter` with its defaults or a budget of N
 nodes, for "speculative") or "adaptive": our `AdaptiveGamma` schedule for "speculative", and transformers' own
 dynamic schedule from its default start for "assisted-dynamic" (which then runs only that way;
 without "adaptive" among the gammas it starts from each fixed gamma instead). Every row also carries
@@ -51,19 +51,19 @@ from specdec.bench.comparison import draft_agreement, greedy_oracle_speedup, ora
 from specdec.bench.hf_baselines import HF_METHODS, hf_generate
 from specdec.bench.prompts import BenchPrompt, encode_bench_prompt, suite
 from specdec.bench.tables import ADAPTIVE, COLUMNS, DEFAULT, STOP, TREE, is_schedule, tree_settings
-from specdec.costs import CostProfile, measure_costs
+from specdec.engine.costs import CostProfile, measure_costs
 from specdec.drafting import TARGET_ONLY, by_name
-from specdec.drafting.policy import plan_drafting
+from specdec.generation.policy import plan_drafting
 from specdec.errors import SpecdecError
-from specdec.inputs import MAX_GAMMA, Decoding
-from specdec.kv_cache import has_sliding_window
+from specdec.engine.inputs import MAX_GAMMA, Decoding
+from specdec.engine.kv_cache import has_sliding_window
 from specdec.reference.theory import walltime_speedup
-from specdec.results import GenerationResult
-from specdec.schedule import AdaptiveGamma
-from specdec.speculative import speculative_generate
-from specdec.stop_rule import ConfidenceStop
-from specdec.zoo.devices import dtype_name
-from specdec.zoo.pairing import AUTO, LoadedPair, generate_plain, generate_speculative
+from specdec.engine.results import GenerationResult
+from specdec.engine.schedule import AdaptiveGamma
+from specdec.generation.speculative import speculative_generate
+from specdec.engine.stop_rule import ConfidenceStop
+from specdec.kernels.devices import dtype_name
+from specdec.pairing import AUTO, LoadedPair, generate_plain, generate_speculative
 
 FAMILY_METHODS = tuple(TARGET_ONLY)       # drafting methods that need only the target, run with their defaults
 METHODS = ("speculative", "plain") + FAMILY_METHODS + HF_METHODS

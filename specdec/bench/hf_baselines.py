@@ -14,7 +14,7 @@
 
 A draft with another tokenizer runs as transformers' universal assisted generation (`tokenizer=`
 and `assistant_tokenizer=`): greedy, it re-encodes the draft's text for the target; sampling, it
-uses the shared tokens like `specdec.cross_tokenizer`.
+uses the shared tokens like `specdec.drafting.cross_tokenizer`.
 
 Each returns the new tokens and the wall time, device synchronised. transformers does not report
 how many drafted tokens it accepted, so those statistics are left empty for these rows.
@@ -28,7 +28,7 @@ import time
 import torch
 from transformers import PreTrainedModel
 
-from specdec.timing import synchronize
+from specdec.engine.timing import synchronize
 
 HF_METHODS = ("generate", "assisted", "assisted-dynamic", "assisted-default", "hf-prompt-lookup")
 

@@ -2,7 +2,7 @@
 
     frame = run_benchmark(pairs, settings)        # specdec.bench.harness: one row per run
     overview(frame)                               # medians per (pair, method, schedule, gamma)
-    by_category(frame); best_gammas(frame); by_concurrency(frame)   # a vLLM server's levels (specdec.serving.server)
+    by_category(frame); best_gammas(frame); by_concurrency(frame)   # a vLLM server's levels (specdec.bench.vllm.server)
     save_csv(frame, "results.csv"); load_csv("results.csv"); to_markdown(overview(frame))
 
 Nothing here runs a model; the dashboard's Compare page and `specdec bench` both read frames
@@ -19,10 +19,11 @@ import pandas as pd
 
 from specdec.drafting.tree_drafter import TreeSettings
 from specdec.errors import SpecdecError
-from specdec.zoo.quantization import precision_name, precision_summary
+from specdec.kernels.quantization import precision_name
+from specdec.kernels.quantization import precision_summary
 
 ADAPTIVE = "adaptive"   # the schedule name of rows whose gamma was chosen round by round
-STOP = "stop"           # ... and of rows drafted under the stop rule (`specdec.stop_rule`), a chain
+STOP = "stop"           # ... and of rows drafted under the stop rule (`specdec.engine.stop_rule`), a chain
 TREE = "tree"           # ... and of rows drafted as a token tree (`specdec.TreeDrafter`); "tree-N": with budget N
 DEFAULT = "default"     # ... and of rows drafted as `speculative_generate` does with gamma left out (`specdec.default_drafter`)
 SCHEDULES = (ADAPTIVE, STOP, DEFAULT)   # the gamma labels that name a schedule rather than a number (besides the tree labels)
@@ -52,7 +53,7 @@ COLUMNS = [
     "mean_accepted_per_round", "tokens_per_target_pass", "target_passes", "draft_cost_ratio", "verify_cost",
     "predicted_speedup", "speedup", "efficiency", "oracle_speedup", "oracle_efficiency", "device", "dtype", "torch_version", "transformers_version",
     "specdec_version", "python_version", "draft_quantization", "draft_vocab_limit", "quantization", "draft_dtype",
-    "engine", "engine_version", "concurrency", "mean_acceptance_length",   # specdec, vllm or vllm-server (`specdec.serving`)
+    "engine", "engine_version", "concurrency", "mean_acceptance_length",   # specdec, vllm or vllm-server (`specdec.bench.vllm`)
     "matches_plain",   # vLLM, greedy: 1 when its speculative output equals its own plain output on the prompt, else 0
 ]
 # a batch benchmark's own columns (`specdec.bench.batches`), kept when a CSV has them

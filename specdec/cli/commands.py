@@ -94,8 +94,8 @@ def _bench_specdec(args: argparse.Namespace):
     """Our engine: load each pair here, run the suite, keep the rows measured so far if interrupted."""
     from specdec.bench.harness import BenchSettings, rows_to_frame, run_benchmark
     from specdec.bench.tables import save_csv
-    from specdec.inputs import Decoding
-    from specdec.zoo import pairing
+    from specdec.engine.inputs import Decoding
+    from specdec import pairing
     from specdec.zoo.catalog import split_pair_name
 
     from specdec.bench.harness import ALL
@@ -123,8 +123,8 @@ def _bench_specdec(args: argparse.Namespace):
 def _bench_batches(args: argparse.Namespace):
     """Batches on our engine: the same prompts at each batch size, plain and speculative (`specdec.bench.batches`)."""
     from specdec.bench.batches import batch_benchmark, check_batch_sizes
-    from specdec.inputs import Decoding
-    from specdec.zoo import pairing
+    from specdec.engine.inputs import Decoding
+    from specdec import pairing
     from specdec.zoo.catalog import split_pair_name
 
     sizes = check_batch_sizes(args.batch_sizes)
@@ -138,8 +138,8 @@ def _bench_batches(args: argparse.Namespace):
 
 
 def _bench_vllm(args: argparse.Namespace):
-    """vLLM's offline LLM in its own environment (`specdec.serving.offline`)."""
-    from specdec.serving.offline import VllmSettings, find_vllm_python, run_vllm_benchmark
+    """vLLM's offline LLM in its own environment (`specdec.bench.vllm.offline`)."""
+    from specdec.bench.vllm.offline import VllmSettings, find_vllm_python, run_vllm_benchmark
 
     gammas = args.gammas or (5,)
     if any(not isinstance(gamma, int) for gamma in gammas):
@@ -158,11 +158,11 @@ def _bench_vllm(args: argparse.Namespace):
 
 
 def _bench_server(args: argparse.Namespace):
-    """A running vLLM server (and its baseline) at each concurrency level (`specdec.serving.server`)."""
+    """A running vLLM server (and its baseline) at each concurrency level (`specdec.bench.vllm.server`)."""
     import pandas as pd
 
-    from specdec.serving.rows import with_vllm_speedups
-    from specdec.serving.server import ServerRun, server_benchmark
+    from specdec.bench.vllm.rows import with_vllm_speedups
+    from specdec.bench.vllm.server import ServerRun, server_benchmark
 
     if len(args.temperatures) > 1:
         raise SpecdecError("--server runs one temperature per benchmark: pass one --temperatures value")
@@ -217,7 +217,7 @@ def models(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """`specdec run`: one prompt through a real pair, with the target alone beside it when --compare."""
-    from specdec.inputs import Decoding, check_counts
+    from specdec.engine.inputs import Decoding, check_counts
 
     check_counts(args.max_new_tokens, args.gamma)                  # refuse bad numbers before loading anything
     tree = _tree(args)
@@ -227,7 +227,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.prompt.strip():
         raise SpecdecError("the prompt is empty: pass some text with --prompt")
 
-    from specdec.zoo import pairing
+    from specdec import pairing
 
     if args.corpus and args.draft != "suffix":
         raise SpecdecError("--corpus is for suffix decoding: add --draft suffix, or drop --corpus")
@@ -310,7 +310,7 @@ class _LoadSteps:
 
 def _report_json(args, pair, text, result, baseline) -> dict:
     from specdec.bench.comparison import RunComparison
-    from specdec.zoo.devices import dtype_name
+    from specdec.kernels.devices import dtype_name
 
     report = {
         "target": args.target,

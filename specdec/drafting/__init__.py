@@ -28,7 +28,7 @@ from collections.abc import Callable
 
 from transformers import PreTrainedModel
 
-from specdec.drafting.contract import (  # noqa: F401
+from specdec.engine.contract import (  # noqa: F401
     Capabilities,
     ChainDrafter,
     Draft,

@@ -3,7 +3,7 @@
 Notation: p is the target, q the draft, gamma the number of drafted tokens per round.
 
 The accept/reject rule is exact for *any* proposal, as long as each proposed token x is drawn from
-the q reported for it, given everything the drafter did before (`specdec.verification`). A draft
+the q reported for it, given everything the drafter did before (`specdec.engine.verification`). A draft
 with another tokenizer therefore drafts *text*, and the target's tokenizer turns it into proposals:
 
     1. Every round, decode the target's text and encode it with the draft's tokenizer; the draft's
@@ -45,11 +45,11 @@ from collections.abc import Callable
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from specdec.drafting.contract import Capabilities, ChainMethods, Draft, Generation
+from specdec.engine.contract import Capabilities, ChainMethods, Draft, Generation
 from specdec.drafting.draft_model import check_draft_model, model_name
 from specdec.errors import SpecdecError
-from specdec.kv_cache import CachedModel
-from specdec.sampling import SamplingConfig, probabilities, sample
+from specdec.engine.kv_cache import CachedModel
+from specdec.engine.sampling import SamplingConfig, probabilities, sample
 
 
 def retokenize(ids: list[int], source: PreTrainedTokenizerBase, destination: PreTrainedTokenizerBase) -> list[int]:
@@ -78,7 +78,7 @@ class CrossTokenizerDrafter(ChainMethods):
     `whole=whole_character_tokens(...)` to reuse it for many drafters, as `LoadedPair` does.
     """
 
-    reports_confidence = True   # propose() takes keep_drafting (specdec.stop_rule)
+    reports_confidence = True   # propose() takes keep_drafting (specdec.engine.stop_rule)
 
     def __init__(self, draft_model: PreTrainedModel, draft_tokenizer: PreTrainedTokenizerBase,
                  target_tokenizer: PreTrainedTokenizerBase, name: str | None = None, whole: torch.Tensor | None = None) -> None:

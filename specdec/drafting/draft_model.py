@@ -11,7 +11,7 @@ token) are fed at the start of the next `propose`, in the same pass as the first
 catching up costs no pass.
 
 It reports how sure it is of each token (its q of the token), so the stop rule
-(`specdec.stop_rule.ConfidenceStop`, the default schedule) can end a round early when another token is
+(`specdec.engine.stop_rule.ConfidenceStop`, the default schedule) can end a round early when another token is
 not worth its cost.
 
     drafter = ModelDrafter(draft_model)                  # or just pass the model: speculative_generate wraps it
@@ -28,11 +28,11 @@ from collections.abc import Callable
 import torch
 from transformers import PreTrainedModel
 
-from specdec.drafting.contract import Capabilities, ChainMethods, Draft, Generation
+from specdec.engine.contract import Capabilities, ChainMethods, Draft, Generation
 from specdec.errors import SpecdecError
-from specdec.inputs import check_fits_context
-from specdec.kv_cache import CachedModel
-from specdec.sampling import SamplingConfig, choose_next, fit_vocabulary
+from specdec.engine.inputs import check_fits_context
+from specdec.engine.kv_cache import CachedModel
+from specdec.engine.sampling import SamplingConfig, choose_next, fit_vocabulary
 
 
 class ModelDrafter(ChainMethods):
@@ -43,7 +43,7 @@ class ModelDrafter(ChainMethods):
     saves the draft work; its q is still a proper distribution, so the output stays exact.
     """
 
-    reports_confidence = True   # propose() takes keep_drafting (specdec.stop_rule)
+    reports_confidence = True   # propose() takes keep_drafting (specdec.engine.stop_rule)
 
     def __init__(self, model: PreTrainedModel, name: str | None = None, vocab_limit: int | None = None) -> None:
         self.model = model

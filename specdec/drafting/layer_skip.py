@@ -16,7 +16,7 @@ target's. Which layers to skip, the rule used here:
 
 Draft & Verify searches the skipped set offline with Bayesian optimisation, SWIFT on the fly on the run's
 own text; this rule costs nothing beyond the prompt pass the target makes anyway, and looks at this text.
-A round drafts a chain under the stop rule (`specdec.stop_rule.ConfidenceStop`), priced with a c that is
+A round drafts a chain under the stop rule (`specdec.engine.stop_rule.ConfidenceStop`), priced with a c that is
 measured, not read from the weights: the median of the draft's own step times over the median target
 step (each verification pass's time divided by 1 + s k). Until the first round is measured, c is the
 share of layers kept. A measured c makes rounds depend on timing, so with a seed a sampled text is
@@ -45,12 +45,12 @@ from collections.abc import Sequence
 import torch
 from transformers import PreTrainedModel
 
-from specdec.drafting.contract import Capabilities, Draft, DraftRequest, Generation, Verified
+from specdec.engine.contract import Capabilities, Draft, DraftRequest, Generation, Verified
 from specdec.drafting.draft_model import ModelDrafter
 from specdec.errors import SpecdecError
-from specdec.kv_cache import has_sliding_window
-from specdec.stop_rule import ConfidenceStop
-from specdec.timing import synchronize
+from specdec.engine.kv_cache import has_sliding_window
+from specdec.engine.stop_rule import ConfidenceStop
+from specdec.engine.timing import synchronize
 
 
 def decoder_layers(model: PreTrainedModel) -> tuple[str, torch.nn.ModuleList]:

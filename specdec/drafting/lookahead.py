@@ -28,7 +28,7 @@ emitted token (level j takes level j + 1's tokens, which sit one position furthe
 coming from the pass's predictions and, after the first emitted token, from the level below it.
 
 Why it is exact: the candidates come from earlier passes, so each is a point mass, checked by the tree
-rule (`specdec.tree_verification`); the window's rows change no p.
+rule (`specdec.engine.tree_verification`); the window's rows change no p.
 
 What it costs: the pass reads W - 1 + W (N - 2) window rows on top of the candidates. On a GPU those
 are nearly free; on this project's CPU a pass grows with its rows (an int8 1.5B: a pass over 9 rows
@@ -44,10 +44,10 @@ from __future__ import annotations
 
 import torch
 
-from specdec.drafting.contract import Capabilities, DraftRequest, ExtraRows, Generation, Verified
+from specdec.engine.contract import Capabilities, DraftRequest, ExtraRows, Generation, Verified
 from specdec.errors import SpecdecError
-from specdec.inputs import context_length
-from specdec.trees import DraftTree
+from specdec.engine.inputs import context_length
+from specdec.engine.trees import DraftTree
 
 
 class LookaheadDrafter:

@@ -6,7 +6,7 @@ Find the most recent earlier occurrence of the text's last n tokens (n from `max
 `min_ngram`) and propose the tokens that followed it. It costs no model pass (c about 0) and shines where
 the output copies the input: summaries, edits of given code, answers quoting a document. Its q is a point
 mass on each proposal, so the target accepts x with probability p(x) and otherwise resamples from p with
-x removed: still exact (`specdec.verification`).
+x removed: still exact (`specdec.engine.verification`).
 
     speculative_generate(target, PromptLookupDrafter(), input_ids)     # 4 tokens a round by default
 
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import torch
 
-from specdec.drafting.contract import Capabilities, ChainMethods, Draft
-from specdec.sampling import SamplingConfig
+from specdec.engine.contract import Capabilities, ChainMethods, Draft
+from specdec.engine.sampling import SamplingConfig
 
 
 class PromptLookupDrafter(ChainMethods):

@@ -17,7 +17,7 @@ a tree of the likeliest ones, as REST (He et al. 2024) retrieves continuations f
     3. keep the speculation whose expected accepted tokens (the sum of its chances) is largest
 
 Why it is exact: the candidates come from text already fixed before the round, so each is a point mass,
-checked by the tree rule (`specdec.tree_verification`) or, with `tree=False`, a chain of them.
+checked by the tree rule (`specdec.engine.tree_verification`) or, with `tree=False`, a chain of them.
 
 Outputs join the session's tree when the next text starts, so a drafter used for several generations
 learns from its own outputs: the agentic workloads of the paper (a loop that rewrites similar text) are
@@ -36,10 +36,10 @@ from collections.abc import Iterable, Sequence
 
 import torch
 
-from specdec.drafting.contract import Capabilities, DraftRequest, Generation, Verified
+from specdec.engine.contract import Capabilities, DraftRequest, Generation, Verified
 from specdec.drafting.suffix_tree import Speculation, SuffixTree
 from specdec.errors import SpecdecError
-from specdec.trees import DraftTree
+from specdec.engine.trees import DraftTree
 
 
 class SuffixDrafter:

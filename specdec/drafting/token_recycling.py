@@ -17,11 +17,11 @@ is the i_d-th candidate after its parent's token,
                 │                           └─ table["cat"][1] = "ran"
                 └─ table["the"][1] = "dog" ──── table["dog"][0] = "sat"
 
-and the target checks the whole tree in one pass (`specdec.trees`). No model, no training, a table of
+and the target checks the whole tree in one pass (`specdec.engine.trees`). No model, no training, a table of
 V x k 64-bit ids: 9.7 MB for Qwen2.5's 151,936 tokens and k = 8.
 
 Why it is exact: the candidates are fixed before the pass (they depend on earlier passes only), so each is
-a point mass and the tree rule (`specdec.tree_verification`) keeps it with probability r(x), else takes it
+a point mass and the tree rule (`specdec.engine.tree_verification`) keeps it with probability r(x), else takes it
 out of what is left of p. Greedy output is the target's argmax at every step whatever the table says.
 
 The template is the paper's ("2.2.2": 80 nodes, 8 candidates at the first level, 6 levels). A verification
@@ -42,9 +42,9 @@ from collections.abc import Sequence
 
 import torch
 
-from specdec.drafting.contract import Capabilities, DraftRequest, Generation, Verified
+from specdec.engine.contract import Capabilities, DraftRequest, Generation, Verified
 from specdec.errors import SpecdecError
-from specdec.trees import ROOT, DraftTree
+from specdec.engine.trees import ROOT, DraftTree
 
 # The paper's template "2.2.2" (its repository's model/recycling/tree_template_.py): each node is the path
 # of candidate indices from the root, [0, 1] = "the 1st candidate after the 0th candidate after the root".

@@ -2,8 +2,8 @@
 
 Notation: q is the draft's distribution, p the target's, c the cost of a draft pass over a target
 step, s the cost of one more token in the target's verification pass (v(n) = 1 + s n). Each round
-the drafter grows a tree (`specdec.trees`) from the root, the last token of the text, level by
-level, with the arithmetic of the chain's stop rule (`specdec.stop_rule`) extended to trees:
+the drafter grows a tree (`specdec.engine.trees`) from the root, the last token of the text, level by
+level, with the arithmetic of the chain's stop rule (`specdec.engine.stop_rule`) extended to trees:
 
     a(x)     the calibrated chance a node drafted with confidence q(x) is accepted (ConfidenceStop)
     R(n)     = a(x_1) a(x_2) ... a(n)    the chance the target walks from the root down to node n
@@ -18,7 +18,7 @@ level, with the arithmetic of the chain's stop rule (`specdec.stop_rule`) extend
        the draft is sure the tree stays a chain, where it hesitates it branches (EAGLE-2's idea,
        Li et al. 2024, with a cost model instead of a fixed size)
     3. each chosen node draws its children: greedy, its most likely tokens; sampling, draws from q
-       without replacement (what the acceptance rule needs, `specdec.tree_verification`)
+       without replacement (what the acceptance rule needs, `specdec.engine.tree_verification`)
     4. another level is read (one draft pass over the new nodes, each attending to the text and its
        ancestors through a tree mask) while its predicted gain, sum of R(n) a(n) over the new nodes
        (easy stretches stay easy), beats its cost: gain * T > E * (c + s * nodes), and `depth` allows
@@ -35,7 +35,7 @@ token are read in the next round's first pass.
     drafter = TreeDrafter(draft_model)         # c and s estimated from the weights, like the chain's rule
     speculative_generate(target, drafter, input_ids, temperature=0)
 
-Not handled: a draft with another tokenizer, batches (a batch drafts chains: `specdec.drafting.batch`).
+Not handled: a draft with another tokenizer, batches (a batch drafts chains: `specdec.generation.batch_drafting`).
 """
 
 from __future__ import annotations
@@ -45,13 +45,13 @@ from dataclasses import dataclass
 import torch
 from transformers import PreTrainedModel
 
-from specdec.drafting.contract import Capabilities, DraftRequest, Generation, Verified
+from specdec.engine.contract import Capabilities, DraftRequest, Generation, Verified
 from specdec.drafting.draft_model import check_draft_model, model_name
 from specdec.errors import SpecdecError
-from specdec.kv_cache import CachedModel
-from specdec.sampling import SamplingConfig, fit_vocabulary, probabilities, sample
-from specdec.stop_rule import ConfidenceStop
-from specdec.trees import ROOT, DraftTree
+from specdec.engine.kv_cache import CachedModel
+from specdec.engine.sampling import SamplingConfig, fit_vocabulary, probabilities, sample
+from specdec.engine.stop_rule import ConfidenceStop
+from specdec.engine.trees import ROOT, DraftTree
 
 
 @dataclass(frozen=True)
@@ -109,7 +109,7 @@ class TreeDrafter:
     def from_settings(cls, model: PreTrainedModel, settings: TreeSettings, name: str | None = None) -> TreeDrafter:
         return cls(model, name, settings.budget, settings.depth, settings.width)
 
-    # --- the drafter contract (specdec.drafting.contract) --------------------------------------------
+    # --- the drafter contract (specdec.engine.contract) --------------------------------------------
 
     def begin(self, generation: Generation) -> None:
         check_draft_model(self.model, generation)

@@ -2,8 +2,8 @@
 
 Nothing here runs a model, and nothing here imports torch or the rest of `specdec` (except
 `bugs.warp`, which borrows the engine's own warping so that the lessons warp exactly as the
-engine does). The engine builds on this layer: `specdec.schedule` uses the formulas of `theory`. The engine's torch
-code (`specdec.verification`, `specdec.sampling`) is held against these modules by the tests.
+engine does). The engine builds on this layer: `specdec.engine.schedule` uses the formulas of `theory`. The engine's torch
+code (`specdec.engine.verification`, `specdec.engine.sampling`) is held against these modules by the tests.
 
 - `rule`: the rule at one position and over blocks of a toy Markov language (trusted reference)
 - `theory`: alpha, the residual, expected tokens per pass, the wall-clock speedup, the best gamma
@@ -12,5 +12,5 @@ code (`specdec.verification`, `specdec.sampling`) is held against these modules 
 - `toy`: the losslessness demo behind `specdec toy`
 - `explainer`: one position's accept/reject picture and the speedup calculator, for the Explainer page
 
-Not handled here: temperature and top-k/top-p on logits (`specdec.sampling`), caches, models.
+Not handled here: temperature and top-k/top-p on logits (`specdec.engine.sampling`), caches, models.
 """

@@ -130,7 +130,7 @@ def stop_where_target_disagrees(p: Distribution, q: Distribution) -> np.ndarray:
 
 
 def warp(probabilities: Distribution, temperature: float = 1.0, top_k: int = 0) -> np.ndarray:
-    """Temperature then top-k on a distribution, by the engine's own warping (`specdec.sampling`).
+    """Temperature then top-k on a distribution, by the engine's own warping (`specdec.engine.sampling`).
 
     softmax(log(probs) / T) = probs^(1/T) renormalised; top-k keeps ties with the k-th value.
     The arithmetic is the engine's float32, so the lessons warp exactly as a run does.
@@ -142,8 +142,8 @@ def warp(probabilities: Distribution, temperature: float = 1.0, top_k: int = 0) 
     """
     import torch
 
-    from specdec.sampling import SamplingConfig
-    from specdec.sampling import probabilities as warped
+    from specdec.engine.sampling import SamplingConfig
+    from specdec.engine.sampling import probabilities as warped
 
     if temperature <= 0:
         raise ValueError(f"temperature must be > 0 here (greedy is a point mass: use one_hot), got {temperature}")

@@ -4,7 +4,7 @@ Notation: p is the target's distribution at the position, x_1, x_2, ... the fixe
 in order (Token Recycling's table, suffix decoding's counts, lookahead's pool), q a distribution a buggy
 rule is told the candidates came from.
 
-The rule (`specdec.tree_verification`, `q=None`): with r = p, for each candidate in order keep it with
+The rule (`specdec.engine.tree_verification`, `q=None`): with r = p, for each candidate in order keep it with
 probability r(x), else take x out of r and renormalize; if none is kept, emit a sample of r. Every function
 returns the exact output distribution, computed by walking the rule's branches (no sampling):
 

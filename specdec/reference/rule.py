@@ -16,13 +16,13 @@ q(x) * min(1, p(x)/q(x)) = min(p(x), q(x)); a rejection happens with probability
 This module shows that for one position (`speculative_rule`, `sample_one_position`) and for
 whole blocks of gamma tokens over a toy Markov "language" (`speculative_markov_generate`), where
 the next-token tables P and Q play the roles of target and draft models. The torch engine in
-`specdec.verification` implements the same rule on real model outputs; the tests hold the two
+`specdec.engine.verification` implements the same rule on real model outputs; the tests hold the two
 against each other and against exact enumeration (`markov_sequence_distribution`).
 
 Deliberately broken rules, the negative controls the statistical tests must catch, live with
 the other classic bugs in `specdec.reference.bugs` (`accept_always_rule`, `resample_from_target_rule`).
 
-Not handled here: temperature, top-k and top-p (see `specdec.sampling`), models, caches.
+Not handled here: temperature, top-k and top-p (see `specdec.engine.sampling`), models, caches.
 """
 
 from __future__ import annotations

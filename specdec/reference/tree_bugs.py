@@ -1,7 +1,7 @@
 """Several guesses at one tree node: the exact output of the correct rule and of its classic bugs.
 
 Notation: p is the target distribution at the node, q the draft's, and the node has k children
-(guesses). The correct rule (`specdec.tree_verification.verify_tree_sampled`, and
+(guesses). The correct rule (`specdec.engine.tree_verification.verify_tree_sampled`, and
 `specdec.reference.rule.multi_candidate_rule` in NumPy) draws the guesses from q without
 replacement and tests them in turn:
 

@@ -3,7 +3,7 @@
 Loading a GGUF file dequantizes every tensor (about 40 s for a 1.5B model on a 2-core CPU). After
 the first load `specdec.zoo.loading` saves the model in the dtype it was loaded in, with its
 tokenizer, under `<cache>/models/<name>/converted-<dtype>/`, and later loads read that folder.
-A copy with int8 or int4 weights (`specdec.zoo.quantization`) is kept the same way under
+A copy with int8 or int4 weights (`specdec.kernels.quantization`) is kept the same way under
 `converted-<dtype>-<quantization>/`: its layers' int8/int4 tensors in one safetensors file, the
 config, the generation config and the tokenizer; it records the torch version whose kernels packed
 it and is ignored under another.
@@ -40,9 +40,10 @@ from transformers.initialization import no_init_weights
 
 from specdec.zoo import load_progress
 from specdec.zoo.catalog import ModelEntry
-from specdec.zoo.devices import dtype_name
+from specdec.kernels.devices import dtype_name
 from specdec.zoo.fetch import model_dir
-from specdec.zoo.quantization import mark_quantized, rebuild_quantized_layers
+from specdec.kernels.quantization import mark_quantized
+from specdec.kernels.quantization import rebuild_quantized_layers
 from specdec.zoo.safetensors_writer import write_safetensors
 
 MANIFEST = "specdec-manifest.json"

@@ -115,6 +115,12 @@ def report(model: str, stage: str, done: int, total: int, unit: str = "", share:
     _callback(LoadStep(model, stage, done, total, now - started, unit, share))
 
 
+def layers_reported(model: str, quantization: str) -> Callable[[int, int], None]:
+    """The `on_layer(done, total)` callback for quantizing `model`'s layers (`specdec.kernels.quantization`): a `report` each."""
+    stage = f"quantizing linear layers to {quantization}"
+    return lambda done, total: report(model, stage, done, total)
+
+
 @contextmanager
 def gguf_tensors_reported(model: str) -> Iterator[None]:
     """While loading `model` from a GGUF file, report each module whose names transformers matches and each tensor it dequantizes.

@@ -4,7 +4,7 @@
     model = load_model("./my-model")                            # a folder saved by save_pretrained
     model = load_model("~/models/qwen2.5-coder-0.5b-q4_k_m.gguf", dtype="bfloat16")  # a GGUF file
     model = load_model("qwen2.5-coder-1.5b")                   # a model of the zoo (`specdec models list`)
-    model = load_model("qwen2.5-coder-1.5b", quantization="int8")   # int8 weights (CPU; `specdec.zoo.quantization`)
+    model = load_model("qwen2.5-coder-1.5b", quantization="int8")   # int8 weights (CPU; `specdec.kernels.quantization`)
     tokenizer = load_tokenizer("./my-model")
     same_tokenizer(target_tokenizer, draft_tokenizer)           # else the draft drafts through the shared tokens
 
@@ -17,8 +17,8 @@ else from its fetched GGUF checkpoint (slow: dequantized on load; a converted co
 next time), else from the model hub. When none of these is possible the error names the fetch
 command. Quantization "none" (the default here) keeps the weights in `dtype`; "int8" and "int4"
 quantize the linear layers (and keep such a copy too, so the next load is quick); "auto" picks the
-fastest exact choice for the device and the model's role (`specdec.zoo.quantization.auto_quantization`).
-bfloat16 linear layers on a CPU are packed for oneDNN once loaded (`specdec.zoo.packed_linear`: the
+fastest exact choice for the device and the model's role (`specdec.kernels.quantization.auto_quantization`).
+bfloat16 linear layers on a CPU are packed for oneDNN once loaded (`specdec.kernels.packed_linear`: the
 same bits, about twice as fast a step).
 
 When the model hub cannot be reached, loading a hub id fails at once with one line that says so,
@@ -42,9 +42,10 @@ from specdec.errors import SpecdecError, first_line
 from specdec.zoo import converted, load_progress
 from specdec.zoo.catalog import ModelEntry, resolve_model
 from specdec.zoo.fetch import checkpoint_path, is_cached
-from specdec.zoo.packed_linear import pack_linear_layers
-from specdec.zoo.precision import Precision, resolve_precision
-from specdec.zoo.quantization import apply_quantization, quantization_of
+from specdec.kernels.packed_linear import pack_linear_layers
+from specdec.kernels.precision import Precision, resolve_precision
+from specdec.kernels.quantization import apply_quantization
+from specdec.kernels.quantization import quantization_of
 
 
 @functools.lru_cache(maxsize=1)
@@ -101,9 +102,9 @@ def load_model(name_or_path: str, device: str | torch.device = "auto", dtype: st
     """A causal LM from a zoo name, a hub id, a local folder or a .gguf file, in eval mode on `device`.
 
     `quantization`: "none", "int8", "int4" or "auto" (which reads `role`, "target" or "draft").
-    `precision`: all of device, dtype and quantization already resolved (`specdec.zoo.precision`, as
+    `precision`: all of device, dtype and quantization already resolved (`specdec.kernels.precision`, as
     `load_pair` does once for both models); the three arguments are then not read.
-    `packed`: lay bfloat16 linear layers out for the CPU kernel once (`specdec.zoo.packed_linear`; False: as stored).
+    `packed`: lay bfloat16 linear layers out for the CPU kernel once (`specdec.kernels.packed_linear`; False: as stored).
     """
     precision = precision or resolve_precision(device, dtype, quantization, role)
     entry = resolve_model(name_or_path)
@@ -113,7 +114,7 @@ def load_model(name_or_path: str, device: str | torch.device = "auto", dtype: st
         label = Path(name_or_path).name or name_or_path          # how its load is reported
         with load_progress.gguf_tensors_reported(label):
             model = _from_pretrained(AutoModelForCausalLM, name_or_path, "model", dtype=precision.dtype)
-        model = apply_quantization(model, precision.weights, precision.strict, label)
+        model = apply_quantization(model, precision.weights, precision.strict, load_progress.layers_reported(label, precision.weights))
     model = model.to(precision.device).eval()
     if packed:
         pack_linear_layers(model)           # bfloat16 on a CPU: the same bits, about twice as fast (`packed_linear`)
@@ -166,7 +167,7 @@ def _load_zoo_model(entry: ModelEntry, precision: Precision) -> PreTrainedModel:
             load_progress.report(entry.name, f"loading the saved {quantization} copy", 0, 0)
             return converted.load_quantized_copy(folder, dtype, quantization)
         unquantized = _load_zoo_model(entry, replace(precision, weights="none"))
-        model = apply_quantization(unquantized, quantization, precision.strict, entry.name)
+        model = apply_quantization(unquantized, quantization, precision.strict, load_progress.layers_reported(entry.name, quantization))
         if entry.package is not None and quantization_of(model) != "none":   # quantized at last: keep the result for next time
             converted.save_converted(entry, model, load_tokenizer(entry.name), dtype, quantization)
         return model
@@ -209,7 +210,7 @@ def same_tokenizer(target_tokenizer: PreTrainedTokenizerBase, draft_tokenizer: P
 def check_same_tokenizer(target_tokenizer: PreTrainedTokenizerBase, draft_tokenizer: PreTrainedTokenizerBase,
                          target_name: str = "target", draft_name: str = "draft") -> None:
     """Refuse a pair whose tokenizers map text to different ids (for code that compares ids directly;
-    `load_pair` instead drafts through the shared tokens, `specdec.cross_tokenizer`)."""
+    `load_pair` instead drafts through the shared tokens, `specdec.drafting.cross_tokenizer`)."""
     if same_tokenizer(target_tokenizer, draft_tokenizer):
         return
     target_vocab, draft_vocab = target_tokenizer.get_vocab(), draft_tokenizer.get_vocab()

@@ -1,0 +1,1 @@
+"""The engine: the pieces of speculative decoding (WIP: the loop moves here next)."""

@@ -1,0 +1,96 @@
+"""Choosing gamma round by round: a fixed gamma, or a cost-aware adaptive one.
+
+Notation: alpha is the chance one drafted token is accepted, c the cost of a draft step over a
+target step, v(gamma) the cost of a verification pass over gamma + 1 tokens over a target step.
+
+The best fixed gamma depends on alpha, and alpha changes with the text: boilerplate code is easy to
+guess, a new idea is not. `AdaptiveGamma` keeps a running estimate of alpha from the rounds so far
+(accepted tokens over tested tokens, with recent rounds weighted more and a weak prior), and before
+each round picks the gamma that maximises the expected speedup of that round,
+
+    E[tokens](alpha, gamma) / (gamma * c + v(gamma))        (specdec.reference.theory.walltime_speedup)
+
+with c and v(gamma) measured for the pair (`specdec.engine.costs.measure_costs`). Choosing gamma never
+touches exactness: the rule is exact for any gamma.
+
+transformers' dynamic schedule, for comparison, adds 2 after a full accept and subtracts 1 after a
+rejection, whatever the costs.
+
+    schedule = AdaptiveGamma(costs)            # costs: a CostProfile
+    speculative_generate(target, draft, ids, gamma=schedule)
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from specdec.engine.costs import CostProfile
+from specdec.reference.theory import walltime_speedup
+
+
+@runtime_checkable
+class GammaSchedule(Protocol):
+    """Picks the next round's gamma and learns from how the round went."""
+
+    def next_gamma(self) -> int: ...
+
+    def update(self, drafted: int, accepted: int) -> None:
+        """A round drafted `drafted` tokens and the rule accepted the first `accepted` of them."""
+
+
+class FixedGamma:
+    """The same gamma every round.
+
+    >>> FixedGamma(4).next_gamma()
+    4
+    """
+
+    def __init__(self, gamma: int) -> None:
+        self.gamma = gamma
+
+    def next_gamma(self) -> int:
+        return self.gamma
+
+    def update(self, drafted: int, accepted: int) -> None:
+        pass
+
+
+class AdaptiveGamma:
+    """The gamma with the best expected speedup under the current alpha estimate.
+
+    >>> costs = CostProfile(target_step_s=0.1, draft_step_s=0.02, verify_s={g: 0.1 for g in range(1, 17)})
+    >>> schedule = AdaptiveGamma(costs, max_gamma=16)
+    >>> for _ in range(20):
+    ...     schedule.update(drafted=8, accepted=8)     # everything accepted: draft more
+    >>> schedule.next_gamma()
+    16
+    >>> for _ in range(20):
+    ...     schedule.update(drafted=8, accepted=0)     # nothing accepted: draft as little as possible
+    >>> schedule.next_gamma()
+    1
+    """
+
+    def __init__(self, costs: CostProfile, max_gamma: int = 12, decay: float = 0.8,
+                 prior_alpha: float = 0.6, prior_weight: float = 2.0) -> None:
+        self.costs = costs
+        self.max_gamma = max_gamma
+        self.decay = decay            # weight of the past at each round: 0.8 remembers about 5 rounds
+        self.accepted = prior_alpha * prior_weight
+        self.tested = prior_weight
+        self._verify_costs = {gamma: costs.v(gamma) for gamma in range(1, max_gamma + 1)}
+
+    @property
+    def alpha(self) -> float:
+        """The running estimate: accepted tokens / tested tokens (a rejection is one tested token)."""
+        return self.accepted / self.tested
+
+    def next_gamma(self) -> int:
+        alpha = min(self.alpha, 0.999)
+        speedups = {gamma: walltime_speedup(alpha, gamma, self.costs.c, self._verify_costs[gamma])
+                    for gamma in range(1, self.max_gamma + 1)}
+        return max(speedups, key=speedups.get)
+
+    def update(self, drafted: int, accepted: int) -> None:
+        tested = accepted + (1 if accepted < drafted else 0)   # tokens after the first rejection were never tested
+        self.accepted = self.decay * self.accepted + accepted
+        self.tested = self.decay * self.tested + tested

@@ -1,0 +1,1 @@
+"""Generation: the public entry points, the default policy and the methods (WIP)."""
