@@ -17,8 +17,8 @@ import time
 import torch
 
 from specdec.engine.kv_cache import CachedModel
-from specdec.zoo.loading import load_model
 from specdec.kernels.packed_linear import pack_linear_layers
+from specdec.zoo.loading import load_model
 
 
 def pass_times(models: dict[str, torch.nn.Module], tokens: int, repeats: int) -> dict[str, float]:

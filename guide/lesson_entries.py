@@ -205,7 +205,7 @@ def families(saved: str) -> dict[str, float]:
 
     import pandas as pd
 
-    from specdec.bench.harness import FAMILY_METHODS
+    from specdec.bench.methods import FAMILIES
     from specdec.bench.spec_bench import families_table
 
     frame = pd.read_csv(io.StringIO(saved))
@@ -221,7 +221,7 @@ def families(saved: str) -> dict[str, float]:
     for rank, row in enumerate(table.itertuples(index=False), start=1):
         values |= {f"{row.method}_{column}": getattr(row, column) for column in table.columns if column not in ("method", "spec_bench_row")}
         values[f"{row.method}_rank"] = rank
-    values["best"] = next(method for method in table["method"] if method in FAMILY_METHODS)
+    values["best"] = next(method for method in table["method"] if method in FAMILIES[1:])
     return values
 
 
@@ -261,7 +261,7 @@ def batch_bug_demo() -> dict[str, float]:
     """The classic batching bug, computed on a tiny random Llama and a noisy copy of it as the draft (no download).
 
     Four prompts of different lengths, greedy, gamma 4, 24 tokens: with each row's own bookkeeping
-    (`specdec.engine.batch_cache.BatchCache`) and with one count for the batch (`specdec.generation.batched.UniformAdvanceCache`).
+    (`specdec.engine.batch_cache.BatchCache`) and with one count for the batch (`specdec.reference.batch_bugs`).
     Keys: "rows", "tokens", "right_rows" (rows equal to their own plain run), "bug_rows" (rows that differ with the
     bug), "bug_tokens" (their tokens that differ from the right ones, all rows), "first" (the earliest differing
     token, 1-based), "same_round" (1 if every row that differs was right in the first round).
@@ -269,8 +269,9 @@ def batch_bug_demo() -> dict[str, float]:
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from specdec.generation.autoregressive import autoregressive_generate
-    from specdec.generation.batched import UniformAdvanceCache, speculative_generate_batch
+    from specdec import ModelDrafter, autoregressive_generate, speculative_generate
+    from specdec.engine.inputs import Decoding
+    from specdec.reference.batch_bugs import generate_with_one_count
 
     def tiny(noise: float) -> LlamaForCausalLM:
         torch.manual_seed(0)
@@ -288,12 +289,12 @@ def batch_bug_demo() -> dict[str, float]:
     prompts = [torch.tensor(p) for p in ([2, 3, 4, 5, 6, 7, 8, 9], [10, 11], [12, 2, 13, 3, 14], [15])]
     tokens = 24
     alone = [autoregressive_generate(target, p, max_new_tokens=tokens, temperature=0).tokens for p in prompts]
-    right = speculative_generate_batch(target, draft, prompts, gamma=4, max_new_tokens=tokens, temperature=0)
-    bug = speculative_generate_batch(target, draft, prompts, gamma=4, max_new_tokens=tokens, temperature=0,
-                                     cache_type=UniformAdvanceCache)
-    differing = [next(i for i, (a, b) in enumerate(zip(r.tokens, own)) if a != b) for r, own in zip(bug, alone) if r.tokens != own]
-    first_round = [len(r.rounds[0].emitted) + len(r.rounds[1].emitted) for r, own in zip(bug, alone) if r.tokens != own]
+    right = speculative_generate(target, draft, prompts, gamma=4, max_new_tokens=tokens, temperature=0)
+    rounds = generate_with_one_count(target, ModelDrafter(draft), prompts, 4, Decoding(max_new_tokens=tokens, temperature=0))
+    bug = [[token for round_ in row for token, _ in round_.emitted] for row in rounds]
+    differing = [next(i for i, (a, b) in enumerate(zip(row, own)) if a != b) for row, own in zip(bug, alone) if row != own]
+    first_round = [len(row[0].emitted) + len(row[1].emitted) for row, out, own in zip(rounds, bug, alone) if out != own]
     return {"rows": len(prompts), "tokens": tokens, "right_rows": sum(r.tokens == own for r, own in zip(right, alone)),
-            "bug_rows": len(differing), "bug_tokens": sum(a != b for r, own in zip(bug, alone) for a, b in zip(r.tokens, own)),
+            "bug_rows": len(differing), "bug_tokens": sum(a != b for row, own in zip(bug, alone) for a, b in zip(row, own)),
             "first": min(differing) + 1 if differing else 0,
             "same_round": int(all(d >= f for d, f in zip(differing, first_round)))}

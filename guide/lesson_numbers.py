@@ -41,20 +41,6 @@ GUIDE = Path(__file__).resolve().parent
 sys.path.insert(0, str(GUIDE.parent))   # specdec, from a checkout
 sys.path.insert(0, str(GUIDE))          # lesson_entries.py
 
-from specdec.reference import bugs, tree_bugs  # noqa: E402
-from specdec.engine.stop_rule import ConfidenceStop  # noqa: E402
-from specdec.reference.stats import binomial_standard_error  # noqa: E402
-from specdec.reference.theory import (  # noqa: E402
-    acceptance_rate,
-    best_gamma,
-    expected_tokens_per_pass,
-    multi_candidate_acceptance,
-    pays_off,
-    residual_distribution,
-    total_variation,
-    walltime_speedup,
-)
-
 from lesson_entries import (  # noqa: E402,F401  (entry_text and the kinds are what tests/test_guide.py reads)
     MEASUREMENTS,
     Computed,
@@ -72,6 +58,19 @@ from lesson_entries import (  # noqa: E402,F401  (entry_text and the kinds are w
     vector,
 )
 
+from specdec.engine.stop_rule import ConfidenceStop  # noqa: E402
+from specdec.reference import bugs, tree_bugs  # noqa: E402
+from specdec.reference.stats import binomial_standard_error  # noqa: E402
+from specdec.reference.theory import (  # noqa: E402
+    acceptance_rate,
+    best_gamma,
+    expected_tokens_per_pass,
+    multi_candidate_acceptance,
+    pays_off,
+    residual_distribution,
+    total_variation,
+    walltime_speedup,
+)
 
 # --- the running example: the seed's three-token p and q (also `specdec toy`'s default) -------
 

@@ -17,9 +17,9 @@ from pages.common.state import keep, remember
 from pages.common.tokens_html import legend_html, plain_text_html, tokens_html
 from pages.common.trace import count_kinds, round_records
 from pages.common.turns import shared_turns, waiting_note
+from specdec import pairing
 from specdec.bench.comparison import RunComparison, acceptance_by_position
 from specdec.bench.prompts import suite
-from specdec import pairing
 
 st.set_page_config(page_title="Playground · specdec", page_icon=":material/play_circle:", layout="wide")
 settings = render_sidebar()

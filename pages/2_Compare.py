@@ -16,10 +16,10 @@ from pages.common.turns import shared_turns, waiting_note
 from specdec.bench import harness, tables
 from specdec.bench.batches import batch_benchmark, batch_table
 from specdec.bench.charts import batch_figure, benchmark_figures, has_batches
-from specdec.bench.harness import ADAPTIVE, FAMILIES, STOP, TREE, BenchSettings
+from specdec.bench.gammas import gamma_labels
+from specdec.bench.harness import FAMILIES, BenchSettings
 from specdec.bench.prompts import CATEGORIES
 from specdec.bench.spec_bench import LEADERBOARD, SETTING, families_figures, families_table
-from specdec.bench.tables import DEFAULT
 from specdec.bench.vllm.offline import VllmSettings, find_vllm_python, run_vllm_benchmark
 from specdec.bench.vllm.rows import with_vllm_speedups
 from specdec.bench.vllm.server import CONCURRENCY, ServerRun, server_benchmark
@@ -52,11 +52,10 @@ def _choose_pairs() -> list[str]:
 
 def _bench_settings(gammas: tuple[int, int], stop: bool, adaptive: bool, assisted: bool, tree: bool, categories: list[str],
                     per_category: int, repeats: int, families: bool = False) -> BenchSettings:
-    trees = (f"{TREE}-{settings.tree_budget}",) if tree else ()
     methods = ("speculative", "assisted") if assisted else ("speculative",)
     return BenchSettings(methods=tuple(dict.fromkeys(methods + (FAMILIES if families else ()))),
-                         gammas=((STOP,) if stop else ()) + tuple(range(gammas[0], gammas[1] + 1)) + ((ADAPTIVE,) if adaptive else ())
-                         + trees + ((DEFAULT,) if families else ()),
+                         gammas=gamma_labels(range(gammas[0], gammas[1] + 1), stop=stop, adaptive=adaptive,
+                                             tree_budget=settings.tree_budget if tree else None, default=families),
                          categories=tuple(categories), prompts_per_category=per_category,
                          decoding=settings.decoding, repeats=repeats)
 

@@ -6,11 +6,13 @@
     result = generate_speculative(pair, input_ids, decoding, gamma=4)
     plain = generate_plain(pair, input_ids, decoding)                       # the target alone
 
-The draft may be a drafter that needs no model of its own (`prompt-lookup`, `recycling`, `lookahead`,
-`suffix`, `layer-skip`: `specdec.drafting.TARGET_ONLY`); only the target is loaded then. A draft whose
+The draft may be a drafting method that needs no model of its own (`prompt-lookup`, `recycling`, `lookahead`,
+`suffix`, `layer-skip`: `specdec.generation.methods`); only the target is loaded then. A draft whose
 tokenizer differs from the target's drafts text that the target's tokenizer re-encodes
 (`specdec.drafting.cross_tokenizer`). The drafting decisions are the engine's policy's
 (`specdec.generation.policy`), made once per generation; a result says what it drafted (`result.drafting`).
+
+This is where the zoo (models on disk) meets the engine (generation): neither knows the other.
 """
 
 from __future__ import annotations
@@ -22,24 +24,23 @@ from dataclasses import dataclass, field
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from specdec.generation.autoregressive import autoregressive_generate
-from specdec.drafting import by_name
-from specdec.engine.contract import Drafter
 from specdec.drafting.cross_tokenizer import CrossTokenizerDrafter, retokenize, whole_character_tokens
 from specdec.drafting.draft_model import ModelDrafter
-from specdec.generation.policy import DraftingPlan, plan_drafting
 from specdec.drafting.tree_drafter import TreeDrafter, TreeSettings
-from specdec.errors import SpecdecError
+from specdec.engine.contract import Drafter
 from specdec.engine.inputs import Decoding
 from specdec.engine.results import GenerationResult, Round
 from specdec.engine.schedule import GammaSchedule
-from specdec.generation.speculative import speculative_generate
-from specdec.zoo import load_progress
-from specdec.zoo.catalog import PROMPT_LOOKUP, needs_draft_model
-from specdec.zoo.load_progress import LoadStep
-from specdec.zoo.loading import load_model, load_tokenizer, same_tokenizer, same_tokenizer_files
+from specdec.errors import SpecdecError
+from specdec.generation.autoregressive import autoregressive_generate
+from specdec.generation.methods import is_target_only, make_drafter
+from specdec.generation.policy import DraftingPlan, plan_drafting
+from specdec.generation.run import run_plan
 from specdec.kernels.precision import Precision, read_off, resolve_pair_precision
 from specdec.kernels.quantization import precision_summary
+from specdec.zoo import load_progress
+from specdec.zoo.load_progress import LoadStep
+from specdec.zoo.loading import load_model, load_tokenizer, same_tokenizer, same_tokenizer_files
 
 AUTO = "auto"   # `generate_speculative(tree=AUTO)`: draft as `speculative_generate` does by default
 
@@ -121,9 +122,9 @@ class LoadedPair:
         return precision_summary(self.precision, None if self.draft is None else self.draft_precision)
 
     def method_drafter(self, name: str) -> Drafter:
-        """The pair's drafter of a method that needs no draft model (`specdec.drafting.TARGET_ONLY`), made once."""
+        """The pair's drafter of a method that needs no draft model (`specdec.generation.methods`), made once."""
         if name not in self.drafters:
-            self.drafters[name] = by_name(name, self.target)
+            self.drafters[name] = make_drafter(name, self.target)
         return self.drafters[name]
 
     def drafter(self, vocab_limit: int | None = None, tree: TreeSettings | None = None, method: str | None = None) -> Drafter:
@@ -132,8 +133,6 @@ class LoadedPair:
         the target-only drafters)."""
         method = method or (None if self.draft is not None else self.draft_name)
         if method is not None:
-            if tree is not None and method == PROMPT_LOOKUP:
-                raise SpecdecError("prompt lookup drafts a chain, not a tree: pick a draft model to draft a tree")
             if tree is not None or vocab_limit is not None:
                 raise SpecdecError(f"{method} drafts without a draft model: turn off the tree and the draft vocabulary limit")
             return self.method_drafter(method)
@@ -149,15 +148,15 @@ class LoadedPair:
         return ModelDrafter(self.draft, self.draft_name, vocab_limit)
 
     def plan(self, gamma: int | GammaSchedule | None = None, vocab_limit: int | None = None, tree: TreeSettings | str | None = None,
-             method: str | None = None) -> DraftingPlan:
-        """What a generation drafts with (`specdec.generation.policy`), decided once: `tree=AUTO` with gamma left out lets the
-        policy choose for the pair's draft model (a tree where trees pay, else the stop rule's chain)."""
+             method: str | None = None, rows: int = 1) -> DraftingPlan:
+        """What a generation of `rows` texts drafts with (`specdec.generation.policy`), decided once: `tree=AUTO` with gamma
+        left out lets the policy choose for the pair's draft model (a tree where trees pay, else the stop rule's chain)."""
         if tree == AUTO:
             if gamma is None and vocab_limit is None and method is None and self.draft is not None and not self.cross_tokenizer:
-                return plan_drafting(self.target, self.draft, None, self.draft_name)
+                return plan_drafting(self.target, self.draft, None, rows, self.draft_name)
             tree = None
         drafter = self.drafter(vocab_limit, tree, method)
-        return plan_drafting(self.target, drafter, None if drafter.capabilities.sizes_rounds else gamma)
+        return plan_drafting(self.target, drafter, None if drafter.capabilities.sizes_rounds else gamma, rows)
 
     def draft_ids(self, input_ids: torch.Tensor) -> torch.Tensor:
         """`input_ids` [1, T] as the draft reads them: the same ids, or the text re-encoded by the draft's tokenizer."""
@@ -180,7 +179,7 @@ class LoadedPair:
 def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: str = "auto",
               progress: Callable[[str], None] | None = None, draft_quantization: str = "none",
               quantization: str = "none", steps: Callable[[LoadStep], None] | None = None) -> LoadedPair:
-    """Load the target, the draft (unless it is a drafter that needs no model: `TARGET_ONLY_DRAFTS`) and the tokenizers.
+    """Load the target, the draft (unless it is a method that needs no model: `specdec.generation.methods`) and the tokenizers.
 
     `quantization` is the target's weights, `draft_quantization` the draft's: "none", "int8",
     "int4" (CPU only), or "auto" (int8 target and int4 draft on a CPU, `auto_quantization`). The
@@ -190,14 +189,14 @@ def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: st
     `progress` gets a line per model; `steps` a `LoadStep` per tokenizer read, GGUF tensor dequantized and layer
     quantized (`specdec.zoo.load_progress`), for a progress bar with the time left.
     """
-    if not needs_draft_model(target_name):
+    if is_target_only(target_name):
         raise SpecdecError(f"{target_name} can only be the draft: give a model as the target")
     say = progress or (lambda message: None)
     precisions = dict(zip(("target", "draft"), resolve_pair_precision(device, dtype, quantization, draft_quantization,
-                                                                                          needs_draft_model(draft_name))))
+                                                                                          not is_target_only(draft_name))))
     seconds: dict[str, float] = {}
     start = time.perf_counter()
-    names = [target_name] if not needs_draft_model(draft_name) or same_tokenizer_files(target_name, draft_name) else [target_name, draft_name]
+    names = [target_name] if is_target_only(draft_name) or same_tokenizer_files(target_name, draft_name) else [target_name, draft_name]
     with load_progress.reporting(steps):           # seconds each from a GGUF file on a first load: a stage of its own
         tokenizers = []
         for done, name in enumerate(names):
@@ -210,7 +209,7 @@ def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: st
     seconds["tokenizers"] = time.perf_counter() - start
     models = {}
     for role, name in (("target", target_name), ("draft", draft_name)):
-        if not needs_draft_model(name):
+        if is_target_only(name):
             continue
         say(f"Loading {role} {name} …")
         start = time.perf_counter()
@@ -256,33 +255,22 @@ def encode_prompt(tokenizer: PreTrainedTokenizerBase, prompt: str, chat: bool = 
 def generate_speculative(pair: LoadedPair, input_ids: torch.Tensor, decoding: Decoding, gamma: int | GammaSchedule | None = None,
                          draft_vocab_limit: int | None = None, on_round: Callable[[Round], None] | None = None,
                          tree: TreeSettings | str | None = None, method: str | None = None) -> GenerationResult:
-    """`speculative_generate` with the pair's models and end-of-sequence ids, drafted as `LoadedPair.plan` says: the draft
-    model as a chain, or a tree (`tree`: `TreeSettings`; `AUTO` with gamma None: what the engine drafts by default), or
-    the target-only method `method` (`specdec.drafting.TARGET_ONLY`). `result.drafting` says what it drafted."""
+    """One text with the pair's models and end-of-sequence ids, drafted as `LoadedPair.plan` says: the draft model as a
+    chain, or a tree (`tree`: `TreeSettings`; `AUTO` with gamma None: what the engine drafts by default), or the
+    target-only method `method` (`specdec.generation.methods`). `result.drafting` says what it drafted."""
     plan = pair.plan(gamma, draft_vocab_limit, tree, method)
-    return speculative_generate(pair.target, plan, input_ids, eos_token_id=pair.eos_token_ids, on_round=on_round, **decoding.as_kwargs())
-
-
-def batch_draft(pair: LoadedPair, method: str | None = None) -> object:
-    """What a batch drafts with (`specdec.generation.batched`): the pair's draft model (chains, one draft pass per step for all rows),
-    or the target-only method `method` (or the pair's, when its draft is one), one copy per row."""
-    method = method or (None if pair.draft is not None else pair.draft_name)
-    if method is not None:
-        return pair.method_drafter(method)
-    if pair.cross_tokenizer:
-        raise SpecdecError("a draft with another tokenizer drafts one text at a time: run a batch with a draft model sharing the "
-                           "target's tokenizer, or a method without a draft model")
-    return pair.draft
+    callback = None if on_round is None else (lambda row, round_: on_round(round_))
+    return run_plan(pair.target, plan, [input_ids.reshape(-1)], decoding, pair.eos_token_ids, callback)[0]
 
 
 def generate_speculative_batch(pair: LoadedPair, prompts: Sequence[torch.Tensor], decoding: Decoding,
                                gamma: int | GammaSchedule | None = None, method: str | None = None,
                                on_round: Callable[[int, Round], None] | None = None) -> list[GenerationResult]:
-    """`speculative_generate` on several prompts at once with the pair's models (`batch_draft`): one result per prompt."""
-    draft = batch_draft(pair, method)
-    sizes_rounds = getattr(getattr(draft, "capabilities", None), "sizes_rounds", False)
-    return speculative_generate(pair.target, draft, list(prompts), gamma=None if sizes_rounds else gamma,
-                                eos_token_id=pair.eos_token_ids, on_round=on_round, **decoding.as_kwargs())
+    """Several prompts at once with the pair's models: the draft model's chains (one draft pass per step for all rows), a
+    draft with its own tokenizer (row by row), or the target-only method `method` (or the pair's, when its draft is one);
+    one result per prompt."""
+    plan = pair.plan(gamma, method=method, rows=len(prompts))
+    return run_plan(pair.target, plan, [prompt.reshape(-1) for prompt in prompts], decoding, pair.eos_token_ids, on_round)
 
 
 def generate_plain_batch(pair: LoadedPair, prompts: Sequence[torch.Tensor], decoding: Decoding) -> list[GenerationResult]:

@@ -1,23 +1,33 @@
 """Exact target distributions by enumeration, and the sampled ones to hold against them.
 
-Used by the statistical tests: generate many seeded runs, count the tokens of the first
+Used by the statistical tests: generate many independent runs, count the tokens of the first
 speculative round, and compare with what the target alone would give, computed exactly by running
 the target on every possible continuation.
+
+The runs are the rows of ONE batched call (`speculative_generate` with the same prompt `runs` times):
+every row draws from its own random stream (`SeedSequence([seed, row])`) and is exact on its own, so the
+rows are independent draws, and a batch of 3,000 rows costs seconds where 3,000 calls cost a minute.
+
+How many runs? Enough that every negative control fails. A broken rule moves the distribution by
+D = sum over cells of (p_broken - p)^2 / p; over N runs Pearson's statistic then has mean df + N D (a
+noncentral chi-square). `power(runs, D, df)` is the chance it exceeds the p = 1e-3 threshold, taking D a
+third smaller than measured for safety, and `EFFECTS` holds each control's D, measured once as
+(statistic - df) / runs; `tests/test_power.py` checks that every control's runs give a power of 0.999.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable
 
 import torch
 
 from specdec import speculative_generate
-from specdec.reference.stats import chi_square_test
 from specdec.engine.sampling import SamplingConfig, probabilities
+from specdec.reference.stats import chi_square_survival, chi_square_test
 
 RUNS = 3000
-FAST_RUNS = 1500   # the drafters without a draft model: half the runs (their tests are many); the broken rules still fail
 SIGNIFICANCE = 1e-3
 PROMPT = [2, 3, 4]
 LENGTH = 4   # tokens per run: the prompt pass gives token 1, one round of gamma = 2 gives tokens 2..4
@@ -54,24 +64,68 @@ def exact_distribution(model: torch.nn.Module, prompt: list[int], length: int, s
 
 
 def sampled_counts(generate: Callable[[int], list[int]], runs: int, length: int, skip_first: bool = True) -> Counter:
-    """Counts of (t_2..t_length) (or t_1..t_length) over `runs` seeded generations."""
+    """Counts of (t_2..t_length) (or t_1..t_length) over `runs` seeded generations, one call each (for what cannot batch)."""
     start = 1 if skip_first else 0
     return Counter(tuple(generate(seed)[start:length]) for seed in range(runs))
 
 
+def batched_runs(target, draft, sampling: SamplingConfig, prompt=PROMPT, gamma=3, runs=RUNS, length=LENGTH, seed=0) -> list:
+    """`runs` independent generations of `length` tokens after `prompt`, as the rows of one batched call."""
+    return speculative_generate(target, draft, [torch.tensor(prompt)] * runs, gamma=gamma, max_new_tokens=length,
+                                temperature=sampling.temperature, top_k=sampling.top_k, top_p=sampling.top_p, seed=seed)
+
+
 def speculative_fit(target, draft_factory, sampling: SamplingConfig, prompt=PROMPT, gamma_factory=lambda: 3, lengths=None, runs=RUNS):
+    """The chi-square fit of the first round's tokens over `runs` rows against the exact distribution, and the acceptance rate."""
     exact = exact_distribution(target, prompt, LENGTH, sampling)
-    drafted = accepted = 0
-
-    def generate(seed):
-        nonlocal drafted, accepted
-        result = speculative_generate(target, draft_factory(), torch.tensor(prompt), gamma=gamma_factory(), max_new_tokens=LENGTH,
-                                      temperature=sampling.temperature, top_k=sampling.top_k, top_p=sampling.top_p,
-                                      seed=seed)
-        drafted, accepted = drafted + result.stats.drafted, accepted + result.stats.accepted
-        if lengths is not None:
-            lengths.append(len(result.rounds[1].drafted))
-        return result.tokens
-
-    fit = chi_square_test(sampled_counts(generate, runs, LENGTH), exact)
+    results = batched_runs(target, draft_factory(), sampling, prompt, gamma_factory(), runs)
+    if lengths is not None:
+        lengths += [len(result.rounds[1].drafted) for result in results]
+    drafted, accepted = sum(r.stats.drafted for r in results), sum(r.stats.accepted for r in results)
+    fit = chi_square_test(Counter(tuple(result.tokens[1:LENGTH]) for result in results), exact)
     return fit, accepted / drafted
+
+
+def critical_value(df: int, significance: float = SIGNIFICANCE) -> float:
+    """The statistic above which Pearson's test rejects at `significance` (`chi_square_survival` inverted by bisection).
+
+    >>> round(critical_value(1, 0.05), 2)
+    3.84
+    """
+    low, high = 0.0, 100.0 + 50.0 * df
+    for _ in range(100):
+        middle = (low + high) / 2
+        low, high = (middle, high) if chi_square_survival(middle, df) > significance else (low, middle)
+    return high
+
+
+def power(runs: int, effect: float, df: int, shrink: float = 2 / 3) -> float:
+    """The chance that a broken rule of effect D = `effect` fails the test over `runs` runs with `df` degrees of freedom.
+
+    The statistic is about normal with mean df + L and variance 2 (df + 2 L), L = runs x D x `shrink` (the
+    measured D, a third smaller for safety).
+
+    >>> power(3000, 0.078, 42) > 0.999, power(300, 0.078, 42) > 0.999
+    (True, False)
+    """
+    load = runs * effect * shrink
+    mean, spread = df + load, math.sqrt(2 * (df + 2 * load))
+    return 0.5 * math.erfc((critical_value(df) - mean) / spread / math.sqrt(2))
+
+
+# Each negative control's effect on its test, measured once at the runs in brackets: (D, df). D = (statistic - df) / runs.
+EFFECTS = {
+    "accept always, a draft model (3,000)": (3.70, 42),
+    "skip the residual, a draft model (3,000)": (0.078, 42),
+    "skip the residual, a draft with another tokenizer (3,000)": (0.0186, 38),
+    "accept always, a draft with another tokenizer (3,000)": (9.78, 38),
+    "skip the residual, layer skipping (3,000)": (0.081, 55),
+    "skip the residual, a quantized target (3,000)": (0.123, 24),
+    "no correction between sibling guesses, a tree (3,000)": (0.148, 42),
+    "only the most probable child, a tree (3,000)": (0.064, 42),
+    "fixed candidates against the wrong row, Token Recycling (1,500)": (14.2, 32),
+    "a rejected candidate left in the draw, lookahead (1,500)": (0.081, 32),
+    "a rejected candidate left in the draw, suffix decoding (1,500)": (0.102, 32),
+    "a rejected candidate left in the draw, a drafter in a test file (1,500)": (0.338, 32),
+    "one count for a batch's cache, the weakest of 3 rows (1,500 each)": (0.069, 42),
+}

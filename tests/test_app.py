@@ -7,17 +7,23 @@ Compare runs are in test_app_runs.py. The environment is `app_testing.dashboard_
 from __future__ import annotations
 
 import pytest
-from streamlit.testing.v1 import AppTest
-
-from app_testing import dashboard_environment  # noqa: F401  (an autouse fixture: tiny models, empty cache, fixture guide)
 from app_testing import (
-    PAGES, _clear_streamlit_caches, button, figure_titled, no_errors, open_app, run_playground, sidebar_widget,
-    token_html, values,
+    PAGES,
+    _clear_streamlit_caches,
+    button,
+    dashboard_environment,  # noqa: F401  (an autouse fixture: tiny models, empty cache, fixture guide)
+    figure_titled,
+    no_errors,
+    open_app,
+    run_playground,
+    sidebar_widget,
+    token_html,
+    values,
 )
 from dashboard_fixtures import TINY_LOOKUP_PAIR, TINY_PAIR
+from streamlit.testing.v1 import AppTest
 
 from specdec.drafting.tree_drafter import TreeSettings
-
 
 # --- every page -------------------------------------------------------------------------------
 

@@ -7,14 +7,19 @@ from __future__ import annotations
 
 import io
 
-from streamlit.testing.v1 import AppTest
-
-from app_testing import dashboard_environment  # noqa: F401  (an autouse fixture: tiny models, empty cache, fixture guide)
 from app_testing import (
-    button, figure_titled, no_errors, open_app, run_playground, sidebar_widget, token_html, values,
+    button,
+    dashboard_environment,  # noqa: F401  (an autouse fixture: tiny models, empty cache, fixture guide)
+    figure_titled,
+    no_errors,
+    open_app,
+    run_playground,
+    sidebar_widget,
+    token_html,
+    values,
 )
 from dashboard_fixtures import TINY_LOOKUP_PAIR, TINY_PAIR
-
+from streamlit.testing.v1 import AppTest
 
 # --- the Playground ---------------------------------------------------------------------------
 

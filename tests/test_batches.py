@@ -1,4 +1,4 @@
-"""Batches: every row exact on its own, whatever its neighbours accept (`specdec.generation.batched`, `specdec.engine.batch_cache`).
+"""Batches: every row exact on its own, whatever its neighbours accept (`specdec.engine.loop`, `specdec.engine.batch_cache`).
 
 Against the trusted references:
 - greedy: every row equals its own plain decoding alone, for prompts of different lengths, rows that end
@@ -9,8 +9,9 @@ Against the trusted references:
   values a fresh pass over that text gives;
 - sampling: each row's distribution equals the target's for its prompt (chi-square against
   enumeration), two rows with the same prompt are independent draws, and the classic bug (every row's
-  cache advanced by the same count, `UniformAdvanceCache`) fails the same tests;
-- a batch of one equals today's single-text run token for token, greedy and sampled with a seed;
+  cache advanced by the same count, `specdec.reference.batch_bugs`) fails the same tests;
+- a batch of one equals today's single-text run token for token, greedy and sampled with a seed, and rows
+  of neighbouring seeds share no random stream;
 - bad input gets one clear line.
 """
 
@@ -30,11 +31,15 @@ from specdec import (
     autoregressive_generate,
     speculative_generate,
 )
+import specdec.generation.run
+from specdec import ModelDrafter, batch_throughput
 from specdec.engine.batch_cache import BatchCache
-from specdec.generation.batched import UniformAdvanceCache, batch_throughput, speculative_generate_batch
-from specdec.engine.contract import Capabilities, ChainMethods, Draft
-from specdec.reference.stats import chi_square_test
+from specdec.engine.contract import Capabilities
+from specdec.engine.inputs import Decoding, row_generator
 from specdec.engine.sampling import SamplingConfig
+from specdec.engine.trees import DraftTree
+from specdec.reference.batch_bugs import generate_with_one_count
+from specdec.reference.stats import chi_square_test
 
 ARCHITECTURES = ("gpt2", "llama", "qwen2")
 PROMPTS = [[2, 3, 4, 5, 6, 7, 8, 9, 10], [11, 12], [13, 2, 14, 3, 15], [4]]
@@ -45,29 +50,40 @@ def plain(target, prompt, **options):
     return autoregressive_generate(target, torch.tensor(prompt), temperature=0, **options).tokens
 
 
-class Oracle(ChainMethods):
+class Oracle:
     """A model-free test drafter: for prompts starting with token 2 it drafts the target's own greedy tokens (all accepted),
     for the others a fixed wrong token (almost all rejected)."""
 
-    capabilities = Capabilities(model_free=True)
+    name, draft_model = "oracle", None
+    capabilities = Capabilities()
 
-    def __init__(self, answers: dict[tuple[int, ...], list[int]], gamma: int = 4) -> None:
-        self.name, self.passes, self.answers, self.gamma = "oracle", 0, answers, gamma
-        self.prompt: tuple[int, ...] = ()
+    def __init__(self, answers: dict[tuple[int, ...], list[int]]) -> None:
+        self.answers, self.prompts = answers, {}
 
-    def start(self, prompt, vocab_size):
-        self.prompt = tuple(prompt.tolist())
+    def begin(self, generation):
+        self.prompts = {row: tuple(prompt.tolist()) for row, prompt in generation.prompts.items()}
 
-    def propose(self, sequence, gamma, sampling, generator):
-        done = sequence.numel() - len(self.prompt)
-        if self.prompt[0] == 2:
-            tokens = self.answers[self.prompt][done:done + gamma]
+    def passes(self, row):
+        return 0
+
+    def draft(self, requests):
+        return {row: self.propose(self.prompts[row], request.sequence, request.limit) for row, request in requests.items()}
+
+    def propose(self, prompt, sequence, gamma):
+        done = sequence.numel() - len(prompt)
+        if prompt[0] == 2:
+            tokens = self.answers[prompt][done:done + gamma]
         else:
-            tokens = [(self.answers[self.prompt][done] + 1) % 24] * gamma if done < len(self.answers[self.prompt]) else []
-        return Draft(torch.tensor(tokens[:gamma], dtype=torch.long), None)
+            tokens = [(self.answers[prompt][done] + 1) % 24] * gamma if done < len(self.answers[prompt]) else []
+        return DraftTree.chain(torch.tensor(tokens[:gamma], dtype=torch.long))
 
-    def rollback(self, length):
+    def observe(self, verified):
         pass
+
+
+def with_cache(monkeypatch, cache_type):
+    """Every run builds its target's cache of several rows as `cache_type` (a broken or checking `BatchCache`)."""
+    monkeypatch.setattr(specdec.generation.run, "rows_cache", lambda model, rows: cache_type(model, list(rows)))
 
 
 @pytest.fixture(scope="module")
@@ -117,10 +133,10 @@ def test_rows_that_accept_very_differently_stay_exact_and_the_classic_bug_does_n
     assert [r.tokens for r in results] == list(answers.values())
     assert results[0].stats.acceptance_rate == 1.0                   # the oracle row accepts everything ...
     assert all(r.stats.acceptance_rate < 0.2 for r in results[1:])   # ... the noise rows almost nothing
-    broken = speculative_generate_batch(target, Oracle(answers), [torch.tensor(p) for p in PROMPTS], gamma=4, max_new_tokens=NEW,
-                                        temperature=0, cache_type=UniformAdvanceCache)
-    assert broken[0].tokens == answers[tuple(PROMPTS[0])]            # the row that kept most is right ...
-    assert any(r.tokens != answers[tuple(p)] for r, p in zip(broken[1:], PROMPTS[1:]))   # ... the others read rejected drafts
+    rounds = generate_with_one_count(target, Oracle(answers), [torch.tensor(p) for p in PROMPTS], 4, Decoding(NEW, temperature=0))
+    broken = [[token for round_ in row for token, _ in round_.emitted] for row in rounds]
+    assert broken[0] == answers[tuple(PROMPTS[0])]                   # the row that kept most is right ...
+    assert any(tokens != answers[tuple(p)] for tokens, p in zip(broken[1:], PROMPTS[1:]))   # ... the others read rejected drafts
 
 
 class CheckedCache(BatchCache):
@@ -143,8 +159,9 @@ class CheckedCache(BatchCache):
 
 
 @pytest.mark.parametrize("architecture", ARCHITECTURES)
-def test_each_rows_cache_equals_a_fresh_pass_after_every_round(pairs, architecture):
+def test_each_rows_cache_equals_a_fresh_pass_after_every_round(pairs, architecture, monkeypatch):
     target, draft = pairs[architecture]
+    with_cache(monkeypatch, CheckedCache)
     for drafter in (draft, TokenRecyclingDrafter()):
         CheckedCache.texts = {row: list(prompt) for row, prompt in enumerate(PROMPTS)}
         CheckedCache.checks = 0
@@ -152,8 +169,7 @@ def test_each_rows_cache_equals_a_fresh_pass_after_every_round(pairs, architectu
         def follow(row, round_):
             CheckedCache.texts[row] += [token for token, _ in round_.emitted]
 
-        speculative_generate_batch(target, drafter, [torch.tensor(p) for p in PROMPTS], max_new_tokens=12, temperature=0,
-                                   on_round=follow, cache_type=CheckedCache)
+        speculative_generate(target, drafter, [torch.tensor(p) for p in PROMPTS], max_new_tokens=12, temperature=0, on_round=follow)
         assert CheckedCache.checks >= 3 * len(PROMPTS)
 
 
@@ -170,6 +186,14 @@ def test_a_batch_of_one_is_todays_single_run(pairs, sampled):
     (plain_batched,) = autoregressive_generate(target, [PROMPTS[0]], **options)
     assert plain_batched.tokens == autoregressive_generate(target, torch.tensor(PROMPTS[0]), **options).tokens
 
+
+def test_rows_of_neighbouring_seeds_share_no_random_stream():
+    """Row b of seed s draws from SeedSequence([s, b]): no (seed, row) pair repeats another's stream (seed + b would:
+    row 1 of seed s was row 0 of seed s + 1)."""
+    streams = {(seed, row): tuple(torch.rand(8, generator=row_generator(seed, row)).tolist()) for seed in range(20) for row in range(20)}
+    assert len(set(streams.values())) == len(streams)
+    firsts = [stream[0] for stream in streams.values()]
+    assert len(set(firsts)) == len(firsts)                           # not even one draw in common
 
 def test_a_padded_tensor_with_its_mask_is_the_same_batch(pairs):
     target, draft = pairs["gpt2"]
@@ -200,17 +224,19 @@ def test_each_row_reports_its_own_counts_and_the_batch_its_throughput(pairs):
 
 SAMPLE_PROMPTS = [[2, 3, 4], [5, 6], [2, 3, 4]]      # rows 0 and 2 share a prompt: their draws must be independent
 LENGTH = 4                                           # tokens per row: gamma 1 makes the rounds 2..4 hinge on earlier ones
-RUNS = 1500
+RUNS = 2500                                          # samples of each row: the classic bug's power (tests/test_power.py)
 
 
-def batched_samples(target, draft, sampling, cache_type=BatchCache, runs=RUNS):
-    samples = []
-    for seed in range(runs):
-        results = speculative_generate_batch(target, draft, [torch.tensor(p) for p in SAMPLE_PROMPTS], gamma=1, max_new_tokens=LENGTH,
-                                             temperature=sampling.temperature, top_k=sampling.top_k, top_p=sampling.top_p,
-                                             seed=seed * 10, cache_type=cache_type)
-        samples.append([tuple(r.tokens) for r in results])
-    return samples
+def batched_samples(target, draft, sampling, runs=RUNS, one_count=False):
+    """`runs` samples of each row of SAMPLE_PROMPTS, all in ONE batch of 3 x runs rows (rows 3i..3i+2 are sample i)."""
+    prompts = [torch.tensor(p) for p in SAMPLE_PROMPTS] * runs
+    decoding = Decoding(LENGTH, sampling.temperature, sampling.top_k, sampling.top_p, seed=0)
+    if one_count:
+        rounds = generate_with_one_count(target, ModelDrafter(draft), prompts, 1, decoding)
+        tokens = [tuple(token for round_ in row for token, _ in round_.emitted) for row in rounds]
+    else:
+        tokens = [tuple(r.tokens) for r in speculative_generate(target, draft, prompts, gamma=1, **decoding.as_kwargs())]
+    return [tokens[i:i + len(SAMPLE_PROMPTS)] for i in range(0, len(tokens), len(SAMPLE_PROMPTS))]
 
 
 def row_fits(target, samples, sampling):
@@ -228,6 +254,7 @@ def sampling_pair():
     return tiny_pair("llama", vocab_size=8, seed=2, noise=1.0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sampling", [SamplingConfig(temperature=1.0), SamplingConfig(temperature=0.8, top_k=4)], ids=["t1.0", "top_k4"])
 def test_each_rows_distribution_is_the_targets_and_rows_are_independent(sampling_pair, sampling):
     from collections import Counter
@@ -242,10 +269,14 @@ def test_each_rows_distribution_is_the_targets_and_rows_are_independent(sampling
     assert pairs_fit.p_value > SIGNIFICANCE, pairs_fit
 
 
+@pytest.mark.slow
 def test_the_classic_bug_changes_the_distribution(sampling_pair):
+    """Power: one count for the batch moves each row's distribution by D = 0.100, 0.077 and 0.069 (statistics 192, 144
+    and 146 at 1,500 samples a row). At RUNS = 2,500 the weakest row alone has mean 42 + 2,500 x 0.069 = 215 against the
+    p = 1e-3 threshold of 76: power above 0.999 with D a third smaller (at 1,500 it was 0.97)."""
     target, draft = sampling_pair
     sampling = SamplingConfig(temperature=1.0)
-    fits = row_fits(target, batched_samples(target, draft, sampling, cache_type=UniformAdvanceCache), sampling)
+    fits = row_fits(target, batched_samples(target, draft, sampling, one_count=True), sampling)
     assert min(fit.p_value for fit in fits) < SIGNIFICANCE, fits
 
 
@@ -258,7 +289,7 @@ def test_bad_batches_get_one_clear_line(pairs):
         (lambda: speculative_generate(target, draft, [[2, 3], []]), "empty"),
         (lambda: speculative_generate(target, draft, [[2, 3]], attention_mask=torch.ones(1, 2)), "not both"),
         (lambda: speculative_generate(target, draft, torch.tensor([[2, 3], [4, 5]]), attention_mask=torch.ones(2, 3)), "shape"),
-        (lambda: speculative_generate(target, TreeDrafter(draft), [[2, 3], [4]]), "one text at a time"),
+        (lambda: speculative_generate(target, TreeDrafter(draft), [[2, 3], [4]]), None),
         (lambda: speculative_generate(target, PromptLookupDrafter(), [[2, 3], [4]], gamma=3), None),
         (lambda: speculative_generate(target, TokenRecyclingDrafter(), [[2, 3], [4]], gamma=3), "leave gamma out"),
         (lambda: autoregressive_generate(tiny_model("gemma3"), [[2, 3], [4]]), "sliding-window"),

@@ -13,8 +13,8 @@ from tiny_models import tiny_pair, tiny_tokenizer
 from specdec import Decoding, SpecdecError, speculative_generate
 from specdec.bench.harness import BenchSettings, applicable, plan_runs, rows_to_frame, run_benchmark
 from specdec.bench.tables import COLUMNS, best_gammas, load_csv, overview, save_csv
-from specdec.reference.theory import walltime_speedup
 from specdec.pairing import LoadedPair
+from specdec.reference.theory import walltime_speedup
 
 
 @pytest.fixture(scope="module")

@@ -12,9 +12,8 @@ import pytest
 
 from specdec.reference import bugs
 from specdec.reference.rule import sample_from, speculative_rule
-from specdec.reference.theory import residual_distribution
 from specdec.reference.stats import chi_square_test
-from specdec.reference.theory import acceptance_rate
+from specdec.reference.theory import acceptance_rate, residual_distribution
 
 P, Q = np.array([0.30, 0.40, 0.30]), np.array([0.60, 0.20, 0.20])
 TRIALS = 20_000

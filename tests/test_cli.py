@@ -6,9 +6,9 @@ import subprocess
 import sys
 
 import pytest
+from tiny_models import save_tiny_model, tiny_model, tiny_pair
 
 from specdec.cli import main
-from tiny_models import save_tiny_model, tiny_model, tiny_pair
 
 CHAT_TEMPLATE = "{% for m in messages %}w5 {{ m['content'] }} w6{% endfor %}"
 
@@ -108,7 +108,7 @@ def test_run_defaults_to_quantized_weights_and_says_so(capsys, tmp_path):
 @pytest.mark.parametrize("argv, fragment", [
     (["--tree", "", "--gamma", "4"], "drop --gamma"),
     (["--tree-budget", "0"], "--tree-budget"),
-    (["--tree", "", "--draft", "prompt-lookup"], "prompt lookup drafts a chain"),
+    (["--tree", "", "--draft", "prompt-lookup"], "prompt-lookup drafts without a draft model: turn off the tree"),
     (["--gamma", "0"], "gamma"),
     (["--gamma", "65"], "gamma"),
     (["--gamma", "four"], "--gamma"),

@@ -25,9 +25,11 @@ from tiny_models import (
     tiny_model,
 )
 
-import specdec.generation.speculative
+import specdec.engine.rounds
 from specdec import CrossTokenizerDrafter, SpecdecError, speculative_generate
 from specdec.drafting.cross_tokenizer import whole_character_tokens
+from specdec.engine.contract import DraftCosts, DraftRequest, Generation
+from specdec.engine.kv_cache import has_sliding_window
 from specdec.engine.sampling import SamplingConfig
 
 TEXTS = ("abc ab", "c", "ca ab bb a c abc")
@@ -52,25 +54,19 @@ def test_drafted_text_is_proposed_in_the_targets_tokens(tokenizers, models):
     target_tokenizer, draft_tokenizer = tokenizers
     target, draft = models
 
-    class Scripted(CrossTokenizerDrafter):                 # the draft's choices, fixed: "ca", "bc", then "aa" ...
-        script = [DRAFT_PIECES.index(piece) for piece in ("ca", "bc", "aa", "aa", "aa")]
+    script = [DRAFT_PIECES.index(piece) for piece in ("ca", "bc", "aa", "aa", "aa")]     # the draft's choices, fixed
 
-        def propose(self, sequence, gamma, sampling, generator, keep_drafting=None):
-            steps = iter(self.script)
-            feed = self.cached.feed
-            self.cached.feed = lambda tokens, keep=1: torch.nn.functional.one_hot(torch.tensor([next(steps)]), 14).float() * 9
-            try:
-                return super().propose(sequence, gamma, sampling, generator, keep_drafting)
-            finally:
-                self.cached.feed = feed
+    def propose(sampling, generator=None):
+        drafter = CrossTokenizerDrafter(draft, draft_tokenizer, target_tokenizer)
+        drafter.begin(Generation({0: torch.tensor([2])}, target, len(TARGET_PIECES), 8, sampling, DraftCosts(0.0, 0.0)))
+        steps = iter(script)
+        drafter.cache.feed = lambda tokens, keep=1: (torch.nn.functional.one_hot(torch.tensor([[next(steps)]]), 14).float() * 9, None)
+        return drafter.draft({0: DraftRequest(torch.tensor([2]), 2, sampling, generator)})[0]
 
-    drafter = Scripted(draft, draft_tokenizer, target_tokenizer)
-    drafter.start(torch.tensor([2]), len(TARGET_PIECES))
-    draft_ = drafter.propose(torch.tensor([2]), 2, SamplingConfig(temperature=0), None)
-    assert [TARGET_PIECES[t] for t in draft_.tokens.tolist()] == ["cab", "ca"]
-    assert draft_.q is None                                     # greedy: no q needed
-    sampled = drafter.propose(torch.tensor([2]), 2, SamplingConfig(temperature=1.0), torch.Generator().manual_seed(0))
-    assert sampled.q.tolist() == torch.nn.functional.one_hot(sampled.tokens, 16).float().tolist()   # point masses
+    draft_ = propose(SamplingConfig(temperature=0))
+    assert [TARGET_PIECES[t] for t in draft_.tokens.tolist()] == ["cab", "ca"] and draft_.is_chain
+    sampled = propose(SamplingConfig(temperature=1.0), torch.Generator().manual_seed(0))
+    assert sampled.q is None and draft_.q is None               # fixed candidates: point masses, greedy or sampled
 
 
 def test_only_whole_characters_are_drawn():
@@ -121,7 +117,7 @@ def test_a_sliding_window_draft_with_another_tokenizer(tokenizers, models):
     target_tokenizer, draft_tokenizer = tokenizers
     target, _ = models
     drafter = CrossTokenizerDrafter(tiny_model("gemma3", len(DRAFT_PIECES), seed=2), draft_tokenizer, target_tokenizer)
-    assert drafter.cached.sliding
+    assert has_sliding_window(drafter.model)
     greedy_check(target, drafter, target_tokenizer)
 
 
@@ -147,24 +143,37 @@ def small_models():
     return target, borrowed_draft(target, TARGET_PIECES, DRAFT_PIECES, noise=0.4)
 
 
+CROSS_RUNS = 12_000     # the point-mass draft here is poor (7% accepted): its broken rule moves little mass (docstring below)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("sampling", [SamplingConfig(temperature=1.0), SamplingConfig(temperature=0.7, top_k=6)], ids=["t1.0", "t0.7-top_k6"])
 def test_sampling_matches_the_target_distribution(tokenizers, small_models, sampling):
     target_tokenizer, draft_tokenizer = tokenizers
     target, draft = small_models
     drafter = CrossTokenizerDrafter(draft, draft_tokenizer, target_tokenizer)
-    fit, acceptance = speculative_fit(target, lambda: drafter, sampling, prompt=target_tokenizer.encode("abc a"))
+    fit, acceptance = speculative_fit(target, lambda: drafter, sampling, prompt=target_tokenizer.encode("abc a"), runs=CROSS_RUNS)
     assert fit.p_value > SIGNIFICANCE, fit
     assert 0.03 < acceptance < 0.9      # both branches of the rule were exercised (3000 runs: hundreds of accepted tokens)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("broken_rule", [accept_always, skip_the_residual])
 def test_negative_control_broken_rules_fail(tokenizers, small_models, monkeypatch, broken_rule):
-    """Keeping every proposal, or resampling from p itself after a rejection (x keeps its share): the same test fails."""
+    """Keeping every proposal, or resampling from p itself after a rejection (x keeps its share): the same test fails.
+
+    Power: a proposal here is accepted 7% of the time, so x is mostly a token p thinks unlikely, and leaving it in the
+    draw after a rejection moves little mass: D = sum (p_broken - p)^2 / p = 0.0186 (statistic 93.9 with 38 degrees of
+    freedom at 3,000 runs; accepting always: D = 9.78). At CROSS_RUNS = 12,000 the statistic's mean under the broken
+    rule, 38 + 12,000 x 0.0186 = 261, is far past the p = 1e-3 threshold (71); even with D a third smaller the test fails
+    with probability above 0.999 (`distribution_check.power`). At 3,000 runs that chance was only 0.62.
+    """
     target_tokenizer, draft_tokenizer = tokenizers
     target, draft = small_models
     drafter = CrossTokenizerDrafter(draft, draft_tokenizer, target_tokenizer)
-    monkeypatch.setattr(specdec.generation.speculative, "verify_sampled", broken_rule)
-    fit, _ = speculative_fit(target, lambda: drafter, SamplingConfig(temperature=1.0), prompt=target_tokenizer.encode("abc a"))
+    monkeypatch.setattr(specdec.engine.rounds, "verify_sampled", broken_rule)
+    fit, _ = speculative_fit(target, lambda: drafter, SamplingConfig(temperature=1.0), prompt=target_tokenizer.encode("abc a"),
+                             runs=CROSS_RUNS)
     assert fit.p_value < SIGNIFICANCE, fit
 
 

@@ -6,6 +6,8 @@ import pytest
 import torch
 
 from specdec import PromptLookupDrafter, SpecdecError, TokenOrigin, autoregressive_generate, speculative_generate
+from specdec.engine.contract import Capabilities
+from specdec.engine.trees import DraftTree
 
 
 @pytest.mark.parametrize("max_new_tokens", [1, 2, 5, 17])
@@ -127,22 +129,23 @@ def test_callbacks_see_every_token_as_it_is_decided(pairs):
 class OracleDrafter:
     """Proposes the target's own greedy continuation (known in advance), so every drafted token is accepted."""
 
-    name = "oracle"
-    passes = 0
+    name, draft_model = "oracle", None
+    capabilities = Capabilities()
 
     def __init__(self, prompt_length: int, continuation: list[int]) -> None:
         self.prompt_length, self.continuation = prompt_length, continuation
 
-    def start(self, prompt, vocab_size):
-        self.vocab_size = vocab_size
+    def begin(self, generation):
+        pass
 
-    def propose(self, sequence, gamma, sampling, generator):
-        from specdec import Draft
+    def passes(self, row):
+        return 0
 
-        done = sequence.numel() - self.prompt_length
-        return Draft(torch.tensor(self.continuation[done:done + gamma], dtype=torch.long), None)
+    def draft(self, requests):
+        return {row: DraftTree.chain(torch.tensor(self.continuation[r.sequence.numel() - self.prompt_length:][:r.limit], dtype=torch.long))
+                for row, r in requests.items()}
 
-    def rollback(self, length):
+    def observe(self, verified):
         pass
 
 
@@ -161,8 +164,11 @@ def test_drafted_tokens_after_an_accepted_end_of_sequence_are_not_counted_as_acc
     assert result.stats.accepted == 3 and result.stats.drafted == 6 and result.stats.rejections == 0
 
 
-def test_a_drafter_that_gives_no_q_while_sampling_gets_a_clear_error(pairs):
+def test_a_chain_without_q_while_sampling_is_fixed_candidates(pairs):
+    """q=None is a point mass on each token: the rule keeps x with probability p(x) (the oracle's tokens are likely, so often)."""
     target, _ = pairs["gpt2"]
     greedy = autoregressive_generate(target, torch.tensor([3, 4]), max_new_tokens=8, temperature=0).tokens
-    with pytest.raises(SpecdecError, match="oracle proposed .* tokens with q of shape"):
-        speculative_generate(target, OracleDrafter(2, greedy), torch.tensor([3, 4]), max_new_tokens=8, temperature=1.0, seed=0)
+    result = speculative_generate(target, OracleDrafter(2, greedy), torch.tensor([3, 4]), gamma=4, max_new_tokens=8, temperature=1.0,
+                                  seed=0)
+    drafted = [token for round_ in result.rounds for token in round_.drafted]
+    assert drafted and all(token.q == 1.0 and token.p > 0 for token in drafted)   # q(x) = 1: the test is u < p(x)

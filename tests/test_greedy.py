@@ -8,10 +8,10 @@ vocabulary sizes.
 
 import pytest
 import torch
+from tiny_models import tiny_pair
 
 from specdec import PromptLookupDrafter, autoregressive_generate, speculative_generate
 from specdec.engine.stop_rule import ConfidenceStop
-from tiny_models import tiny_pair
 
 PROMPTS = ([2, 3, 4, 5], [9], [7, 8, 7, 8, 7, 8, 11, 12, 13, 7, 8])
 NEW_TOKENS = 40

@@ -10,12 +10,13 @@ import copy
 
 import pytest
 import torch
-
-import specdec.generation.speculative
-from specdec import ModelDrafter, speculative_generate
-from specdec.errors import SpecdecError
-from specdec.engine.kv_cache import CachedModel
 from tiny_models import tiny_model, tiny_pair
+
+import specdec.generation.run
+from specdec import ModelDrafter, speculative_generate
+from specdec.engine.batch_cache import OneRow
+from specdec.engine.kv_cache import CachedModel
+from specdec.errors import SpecdecError
 
 
 def test_feed_rollback_feed_equals_a_full_pass():
@@ -66,21 +67,22 @@ def test_rollback_refuses_to_grow():
 class CheckingDrafter(ModelDrafter):
     """Checks both caches against fresh full passes at the start of every round."""
 
-    target_caches: list[CachedModel] = []
+    target_caches: list[OneRow] = []
 
     def __init__(self, model, target):
         super().__init__(model)
         self.target = target
         self.rounds_checked = 0
 
-    def propose(self, sequence, gamma, sampling, generator):
-        target_lm = self.target_caches[-1]
+    def draft(self, requests):
+        (sequence,) = [request.sequence for request in requests.values()]
+        target_lm, own = self.target_caches[-1].lm, self.cache.lm
         assert target_lm.length == sequence.numel() - 1                    # everything but the last token
         if self.rounds_checked == 0:
-            assert self.cached.length == 0                                 # the draft reads the prompt in its first pass
+            assert own.length == 0                                         # the draft reads the prompt in its first pass
         else:
-            assert sequence.numel() - 2 <= self.cached.length <= sequence.numel() - 1
-        for model, cached in ((self.target, target_lm), (self.model, self.cached)):
+            assert sequence.numel() - 2 <= own.length <= sequence.numel() - 1
+        for model, cached in ((self.target, target_lm), (self.model, own)):
             if cached.length == 0:
                 continue
             probe = copy.deepcopy(cached)                                  # feeding must not disturb the real cache
@@ -88,19 +90,19 @@ class CheckingDrafter(ModelDrafter):
             fresh = model(input_ids=sequence[None]).logits[0, -1]          # [V]
             assert torch.allclose(from_cache, fresh, atol=1e-5)
         self.rounds_checked += 1
-        return super().propose(sequence, gamma, sampling, generator)
+        return super().draft(requests)
 
 
-class RecordingCachedModel(CachedModel):
-    def __init__(self, model):
-        super().__init__(model)
+class RecordingCache(OneRow):
+    def __init__(self, model, rows):
+        super().__init__(model, list(rows)[0])
         CheckingDrafter.target_caches.append(self)
 
 
 @pytest.mark.parametrize("architecture", ["gpt2", "llama", "qwen2", "gemma3"])
 @pytest.mark.parametrize("temperature", [0.0, 1.0])
 def test_caches_hold_exactly_the_accepted_text_after_every_round(monkeypatch, architecture, temperature):
-    monkeypatch.setattr(specdec.generation.speculative, "CachedModel", RecordingCachedModel)
+    monkeypatch.setattr(specdec.generation.run, "rows_cache", RecordingCache)
     target, draft = tiny_pair(architecture)
     drafter = CheckingDrafter(draft, target)
     result = speculative_generate(target, drafter, torch.tensor([2, 3, 4]), gamma=4, max_new_tokens=30,

@@ -8,7 +8,7 @@ import torch
 import specdec.kernels.devices
 import specdec.zoo.loading
 from specdec import SpecdecError, check_same_tokenizer, load_model, load_tokenizer, resolve_device, resolve_dtype
-from specdec.pairing import PROMPT_LOOKUP, encode_prompt, load_pair
+from specdec.pairing import encode_prompt, load_pair
 from tiny_models import save_tiny_model, tiny_model, tiny_pair, tiny_tokenizer
 
 
@@ -66,12 +66,12 @@ def test_same_tokenizer_passes_and_different_is_refused():
 def test_load_pair_with_prompt_lookup(tmp_path):
     target, _ = tiny_pair("gpt2")  # (transformers reads a qwen2 folder's tokenizer as Qwen's own BPE class)
     folder = str(save_tiny_model(tmp_path / "t", target))
-    pair = load_pair(folder, PROMPT_LOOKUP, device="cpu")
+    pair = load_pair(folder, "prompt-lookup", device="cpu")
     assert pair.draft is None and pair.drafter().name == "prompt-lookup"
     assert pair.eos_token_ids == [1]  # the tokenizer's </s>
     assert encode_prompt(pair.tokenizer, "w2 w3").tolist() == [[2, 3]]
     with pytest.raises(SpecdecError, match="only be the draft"):
-        load_pair(PROMPT_LOOKUP, folder)
+        load_pair("prompt-lookup", folder)
 
 
 def test_load_pair_with_quantized_weights(tmp_path):

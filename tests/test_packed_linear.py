@@ -11,17 +11,16 @@ import copy
 
 import pytest
 import torch
-
 from distribution_check import SIGNIFICANCE, speculative_fit
+from test_greedy import PROMPTS, reference_greedy
+from tiny_models import tiny_model, tiny_pair
+
 from specdec import TreeDrafter, speculative_generate
-from specdec.engine.costs import weight_bytes
-from specdec.engine.costs import weight_cost_ratio
+from specdec.engine.costs import weight_bytes, weight_cost_ratio
 from specdec.engine.kv_cache import CachedModel
 from specdec.engine.sampling import SamplingConfig
 from specdec.engine.trees import DraftTree, tree_attention
 from specdec.kernels.packed_linear import PackedLinear, pack_linear_layers, packable
-from test_greedy import PROMPTS, reference_greedy
-from tiny_models import tiny_model, tiny_pair
 
 pytestmark = pytest.mark.skipif(not packable(torch.nn.Linear(2, 2).to(torch.bfloat16)),
                                 reason="this CPU's oneDNN has no bfloat16 kernels: nothing is packed here")
@@ -84,6 +83,7 @@ def test_greedy_equals_the_packed_targets_own_generate(packed_pair):
     assert 0 < weight_cost_ratio(target, draft) <= 1
 
 
+@pytest.mark.slow
 def test_sampling_matches_the_packed_targets_distribution():
     target, draft = tiny_pair("llama", vocab_size=8, noise=0.4)
     target, draft = packed(target), packed(draft)

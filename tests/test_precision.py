@@ -8,7 +8,7 @@ import torch
 import specdec.kernels.precision
 import specdec.kernels.quantization
 from specdec import SpecdecError
-from specdec.pairing import PROMPT_LOOKUP, LoadedPair, load_pair
+from specdec.pairing import LoadedPair, load_pair
 from specdec.kernels.precision import Precision, resolve_pair_precision, resolve_precision
 from tiny_models import save_tiny_model, tiny_pair, tiny_tokenizer
 
@@ -65,7 +65,7 @@ def test_a_pair_built_by_hand_reads_its_precision_off_its_models():
     pair = LoadedPair("t", "d", target, draft, tiny_tokenizer(24), torch.device("cpu"), torch.float32)
     assert pair.precision_of("target") == Precision(torch.device("cpu"), torch.float32, "none", "float32 GEMM (MKL/oneDNN)",
                                                     "read off the target as built")
-    assert LoadedPair("t", PROMPT_LOOKUP, target, None, tiny_tokenizer(24), torch.device("cpu"), torch.float32).precision_of("draft") is None
+    assert LoadedPair("t", "prompt-lookup", target, None, tiny_tokenizer(24), torch.device("cpu"), torch.float32).precision_of("draft") is None
 
 
 @pytest.mark.parametrize("arguments, fragment", [

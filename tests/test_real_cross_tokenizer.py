@@ -23,7 +23,7 @@ PROMPTS = [
     "Summarize in two sentences: speculative decoding lets a small model draft tokens that a large model verifies.",
 ]
 NEW_TOKENS = 48
-LONG_TEXT = (Path(__file__).parents[1] / "specdec" / "generation" / "speculative.py").read_text()[:3000]   # ~800 Gemma tokens of code
+LONG_TEXT = (Path(__file__).parents[1] / "specdec" / "engine" / "loop.py").read_text()[:3000]   # ~800 Gemma tokens of code
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -76,6 +76,7 @@ def sampled_first_tokens():
     Returns (p [V], drafter runs as a function of the rule)."""
     import torch
 
+    from specdec.engine.contract import DraftCosts, DraftRequest, Generation
     from specdec.engine.sampling import SamplingConfig, probabilities
     from specdec.pairing import encode_prompt, load_pair
 
@@ -89,11 +90,11 @@ def sampled_first_tokens():
 
     def run(rule):
         drafter = pair.drafter()
-        drafter.start(sequence, p.shape[-1])
+        drafter.begin(Generation({0: prompt}, pair.target, p.shape[-1], 8, sampling, DraftCosts(0.0, 0.0)))
         counts, accepted, drafted = {}, 0, 0
         for seed in range(RUNS):
             generator = torch.Generator().manual_seed(seed)
-            draft = drafter.propose(sequence, 1, sampling, generator)
+            draft = drafter.draft({0: DraftRequest(sequence, 1, sampling, generator)})[0]
             assert draft.tokens.numel() == 1
             verdict = rule(p.repeat(2, 1), draft.q, draft.tokens, generator)   # the bonus row is never counted
             token = int(draft.tokens[0]) if verdict.accepted else verdict.next_token
@@ -109,8 +110,8 @@ def exact(p):
 
 
 def test_sampled_output_has_the_targets_distribution_with_a_real_draft_of_another_family(sampled_first_tokens):
-    from specdec.reference.stats import chi_square_test
     from specdec.engine.verification import verify_sampled
+    from specdec.reference.stats import chi_square_test
 
     p, run = sampled_first_tokens
     counts, acceptance = run(verify_sampled)

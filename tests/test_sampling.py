@@ -9,8 +9,8 @@ from transformers.generation.logits_process import (
     TopPLogitsWarper,
 )
 
-from specdec.errors import SpecdecError
 from specdec.engine.sampling import SamplingConfig, fit_vocabulary, probabilities, warp_logits
+from specdec.errors import SpecdecError
 
 
 def transformers_warp(logits: torch.Tensor, config: SamplingConfig) -> torch.Tensor:

@@ -2,12 +2,12 @@
 
 import pytest
 import torch
+from test_greedy import NEW_TOKENS, PROMPTS, reference_greedy
 
 from specdec import ModelDrafter, PromptLookupDrafter, speculative_generate
 from specdec.engine.costs import CostProfile, measure_costs
 from specdec.engine.schedule import AdaptiveGamma, FixedGamma
 from specdec.engine.stop_rule import ConfidenceStop
-from test_greedy import NEW_TOKENS, PROMPTS, reference_greedy
 
 COSTS = CostProfile(target_step_s=0.10, draft_step_s=0.03, verify_s={1: 0.11, 4: 0.14, 8: 0.20})
 

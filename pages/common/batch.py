@@ -3,9 +3,9 @@
     run_batch(pair, [input_ids, ...], settings)        # both runs, with a status box each
     st.session_state[BATCH]                           # a `BatchRun`
 
-The engine does the work (`specdec.generation.batched`, through `specdec.pairing`); this module keeps what the
+The engine does the work (`specdec.engine.loop`, through `specdec.pairing`); this module keeps what the
 page shows: every row's trace (`pages.common.trace`), whether each row's greedy tokens equal the target
-alone's, and the two throughputs (`specdec.generation.batched.batch_throughput`).
+alone's, and the two throughputs (`specdec.generation.run.batch_throughput`).
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from dataclasses import dataclass
 
 import streamlit as st
 import torch
+from specdec.generation.run import batch_throughput
 
 from pages.common.settings import Settings
 from pages.common.trace import TraceBuilder, trace
-from specdec.generation.batched import batch_throughput
-from specdec.engine.results import GenerationResult
 from specdec import pairing
+from specdec.engine.results import GenerationResult
 from specdec.pairing import LoadedPair
 
 BATCH = "playground_batch"

@@ -28,15 +28,16 @@ import torch
 
 from pages.common.settings import Settings
 from pages.common.turns import shared_turns, waiting_note
-from specdec.errors import SpecdecError
-from specdec.zoo import converted, status
 from specdec import pairing
-from specdec.zoo.catalog import MODELS, PAIRS, ModelEntry, needs_draft_model, resolve_model
+from specdec.errors import SpecdecError
+from specdec.generation.methods import is_target_only
 from specdec.kernels.devices import dtype_name
+from specdec.kernels.precision import resolve_pair_precision
+from specdec.pairing import LoadedPair
+from specdec.zoo import converted, status
+from specdec.zoo.catalog import MODELS, PAIRS, ModelEntry, resolve_model
 from specdec.zoo.fetch import FetchProgress
 from specdec.zoo.load_progress import LoadStep
-from specdec.pairing import LoadedPair
-from specdec.kernels.precision import resolve_pair_precision
 
 
 @contextmanager
@@ -60,7 +61,7 @@ def pair_availability_labels() -> dict[str, str]:
 
 def missing_models(settings: Settings) -> list[ModelEntry]:
     """The zoo models of the chosen pair that are not on this machine yet (custom paths and hub ids are not checked)."""
-    entries = [resolve_model(name) for name in dict.fromkeys((settings.draft, settings.target)) if needs_draft_model(name)]
+    entries = [resolve_model(name) for name in dict.fromkeys((settings.draft, settings.target)) if not is_target_only(name)]
     return [entry for entry in entries if entry is not None and not status.model_status(entry).cached]
 
 
@@ -119,7 +120,7 @@ def _forget_loaded_pair() -> None:
 def resolved_precision(settings: Settings) -> tuple[str, str, str, str]:
     """('cpu', 'float32', 'int8', 'int4') and the like: 'auto' made concrete, so equal choices share one cache entry."""
     target, draft = resolve_pair_precision(settings.device, settings.dtype, settings.quantization, settings.draft_quantization,
-                                           needs_draft_model(settings.draft))
+                                           not is_target_only(settings.draft))
     return str(target.device), dtype_name(target.dtype), target.weights, "none" if draft is None else draft.weights
 
 
@@ -185,7 +186,7 @@ def is_loaded(settings: Settings) -> bool:
 def ready_on_disk(settings: Settings) -> bool:
     """Whether every model of the pair has its converted copy for these precisions (a load takes seconds, not minutes)."""
     target, draft = resolve_pair_precision(settings.device, settings.dtype, settings.quantization, settings.draft_quantization,
-                                           needs_draft_model(settings.draft))
+                                           not is_target_only(settings.draft))
     wanted = [(settings.target, target.dtype, target.weights)]
     if draft is not None:
         wanted.append((settings.draft, draft.dtype, draft.weights))

@@ -24,11 +24,11 @@ import torch
 from pages.common.settings import Settings
 from pages.common.tokens_html import plain_text_html, tokens_html
 from pages.common.trace import RoundRow, TokenSpan, TraceBuilder, trace, trace_json
+from specdec import pairing
 from specdec.bench.comparison import GreedyCheck, greedy_check_of_pair
 from specdec.engine.results import GenerationResult
-from specdec.zoo import time_left
-from specdec import pairing
 from specdec.pairing import LoadedPair
+from specdec.zoo import time_left
 
 RESULT = "playground_run"
 UPDATES_PER_SECOND = 4

@@ -17,9 +17,10 @@ from dataclasses import asdict, dataclass, field, fields, replace
 
 from specdec.drafting.tree_drafter import TreeSettings
 from specdec.engine.inputs import Decoding
-from specdec.zoo.catalog import DEFAULT_PAIR, OWN_ROUNDS_DRAFTS, PAIRS
+from specdec.generation.methods import METHODS, is_target_only
 from specdec.kernels.devices import DTYPE_CHOICES
 from specdec.kernels.quantization import QUANTIZATION_CHOICES
+from specdec.zoo.catalog import DEFAULT_PAIR, PAIRS
 
 CUSTOM = "custom"               # the pair picker's entry for your own draft and target
 GAMMA_RANGE = (1, 16)
@@ -59,7 +60,7 @@ class Settings:
     @property
     def own_rounds(self) -> bool:
         """Whether the pair's draft is a method that sizes its own rounds (Token Recycling ...): gamma and the tree do not apply."""
-        return self.draft in OWN_ROUNDS_DRAFTS
+        return is_target_only(self.draft) and METHODS[self.draft].capabilities.sizes_rounds
 
     @property
     def schedule(self) -> int | None:

@@ -24,9 +24,10 @@ from pages.common.settings import (
 )
 from pages.common.state import is_kept, keep, kept, remember
 from specdec.engine.inputs import Decoding
-from specdec.zoo.catalog import DEFAULT_PAIR, PAIRS, TARGET_ONLY_DRAFTS
+from specdec.generation.methods import target_only
 from specdec.kernels.devices import DTYPE_CHOICES, available_devices
 from specdec.kernels.quantization import QUANTIZATION_CHOICES
+from specdec.zoo.catalog import DEFAULT_PAIR, PAIRS
 
 
 def _initial_settings(devices: list[str]) -> Settings:
@@ -55,7 +56,7 @@ def _pair_picker(initial: Settings) -> tuple[str, str, str]:
         keep("pair", DEFAULT_PAIR)
     pair = st.selectbox("Draft → target pair", options, format_func=pair_label, **remember("pair", initial.pair),
                         help="q drafts, p verifies. Curated pairs share a tokenizer; 'cached' ones run without a download.")
-    draft = st.text_input("Draft model q", placeholder=f"a zoo name, hub id, folder, .gguf file, or {', '.join(TARGET_ONLY_DRAFTS)}",
+    draft = st.text_input("Draft model q", placeholder=f"a zoo name, hub id, folder, .gguf file, or {', '.join(target_only())}",
                           **remember("custom_draft", initial.custom_draft)) if pair == CUSTOM else kept("custom_draft", "")
     target = st.text_input("Target model p", placeholder="a zoo name, hub id, folder or .gguf file",
                            **remember("custom_target", initial.custom_target)) if pair == CUSTOM else kept("custom_target", "")

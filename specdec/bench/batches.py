@@ -26,21 +26,20 @@ from __future__ import annotations
 
 import platform
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime, timezone
 
 import pandas as pd
 import torch
 import transformers
 
-from specdec.generation.batched import autoregressive_generate_batch
-from specdec.generation.batched import speculative_generate_batch
+from specdec.bench.gammas import STOP
 from specdec.bench.prompts import encode_bench_prompt, suite
-from specdec.errors import SpecdecError
 from specdec.engine.inputs import MAX_GAMMA, Decoding
+from specdec.errors import SpecdecError
 from specdec.kernels.devices import dtype_name
-from specdec.pairing import LoadedPair
+from specdec.pairing import LoadedPair, generate_plain_batch, generate_speculative_batch
 
-STOP = "stop"
 MAX_BATCH = 64
 
 
@@ -66,8 +65,7 @@ def batch_benchmark(pair: LoadedPair, batch_sizes: Sequence[int], decoding: Deco
     if len(chosen) < count:
         raise SpecdecError(f"the prompt suite has {len(chosen)} prompts: ask for at most that many")
     encoded = [encode_bench_prompt(pair.tokenizer, prompt)[0] for prompt in chosen]           # each [T_b]
-    options = dict(eos_token_id=pair.eos_token_ids, **decoding.as_kwargs())
-    speculative_generate_batch(pair.target, pair.draft, encoded[:2], **(options | {"max_new_tokens": 8}))   # warm-up, unrecorded
+    generate_speculative_batch(pair, encoded[:2], replace(decoding, max_new_tokens=8))   # warm-up, unrecorded
     rows, total, done = [], len(sizes) * len(variants), 0
     plain_tokens: dict[int, list[list[int]]] = {}
     for index, size in enumerate(sizes):
@@ -79,10 +77,9 @@ def batch_benchmark(pair: LoadedPair, batch_sizes: Sequence[int], decoding: Deco
             for start in range(0, count, size):
                 batch = encoded[start:start + size]
                 if method == "plain":
-                    results.append(autoregressive_generate_batch(pair.target, batch, **options))
+                    results.append(generate_plain_batch(pair, batch, decoding))
                 else:
-                    results.append(speculative_generate_batch(pair.target, pair.draft, batch, gamma=None if gamma == STOP else gamma,
-                                                              **options))
+                    results.append(generate_speculative_batch(pair, batch, decoding, gamma=None if gamma == STOP else gamma))
             rows.append(_row(pair, method, size, results, decoding, gamma))
             if method == "plain":
                 plain_tokens[size] = [result.tokens for batch in results for result in batch]

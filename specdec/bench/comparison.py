@@ -28,10 +28,10 @@ from dataclasses import dataclass
 import torch
 
 from specdec.engine.costs import CostProfile
-from specdec.reference.theory import expected_tokens_per_pass
 from specdec.engine.results import GenerationStats, Round
 from specdec.kernels.devices import dtype_name
 from specdec.pairing import LoadedPair, continued, target_margin
+from specdec.reference.theory import expected_tokens_per_pass
 
 EXACT_DTYPES = ("float32", "float64")
 

@@ -18,22 +18,17 @@ Honest measurement, by construction:
   `GenerationStats.alpha_estimate`) and c and v(gamma) measured for the pair (`specdec.engine.costs`),
   and efficiency = measured speedup / predicted speedup.
 
-Methods: "speculative" (ours, the pair's draft), "plain" (ours, target alone), the drafting families
-that need only the pair's target ("prompt-lookup", "recycling", "lookahead", "suffix", "layer-skip":
-`specdec.drafting.TARGET_ONLY`, each with its defaults and a fresh drafter per run, so no run learns
-from another prompt's output), and transformers' "generate", "assisted", "assisted-dynamic",
-"assisted-default" (as transformers ships it) and "hf-prompt-lookup" (`specdec.bench.hf_baselines`).
-"all" is every family side by side, Spec-Bench style (`FAMILIES`). A method that does not apply to a
-pair (assisted generation without a draft model) is skipped for that pair. A family's c is measured in
-its own run: its draft time per draft step (per round for a model-free drafter) over the target's step.
+Methods are objects (`specdec.bench.methods`): "speculative" (ours, the pair's draft), "plain" (ours,
+target alone), the drafting families that need only the pair's target ("prompt-lookup", "recycling",
+"lookahead", "suffix", "layer-skip", from `specdec.generation.methods`), and transformers' "generate",
+"assisted", "assisted-dynamic", "assisted-default" and "hf-prompt-lookup". "all" is every family side by
+side, Spec-Bench style (`FAMILIES`). A method that does not apply to a pair (assisted generation without
+a draft model) is skipped for that pair. A family's c is measured in its own run: its draft time per
+draft step (per round for a model-free drafter) over the target's step.
 
-Gammas are whole numbers, "default" (what `speculative_generate` drafts with gamma left out,
-`specdec.default_drafter`: a tree where a draft step is dear, else the stop rule), "stop" (a chain
-under `specdec.engine.stop_rule.ConfidenceStop`), "tree" or "tree-N" (a `specdec.TreeDrafter` with its defaults or a budget of N
-nodes, for "speculative") or "adaptive": our `AdaptiveGamma` schedule for "speculative", and transformers' own
-dynamic schedule from its default start for "assisted-dynamic" (which then runs only that way;
-without "adaptive" among the gammas it starts from each fixed gamma instead). Every row also carries
-the oracle bound (`oracle_speedup`, see `specdec.bench.comparison`) and measured / oracle.
+Gammas are labels (`specdec.bench.gammas`): whole numbers, "default", "stop", "tree" or "tree-N", and
+"adaptive"; each method says which it runs. Every row also carries the oracle bound (`oracle_speedup`,
+see `specdec.bench.comparison`) and measured / oracle.
 """
 
 from __future__ import annotations
@@ -48,32 +43,24 @@ import torch
 import transformers
 
 from specdec.bench.comparison import draft_agreement, greedy_oracle_speedup, oracle_speedup
-from specdec.bench.hf_baselines import HF_METHODS, hf_generate
+from specdec.bench.gammas import check_gammas, is_schedule, tree_settings
+from specdec.bench.methods import BASELINE, BENCH_METHODS, FAMILIES, Outcome
 from specdec.bench.prompts import BenchPrompt, encode_bench_prompt, suite
-from specdec.bench.tables import ADAPTIVE, COLUMNS, DEFAULT, STOP, TREE, is_schedule, tree_settings
+from specdec.bench.tables import COLUMNS
 from specdec.engine.costs import CostProfile, measure_costs
-from specdec.drafting import TARGET_ONLY, by_name
-from specdec.generation.policy import plan_drafting
-from specdec.errors import SpecdecError
-from specdec.engine.inputs import MAX_GAMMA, Decoding
-from specdec.engine.kv_cache import has_sliding_window
-from specdec.reference.theory import walltime_speedup
+from specdec.engine.inputs import Decoding
 from specdec.engine.results import GenerationResult
-from specdec.engine.schedule import AdaptiveGamma
-from specdec.generation.speculative import speculative_generate
 from specdec.engine.stop_rule import ConfidenceStop
+from specdec.errors import SpecdecError
 from specdec.kernels.devices import dtype_name
-from specdec.pairing import AUTO, LoadedPair, generate_plain, generate_speculative
+from specdec.pairing import LoadedPair
+from specdec.reference.theory import walltime_speedup
 
-FAMILY_METHODS = tuple(TARGET_ONLY)       # drafting methods that need only the target, run with their defaults
-METHODS = ("speculative", "plain") + FAMILY_METHODS + HF_METHODS
-FAMILIES = ("speculative",) + FAMILY_METHODS   # `--methods all`: every family of the course, side by side
+METHODS = tuple(BENCH_METHODS)
 ALL = "all"
-GAMMA_METHODS = {"speculative", "assisted", "assisted-dynamic", "hf-prompt-lookup"}
-SCHEDULE_METHODS = {ADAPTIVE: {"speculative", "assisted-dynamic"}, STOP: {"speculative"}}   # who runs each named schedule
 STOP_MAX_GAMMA = ConfidenceStop().max_gamma
 ORACLE_MAX_GAMMA = 32    # v(k) is measured up to here, for the oracle's long runs of agreement
-BASELINE = "generate"
+
 
 @dataclass(frozen=True)
 class BenchSettings:
@@ -97,10 +84,7 @@ class BenchSettings:
         unknown = [method for method in self.methods if method not in METHODS]
         if unknown:
             raise SpecdecError(f"unknown methods {unknown}: choose from {', '.join(METHODS)}, or {ALL}")
-        if not self.gammas or any(not is_schedule(gamma) and not (isinstance(gamma, int) and 1 <= gamma <= MAX_GAMMA)
-                                  for gamma in self.gammas):
-            raise SpecdecError(f"gammas must be whole numbers from 1 to {MAX_GAMMA}, '{ADAPTIVE}', '{STOP}', '{TREE}' or "
-                               f"'{TREE}-N' (a tree of at most N nodes), got {list(self.gammas)}")
+        check_gammas(self.gammas)
         if self.draft_vocab_limit is not None and any(tree_settings(gamma) is not None for gamma in self.gammas):
             raise SpecdecError("a tree drafter reads the whole output layer: drop the draft vocabulary limit or the tree gammas")
         if self.repeats < 1 or self.warmup_runs < 0:
@@ -127,12 +111,8 @@ class BenchSettings:
         return [gamma for gamma in self.gammas if not is_schedule(gamma)]
 
     def gammas_for(self, method: str) -> tuple[int | str | None, ...]:
-        """The gamma values `method` runs with (None for methods without one)."""
-        if method not in GAMMA_METHODS:
-            return (None,)
-        if method == "assisted-dynamic" and ADAPTIVE in self.gammas:
-            return (ADAPTIVE,)  # transformers' schedule from its own default start, not from each fixed gamma
-        return tuple(gamma for gamma in self.gammas if not is_schedule(gamma) or method in SCHEDULE_METHODS.get(gamma, {"speculative"}))
+        """The gamma labels `method` runs with (None for methods without one)."""
+        return BENCH_METHODS[method].gammas(tuple(self.gammas))
 
 
 @dataclass(frozen=True)
@@ -147,19 +127,8 @@ class Run:
 
 
 def applicable(method: str, pair: LoadedPair, temperature: float = 0.0) -> bool:
-    """Whether `method` can run on `pair` at `temperature` (transformers' assisted generation needs a draft model, its
-    prompt lookup none). With a draft of another tokenizer, transformers 5.24's assisted generation fails when
-    sampling (AttributeError: 'AssistantToTargetTranslator' object has no attribute 'assistant_overlap_token_ids')
-    and once a sliding-window draft passes its window (RuntimeError: a size mismatch in attention): skipped there."""
-    if method in ("assisted", "assisted-dynamic", "assisted-default"):
-        if pair.draft is not None and pair.cross_tokenizer and (temperature > 0 or has_sliding_window(pair.draft)):
-            return False
-        return pair.draft is not None
-    if method == "hf-prompt-lookup":
-        return pair.draft is None
-    if method == "layer-skip":
-        return not has_sliding_window(pair.target)
-    return True
+    """Whether `method` can run on `pair` at `temperature` (`BenchMethod.applies`)."""
+    return BENCH_METHODS[method].applies(pair, temperature)
 
 
 def plan_runs(pair: LoadedPair, settings: BenchSettings) -> list[Run]:
@@ -218,55 +187,40 @@ def _execute(pair: LoadedPair, run: Run, input_ids: torch.Tensor, settings: Benc
              costs: CostProfile, warmup: bool = False) -> dict | None:
     """Run one method once; return its row (None for a warm-up)."""
     decoding = settings.decoding_for(run)
-    row: dict = {}
-    adaptive, stop, default, tree = run.gamma == ADAPTIVE, run.gamma == STOP, run.gamma == DEFAULT, tree_settings(run.gamma)
-    if run.method == "speculative":
-        named = stop or default or tree is not None
-        gamma = AdaptiveGamma(costs, settings.max_adaptive_gamma) if adaptive else (None if named else run.gamma)
-        result = generate_speculative(pair, input_ids, decoding, gamma=gamma, draft_vocab_limit=settings.draft_vocab_limit,
-                                      tree=AUTO if default else tree)
-    elif run.method == "plain":
-        result = generate_plain(pair, input_ids, decoding)
-    elif run.method in FAMILY_METHODS:             # a fresh drafter: no run learns from another's output
-        result = speculative_generate(pair.target, plan_drafting(pair.target, by_name(run.method, pair.target)), input_ids,
-                                      eos_token_id=pair.eos_token_ids, **decoding.as_kwargs())
-    else:
-        tokenizers = (pair.tokenizer, pair.draft_tokenizer) if pair.cross_tokenizer else None
-        tokens, wall = hf_generate(run.method, pair.target, pair.draft, input_ids, gamma=None if adaptive else run.gamma,
-                                   eos_token_id=pair.eos_token_ids, tokenizers=tokenizers, **decoding.as_kwargs())
-        result = None
-        row = dict(new_tokens=len(tokens), wall_time_s=wall)
+    method = BENCH_METHODS[run.method]
+    outcome = method.run(pair, input_ids, decoding, run.gamma, costs, settings)
     if warmup:
         return None
-    if result is not None:
-        stats = result.stats
-        drafting_rounds = sum(1 for round_ in result.rounds if round_.drafted)
+    row = dict(new_tokens=len(outcome.tokens), wall_time_s=outcome.wall_time_s)
+    if outcome.result is not None:
+        stats = outcome.result.stats
+        drafting_rounds = sum(1 for round_ in outcome.result.rounds if round_.drafted)
         row = stats.to_dict() | dict(rounds=drafting_rounds,
                                      mean_gamma=stats.drafted / drafting_rounds if drafting_rounds else None,
                                      mean_accepted_per_round=stats.accepted / drafting_rounds if drafting_rounds else None)
-    family = run.method in FAMILY_METHODS
+    takes_gamma = method.gammas((1,)) != (None,)
     row |= dict(
         timestamp=datetime.now(timezone.utc).isoformat(timespec="seconds"), pair=f"{pair.draft_name}->{pair.target_name}",
-        draft=run.method if family else pair.draft_name, target=pair.target_name, method=run.method,
-        schedule=run.gamma if is_schedule(run.gamma) else ("fixed" if run.method in GAMMA_METHODS else "none"),
+        draft=run.method if method.family else pair.draft_name, target=pair.target_name, method=run.method,
+        schedule=run.gamma if is_schedule(run.gamma) else ("fixed" if takes_gamma else "none"),
         gamma=None if is_schedule(run.gamma) else run.gamma, category=run.prompt.category,
         prompt_id=run.prompt.id, repeat=run.repeat, prompt_tokens=input_ids.shape[-1], **decoding.as_kwargs(),
         tokens_per_second=row["new_tokens"] / row["wall_time_s"] if row["wall_time_s"] > 0 else None,
         device=str(pair.device), dtype=dtype_name(pair.dtype), torch_version=torch.__version__,
-        draft_quantization="none" if family else pair.draft_quantization, draft_vocab_limit=settings.draft_vocab_limit,
-        quantization=pair.quantization, draft_dtype=None if pair.draft is None or family else dtype_name(pair.draft.dtype),
+        draft_quantization="none" if method.family else pair.draft_quantization, draft_vocab_limit=settings.draft_vocab_limit,
+        quantization=pair.quantization, draft_dtype=None if pair.draft is None or method.family else dtype_name(pair.draft.dtype),
         transformers_version=transformers.__version__, specdec_version=_specdec_version(), engine="specdec",
         python_version=platform.python_version(),
     )
-    row["oracle_speedup"] = None if family else _oracle(pair, run, input_ids, tokens if result is None else result, costs)
-    if family:
-        row["draft_cost_ratio"] = measured_cost_ratio(result, costs)
-    if run.method in GAMMA_METHODS:
+    row["oracle_speedup"] = None if method.family else _oracle(pair, run, input_ids, outcome, costs)
+    if method.family:
+        row["draft_cost_ratio"] = measured_cost_ratio(outcome.result, costs)
+    if takes_gamma:
         row["draft_cost_ratio"] = costs.c
         if not is_schedule(run.gamma):
             row["verify_cost"] = costs.v(run.gamma)
             alpha = row.get("alpha_estimate")
-            if run.method == "speculative" and alpha is not None:
+            if method.uses_draft_model and outcome.result is not None and alpha is not None:
                 row["predicted_speedup"] = walltime_speedup(alpha, run.gamma, costs.c, costs.v(run.gamma))
     return row
 
@@ -278,15 +232,13 @@ def measured_cost_ratio(result: GenerationResult, costs: CostProfile) -> float |
     return stats.draft_time_s / steps / costs.target_step_s if steps else None
 
 
-def _oracle(pair: LoadedPair, run: Run, input_ids: torch.Tensor, output: GenerationResult | list[int],
-            costs: CostProfile) -> float | None:
+def _oracle(pair: LoadedPair, run: Run, input_ids: torch.Tensor, outcome: Outcome, costs: CostProfile) -> float | None:
     """The oracle bound for this run: from the draft's greedy agreement with the output when greedy (same tokenizer),
     else from the trace."""
-    tokens = output if isinstance(output, list) else output.tokens
-    if run.temperature == 0 and pair.draft is not None and not pair.cross_tokenizer and tokens:
-        return greedy_oracle_speedup(draft_agreement(pair.draft, input_ids, tokens), costs)
-    if isinstance(output, GenerationResult) and output.rounds:
-        return oracle_speedup(output.rounds, costs)
+    if run.temperature == 0 and pair.draft is not None and not pair.cross_tokenizer and outcome.tokens:
+        return greedy_oracle_speedup(draft_agreement(pair.draft, input_ids, outcome.tokens), costs)
+    if outcome.result is not None and outcome.result.rounds:
+        return oracle_speedup(outcome.result.rounds, costs)
     return None
 
 

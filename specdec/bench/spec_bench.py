@@ -63,12 +63,12 @@ PUBLISHED: dict[str, Published] = {
 
 def _family_rows(frame: pd.DataFrame) -> pd.DataFrame:
     """The speculative rows of every family: the pair's draft model at its default schedule, and the target-only methods."""
-    from specdec.bench.harness import FAMILY_METHODS
+    from specdec.bench.methods import FAMILIES
 
     model = frame[(frame["method"] == "speculative") & frame["schedule"].isin(["default", "stop"])]
     if model["schedule"].eq("default").any():
         model = model[model["schedule"] == "default"]
-    return pd.concat([model, frame[frame["method"].isin(FAMILY_METHODS)]], ignore_index=True)
+    return pd.concat([model, frame[frame["method"].isin(FAMILIES[1:])]], ignore_index=True)
 
 
 def families_by_category(frame: pd.DataFrame, measure: str = "speedup") -> pd.DataFrame:

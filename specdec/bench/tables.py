@@ -17,34 +17,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from specdec.drafting.tree_drafter import TreeSettings
+from specdec.bench.gammas import is_schedule
 from specdec.errors import SpecdecError
-from specdec.kernels.quantization import precision_name
-from specdec.kernels.quantization import precision_summary
-
-ADAPTIVE = "adaptive"   # the schedule name of rows whose gamma was chosen round by round
-STOP = "stop"           # ... and of rows drafted under the stop rule (`specdec.engine.stop_rule`), a chain
-TREE = "tree"           # ... and of rows drafted as a token tree (`specdec.TreeDrafter`); "tree-N": with budget N
-DEFAULT = "default"     # ... and of rows drafted as `speculative_generate` does with gamma left out (`specdec.default_drafter`)
-SCHEDULES = (ADAPTIVE, STOP, DEFAULT)   # the gamma labels that name a schedule rather than a number (besides the tree labels)
-
-
-def tree_settings(label: object) -> TreeSettings | None:
-    """The `TreeDrafter` limits a gamma label asks for, or None when it names no tree.
-
-    >>> tree_settings("tree"), tree_settings("tree-8").budget, tree_settings("stop"), tree_settings(4)
-    (TreeSettings(budget=16, depth=12, width=3), 8, None, None)
-    """
-    if label == TREE:
-        return TreeSettings()
-    if isinstance(label, str) and label.startswith(TREE + "-") and label[len(TREE) + 1:].isdigit() and int(label[len(TREE) + 1:]) >= 1:
-        return TreeSettings(budget=int(label[len(TREE) + 1:]))
-    return None
-
-
-def is_schedule(label: object) -> bool:
-    """Whether a gamma label names a schedule ('adaptive', 'stop', 'tree', 'tree-N') rather than a number."""
-    return label in SCHEDULES or tree_settings(label) is not None
+from specdec.kernels.quantization import precision_name, precision_summary
 
 COLUMNS = [
     "timestamp", "pair", "draft", "target", "method", "schedule", "gamma", "mean_gamma", "category", "prompt_id", "temperature", "top_k",

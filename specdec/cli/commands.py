@@ -92,16 +92,14 @@ def bench(args: argparse.Namespace) -> int:
 
 def _bench_specdec(args: argparse.Namespace):
     """Our engine: load each pair here, run the suite, keep the rows measured so far if interrupted."""
-    from specdec.bench.harness import BenchSettings, rows_to_frame, run_benchmark
+    from specdec import pairing
+    from specdec.bench.gammas import DEFAULT, STOP
+    from specdec.bench.harness import ALL, BenchSettings, rows_to_frame, run_benchmark
     from specdec.bench.tables import save_csv
     from specdec.engine.inputs import Decoding
-    from specdec import pairing
     from specdec.zoo.catalog import split_pair_name
 
-    from specdec.bench.harness import ALL
-    from specdec.bench.tables import DEFAULT
-
-    default_gammas = (DEFAULT,) if ALL in args.methods else ("stop",)   # every family with its defaults, the draft model's too
+    default_gammas = (DEFAULT,) if ALL in args.methods else (STOP,)   # every family with its defaults, the draft model's too
     settings = BenchSettings(methods=args.methods, gammas=args.gammas or default_gammas, categories=args.categories,
                              prompts_per_category=args.prompts_per_category, temperatures=args.temperatures,
                              decoding=Decoding(max_new_tokens=args.max_new_tokens, temperature=args.temperatures[0], seed=args.seed),
@@ -122,9 +120,9 @@ def _bench_specdec(args: argparse.Namespace):
 
 def _bench_batches(args: argparse.Namespace):
     """Batches on our engine: the same prompts at each batch size, plain and speculative (`specdec.bench.batches`)."""
+    from specdec import pairing
     from specdec.bench.batches import batch_benchmark, check_batch_sizes
     from specdec.engine.inputs import Decoding
-    from specdec import pairing
     from specdec.zoo.catalog import split_pair_name
 
     sizes = check_batch_sizes(args.batch_sizes)

@@ -54,13 +54,13 @@ def _counts(text: str) -> tuple[int, ...]:
 
 
 def _gammas(text: str) -> tuple[int | str, ...]:
-    from specdec.bench.tables import is_schedule
+    from specdec.bench.gammas import parse_gammas
+    from specdec.errors import SpecdecError
 
     try:
-        return tuple(part if is_schedule(part) else int(part) for part in _names(text))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers, 'default', 'adaptive', 'stop', 'tree' or 'tree-N' "
-                                         f"(a tree of at most N nodes), got '{text}'") from None
+        return parse_gammas(text)
+    except SpecdecError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _gamma(text: str) -> int | None:

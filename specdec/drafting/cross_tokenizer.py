@@ -40,16 +40,16 @@ full of such boundaries, which is why this module re-encodes text.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
 
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from specdec.engine.contract import Capabilities, ChainMethods, Draft, Generation
 from specdec.drafting.draft_model import check_draft_model, model_name
-from specdec.errors import SpecdecError
-from specdec.engine.kv_cache import CachedModel
+from specdec.engine.batch_cache import BatchCache, OneRow, rows_cache
+from specdec.engine.contract import Capabilities, DraftRequest, Generation, Verified
 from specdec.engine.sampling import SamplingConfig, probabilities, sample
+from specdec.engine.trees import DraftTree
+from specdec.errors import SpecdecError
 
 
 def retokenize(ids: list[int], source: PreTrainedTokenizerBase, destination: PreTrainedTokenizerBase) -> list[int]:
@@ -67,7 +67,7 @@ def whole_character_tokens(tokenizer: PreTrainedTokenizerBase, size: int) -> tor
     return torch.tensor([bool(text) and "\ufffd" not in text for text in texts])
 
 
-class CrossTokenizerDrafter(ChainMethods):
+class CrossTokenizerDrafter:
     """A draft model with its own tokenizer: it drafts text, the target's tokenizer cuts it into proposals.
 
         drafter = CrossTokenizerDrafter(smollm2, smollm2_tokenizer, qwen_tokenizer)
@@ -75,17 +75,17 @@ class CrossTokenizerDrafter(ChainMethods):
 
     Finding the draft tokens that are whole characters decodes its vocabulary once (0.35 s for
     SmolLM2's 49,152 tokens on this project's CPU, `load_pair`'s "draft vocabulary" time); pass
-    `whole=whole_character_tokens(...)` to reuse it for many drafters, as `LoadedPair` does.
+    `whole=whole_character_tokens(...)` to reuse it for many drafters, as `LoadedPair` does. Several
+    texts draft together, one draft pass per step for every row still drafting (as `ModelDrafter`).
     """
 
-    reports_confidence = True   # propose() takes keep_drafting (specdec.engine.stop_rule)
+    capabilities = Capabilities(reports_confidence=True)
 
     def __init__(self, draft_model: PreTrainedModel, draft_tokenizer: PreTrainedTokenizerBase,
                  target_tokenizer: PreTrainedTokenizerBase, name: str | None = None, whole: torch.Tensor | None = None) -> None:
-        self.model = draft_model
+        self.model = self.draft_model = draft_model
         self.draft_tokenizer, self.target_tokenizer = draft_tokenizer, target_tokenizer
         self.name = name or model_name(draft_model)
-        self.capabilities = Capabilities(reports_confidence=True, draft_model=draft_model)
         rows = draft_model.get_output_embeddings().out_features
         if whole is None:
             whole = whole_character_tokens(draft_tokenizer, min(rows, len(draft_tokenizer)))
@@ -94,64 +94,81 @@ class CrossTokenizerDrafter(ChainMethods):
         self.whole = self.whole.to(draft_model.device)
         if not self.whole.any():
             raise SpecdecError("no token of the draft's vocabulary decodes to whole characters: this draft cannot propose anything")
-        self.start(torch.empty(0, dtype=torch.long), len(target_tokenizer))
+        self.vocab_size = len(target_tokenizer)
+        self.cache: BatchCache | OneRow | None = None
+        self.held: dict[int, list[int]] = {}          # per row: the draft ids in the draft's cache, in order
+        self.steps: dict[int, int] = {}               # draft passes each row took part in
 
     def begin(self, generation: Generation) -> None:
         check_draft_model(self.model, generation, same_tokenizer=False)
-        self.start(generation.prompt, generation.vocab_size)
+        self.vocab_size = generation.vocab_size
+        self.cache = rows_cache(self.model, list(generation.prompts))
+        self.held = {row: [] for row in generation.prompts}
+        self.steps = dict.fromkeys(generation.prompts, 0)
 
-    def start(self, prompt: torch.Tensor, vocab_size: int) -> None:
-        self.vocab_size = vocab_size
-        self.cached = CachedModel(self.model)
-        self.held: list[int] = []   # the draft ids in the draft's cache, in order
-        self.passes = 0
+    def passes(self, row: int) -> int:
+        return self.steps.get(row, 0)
 
     def draft_text(self, sequence: torch.Tensor) -> list[int]:
         """Step 1: the draft's ids for the target's text `sequence` [n]."""
         return retokenize(sequence.tolist(), self.target_tokenizer, self.draft_tokenizer)
 
-    def propose(self, sequence: torch.Tensor, gamma: int, sampling: SamplingConfig, generator: torch.Generator | None,
-                keep_drafting: Callable[[float], bool] | None = None) -> Draft:
-        wanted = self.draft_text(sequence)
-        if not wanted:
-            return Draft(sequence.new_empty(0), None)                   # nothing the draft can read yet
+    def draft(self, requests: dict[int, DraftRequest]) -> dict[int, DraftTree]:
+        """Steps 1-3 for every row: at most `limit` target tokens of drafted text after the row's text, fixed candidates."""
+        pending: dict[int, list[int]] = {}             # per row: draft ids its cache has not read yet
+        for row, request in requests.items():
+            wanted = self.draft_text(request.sequence)
+            if wanted:                                 # (nothing the draft can read yet: the row drafts nothing)
+                pending[row] = wanted[self._keep_prefix(row, wanted):]
+        drafted: dict[int, list[int]] = {row: [] for row in pending}      # draft tokens
+        proposals: dict[int, list[int]] = {row: [] for row in requests}  # their text in target tokens
+        drafting = set(pending)
+        while drafting:
+            logits, _ = self.cache.feed([torch.tensor(pending[row], device=self.model.device) if row in drafting else None
+                                         for row in self.cache.rows], keep=1)   # [B, 1, V_draft]
+            for i, row in enumerate(self.cache.rows):
+                if row not in drafting:
+                    continue
+                request = requests[row]
+                self.held[row] += pending[row]
+                self.steps[row] += 1
+                d, confidence = self._draw(logits[i, -1], request.sampling, request.generator)
+                drafted[row].append(d)
+                text = self.draft_tokenizer.decode(drafted[row], skip_special_tokens=False, clean_up_tokenization_spaces=False)
+                proposals[row] = self.target_tokenizer.encode(text, add_special_tokens=False)     # step 3
+                pending[row] = [d]                                          # the draft reads its own token next
+                if (request.keep_drafting is not None and not request.keep_drafting(confidence)) \
+                        or len(proposals[row]) > request.limit or len(drafted[row]) == 2 * request.limit:
+                    drafting.discard(row)     # the stop rule, gamma tokens that can no longer grow, or enough draft tokens
+        return {row: self._proposal(proposals[row], request) for row, request in requests.items()}
+
+    def observe(self, verified: dict[int, Verified]) -> None:
+        """Nothing to cut: the next round re-encodes the accepted text and keeps the cache's valid prefix."""
+        self.cache.compact([row for row in self.cache.rows if not (row in verified and verified[row].finished)])
+
+    def _keep_prefix(self, row: int, wanted: list[int]) -> int:
+        """Cut the row's cache to its longest prefix still valid for `wanted` (feeding at least one token); its length."""
         same = 0
-        for held, want in zip(self.held, wanted):                      # the cache's prefix still valid
+        for held, want in zip(self.held[row], wanted):
             if held != want:
                 break
             same += 1
-        same = min(same, len(wanted) - 1)                               # feed at least one token
-        self.cached.rollback(same)
-        self.held = self.held[:same]
-        pending = wanted[same:]
-        drafted: list[int] = []            # draft tokens
-        proposal: list[int] = []           # their text in target tokens
-        for _ in range(2 * gamma):                                      # a draft token may hold less than a target token
-            draft_logits = self.cached.feed(torch.tensor(pending, device=self.model.device), keep=1)[0]   # [V_draft]
-            self.held += pending
-            logits = draft_logits.float().masked_fill(~self.whole, float("-inf"))      # [V_draft]
-            if sampling.greedy:
-                q_draft = logits.softmax(-1)
-                d = int(logits.argmax())
-            else:
-                q_draft = probabilities(logits[None], sampling)[0]
-                d = int(sample(q_draft[None], generator))
-            drafted.append(d)
-            text = self.draft_tokenizer.decode(drafted, skip_special_tokens=False, clean_up_tokenization_spaces=False)
-            proposal = self.target_tokenizer.encode(text, add_special_tokens=False)     # step 3
-            if keep_drafting is not None and not keep_drafting(float(q_draft[d])):
-                break                                                   # the stop rule: propose what there is
-            if len(proposal) > gamma:                                   # gamma tokens that can no longer grow
-                break
-            pending = [d]                                               # the draft reads its own token next
-        proposal = list(itertools.takewhile(lambda t: t < self.vocab_size, proposal[:gamma]))   # ids the target's logits cover
-        self.passes = self.cached.passes
-        tokens = sequence.new_tensor(proposal, dtype=torch.long)       # [k]
-        if sampling.greedy or not proposal:
-            return Draft(tokens, None)
-        q = torch.zeros(len(proposal), self.vocab_size, device=sequence.device)   # [k, V] point masses
-        q[torch.arange(len(proposal)), tokens] = 1.0
-        return Draft(tokens, q)
+        same = min(same, len(wanted) - 1)
+        self.cache.rollback(row, same)
+        self.held[row] = self.held[row][:same]
+        return same
 
-    def rollback(self, length: int) -> None:
-        pass  # the next propose() re-encodes the accepted text and keeps the cache's valid prefix
+    def _draw(self, draft_logits: torch.Tensor, sampling: SamplingConfig, generator: torch.Generator | None) -> tuple[int, float]:
+        """Step 2: a whole-character draft token from logits [V_draft] (the top one when greedy), and its q."""
+        logits = draft_logits.float().masked_fill(~self.whole, float("-inf"))      # [V_draft]
+        if sampling.greedy:
+            q_draft = logits.softmax(-1)
+            d = int(logits.argmax())
+        else:
+            q_draft = probabilities(logits[None], sampling)[0]
+            d = int(sample(q_draft[None], generator))
+        return d, float(q_draft[d])
+
+    def _proposal(self, proposal: list[int], request: DraftRequest) -> DraftTree:
+        proposal = list(itertools.takewhile(lambda t: t < self.vocab_size, proposal[:request.limit]))   # ids the target covers
+        return DraftTree.chain(request.sequence.new_tensor(proposal, dtype=torch.long))   # [k], each a point mass (q=None)

@@ -5,10 +5,13 @@ Notation: q is the draft's distribution, p the target's, gamma the tokens drafte
 `ModelDrafter` runs the draft incrementally with its own KV cache. It samples each token from q warped
 exactly like the target's p (same temperature, top-k, top-p); the accept/reject rule stays exact for
 any q, so a draft can only make decoding faster or slower, never change the output distribution.
-After a round the engine cuts the draft's cache to the text the target kept (`rollback`); tokens the
-draft has not seen yet (the target's resampled or bonus token, and after a full accept the last drafted
-token) are fed at the start of the next `propose`, in the same pass as the first new draft step, so
-catching up costs no pass.
+After a round its cache is cut to the text the target kept; tokens the draft has not seen yet (the
+target's resampled or bonus token, and after a full accept the last drafted token) are fed at the start
+of the next round, in the same pass as the first new draft step, so catching up costs no pass.
+
+Several texts draft together: ONE draft pass per step for every row still drafting (its cache is a
+`specdec.engine.batch_cache.BatchCache`; one text's is a plain cache, `OneRow`). Each row stops on its
+own, at its limit or where the stop rule says another token is not worth its cost for that row.
 
 It reports how sure it is of each token (its q of the token), so the stop rule
 (`specdec.engine.stop_rule.ConfidenceStop`, the default schedule) can end a round early when another token is
@@ -23,70 +26,86 @@ Not handled here: a draft with another tokenizer (`specdec.drafting.cross_tokeni
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import torch
 from transformers import PreTrainedModel
 
-from specdec.engine.contract import Capabilities, ChainMethods, Draft, Generation
-from specdec.errors import SpecdecError
+from specdec.engine.batch_cache import BatchCache, OneRow, rows_cache
+from specdec.engine.contract import Capabilities, DraftRequest, Generation, Verified
 from specdec.engine.inputs import check_fits_context
-from specdec.engine.kv_cache import CachedModel
-from specdec.engine.sampling import SamplingConfig, choose_next, fit_vocabulary
+from specdec.engine.kv_cache import restricted_head
+from specdec.engine.sampling import choose_next, fit_vocabulary
+from specdec.engine.trees import DraftTree
+from specdec.errors import SpecdecError
 
 
-class ModelDrafter(ChainMethods):
-    """A small causal LM as the draft, run incrementally with its own KV cache.
+class ModelDrafter:
+    """A small causal LM as the draft, run incrementally with its own KV cache, every row in one pass per step.
 
     `vocab_limit=K` makes the draft compute only the first K rows of its output layer, so it can
     only propose ids below K (in byte-pair vocabularies, roughly the K most frequent tokens). That
     saves the draft work; its q is still a proper distribution, so the output stays exact.
     """
 
-    reports_confidence = True   # propose() takes keep_drafting (specdec.engine.stop_rule)
+    capabilities = Capabilities(reports_confidence=True)
 
     def __init__(self, model: PreTrainedModel, name: str | None = None, vocab_limit: int | None = None) -> None:
-        self.model = model
+        if vocab_limit is not None:
+            restricted_head(model, vocab_limit)               # refuse an output layer that cannot be cut, now
+        self.model = self.draft_model = model
         self.name = name or model_name(model)
         self.vocab_limit = vocab_limit
-        self.capabilities = Capabilities(reports_confidence=True, draft_model=model)
-        self.cached = CachedModel(model, vocab_limit)
-        self.vocab_size = self.cached.vocab_size
         self.embedding_rows = model.get_input_embeddings().num_embeddings
-        self.passes = 0
+        self.cache: BatchCache | OneRow | None = None
+        self.vocab_size = 0
+        self.steps: dict[int, int] = {}                       # draft passes each row took part in
 
     def begin(self, generation: Generation) -> None:
         check_draft_model(self.model, generation)
-        self.start(generation.prompt, generation.vocab_size)
+        self.cache = rows_cache(self.model, list(generation.prompts), self.vocab_limit)
+        self.vocab_size = generation.vocab_size
+        self.steps = dict.fromkeys(generation.prompts, 0)
 
-    def start(self, prompt: torch.Tensor, vocab_size: int) -> None:
-        self.cached = CachedModel(self.model, self.vocab_limit)
-        self.vocab_size = vocab_size
-        self.passes = 0
+    def passes(self, row: int) -> int:
+        return self.steps.get(row, 0)
 
-    def propose(self, sequence: torch.Tensor, gamma: int, sampling: SamplingConfig, generator: torch.Generator | None,
-                keep_drafting: Callable[[float], bool] | None = None) -> Draft:
-        pending = sequence[self.cached.length:]                          # [m >= 1] tokens the draft has not seen
-        # An id the draft has no embedding row for (only possible when the target has more rows)
-        # is shown to it as id 0: that can only make its guesses worse, never the output different.
-        pending = pending.masked_fill(pending >= self.embedding_rows, 0)
-        tokens, distributions = [], []
-        for _ in range(gamma):
-            logits = self.cached.feed(pending, keep=1)                   # [1, V_draft]
-            logits = fit_vocabulary(logits, self.vocab_size)[0]          # [V], the target's width
-            token, q = choose_next(logits, sampling, generator)
-            tokens.append(token)
-            distributions.append(q)
-            pending = sequence.new_tensor([token])                       # [1]; the last one is never fed
-            if keep_drafting is not None and not keep_drafting(confidence(logits, token, q)):
-                break                                                    # the stop rule: not worth another token
-        self.passes = self.cached.passes
-        drafted = sequence.new_tensor(tokens, dtype=torch.long)          # [k]
-        q = None if sampling.greedy or not tokens else torch.stack(distributions)  # [k, V]
-        return Draft(drafted, q)
+    def draft(self, requests: dict[int, DraftRequest]) -> dict[int, DraftTree]:
+        """A chain for each row: its unseen text and first draft step in one pass, then one pass per token for all rows."""
+        cache = self.cache
+        pending = {row: self._unseen(request.sequence, cache.length(row)) for row, request in requests.items()}   # [m >= 1] each
+        tokens: dict[int, list[int]] = {row: [] for row in requests}
+        laws: dict[int, list[torch.Tensor | None]] = {row: [] for row in requests}
+        drafting = set(requests)
+        while drafting:
+            logits, _ = cache.feed([pending[row] if row in drafting else None for row in cache.rows], keep=1)   # [B, 1, V_draft]
+            for i, row in enumerate(cache.rows):
+                if row not in drafting:
+                    continue
+                request = requests[row]
+                row_logits = fit_vocabulary(logits[i, -1:], self.vocab_size)[0]                   # [V], the target's width
+                token, q = choose_next(row_logits, request.sampling, request.generator)
+                tokens[row].append(token)
+                laws[row].append(q)
+                pending[row] = request.sequence.new_tensor([token])                               # [1]; the last one is never fed
+                self.steps[row] += 1
+                if len(tokens[row]) == request.limit or (request.keep_drafting is not None and
+                                                         not request.keep_drafting(confidence(row_logits, token, q))):
+                    drafting.discard(row)                                                         # the stop rule: not worth another
+        return {row: DraftTree.chain(request.sequence.new_tensor(tokens[row], dtype=torch.long),
+                                     None if request.sampling.greedy else torch.stack(laws[row]))   # [k], [k, V]
+                for row, request in requests.items()}
 
-    def rollback(self, length: int) -> None:
-        self.cached.rollback(min(length, self.cached.length))
+    def observe(self, verified: dict[int, Verified]) -> None:
+        """Cut each row's cache to the text the target kept; forget the rows that are done."""
+        for row, seen in verified.items():
+            if seen.proposal is not None:
+                self.cache.rollback(row, min(seen.text.numel() - 1, self.cache.length(row)))
+        self.cache.compact([row for row in self.cache.rows if not (row in verified and verified[row].finished)])
+
+    def _unseen(self, sequence: torch.Tensor, cached: int) -> torch.Tensor:
+        """The text the draft has not read yet. An id the draft has no embedding row for (only possible when the target has
+        more rows) is shown to it as id 0: that can only make its guesses worse, never the output different."""
+        pending = sequence[cached:]
+        return pending.masked_fill(pending >= self.embedding_rows, 0)
 
 
 def confidence(logits: torch.Tensor, token: int, q: torch.Tensor | None) -> float:
@@ -106,8 +125,9 @@ def model_name(model: PreTrainedModel) -> str:
 
 
 def check_draft_model(model: PreTrainedModel, generation: Generation, same_tokenizer: bool = True) -> None:
-    """Refuse a draft on another device than the target, or (sharing its tokenizer) one whose context cannot hold the text."""
+    """Refuse a draft on another device than the target, or (sharing its tokenizer) one whose context cannot hold a text."""
     if model.device != generation.target.device:
         raise SpecdecError(f"the draft is on {model.device} but the target on {generation.target.device}: load both on one device")
     if same_tokenizer:                                       # the same count of tokens as the target reads
-        check_fits_context(model, generation.prompt.numel(), generation.max_new_tokens, "draft")
+        for prompt in generation.prompts.values():
+            check_fits_context(model, prompt.numel(), generation.max_new_tokens, "draft")

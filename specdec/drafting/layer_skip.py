@@ -18,9 +18,11 @@ Draft & Verify searches the skipped set offline with Bayesian optimisation, SWIF
 own text; this rule costs nothing beyond the prompt pass the target makes anyway, and looks at this text.
 A round drafts a chain under the stop rule (`specdec.engine.stop_rule.ConfidenceStop`), priced with a c that is
 measured, not read from the weights: the median of the draft's own step times over the median target
-step (each verification pass's time divided by 1 + s k). Until the first round is measured, c is the
+step (the time from its proposal to the target's verdict, divided by 1 + s k: the drafter times the
+target's pass from outside, as it would any other service). Until the first round is measured, c is the
 share of layers kept. A measured c makes rounds depend on timing, so with a seed a sampled text is
-reproducible only with `c` given; its distribution is exactly p either way.
+reproducible only with `c` given; its distribution is exactly p either way. Each text of a batch picks
+its own layers from its own prompt, and drafts with its own view (`SkipText`).
 
 Why it is exact: each drafted token is drawn from the skipped model's q, which the rule is given, and the
 round's length is decided from the draft's confidences and past rounds only.
@@ -41,16 +43,18 @@ import copy
 import statistics
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 import torch
 from transformers import PreTrainedModel
 
-from specdec.engine.contract import Capabilities, Draft, DraftRequest, Generation, Verified
 from specdec.drafting.draft_model import ModelDrafter
-from specdec.errors import SpecdecError
+from specdec.engine.contract import Capabilities, DraftRequest, Generation, Verified
 from specdec.engine.kv_cache import has_sliding_window
 from specdec.engine.stop_rule import ConfidenceStop
 from specdec.engine.timing import synchronize
+from specdec.engine.trees import DraftTree
+from specdec.errors import SpecdecError
 
 
 def decoder_layers(model: PreTrainedModel) -> tuple[str, torch.nn.ModuleList]:
@@ -101,8 +105,21 @@ def least_influential_layers(hidden: Sequence[torch.Tensor], count: int) -> list
     return sorted(sorted(influence, key=influence.get)[:count])
 
 
+@dataclass
+class SkipText:
+    """One text's self-draft: the layers it skips, its stop rule, and (once the layers are known) the view that drafts."""
+
+    prompt: torch.Tensor
+    skipped: list[int]
+    rule: ConfidenceStop
+    inner: ModelDrafter | None = None
+
+
 class LayerSkipDrafter:
     """The target drafting for itself with layers skipped: `skip` given, or the `fraction` least influential (module docstring)."""
+
+    name, draft_model = "layer-skip", None
+    capabilities = Capabilities(sizes_rounds=True, hidden_states=True, full_attention=True, drafts="chain from its own layers")
 
     def __init__(self, target: PreTrainedModel, skip: Sequence[int] | None = None, fraction: float = 0.5, max_gamma: int = 8,
                  c: float | None = None) -> None:
@@ -117,19 +134,23 @@ class LayerSkipDrafter:
         self.target, self.layers = target, len(layers)
         self.given = None if skip is None else sorted(set(skip))
         self.fraction, self.max_gamma, self.fixed_c = fraction, max_gamma, c
-        self.name, self.passes = "layer-skip", 0
-        self.capabilities = Capabilities(sizes_rounds=True, hidden_states=skip is None,
-                                         drafts=f"chain from its own layers ({self.layer_count_skipped()} of {self.layers} skipped)")
-        self.skipped: list[int] = []
-        self.inner: ModelDrafter | None = None
-        self.rule = ConfidenceStop()
-        self._step_s: list[float] = []                  # seconds per draft step, this text
+        self.capabilities = replace(LayerSkipDrafter.capabilities, hidden_states=skip is None,
+                                    drafts=f"chain from its own layers ({self.layer_count_skipped()} of {self.layers} skipped)")
+        self.texts: dict[int, SkipText] = {}
+        self.generation: Generation | None = None
+        self.steps: dict[int, int] = {}
+        self._step_s: list[float] = []                  # seconds per draft step, these texts
         self._target_step_s: list[float] = []           # seconds per target step, from each verification pass
-        self._prompt, self._vocab = torch.empty(0, dtype=torch.long), 0
+        self._proposed_at: float | None = None          # when the last proposals went to the target
 
     def layer_count_skipped(self) -> int:
         """How many layers the draft skips: those given, else `fraction` of them (at most all but the first and the last)."""
         return len(self.given) if self.given is not None else min(self.layers - 2, max(1, round(self.fraction * self.layers)))
+
+    @property
+    def skipped(self) -> list[int]:
+        """The layers the first text skips (every text picks its own from its prompt)."""
+        return next(iter(self.texts.values())).skipped if self.texts else list(self.given or [])
 
     @property
     def c(self) -> float:
@@ -143,39 +164,59 @@ class LayerSkipDrafter:
     def begin(self, generation: Generation) -> None:
         if generation.target is not self.target:
             raise SpecdecError("a LayerSkipDrafter drafts for the target it was made with: make one for this target")
-        self.skipped = list(self.given or [])
-        self.inner = None
-        self.passes = 0
-        self._step_s, self._target_step_s = [], []
-        self._prompt, self._vocab = generation.prompt, generation.vocab_size
-        self.rule = ConfidenceStop(c=self.c, verify_slope=generation.costs.verify_slope, max_gamma=self.max_gamma)
+        self.generation = generation
+        self._step_s, self._target_step_s, self._proposed_at = [], [], None
+        self.steps = dict.fromkeys(generation.prompts, 0)
+        self.texts = {row: SkipText(prompt, list(self.given or []),
+                                    ConfidenceStop(c=self.c, verify_slope=generation.costs.verify_slope, max_gamma=self.max_gamma))
+                      for row, prompt in generation.prompts.items()}
 
-    def draft(self, request: DraftRequest) -> Draft:
-        if self.inner is None:                          # the layers are known: the view and its cache
-            self.inner = ModelDrafter(skip_layers(self.target, self.skipped), self.name)
-            self.inner.start(self._prompt, self._vocab)
-        self.rule.c = self.c
-        self.rule.next_gamma()
-        before = self.inner.passes
-        synchronize(self.target.device)
-        start = time.perf_counter()
-        draft = self.inner.propose(request.sequence, min(request.limit, self.max_gamma), request.sampling, request.generator,
-                                   keep_drafting=self.rule.keep_drafting)
-        synchronize(self.target.device)
-        steps = self.inner.passes - before
-        if steps:
-            self._step_s.append((time.perf_counter() - start) / steps)
-        self.passes = self.inner.passes
-        return draft
+    def passes(self, row: int) -> int:
+        return self.steps.get(row, 0)
 
-    def observe(self, verified: Verified) -> None:
-        if verified.proposal is None:                   # the prompt pass: choose the layers from its hidden states
-            if self.given is None and verified.hidden is not None:
-                self.skipped = least_influential_layers(verified.hidden, self.layer_count_skipped())
-            return
-        drafted = verified.proposal.tokens.numel()
-        if self.inner is not None:
-            self.inner.rollback(verified.text.numel() - 1)
-        if drafted:
-            self.rule.update(drafted, len(verified.path))
-        self._target_step_s.append(verified.seconds / (1.0 + self.rule.verify_slope * drafted))
+    def draft(self, requests: dict[int, DraftRequest]) -> dict[int, DraftTree]:
+        chains = {}
+        for row, request in requests.items():
+            state = self.texts[row]
+            if state.inner is None:                         # the layers are known: the view and its cache
+                state.inner = ModelDrafter(skip_layers(self.target, state.skipped), self.name)
+                state.inner.begin(replace(self.generation, prompts={row: state.prompt}))
+            state.rule.c = self.c
+            state.rule.next_gamma()
+            before = state.inner.passes(row)
+            start = _now(self.target)
+            chains[row] = state.inner.draft({row: replace(request, limit=min(request.limit, self.max_gamma),
+                                                          keep_drafting=state.rule.keep_drafting)})[row]
+            steps = state.inner.passes(row) - before
+            if steps:
+                self._step_s.append((_now(self.target) - start) / steps)
+            self.steps[row] = state.inner.passes(row)
+        self._proposed_at = _now(self.target)
+        return chains
+
+    def observe(self, verified: dict[int, Verified]) -> None:
+        waited = None if self._proposed_at is None else _now(self.target) - self._proposed_at   # the target's pass, from outside
+        self._proposed_at = None
+        longest = 0
+        for row, seen in verified.items():
+            state = self.texts[row]
+            if seen.proposal is None:                       # the prompt pass: choose the layers from its hidden states
+                if self.given is None and seen.hidden is not None:
+                    state.skipped = least_influential_layers(seen.hidden, self.layer_count_skipped())
+                continue
+            drafted = seen.proposal.size
+            longest = max(longest, drafted)
+            if state.inner is not None:
+                state.inner.observe({row: seen})
+            if drafted:
+                state.rule.update(drafted, len(seen.path))
+            if seen.finished:
+                del self.texts[row]
+        if waited is not None:
+            self._target_step_s.append(waited / (1.0 + self.generation.costs.verify_slope * longest))
+
+
+def _now(model: PreTrainedModel) -> float:
+    """Seconds on the clock once `model`'s device has finished its queued work."""
+    synchronize(model.device)
+    return time.perf_counter()

@@ -37,30 +37,44 @@ W 5, N 4, G 5 ran at 0.47x of the target alone against W 3's 0.74x on 4 prompts)
 
     speculative_generate(target, LookaheadDrafter(), input_ids, temperature=0)
 
-Not handled: the pool is per text (the paper's; suffix decoding keeps text across requests).
+Not handled: the pool is per text (the paper's; suffix decoding keeps text across requests); each text of a batch
+has a window and a pool of its own (`Window`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field, replace
+
 import torch
 
-from specdec.engine.contract import Capabilities, DraftRequest, ExtraRows, Generation, Verified
-from specdec.errors import SpecdecError
+from specdec.engine.contract import Capabilities, DraftRequest, Generation, Verified
 from specdec.engine.inputs import context_length
-from specdec.engine.trees import DraftTree
+from specdec.engine.trees import DraftTree, ExtraRows
+from specdec.errors import SpecdecError
+
+
+@dataclass
+class Window:
+    """One text's lookahead state: its Jacobi window and its n-gram pool."""
+
+    levels: list[list[int]]                            # [N - 1][W]: the Jacobi window, oldest level first
+    pool: dict[int, list[tuple[int, ...]]] = field(default_factory=dict)   # first token -> (N - 1)-token continuations, newest last
+    used: bool = False                                 # this round's pass carries the window's rows
 
 
 class LookaheadDrafter:
     """Lookahead decoding with a window of `window` columns, `ngram`-grams, and at most `candidates` n-grams a round.
 
     >>> drafter = LookaheadDrafter(window=3, ngram=3, candidates=2)
-    >>> drafter.levels = [[0, 5, 6], [7, 8, 9]]                    # level 0 (column 0 is the root's place), level 1
-    >>> rows = drafter.window_rows(proposed=0)
+    >>> rows = drafter.window_rows(Window([[0, 5, 6], [7, 8, 9]]), proposed=0)   # level 0 (column 0: the root's place), level 1
     >>> rows.tokens.tolist(), rows.offsets.tolist()               # level 0's columns 1..2, then level 1
     ([5, 6, 7, 8, 9], [1, 2, 1, 2, 3])
     >>> rows.attend.int()[4].tolist()                              # L1[2] sees the root, L0[1], L0[2] and itself
     [1, 1, 1, 0, 0, 1]
     """
+
+    name, draft_model = "lookahead", None
+    capabilities = Capabilities(sizes_rounds=True, full_attention=True, drafts="lookahead (window 3, 3-grams, 3 candidates)")
 
     def __init__(self, window: int = 3, ngram: int = 3, candidates: int = 3, pool_from_prompt: bool = True) -> None:
         if window < 2 or ngram < 3 or candidates < 1:
@@ -68,44 +82,50 @@ class LookaheadDrafter:
                                f"got {window}, {ngram} and {candidates}")
         self.window, self.ngram, self.max_candidates = window, ngram, candidates
         self.pool_from_prompt = pool_from_prompt
-        self.name, self.passes = "lookahead", 0
-        self.capabilities = Capabilities(sizes_rounds=True, full_attention=True, model_free=True,
-                                         drafts=f"lookahead (window {window}, {ngram}-grams, {candidates} candidates)")
-        self.levels: list[list[int]] = []                  # [N - 1][W]: the Jacobi window, oldest level first
-        self.pool: dict[int, list[tuple[int, ...]]] = {}   # first token -> its (N - 1)-token continuations, newest last
+        self.capabilities = replace(LookaheadDrafter.capabilities,
+                                    drafts=f"lookahead (window {window}, {ngram}-grams, {candidates} candidates)")
+        self.texts: dict[int, Window] = {}
         self.context: int | None = None                    # the target's longest position, when its config says
-        self._window_used = False
 
     def begin(self, generation: Generation) -> None:
-        prompt = generation.prompt.tolist()
-        self.pool = {}
-        # The first guesses are the prompt's own tokens (any guess will do: the target replaces them).
-        self.levels = [[prompt[(i + j) % len(prompt)] for i in range(self.window)] for j in range(self.ngram - 1)]
         self.context = context_length(generation.target)
+        self.texts = {row: self.start(prompt.tolist()) for row, prompt in generation.prompts.items()}
+
+    def start(self, prompt: list[int]) -> Window:
+        """A text's window and pool: the first guesses are the prompt's own tokens (any guess will do: the target replaces them)."""
+        state = Window([[prompt[(i + j) % len(prompt)] for i in range(self.window)] for j in range(self.ngram - 1)])
         if self.pool_from_prompt:                           # the prompt's own n-grams (LADE's POOL_FROM_PROMPT)
             for start in range(len(prompt) - self.ngram + 1):
-                self._remember(prompt[start:start + self.ngram])
+                self._remember(state, prompt[start:start + self.ngram])
+        return state
 
-    def draft(self, request: DraftRequest) -> DraftTree:
+    def passes(self, row: int) -> int:
+        return 0
+
+    def draft(self, requests: dict[int, DraftRequest]) -> dict[int, DraftTree]:
+        return {row: self.candidates(self.texts[row], request) for row, request in requests.items()}
+
+    def candidates(self, state: Window, request: DraftRequest) -> DraftTree:
+        """The pool's n-grams after the root (the newest first) as a tree, with the window riding along as extra rows."""
         root = int(request.sequence[-1])
-        grams = list(reversed(self.pool.get(root, [])))[:self.max_candidates]          # the newest first
+        grams = list(reversed(state.pool.get(root, [])))[:self.max_candidates]          # the newest first
         tree = DraftTree.from_paths([gram[:request.limit] for gram in grams])
         # The window's rows reach W + N - 3 positions past the root: leave them out where the model has no such positions.
         reach = request.sequence.numel() - 1 + self.window + self.ngram - 3
-        self._window_used = self.context is None or reach < self.context
-        if not self._window_used:
+        state.used = self.context is None or reach < self.context
+        if not state.used:
             return tree
-        return DraftTree(tree.tokens, tree.parents, None, self.window_rows(tree.size))
+        return DraftTree(tree.tokens, tree.parents, None, self.window_rows(state, tree.size))
 
-    def window_rows(self, proposed: int) -> ExtraRows:
+    def window_rows(self, state: Window, proposed: int) -> ExtraRows:
         """The Jacobi window as extra rows after `proposed` candidate nodes: level 0's columns 1..W-1, then levels 1..N-2."""
-        w, levels = self.window, len(self.levels)
+        w, levels = self.window, len(state.levels)
         index: dict[tuple[int, int], int] = {}             # (level, column) -> row among the extra rows
         tokens, offsets = [], []
         for j in range(levels):
             for i in range(1 if j == 0 else 0, w):
                 index[(j, i)] = len(tokens)
-                tokens.append(self.levels[j][i])
+                tokens.append(state.levels[j][i])
                 offsets.append(i + j)
         extra = len(tokens)
         attend = torch.zeros(extra, 1 + proposed + extra, dtype=torch.bool)   # over (root, candidates, window rows)
@@ -117,24 +137,32 @@ class LookaheadDrafter:
                 attend[row, 1 + proposed + index[(level, i)]] = True
         return ExtraRows(torch.tensor(tokens, dtype=torch.long), torch.tensor(offsets, dtype=torch.long), attend)
 
-    def observe(self, verified: Verified) -> None:
-        if verified.proposal is None or not self._window_used or verified.extra_logits is None:
+    def observe(self, verified: dict[int, Verified]) -> None:
+        for row, seen in verified.items():
+            if seen.finished:
+                self.texts.pop(row, None)
+            else:
+                self.advance(self.texts[row], seen)
+
+    def advance(self, state: Window, verified: Verified) -> None:
+        """The pass's predictions after the window's newest level: new n-grams for the pool, and the window one level on."""
+        if verified.proposal is None or not state.used or verified.extra_logits is None:
             return                                          # the prompt pass, or a round without the window
-        w, top = self.window, len(self.levels) - 1
+        w, top = self.window, len(state.levels) - 1
         last_level = verified.extra_logits[-w:].argmax(dim=-1).tolist()    # [W]: predictions after level N-2's columns
         root = int(verified.rows[0])
         for column in range(w):                             # each column's trajectory is an n-gram of consecutive positions
-            gram = [root if column == 0 else self.levels[0][column]] + [self.levels[j][column] for j in range(1, top + 1)]
-            self._remember(gram + [last_level[column]])
+            gram = [root if column == 0 else state.levels[0][column]] + [state.levels[j][column] for j in range(1, top + 1)]
+            self._remember(state, gram + [last_level[column]])
         emitted = len(verified.path) + 1
-        self.levels = self.levels[1:] + [last_level]        # one position on: level j + 1 becomes level j
+        state.levels = state.levels[1:] + [last_level]      # one position on: level j + 1 becomes level j
         for _ in range(emitted - 1):                        # every further emitted token: again, the newest from the level below
-            self.levels = self.levels[1:] + [list(self.levels[0])]
+            state.levels = state.levels[1:] + [list(state.levels[0])]
 
-    def _remember(self, gram: list[int]) -> None:
+    def _remember(self, state: Window, gram: list[int]) -> None:
         """Add an n-gram to the pool under its first token, unless it is there already; at most `candidates` per token."""
         first, rest = gram[0], tuple(gram[1:])
-        grams = self.pool.setdefault(first, [])
+        grams = state.pool.setdefault(first, [])
         if rest in grams:
             return
         grams.append(rest)

@@ -17,32 +17,32 @@ from __future__ import annotations
 
 import torch
 
-from specdec.engine.contract import Capabilities, ChainMethods, Draft
-from specdec.engine.sampling import SamplingConfig
+from specdec.engine.contract import Capabilities, DraftRequest, Generation, Verified
+from specdec.engine.trees import DraftTree
 
 
-class PromptLookupDrafter(ChainMethods):
+class PromptLookupDrafter:
     """Model-free drafting by n-gram lookup in the prompt and the text generated so far.
 
     >>> drafter = PromptLookupDrafter()
     >>> text = torch.tensor([7, 8, 9, 4, 5, 7, 8])                  # "7 8" appeared before, then 9 4 5
-    >>> drafter.start(text, vocab_size=10)
-    >>> drafter.propose(text, 3, SamplingConfig(temperature=0), None).tokens.tolist()
+    >>> drafter.lookup(text.tolist(), 3)
     [9, 4, 5]
     """
 
-    capabilities = Capabilities(model_free=True)
+    name, draft_model = "prompt-lookup", None
+    capabilities = Capabilities()
 
     def __init__(self, max_ngram: int = 3, min_ngram: int = 1) -> None:
         if not 1 <= min_ngram <= max_ngram:
             raise ValueError(f"need 1 <= min_ngram <= max_ngram, got {min_ngram} and {max_ngram}")
-        self.name = "prompt-lookup"
         self.max_ngram, self.min_ngram = max_ngram, min_ngram
-        self.vocab_size = 0
-        self.passes = 0
 
-    def start(self, prompt: torch.Tensor, vocab_size: int) -> None:
-        self.vocab_size = vocab_size
+    def begin(self, generation: Generation) -> None:
+        pass                                                            # nothing to remember: the text is the table
+
+    def passes(self, row: int) -> int:
+        return 0
 
     def lookup(self, text: list[int], gamma: int) -> list[int]:
         """The tokens that followed the most recent earlier occurrence of the longest matching tail."""
@@ -53,13 +53,10 @@ class PromptLookupDrafter(ChainMethods):
                     return text[start + n:start + n + gamma]
         return []
 
-    def propose(self, sequence: torch.Tensor, gamma: int, sampling: SamplingConfig, generator: torch.Generator | None) -> Draft:
-        tokens = sequence.new_tensor(self.lookup(sequence.tolist(), gamma), dtype=torch.long)  # [k]
-        if sampling.greedy or tokens.numel() == 0:
-            return Draft(tokens, None)
-        q = torch.zeros(tokens.numel(), self.vocab_size, device=sequence.device)  # [k, V] point masses
-        q[torch.arange(tokens.numel(), device=sequence.device), tokens] = 1.0
-        return Draft(tokens, q)
+    def draft(self, requests: dict[int, DraftRequest]) -> dict[int, DraftTree]:
+        """Each row: what followed its tail before, as a chain of fixed candidates (q=None: point masses)."""
+        return {row: DraftTree.chain(request.sequence.new_tensor(self.lookup(request.sequence.tolist(), request.limit), dtype=torch.long))
+                for row, request in requests.items()}
 
-    def rollback(self, length: int) -> None:
-        pass  # nothing cached
+    def observe(self, verified: dict[int, Verified]) -> None:
+        pass

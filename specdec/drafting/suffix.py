@@ -19,8 +19,8 @@ a tree of the likeliest ones, as REST (He et al. 2024) retrieves continuations f
 Why it is exact: the candidates come from text already fixed before the round, so each is a point mass,
 checked by the tree rule (`specdec.engine.tree_verification`) or, with `tree=False`, a chain of them.
 
-Outputs join the session's tree when the next text starts, so a drafter used for several generations
-learns from its own outputs: the agentic workloads of the paper (a loop that rewrites similar text) are
+Each text's output joins the session's tree when the text is done, so a drafter used for several
+generations (or for the texts of a batch, which share the session's tree) learns from its own outputs: the agentic workloads of the paper (a loop that rewrites similar text) are
 where this shines. `corpus` adds token sequences you choose (documents the answers will quote).
 
     drafter = SuffixDrafter()                                  # keep it across generations: it remembers
@@ -33,23 +33,37 @@ Not handled: forgetting (the session's tree only grows; SuffixDecoding evicts ol
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
 
 import torch
 
+from specdec.drafting.suffix_tree import Node, Speculation, SuffixTree
 from specdec.engine.contract import Capabilities, DraftRequest, Generation, Verified
-from specdec.drafting.suffix_tree import Speculation, SuffixTree
-from specdec.errors import SpecdecError
 from specdec.engine.trees import DraftTree
+from specdec.errors import SpecdecError
+
+
+@dataclass
+class SuffixText:
+    """One text's suffix tree (its prompt and output so far) and where its end sits in it."""
+
+    tree: SuffixTree
+    active: list[Node]                             # where the text's end sits in the tree (`SuffixTree.extend`)
+    read: int                                      # tokens of the text read into `tree`
+    output: list[int] = field(default_factory=list)
 
 
 class SuffixDrafter:
     """Drafts the likeliest continuations of the text's end from suffix trees (see the module docstring).
 
     >>> drafter = SuffixDrafter(budget=4)
-    >>> drafter.begin_text([5, 6, 7, 8, 5, 6])                 # "5 6" was followed by "7 8" before
-    >>> drafter.draft(DraftRequest(torch.tensor([5, 6, 7, 8, 5, 6]), 8, None, None)).tokens.tolist()
+    >>> state = drafter.start([5, 6, 7, 8, 5, 6])                # "5 6" was followed by "7 8" before
+    >>> drafter.speculate(state, DraftRequest(torch.tensor([5, 6, 7, 8, 5, 6]), 8, None, None)).tokens.tolist()
     [7, 8]
     """
+
+    name, draft_model = "suffix", None
+    capabilities = Capabilities(sizes_rounds=True, full_attention=True, drafts="suffix tree (up to 8 nodes)")
 
     def __init__(self, budget: int = 8, max_depth: int = 24, spec_factor: float = 1.0, min_chance: float = 0.1,
                  tree: bool = True, corpus: Iterable[Sequence[int]] = ()) -> None:
@@ -57,32 +71,34 @@ class SuffixDrafter:
             raise SpecdecError(f"suffix decoding needs budget >= 1, spec_factor > 0 and min_chance in [0, 1], got {budget}, "
                                f"{spec_factor} and {min_chance}")
         self.budget, self.spec_factor, self.min_chance, self.tree = budget, spec_factor, min_chance, tree
-        self.name, self.passes = "suffix", 0
         shape = f"suffix tree (up to {budget} nodes)" if tree else "suffix chain"
-        self.capabilities = Capabilities(sizes_rounds=True, full_attention=tree, drafts=shape, model_free=True)
+        self.capabilities = replace(SuffixDrafter.capabilities, full_attention=tree, drafts=shape)
         self.session = SuffixTree(max_depth)              # earlier outputs and the corpus
         for document in corpus:
             self.session.add([int(token) for token in document])
-        self.text = SuffixTree(max_depth)                 # this text: the prompt and the output so far
-        self._active = self.text.start()
-        self._read = 0                                    # tokens of the text read into `self.text`
-        self._output: list[int] = []
+        self.texts: dict[int, SuffixText] = {}
 
     def begin(self, generation: Generation) -> None:
-        self.begin_text(generation.prompt.tolist())
+        for state in self.texts.values():                # texts left unfinished (a run stopped early) still teach
+            self._learn(state)
+        self.texts = {row: self.start(prompt.tolist()) for row, prompt in generation.prompts.items()}
 
-    def begin_text(self, prompt: Sequence[int]) -> None:
-        """A new text: the last one's output joins the session's tree, and this one's starts with `prompt`."""
-        if self._output:
-            self.session.add(self._output)
-        self.text = SuffixTree(self.session.max_depth)
-        self._active = self.text.extend(self.text.start(), prompt)
-        self._read, self._output = len(prompt), []
+    def start(self, prompt: Sequence[int]) -> SuffixText:
+        """A new text: its own tree starts with `prompt`."""
+        tree = SuffixTree(self.session.max_depth)
+        return SuffixText(tree, tree.extend(tree.start(), prompt), len(prompt))
 
-    def draft(self, request: DraftRequest) -> DraftTree:
-        context = request.sequence[-(self.text.max_depth - 1):].tolist()
+    def passes(self, row: int) -> int:
+        return 0
+
+    def draft(self, requests: dict[int, DraftRequest]) -> dict[int, DraftTree]:
+        return {row: self.speculate(self.texts[row], request) for row, request in requests.items()}
+
+    def speculate(self, state: SuffixText, request: DraftRequest) -> DraftTree:
+        """Steps 1-3 for one text: the best speculation over its own tree and the session's."""
+        context = request.sequence[-(state.tree.max_depth - 1):].tolist()
         best = Speculation((), (), ())
-        for index in (self.text, self.session):
+        for index in (state.tree, self.session):
             for length, node in index.matches(context):
                 depth = min(request.limit, max(1, int(self.spec_factor * length)), index.max_depth - length)
                 speculation = index.continuations(node, depth, self.budget if self.tree else depth, self.min_chance)
@@ -92,11 +108,19 @@ class SuffixDrafter:
                     best = speculation
         return DraftTree(torch.tensor(best.tokens, dtype=torch.long), best.parents, None)
 
-    def observe(self, verified: Verified) -> None:
-        new = verified.text[self._read:].tolist()       # the tokens this pass added to the text
-        self._active = self.text.extend(self._active, new)
-        self._read += len(new)
-        self._output += new
+    def observe(self, verified: dict[int, Verified]) -> None:
+        for row, seen in verified.items():
+            state = self.texts[row]
+            new = seen.text[state.read:].tolist()           # the tokens this pass added to the text
+            state.active = state.tree.extend(state.active, new)
+            state.read += len(new)
+            state.output += new
+            if seen.finished:                               # its output joins the session's tree
+                self._learn(self.texts.pop(row))
+
+    def _learn(self, state: SuffixText) -> None:
+        if state.output:
+            self.session.add(state.output)
 
 
 def _best_path(speculation: Speculation) -> Speculation:

@@ -28,7 +28,8 @@ The template is the paper's ("2.2.2": 80 nodes, 8 candidates at the first level,
 pass over 81 tokens is nearly free on a GPU but not on this project's CPU, so `budget` keeps the template's
 nodes most likely to be accepted, by a prior chance of 0.7 * 0.3^i for the i-th candidate, multiplied
 along the path (a parent always scores above its children, so the kept nodes form a tree). The table
-lives as long as the drafter, across texts, as in the paper; `reset()` empties it.
+lives as long as the drafter, across texts, as in the paper; `reset()` empties it. The texts of a batch
+share it (as a serving engine's requests would): every row's passes write it, every row drafts from it.
 
     drafter = TokenRecyclingDrafter()            # k = 8 candidates per token, the CPU-sized template
     speculative_generate(target, drafter, input_ids, temperature=0)
@@ -39,12 +40,13 @@ Not handled: a dynamic tree shape (the template is fixed; EAGLE-2 grows its tree
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import torch
 
 from specdec.engine.contract import Capabilities, DraftRequest, Generation, Verified
-from specdec.errors import SpecdecError
 from specdec.engine.trees import ROOT, DraftTree
+from specdec.errors import SpecdecError
 
 # The paper's template "2.2.2" (its repository's model/recycling/tree_template_.py): each node is the path
 # of candidate indices from the root, [0, 1] = "the 1st candidate after the 0th candidate after the root".
@@ -98,10 +100,14 @@ class TokenRecyclingDrafter:
 
     >>> drafter = TokenRecyclingDrafter(candidates=2, tree=[[0], [1], [0, 0]])
     >>> drafter.table = torch.full((10, 2), -1); drafter.table[4] = torch.tensor([5, 6]); drafter.table[5] = torch.tensor([7, 8])
-    >>> tree = drafter.draft(DraftRequest(torch.tensor([3, 4]), 8, None, None))
+    >>> tree = drafter.draft({0: DraftRequest(torch.tensor([3, 4]), 8, None, None)})[0]
     >>> tree.tokens.tolist(), tree.parents                  # after 4: 5 or 6; after 5: 7
     ([5, 6, 7], (-1, -1, 0))
     """
+
+    name, draft_model = "recycling", None
+    capabilities = Capabilities(sizes_rounds=True, prompt_rows=PROMPT_ROWS, full_attention=True,
+                                drafts=f"recycled tree (up to {DEFAULT_BUDGET} nodes)")
 
     def __init__(self, candidates: int = 8, tree: Sequence[Sequence[int]] = PAPER_TREE, budget: int | None = DEFAULT_BUDGET,
                  prompt_rows: int = PROMPT_ROWS) -> None:
@@ -111,9 +117,9 @@ class TokenRecyclingDrafter:
         if any(index >= candidates for path in self.template for index in path):
             raise SpecdecError(f"the tree template asks for candidate {max(max(path) for path in self.template)} but the table "
                                f"keeps {candidates} per token: raise candidates or trim the template")
-        self.name, self.passes, self.k = "recycling", 0, candidates
-        self.capabilities = Capabilities(sizes_rounds=True, prompt_rows=max(prompt_rows, 1), full_attention=True, model_free=True,
-                                         drafts=f"recycled tree (up to {len(self.template)} nodes)")
+        self.k = candidates
+        self.capabilities = replace(TokenRecyclingDrafter.capabilities, prompt_rows=max(prompt_rows, 1),
+                                    drafts=f"recycled tree (up to {len(self.template)} nodes)")
         self.table: torch.Tensor | None = None              # [V, k] long on the CPU, -1 where nothing is known yet
 
     def reset(self) -> None:
@@ -124,7 +130,13 @@ class TokenRecyclingDrafter:
         if self.table is None or self.table.shape[0] != generation.vocab_size:
             self.table = torch.full((generation.vocab_size, self.k), -1, dtype=torch.long)
 
-    def draft(self, request: DraftRequest) -> DraftTree:
+    def passes(self, row: int) -> int:
+        return 0
+
+    def draft(self, requests: dict[int, DraftRequest]) -> dict[int, DraftTree]:
+        return {row: self.recycle(request) for row, request in requests.items()}
+
+    def recycle(self, request: DraftRequest) -> DraftTree:
         """Breadth-first over the template from the root: each node the table's candidate after its parent's token."""
         rows: dict[int, list[int]] = {}                     # token -> its candidates, read from the table once
         placed = {(): (ROOT, int(request.sequence[-1]))}    # template path -> (node, token); the root first
@@ -147,7 +159,11 @@ class TokenRecyclingDrafter:
             parents.append(parent_node)
         return DraftTree(torch.tensor(tokens, dtype=torch.long), tuple(parents), None)
 
-    def observe(self, verified: Verified) -> None:
+    def observe(self, verified: dict[int, Verified]) -> None:
+        for seen in verified.values():
+            self.remember(seen)
+
+    def remember(self, verified: Verified) -> None:
         """table[token of each row] = the target's top-k after it; rows on the accepted path are written last, so they win."""
         logits = verified.logits                                             # [R, V]
         rows = verified.rows[-logits.shape[0]:].cpu()                        # the tokens those logits follow

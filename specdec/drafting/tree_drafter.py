@@ -28,30 +28,32 @@ of every round (confidence -> accepted or not). How many children a node gets is
 the draft knew before drawing them (never from the children themselves) and from past rounds: that
 keeps the sampled output exactly p.
 
-After the target's verdict the engine calls `keep_path`: the draft's cache keeps the text and the
-accepted nodes it has read, and drops every other branch; the rest of the path and the target's next
-token are read in the next round's first pass.
+After the target's verdict (`observe`) the draft's cache keeps the text and the accepted nodes it has
+read, and drops every other branch (`keep_path`); the rest of the path and the target's next token are
+read in the next round's first pass.
 
     drafter = TreeDrafter(draft_model)         # c and s estimated from the weights, like the chain's rule
     speculative_generate(target, drafter, input_ids, temperature=0)
 
-Not handled: a draft with another tokenizer, batches (a batch drafts chains: `specdec.generation.batch_drafting`).
+Several texts each grow their own tree, with a cache and a calibration of their own (`TreeText`), one
+after the other: their draft passes are not shared (by default a batch drafts chains, which are).
+Not handled: a draft with another tokenizer.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import torch
 from transformers import PreTrainedModel
 
-from specdec.engine.contract import Capabilities, DraftRequest, Generation, Verified
 from specdec.drafting.draft_model import check_draft_model, model_name
-from specdec.errors import SpecdecError
+from specdec.engine.contract import Capabilities, DraftRequest, Generation, Verified
 from specdec.engine.kv_cache import CachedModel
 from specdec.engine.sampling import SamplingConfig, fit_vocabulary, probabilities, sample
 from specdec.engine.stop_rule import ConfidenceStop
 from specdec.engine.trees import ROOT, DraftTree
+from specdec.errors import SpecdecError
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,17 @@ class TreeSettings:
         return f"tree (budget {self.budget})"
 
 
+@dataclass
+class TreeText:
+    """What the tree drafter keeps for one text: its draft cache, its calibration, and the last tree's bookkeeping."""
+
+    cached: CachedModel
+    rule: ConfidenceStop                               # the calibration a(confidence), learned on this text
+    text: int = 0                                      # cached tokens of text when the last tree was grown
+    read: list[int] = field(default_factory=list)     # nodes of the last tree the draft has read, in cache order
+    confidences: list[float] = field(default_factory=list)   # q(token) of each node of the last tree
+
+
 class TreeDrafter:
     """A small causal LM drafting a tree of at most `budget` nodes, `depth` levels and `width` nodes per level.
 
@@ -83,7 +96,7 @@ class TreeDrafter:
     `TreeDrafter.from_settings(model, TreeSettings(...))` takes the limits as one frozen value.
     """
 
-    reports_confidence = False   # the tree has its own stopping rule
+    capabilities = Capabilities(sizes_rounds=True, full_attention=True, drafts=TreeSettings().describe())
     default_budget = TreeSettings.budget
 
     def __init__(self, model: PreTrainedModel, name: str | None = None, budget: int = default_budget, depth: int = 12, width: int = 3,
@@ -91,19 +104,15 @@ class TreeDrafter:
         self.settings = TreeSettings(budget, depth, width)
         if (c is not None and c < 0) or (verify_slope is not None and verify_slope < 0):
             raise SpecdecError(f"the costs c and verify_slope must be >= 0, got {c} and {verify_slope}")
-        self.model = model
+        self.model = self.draft_model = model
         self.name = name or model_name(model)
-        self.capabilities = Capabilities(sizes_rounds=True, draft_model=model, full_attention=True, drafts=self.settings.describe())
+        self.capabilities = replace(TreeDrafter.capabilities, drafts=self.settings.describe())
         self.budget, self.depth, self.width = budget, depth, width
         self.c, self.verify_slope = c, verify_slope
-        self.cached = CachedModel(model)
-        self.vocab_size = self.cached.vocab_size
+        self.vocab_size = model.get_output_embeddings().out_features
         self.embedding_rows = model.get_input_embeddings().num_embeddings
-        self.passes = 0
-        self.rule = ConfidenceStop()    # the calibration a(confidence); replaced in start()
-        self._text = 0                  # cached tokens of text when the last tree was grown
-        self._read: list[int] = []      # nodes of the last tree the draft has read, in cache order
-        self._confidences: list[float] = []   # q(token) of each node of the last tree
+        self.texts: dict[int, TreeText] = {}
+        self.steps: dict[int, int] = {}                  # draft passes per row
 
     @classmethod
     def from_settings(cls, model: PreTrainedModel, settings: TreeSettings, name: str | None = None) -> TreeDrafter:
@@ -114,14 +123,27 @@ class TreeDrafter:
     def begin(self, generation: Generation) -> None:
         check_draft_model(self.model, generation)
         self.price(generation.costs.c, generation.costs.verify_slope)
-        self.start(generation.prompt, generation.vocab_size)
+        self.vocab_size = generation.vocab_size
+        self.texts = {row: self.start() for row in generation.prompts}
+        self.steps = dict.fromkeys(generation.prompts, 0)
 
-    def draft(self, request: DraftRequest) -> DraftTree:
-        return self.propose_tree(request.sequence, request.limit, request.sampling, request.generator)
+    def passes(self, row: int) -> int:
+        return self.steps.get(row, 0)
 
-    def observe(self, verified: Verified) -> None:
-        if verified.proposal is not None and verified.proposal.tokens.numel():    # (an empty round left the cache as it was)
-            self.keep_path(verified.path, verified.tested)
+    def draft(self, requests: dict[int, DraftRequest]) -> dict[int, DraftTree]:
+        trees = {}
+        for row, request in requests.items():
+            state = self.texts[row]
+            trees[row] = self.grow(state, request.sequence, request.limit, request.sampling, request.generator)
+            self.steps[row] = state.cached.passes
+        return trees
+
+    def observe(self, verified: dict[int, Verified]) -> None:
+        for row, seen in verified.items():
+            if seen.finished:
+                self.texts.pop(row, None)
+            elif seen.proposal is not None and seen.proposal.size:       # (an empty round left the cache as it was)
+                self.keep_path(self.texts[row], seen.path, seen.tested)
 
     # --- growing the tree --------------------------------------------------------------------------
 
@@ -130,28 +152,27 @@ class TreeDrafter:
         self.c = c if self.c is None else self.c
         self.verify_slope = verify_slope if self.verify_slope is None else self.verify_slope
 
-    def start(self, prompt: torch.Tensor, vocab_size: int) -> None:
-        self.cached = CachedModel(self.model)
-        self.vocab_size = vocab_size
-        self.passes = 0
-        self._text, self._read, self._confidences = 0, [], []
+    def start(self) -> TreeText:
+        """A new text's state: an empty cache, the calibration's prior."""
         c = 0.3 if self.c is None else self.c
-        self.rule = ConfidenceStop(c=c, verify_slope=0.05 if self.verify_slope is None else self.verify_slope, max_gamma=self.depth)
+        return TreeText(CachedModel(self.model), ConfidenceStop(c=c, verify_slope=0.05 if self.verify_slope is None else self.verify_slope,
+                                                                max_gamma=self.depth))
 
     @torch.inference_mode()
-    def propose_tree(self, sequence: torch.Tensor, max_depth: int, sampling: SamplingConfig,
-                     generator: torch.Generator | None) -> DraftTree:
+    def grow(self, state: TreeText, sequence: torch.Tensor, max_depth: int, sampling: SamplingConfig,
+             generator: torch.Generator | None) -> DraftTree:
         """Grow a tree after `sequence` [n] (the whole accepted text), at most `max_depth` levels deep."""
-        self._read, self._confidences = [], []
-        self._text = self.cached.length
+        state.read, state.confidences = [], []
+        state.text = state.cached.length
         depth = min(self.depth, max_depth)
         if depth <= 0:
-            return DraftTree(sequence.new_empty(0), (), None)
-        pending = sequence[self.cached.length:]                                # [m >= 1] unseen text, the root last
+            return DraftTree.empty()
+        pending = sequence[state.cached.length:]                               # [m >= 1] unseen text, the root last
         pending = pending.masked_fill(pending >= self.embedding_rows, 0)      # (as ModelDrafter: only q can suffer)
-        logits = fit_vocabulary(self.cached.feed(pending, keep=1), self.vocab_size)  # [1, V]
-        self._text = self.cached.length
-        c, s = self.rule.c, self.rule.verify_slope
+        logits = fit_vocabulary(state.cached.feed(pending, keep=1), self.vocab_size)  # [1, V]
+        state.text = state.cached.length
+        rule = state.rule
+        c, s = rule.c, rule.verify_slope
 
         tokens: list[int] = []
         parents: list[int] = []
@@ -164,7 +185,7 @@ class TreeDrafter:
             if not sampling.greedy:
                 q_rows |= {node: q[i] for i, node in enumerate(frontier)}
             cost = passes * c + 1.0 + s * len(tokens)                          # T so far
-            counts = self._children_counts(q, frontier_reach, expected=1.0 + sum(reach), cost=cost,
+            counts = self._children_counts(rule, q, frontier_reach, expected=1.0 + sum(reach), cost=cost,
                                            room=self.budget - len(tokens), first_level=level == 0)
             new = []
             for i, count in enumerate(counts):
@@ -173,18 +194,17 @@ class TreeDrafter:
                     new.append(len(tokens))
                     tokens.append(token)
                     parents.append(frontier[i])
-                    self._confidences.append(confidence)
-                    reach.append(frontier_reach[i] * self.rule.acceptance(confidence))
+                    state.confidences.append(confidence)
+                    reach.append(frontier_reach[i] * rule.acceptance(confidence))
             if not new or level + 1 == depth or len(tokens) == self.budget:
                 break
             best = sorted(new, key=lambda node: -reach[node])[:self.width]
-            gain = sum(reach[node] * self.rule.acceptance(self._confidences[node]) for node in best)
+            gain = sum(reach[node] * rule.acceptance(state.confidences[node]) for node in best)
             if gain * (passes * c + 1.0 + s * len(tokens)) <= (1.0 + sum(reach)) * (c + s * len(best)):
                 break                                                          # another level would lower the rate
-            logits = self._read_level(new, tokens, parents)                    # [len(new), V]
+            logits = self._read_level(state, new, tokens, parents)             # [len(new), V]
             passes += 1
             frontier, frontier_reach = new, [reach[node] for node in new]
-        self.passes = self.cached.passes
         q_table = None
         if not sampling.greedy:
             q_table = torch.zeros(len(tokens) + 1, self.vocab_size, device=sequence.device)  # [N + 1, V]
@@ -192,15 +212,15 @@ class TreeDrafter:
                 q_table[node + 1] = row
         return DraftTree(sequence.new_tensor(tokens, dtype=torch.long), tuple(parents), q_table)
 
-    def keep_path(self, path: tuple[int, ...], tested: tuple[bool | None, ...]) -> None:
+    def keep_path(self, state: TreeText, path: tuple[int, ...], tested: tuple[bool | None, ...]) -> None:
         """The target accepted `path`: keep the text and the accepted nodes the draft has read, drop the
         rest; calibrate on every node the rule `tested` (True accepted, False rejected, None untested)."""
-        read = [node for node in path if node in self._read]                  # a prefix of the path
-        columns = list(range(self._text)) + [self._text + self._read.index(node) for node in read]
-        self.cached.keep(columns)
+        read = [node for node in path if node in state.read]                  # a prefix of the path
+        columns = list(range(state.text)) + [state.text + state.read.index(node) for node in read]
+        state.cached.keep(columns)
         if tested:
-            self.rule.observe([(self._confidences[node], bool(outcome)) for node, outcome in enumerate(tested) if outcome is not None])
-        self._read = []
+            state.rule.observe([(state.confidences[node], bool(outcome)) for node, outcome in enumerate(tested) if outcome is not None])
+        state.read = []
 
     def _distributions(self, logits: torch.Tensor, sampling: SamplingConfig) -> torch.Tensor:
         """q at each frontier node, [F, V]: warped like p when sampling; greedy, the plain softmax (for confidences)."""
@@ -208,19 +228,19 @@ class TreeDrafter:
             return torch.softmax(logits.float(), dim=-1)
         return probabilities(logits, sampling)
 
-    def _children_counts(self, q: torch.Tensor, frontier_reach: list[float], expected: float, cost: float, room: int,
-                         first_level: bool) -> list[int]:
+    def _children_counts(self, rule: ConfidenceStop, q: torch.Tensor, frontier_reach: list[float], expected: float, cost: float,
+                         room: int, first_level: bool) -> list[int]:
         """How many children each frontier node gets: the best slots while each beats the round's rate (module docstring)."""
         width = min(self.width, room, q.shape[-1])
         top = q.topk(width, dim=-1).values.tolist()                            # [F, width], rows decreasing
-        slots = sorted(((reach * self.rule.acceptance(value), f) for f, (reach, row) in enumerate(zip(frontier_reach, top))
+        slots = sorted(((reach * rule.acceptance(value), f) for f, (reach, row) in enumerate(zip(frontier_reach, top))
                         for value in row if value > 0), reverse=True)[:width]
         counts = [0] * len(frontier_reach)
         for rank, (value, f) in enumerate(slots):
-            if not (first_level and rank == 0) and value * cost <= expected * self.rule.verify_slope:
+            if not (first_level and rank == 0) and value * cost <= expected * rule.verify_slope:
                 break
             counts[f] += 1                    # only the count matters: `_draw` picks (or draws) the children
-            expected, cost = expected + value, cost + self.rule.verify_slope
+            expected, cost = expected + value, cost + rule.verify_slope
         return counts
 
     def _draw(self, q: torch.Tensor, count: int, sampling: SamplingConfig, generator: torch.Generator | None) -> list[int]:
@@ -236,22 +256,22 @@ class TreeDrafter:
             remaining[token] = 0.0
         return drawn
 
-    def _read_level(self, new: list[int], tokens: list[int], parents: list[int]) -> torch.Tensor:
+    def _read_level(self, state: TreeText, new: list[int], tokens: list[int], parents: list[int]) -> torch.Tensor:
         """One draft pass over the nodes `new`, each attending to the text and its ancestors; their logits [n, V]."""
-        cached = self.cached.length
+        cached = state.cached.length
         attend = torch.zeros(len(new), cached + len(new), dtype=torch.bool)
-        attend[:, :self._text] = True
+        attend[:, :state.text] = True
         for i, node in enumerate(new):
             attend[i, cached + i] = True
             ancestor = parents[node]
             while ancestor != ROOT:
-                attend[i, self._text + self._read.index(ancestor)] = True
+                attend[i, state.text + state.read.index(ancestor)] = True
                 ancestor = parents[ancestor]
-        positions = torch.tensor([self._text - 1 + _depth(node, parents) for node in new])
+        positions = torch.tensor([state.text - 1 + _depth(node, parents) for node in new])
         ids = torch.tensor([tokens[node] for node in new])
         ids = ids.masked_fill(ids >= self.embedding_rows, 0)
-        logits = self.cached.feed(ids, keep=len(new), attend=attend, positions=positions)   # [n, V_draft]
-        self._read += new
+        logits = state.cached.feed(ids, keep=len(new), attend=attend, positions=positions)   # [n, V_draft]
+        state.read += new
         return fit_vocabulary(logits, self.vocab_size)
 
 

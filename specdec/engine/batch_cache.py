@@ -5,7 +5,7 @@ row 1 none; row 2 hit its end-of-sequence token and is done. A cache with one le
 batch cannot hold that, and the classic bug of batched speculative decoding is to pretend it can:
 advance (or roll back) every row by the same count, so some row keeps keys and values of tokens it
 rejected, or loses tokens it accepted, and from then on its target reads a text that is not its own
-(`specdec.reference.batch_bugs` computes what that does to the output).
+(`specdec.reference.batch_bugs` keeps that bug, to show what it does to the output).
 
 The design here: one `DynamicCache` of width W for B rows, and beside it a mask `valid` [B, W] saying
 which columns hold a token of each row's text. Nothing is ever shifted during a pass:
@@ -31,7 +31,9 @@ tests hold every row's greedy output to its own run alone.
 
 Sliding-window layers drop old tokens by their own count and read a mask of their own, so batches
 refuse those models up front (`check_batchable`); one text at a time they run as before
-(`specdec.engine.kv_cache`).
+(`specdec.engine.kv_cache`). The loop and the draft model speak to one kind of cache whatever the
+number of texts (`rows_cache`): a `BatchCache` for several, a `OneRow` (a `CachedModel` seen as a batch
+of one: no padding, no mask for a causal pass, sliding windows allowed) for one.
 
     cache = BatchCache(model, rows=2)
     logits, _ = cache.feed([torch.tensor([5, 6, 7]), torch.tensor([8])], keep=1)   # [2, 1, V]
@@ -46,9 +48,8 @@ from collections.abc import Sequence
 import torch
 from transformers import DynamicCache, PreTrainedModel
 
+from specdec.engine.kv_cache import CachedModel, has_sliding_window, restricted_head
 from specdec.errors import SpecdecError
-from specdec.engine.kv_cache import has_sliding_window
-from specdec.engine.kv_cache import restricted_head
 
 PAD_ID = 0   # the token fed in padding columns; nothing ever attends to them but themselves
 
@@ -67,6 +68,7 @@ class BatchCache:
         self.model = model
         self.cache = DynamicCache(config=model.config)
         self.rows = list(range(rows)) if isinstance(rows, int) else list(rows)   # the caller's row ids, in cache order
+        self._at = {row: i for i, row in enumerate(self.rows)}                  # row id -> its place in the cache
         self.lengths = [0] * len(self.rows)           # tokens of text each row holds
         self.valid = torch.zeros(len(self.rows), 0, dtype=torch.bool)   # [B, W]: which columns hold a row's text
         self.ids = torch.zeros(len(self.rows), 0, dtype=torch.long)      # [B, W]: the token in each column (for checks)
@@ -81,7 +83,7 @@ class BatchCache:
 
     def length(self, row: int) -> int:
         """Tokens of text the cache holds for `row` (a caller's row id)."""
-        return self.lengths[self.rows.index(row)]
+        return self.lengths[self._at[row]]
 
     def feed(self, tokens: Sequence[torch.Tensor | None], keep: int = 1, attend: Sequence[torch.Tensor | None] | None = None,
              offsets: Sequence[torch.Tensor | None] | None = None,
@@ -137,19 +139,19 @@ class BatchCache:
 
     def text(self, row: int) -> list[int]:
         """The tokens `row` holds, in order: what a fresh pass over its text would have cached."""
-        i = self.rows.index(row)
+        i = self._at[row]
         return self.ids[i, self.valid[i]].tolist()
 
     def rollback(self, row: int, length: int) -> None:
         """Forget every cached token of `row` (a caller's row id) after its first `length`."""
-        i = self.rows.index(row)
+        i = self._at[row]
         if not 0 <= length <= self.lengths[i]:
             raise ValueError(f"cannot roll row {row} back from {self.lengths[i]} tokens to {length}")
         self.keep(row, list(range(length)))
 
     def keep(self, row: int, tokens: list[int]) -> None:
         """Keep only the tokens of `row` at these indices of its text (increasing): a rollback, or a tree's accepted path."""
-        i = self.rows.index(row)
+        i = self._at[row]
         if tokens and (any(b <= a for a, b in zip(tokens, tokens[1:])) or tokens[0] < 0 or tokens[-1] >= self.lengths[i]):
             raise ValueError(f"tokens to keep must increase within 0..{self.lengths[i] - 1}, got {tokens}")
         columns = self.valid[i].nonzero().flatten()                                 # [length_i]: where the row's text is
@@ -160,7 +162,7 @@ class BatchCache:
     def compact(self, rows: Sequence[int] | None = None) -> None:
         """Keep only `rows` (callers' ids, in this order; default: all), each row's text right-aligned, no dead columns."""
         rows = list(self.rows if rows is None else rows)
-        order = [self.rows.index(row) for row in rows]
+        order = [self._at[row] for row in rows]
         width = max((self.lengths[i] for i in order), default=0)
         if order == list(range(len(self.rows))) and width == self.width:
             return                                                                  # nothing to drop
@@ -176,7 +178,7 @@ class BatchCache:
         source_rows, index = torch.tensor(order, dtype=torch.long, device=device), index.to(device)
         with torch.inference_mode():
             self._gather_layers(source_rows, index)
-        self.rows = rows
+        self.rows, self._at = rows, {row: i for i, row in enumerate(rows)}
         self.lengths = [self.lengths[i] for i in order]
         self.valid, self.ids = valid, ids
 
@@ -191,3 +193,55 @@ def _gather(states: torch.Tensor, rows: torch.Tensor, index: torch.Tensor) -> to
     """states [B, heads, W, dim] -> [B', heads, W', dim]: the given rows, and in row j the columns index[j]."""
     heads, dim = states.shape[1], states.shape[-1]
     return states.index_select(0, rows).gather(2, index[:, None, :, None].expand(-1, heads, -1, dim))
+
+
+class OneRow:
+    """One text's `CachedModel` behind `BatchCache`'s interface: a batch of one row, id `row`, read without padding.
+
+    A causal pass needs no mask here (the fastest path, and sliding-window models work); a tree or extra rows
+    get their mask over the whole cached text. Logits come back as [1, keep, V], hidden states per layer [1, M, H].
+    """
+
+    def __init__(self, model: PreTrainedModel, row: int = 0, output_rows: int | None = None) -> None:
+        self.lm = CachedModel(model, output_rows)
+        self.model = model
+        self.rows = [row]
+
+    @property
+    def passes(self) -> int:
+        return self.lm.passes
+
+    def length(self, row: int) -> int:
+        return self.lm.length
+
+    def feed(self, tokens: Sequence[torch.Tensor | None], keep: int = 1, attend: Sequence[torch.Tensor | None] | None = None,
+             offsets: Sequence[torch.Tensor | None] | None = None,
+             hidden: bool = False) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
+        """`BatchCache.feed` for the one row: `tokens[0]` [m] appended to the text."""
+        new = tokens[0]
+        own = attend[0] if attend is not None else None
+        if own is None:
+            logits, states = self.lm.feed_with_hidden(new, keep=keep, hidden=hidden)
+        else:
+            text = self.lm.length
+            full = torch.cat([torch.ones(new.numel(), text, dtype=torch.bool), own.cpu()], dim=1)     # [m, text + m]
+            shift = offsets[0] if offsets is not None and offsets[0] is not None else torch.arange(new.numel())
+            logits, states = self.lm.feed_with_hidden(new, keep=keep, attend=full, positions=text + shift.cpu(), hidden=hidden)
+        return logits[None], (None if states is None else tuple(layer[None] for layer in states))
+
+    def rollback(self, row: int, length: int) -> None:
+        self.lm.rollback(length)
+
+    def keep(self, row: int, tokens: list[int]) -> None:
+        self.lm.keep(tokens)
+
+    def compact(self, rows: Sequence[int] | None = None) -> None:
+        """Nothing to gather: one text has no dead columns, and when it is done the cache is simply dropped."""
+        if rows is not None:
+            self.rows = [row for row in self.rows if row in rows]
+
+
+def rows_cache(model: PreTrainedModel, rows: Sequence[int], output_rows: int | None = None) -> BatchCache | OneRow:
+    """The cache for texts `rows` (ids, in order): a `OneRow` for one text, a `BatchCache` for several."""
+    rows = list(rows)
+    return OneRow(model, rows[0], output_rows) if len(rows) == 1 else BatchCache(model, rows, output_rows)

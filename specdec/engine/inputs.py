@@ -1,10 +1,14 @@
-"""Checking and normalising what a user passes to the generate functions, and what every generation starts with.
+"""Checking and normalising what a user passes to the generate functions, and the random stream of each text.
 
 Both `speculative_generate` and `autoregressive_generate` accept the same decoding arguments
-(`Decoding`: max_new_tokens, temperature, top-k, top-p, seed); the checks live here once so both
-refuse bad input with the same one-line `SpecdecError`, and `start_generation` sets up what both
-loops need before their first pass (the prompt as [T], the warping, the stop ids, the random
-generator and the stopwatch).
+(`Decoding`: max_new_tokens, temperature, top-k, top-p, seed), which travel together as one value
+from there on; the checks live here once so both refuse bad input with the same one-line
+`SpecdecError`. A prompt is a [T] tensor; several prompts are a batch (`prompts_of`).
+
+Every text draws from a random generator of its own (`row_generator`): text b of a run with seed s
+from a stream seeded by `numpy.random.SeedSequence([s, b])`. Streams of different (seed, row) pairs
+never coincide, so two runs with neighbouring seeds share nothing (seeding row b with s + b would make
+row 1 of seed s row 0 of seed s + 1), and a single text is row 0 of a batch of one.
 
     decoding = Decoding(max_new_tokens=32, temperature=0.7, seed=1)
     speculative_generate(target, draft, input_ids, gamma=4, **decoding.as_kwargs())
@@ -14,14 +18,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from typing import NamedTuple
 
+import numpy as np
 import torch
 from transformers import PreTrainedModel
 
-from specdec.errors import SpecdecError
 from specdec.engine.sampling import SamplingConfig
-from specdec.engine.timing import Stopwatch
+from specdec.errors import SpecdecError
 
 MAX_GAMMA = 64
 
@@ -44,6 +47,17 @@ def as_prompt(input_ids: torch.Tensor) -> torch.Tensor:
     if input_ids.dtype not in (torch.int64, torch.int32):
         raise SpecdecError(f"input_ids must hold integer token ids, got dtype {input_ids.dtype}")
     return input_ids.long()
+
+
+def prompts_of(input_ids: object, attention_mask: torch.Tensor | None = None) -> tuple[list[torch.Tensor], bool]:
+    """The prompts [T_b] of a call and whether it was a batch (a list of results comes back) or one prompt.
+
+    >>> prompts, batched = prompts_of(torch.tensor([[5, 6]]))
+    >>> [prompt.tolist() for prompt in prompts], batched
+    ([[5, 6]], False)
+    """
+    batch = as_batch(input_ids, attention_mask)
+    return (batch, True) if batch is not None else ([as_prompt(input_ids)], False)
 
 
 def as_batch(input_ids: object, attention_mask: torch.Tensor | None = None) -> list[torch.Tensor] | None:
@@ -120,13 +134,20 @@ def eos_ids(eos_token_id: int | Iterable[int] | None) -> frozenset[int]:
     return frozenset(int(token) for token in eos_token_id)
 
 
-def make_generator(seed: int | None, device: torch.device) -> torch.Generator:
-    """A random generator on `device`: seeded for repeatable runs, otherwise freshly seeded."""
+def row_generator(seed: int | None, row: int, device: torch.device | str = "cpu") -> torch.Generator:
+    """The random generator of text `row` in a run with `seed` (None: freshly seeded), on `device`.
+
+    Seeded from `numpy.random.SeedSequence([seed, row])`: no two (seed, row) pairs share a stream.
+
+    >>> a, b = row_generator(7, 1), row_generator(8, 0)              # seed + row would have made these one stream
+    >>> bool(torch.rand(4, generator=a).eq(torch.rand(4, generator=b)).any())
+    False
+    """
     generator = torch.Generator(device=device)
     if seed is None:
         generator.seed()
     else:
-        generator.manual_seed(int(seed))
+        generator.manual_seed(int(np.random.SeedSequence([int(seed), int(row)]).generate_state(1, np.uint64)[0]))
     return generator
 
 
@@ -160,22 +181,3 @@ class Decoding:
     def as_kwargs(self) -> dict[str, float | int | None]:
         """The keyword arguments of `speculative_generate` and `autoregressive_generate`."""
         return asdict(self)
-
-
-class Start(NamedTuple):
-    """What a generation loop holds before its first pass (unpack it: prompt, sampling, stop_ids, generator, watch)."""
-
-    prompt: torch.Tensor              # [T] on the model's device
-    sampling: SamplingConfig
-    stop_ids: frozenset[int]
-    generator: torch.Generator
-    watch: Stopwatch
-
-
-def start_generation(model: PreTrainedModel, input_ids: torch.Tensor, decoding: Decoding,
-                     eos_token_id: int | Iterable[int] | None, role: str = "model") -> Start:
-    """Check the prompt against `model`'s context and set up sampling, stop ids, the generator and the stopwatch."""
-    prompt = as_prompt(input_ids).to(model.device)                                       # [T]
-    check_fits_context(model, prompt.numel(), decoding.max_new_tokens, role)
-    return Start(prompt, decoding.sampling, eos_ids(eos_token_id), make_generator(decoding.seed, model.device),
-                 Stopwatch(model.device))

@@ -22,20 +22,26 @@ rejection, whatever the costs.
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import Protocol
 
 from specdec.engine.costs import CostProfile
 from specdec.reference.theory import walltime_speedup
 
 
-@runtime_checkable
 class GammaSchedule(Protocol):
-    """Picks the next round's gamma and learns from how the round went."""
+    """Picks the next round's gamma, may cut a round short, and learns from how the round went."""
 
-    def next_gamma(self) -> int: ...
+    def next_gamma(self) -> int:
+        """A new round starts: draft at most this many tokens."""
+
+    def keep_drafting(self, confidence: float) -> bool:
+        """The draft just proposed a token it was this sure of (its q of the token): draft another? (A fixed gamma: yes.)"""
 
     def update(self, drafted: int, accepted: int) -> None:
         """A round drafted `drafted` tokens and the rule accepted the first `accepted` of them."""
+
+    def describe(self) -> str:
+        """What a round drafts, in words, for reports: 'chain, gamma 4'."""
 
 
 class FixedGamma:
@@ -51,8 +57,14 @@ class FixedGamma:
     def next_gamma(self) -> int:
         return self.gamma
 
+    def keep_drafting(self, confidence: float) -> bool:
+        return True
+
     def update(self, drafted: int, accepted: int) -> None:
         pass
+
+    def describe(self) -> str:
+        return f"chain, gamma {self.gamma}"
 
 
 class AdaptiveGamma:
@@ -90,7 +102,13 @@ class AdaptiveGamma:
                     for gamma in range(1, self.max_gamma + 1)}
         return max(speedups, key=speedups.get)
 
+    def keep_drafting(self, confidence: float) -> bool:
+        return True                                            # the round's gamma is decided before it starts
+
     def update(self, drafted: int, accepted: int) -> None:
         tested = accepted + (1 if accepted < drafted else 0)   # tokens after the first rejection were never tested
         self.accepted = self.decay * self.accepted + accepted
         self.tested = self.decay * self.tested + tested
+
+    def describe(self) -> str:
+        return "chain, adaptive gamma"

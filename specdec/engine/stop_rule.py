@@ -127,5 +127,8 @@ class ConfidenceStop:
         gain = float(all_accepted[-1]) * chances[-1]                # P_k * a_{k+1}, a_{k+1} predicted by a_k
         return gain * round_cost > expected_tokens * (self.c + self.verify_slope)
 
+    def describe(self) -> str:
+        return "chain, stop rule"
+
     def _bin(self, confidence: float) -> int:
         return min(int(confidence * len(self.hits)), len(self.hits) - 1)

@@ -46,32 +46,14 @@ exact, even one that looks at p: a point mass on x gives P(y) = p(x) [y = x] + (
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 
 from specdec.engine.sampling import sample
 from specdec.engine.trees import ROOT, DraftTree
+from specdec.engine.verification import Verdict
 
 
-@dataclass(frozen=True)
-class TreeVerdict:
-    """The outcome of checking one drafted tree."""
-
-    path: tuple[int, ...]                  # the accepted nodes, from the root's child down
-    next_token: int                        # the token the target adds after them
-    full_accept: bool                      # True: the path ends at a node without children (a bonus token)
-    tested: tuple[bool | None, ...]        # per node: True accepted, False tested and rejected, None not tested
-    uniforms: tuple[float | None, ...]     # per node: the u it was tested with (None when greedy or not tested)
-    target_probs: tuple[float, ...]        # per node: p(token) at its parent (greedy: 1.0 if the argmax, else 0.0)
-    draft_probs: tuple[float, ...]         # per node: q(token) at its parent (greedy: 1.0)
-
-    @property
-    def accepted(self) -> int:
-        return len(self.path)
-
-
-def verify_tree_greedy(target_logits: torch.Tensor, tree: DraftTree) -> TreeVerdict:
+def verify_tree_greedy(target_logits: torch.Tensor, tree: DraftTree) -> Verdict:
     """Follow the children that are the target's argmax; `target_logits` is [N + 1, V].
 
     >>> tree = DraftTree(torch.tensor([1, 0, 1]), (-1, -1, 1), None)       # root -> {1, 0}, 0 -> {1}
@@ -94,7 +76,7 @@ def verify_tree_greedy(target_logits: torch.Tensor, tree: DraftTree) -> TreeVerd
             break
         path.append(match)
         node = match
-    return TreeVerdict(
+    return Verdict(
         path=tuple(path),
         next_token=choices[node + 1],
         full_accept=not tree.children(node),
@@ -105,7 +87,7 @@ def verify_tree_greedy(target_logits: torch.Tensor, tree: DraftTree) -> TreeVerd
     )
 
 
-def verify_tree_sampled(p: torch.Tensor, tree: DraftTree, generator: torch.Generator | None) -> TreeVerdict:
+def verify_tree_sampled(p: torch.Tensor, tree: DraftTree, generator: torch.Generator | None) -> Verdict:
     """Recursive rejection sampling down the tree; see the module docstring. `p` is [N + 1, V].
 
     >>> p = torch.tensor([[0.0, 0.5, 0.5], [1.0, 0.0, 0.0], [1.0, 0.0, 0.0]])
@@ -157,11 +139,11 @@ def verify_tree_sampled(p: torch.Tensor, tree: DraftTree, generator: torch.Gener
 
 
 def _verdict(path: list[int], next_token: int, full_accept: bool, tested: list[bool | None], uniforms: list[float | None],
-             p: torch.Tensor, tree: DraftTree) -> TreeVerdict:
+             p: torch.Tensor, tree: DraftTree) -> Verdict:
     """Pack the walk's outcome with each node's p and q (at its parent, before any residual)."""
     rows = torch.tensor(tree.parents, dtype=torch.long, device=p.device) + 1     # [N]: each node's parent row
     tokens = tree.tokens.to(p.device)
-    return TreeVerdict(
+    return Verdict(
         path=tuple(path),
         next_token=next_token,
         full_accept=full_accept,

@@ -25,9 +25,15 @@ and each node the position it would have in its own branch (text length + depth 
     attends:    root  r0 r1 r02 r03 r14 r025   (r = the root; the text before it is seen by all)
 
 Children of a node are listed in the order they were drawn: the acceptance rule tests them in
-that order (`specdec.engine.tree_verification`). A chain is the tree with parents (-1, 0, 1, ...). A tree
-without q (`q=None`) proposes fixed candidates, each a point mass: model-free methods (Token
-Recycling, lookahead, suffix decoding) build theirs from token paths with `DraftTree.from_paths`.
+that order (`specdec.engine.tree_verification`).
+
+A `DraftTree` is what every drafter proposes, every round: a chain is the tree of width one, parents
+(-1, 0, 1, ...), made with `DraftTree.chain`; the target then reads it causally, without a mask, and
+the chain rule of `specdec.engine.verification` decides (the tree walk would decide the same way).
+A tree without q (`q=None`) proposes fixed candidates, each a point mass: model-free methods (prompt
+lookup, Token Recycling, lookahead, suffix decoding) build theirs with `DraftTree.chain` or
+`DraftTree.from_paths`. A proposal may also carry `ExtraRows`, rows of the drafter's own that ride
+along in the same target pass (lookahead decoding's Jacobi window).
 """
 
 from __future__ import annotations
@@ -35,31 +41,57 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
 
 import torch
-
-if TYPE_CHECKING:
-    from specdec.engine.contract import ExtraRows
 
 ROOT = -1
 
 
 @dataclass(frozen=True)
+class ExtraRows:
+    """Rows a drafter adds to the target's verification pass, seen by nothing but themselves.
+
+    Every extra row sees the text before the root; `attend` says what else it sees, over the pass's
+    rows in order: the root, the proposal's nodes, then the extra rows (themselves included). Positions
+    are offsets from the root's position (the root is 0): a row at offset 3 is read as the third token
+    after the root.
+
+    >>> rows = ExtraRows(torch.tensor([7, 8]), torch.tensor([1, 2]), torch.tensor([[1, 1, 0], [1, 1, 1]], dtype=torch.bool))
+    >>> rows.size                                            # a chain of two after the root, beside an empty proposal
+    2
+    """
+
+    tokens: torch.Tensor                   # [E] long
+    offsets: torch.Tensor                  # [E] long, positions after the root's
+    attend: torch.Tensor                   # [E, 1 + N + E] bool: over (root, the N proposed nodes, the E extra rows)
+
+    @property
+    def size(self) -> int:
+        return int(self.tokens.numel())
+
+
+@dataclass(frozen=True)
 class DraftTree:
-    """The drafted tokens of one round, their parents, and the draft distributions they were drawn from.
+    """What a drafter proposes in one round: the drafted tokens, their parents, and the laws they were drawn from.
 
     >>> tree = DraftTree(torch.tensor([5, 6, 7]), (-1, -1, 0), None)
-    >>> tree.children(ROOT), tree.children(0), tree.depths.tolist(), tree.path_to(2)
-    ([0, 1], [2], [1, 1, 2], [0, 2])
+    >>> tree.children(ROOT), tree.children(0), tree.depths.tolist(), tree.path_to(2), tree.is_chain
+    ([0, 1], [2], [1, 1, 2], [0, 2], False)
+    >>> DraftTree.chain(torch.tensor([5, 6, 7])).parents, DraftTree.chain(torch.tensor([5, 6, 7])).is_chain
+    ((-1, 0, 1), True)
     """
 
     tokens: torch.Tensor          # [N] long, breadth-first: every parent before its children
     parents: tuple[int, ...]      # [N] the parent of each node; ROOT (-1) for the root's children
-    q: torch.Tensor | None        # [N + 1, V] float32: row 0 the draft's q at the root, row i + 1 at node i
-                                  # (rows of nodes without children are unused); None: greedy, or fixed candidates
-                                  # (each child a point mass, tested in the order listed)
-    extra: ExtraRows | None = None   # rows of the drafter's own in the same target pass (`specdec.engine.contract`)
+    q: torch.Tensor | None        # [R, V] float32, R <= N + 1: row 0 the law the root's children were drawn from,
+                                  # row i + 1 node i's; trailing rows of nodes without children may be left out
+                                  # (a chain of k: [k, V]); None: greedy, or fixed candidates (each a point mass)
+    extra: ExtraRows | None = None   # rows of the drafter's own in the same target pass
+
+    @classmethod
+    def chain(cls, tokens: torch.Tensor, q: torch.Tensor | None = None, extra: ExtraRows | None = None) -> DraftTree:
+        """The chain x_1..x_k: each token the child of the one before; `q` [k, V] the law each was drawn from."""
+        return cls(tokens, chain_parents(tokens.numel()), q, extra)
 
     @classmethod
     def from_paths(cls, paths: Sequence[Sequence[int]], budget: int | None = None, extra: ExtraRows | None = None) -> DraftTree:
@@ -93,6 +125,11 @@ class DraftTree:
             frontier = level
         return cls(torch.tensor(tokens, dtype=torch.long), tuple(parents), None, extra)
 
+    @classmethod
+    def empty(cls) -> DraftTree:
+        """Nothing drafted: the target adds its one token."""
+        return cls(torch.empty(0, dtype=torch.long), (), None)
+
     @property
     def size(self) -> int:
         return len(self.parents)
@@ -116,10 +153,15 @@ class DraftTree:
             depths.append(1 if parent == ROOT else depths[parent] + 1)
         return torch.tensor(depths, dtype=torch.long)
 
-    @property
+    @cached_property
     def is_chain(self) -> bool:
-        """True when every node's parent is the node before it: a causal pass verifies it, no mask needed."""
+        """True when every node's parent is the node before it (nothing drafted included): no mask needed, the chain rule decides."""
         return all(parent == node - 1 for node, parent in enumerate(self.parents))
+
+    @cached_property
+    def depth(self) -> int:
+        """The longest root-to-node path (0 when nothing is drafted)."""
+        return int(self.depths.max()) if self.size else 0
 
     def path_to(self, node: int) -> list[int]:
         """The nodes from the root's child down to `node`."""
@@ -176,7 +218,6 @@ def pass_attention(cached: int, parents: tuple[int, ...], extra: ExtraRows | Non
     and what their own `attend` says; no node sees an extra row, so the target's p after every node is
     what it would be without them. Returns `attend` [1 + N + E, cached + 1 + N + E] and `positions` [1 + N + E].
 
-    >>> from specdec.engine.contract import ExtraRows
     >>> rows = ExtraRows(torch.tensor([9]), torch.tensor([1]), torch.tensor([[True, False, True]]))   # sees the root only
     >>> attend, positions = pass_attention(2, (-1,), rows)
     >>> attend.int().tolist(), positions.tolist()

@@ -21,7 +21,13 @@ Greedy decoding is the temperature-0 limit: p and q are point masses, so a draft
 accepted exactly when it is the target's argmax, and the replacement is the target's argmax.
 `verify_greedy` does that with argmax comparisons, without building one-hot tensors.
 
-Not handled here: running models, caches, stopping rules (see `specdec.generation.speculative`).
+A chain of fixed candidates (prompt lookup's, q = None) is the same rule with q(x_i) = 1: accept x_i
+with probability p_i(x_i), else draw from p_i with x_i taken out (max(0, p - q) of a point mass).
+
+A chain is a tree of width one, so the outcome is a tree's `Verdict`: the accepted path is the first
+`accepted` nodes (`specdec.engine.tree_verification` walks wider trees and returns the same type).
+
+Not handled here: running models, caches, stopping rules (see `specdec.engine.loop`).
 """
 
 from __future__ import annotations
@@ -35,18 +41,36 @@ from specdec.engine.sampling import sample
 
 @dataclass(frozen=True)
 class Verdict:
-    """The outcome of checking one drafted block."""
+    """The outcome of checking one proposal (a chain or a tree), node by node."""
 
-    accepted: int                       # how many drafted tokens were accepted (0..k)
-    next_token: int                     # the token the target adds after them
-    full_accept: bool                   # True: next_token is a bonus token; False: a resampled one
-    uniforms: tuple[float | None, ...]  # u_i for each drafted token; None where not tested
-    target_probs: tuple[float, ...]     # p_i(x_i) for each drafted token
-    draft_probs: tuple[float, ...]      # q_i(x_i) for each drafted token
+    path: tuple[int, ...]                  # the accepted nodes, from the root's child down (a chain: 0, 1, ..., accepted - 1)
+    next_token: int                        # the token the target adds after them
+    full_accept: bool                      # True: the path ends at a node without children (a bonus token); False: resampled
+    tested: tuple[bool | None, ...]        # per node: True accepted, False tested and rejected, None not tested
+    uniforms: tuple[float | None, ...]     # per node: the u it was tested with (None when greedy or not tested)
+    target_probs: tuple[float, ...]        # per node: p(token) at its parent (greedy: 1.0 if the argmax, else 0.0)
+    draft_probs: tuple[float, ...]         # per node: q(token) at its parent (greedy and fixed candidates: 1.0)
+
+    @property
+    def accepted(self) -> int:
+        return len(self.path)
 
 
-def verify_sampled(p: torch.Tensor, q: torch.Tensor, drafted: torch.Tensor, generator: torch.Generator | None) -> Verdict:
+def chain_verdict(accepted: int, k: int, next_token: int, uniforms: tuple[float | None, ...], target_probs: tuple[float, ...],
+                  draft_probs: tuple[float, ...]) -> Verdict:
+    """The `Verdict` of a chain of k whose first `accepted` tokens were kept: token `accepted` was the one rejected.
+
+    >>> chain_verdict(1, 3, 9, (None,) * 3, (1.0, 0.0, 1.0), (1.0,) * 3).tested
+    (True, False, None)
+    """
+    tested = tuple(True if i < accepted else (False if i == accepted else None) for i in range(k))
+    return Verdict(tuple(range(accepted)), next_token, accepted == k, tested, uniforms, target_probs, draft_probs)
+
+
+def verify_sampled(p: torch.Tensor, q: torch.Tensor | None, drafted: torch.Tensor, generator: torch.Generator | None) -> Verdict:
     """Accept or reject each drafted token with probability min(1, p/q); see the module docstring.
+
+    `p` is [k + 1, V], `q` [k, V] (or None: each x_i a fixed candidate, q_i a point mass on it).
 
     >>> p = torch.tensor([[0.3, 0.4, 0.3], [0.5, 0.5, 0.0]])   # [k+1, V] with k = 1
     >>> q = torch.tensor([[0.0, 1.0, 0.0]])                      # the draft was sure of token 1
@@ -58,26 +82,24 @@ def verify_sampled(p: torch.Tensor, q: torch.Tensor, drafted: torch.Tensor, gene
     positions = torch.arange(k, device=drafted.device)
     u = torch.rand(k, generator=generator, device=p.device)            # [k]
     p_drafted = p[positions, drafted]                                  # [k]
-    q_drafted = q[positions, drafted]                                  # [k]
+    q_drafted = q[positions, drafted] if q is not None else torch.ones_like(p_drafted)   # [k]
     accept = u * q_drafted < p_drafted                                 # [k], u < p/q without dividing
     rejected = (~accept).nonzero()
     accepted = int(rejected[0, 0]) if rejected.numel() else k
     if accepted < k:
-        residual = (p[accepted] - q[accepted]).clamp(min=0)            # [V]
+        if q is None:                                                  # a point mass: take x out of p
+            residual = p[accepted].clone()
+            residual[drafted[accepted]] = 0.0
+        else:
+            residual = (p[accepted] - q[accepted]).clamp(min=0)        # [V]
         if residual.sum() <= 0:                                        # p == q up to rounding
             residual = p[accepted]
         next_token = int(sample((residual / residual.sum())[None], generator))
     else:
         next_token = int(sample(p[k][None], generator))                # the bonus token
     u_list = u.tolist()
-    return Verdict(
-        accepted=accepted,
-        next_token=next_token,
-        full_accept=accepted == k,
-        uniforms=tuple(u_list[i] if i <= accepted else None for i in range(k)),
-        target_probs=tuple(p_drafted.tolist()),
-        draft_probs=tuple(q_drafted.tolist()),
-    )
+    return chain_verdict(accepted, k, next_token, tuple(u_list[i] if i <= accepted else None for i in range(k)),
+                         tuple(p_drafted.tolist()), tuple(q_drafted.tolist()))
 
 
 def verify_greedy(target_logits: torch.Tensor, drafted: torch.Tensor) -> Verdict:
@@ -94,12 +116,4 @@ def verify_greedy(target_logits: torch.Tensor, drafted: torch.Tensor) -> Verdict
     choices = target_logits.argmax(dim=-1)                             # [k+1]
     matches = (choices[:k] == drafted).tolist() + [False]
     accepted = matches.index(False)
-    target_choices = choices.tolist()
-    return Verdict(
-        accepted=accepted,
-        next_token=target_choices[accepted],
-        full_accept=accepted == k,
-        uniforms=(None,) * k,
-        target_probs=tuple(float(m) for m in matches[:k]),
-        draft_probs=(1.0,) * k,
-    )
+    return chain_verdict(accepted, k, choices.tolist()[accepted], (None,) * k, tuple(float(m) for m in matches[:k]), (1.0,) * k)

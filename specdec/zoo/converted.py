@@ -38,12 +38,11 @@ from safetensors.torch import load_file
 from transformers import AutoConfig, AutoModelForCausalLM, GenerationConfig
 from transformers.initialization import no_init_weights
 
+from specdec.kernels.devices import dtype_name
+from specdec.kernels.quantization import mark_quantized, rebuild_quantized_layers
 from specdec.zoo import load_progress
 from specdec.zoo.catalog import ModelEntry
-from specdec.kernels.devices import dtype_name
 from specdec.zoo.fetch import model_dir
-from specdec.kernels.quantization import mark_quantized
-from specdec.kernels.quantization import rebuild_quantized_layers
 from specdec.zoo.safetensors_writer import write_safetensors
 
 MANIFEST = "specdec-manifest.json"

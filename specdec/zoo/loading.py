@@ -39,13 +39,12 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from specdec.errors import SpecdecError, first_line
+from specdec.kernels.packed_linear import pack_linear_layers
+from specdec.kernels.precision import Precision, resolve_precision
+from specdec.kernels.quantization import apply_quantization, quantization_of
 from specdec.zoo import converted, load_progress
 from specdec.zoo.catalog import ModelEntry, resolve_model
 from specdec.zoo.fetch import checkpoint_path, is_cached
-from specdec.kernels.packed_linear import pack_linear_layers
-from specdec.kernels.precision import Precision, resolve_precision
-from specdec.kernels.quantization import apply_quantization
-from specdec.kernels.quantization import quantization_of
 
 
 @functools.lru_cache(maxsize=1)

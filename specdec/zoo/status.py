@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specdec.errors import SpecdecError
-from specdec.zoo.catalog import MODELS, ModelEntry, PairEntry, needs_draft_model, require_model
+from specdec.zoo.catalog import MODELS, ModelEntry, PairEntry, require_model
 from specdec.zoo.fetch import ProgressCallback, cached_bytes, checkpoint_path, fetch_model, is_cached
 
 
@@ -62,7 +62,7 @@ def model_status(entry: ModelEntry) -> ModelStatus:
 
 def pair_availability(pair: PairEntry) -> str:
     """What a pair needs before it runs: 'cached', 'needs download (N MB)' or 'needs a model hub (~N MB)'."""
-    statuses = [model_status(MODELS[name]) for name in {pair.draft, pair.target} if needs_draft_model(name)]
+    statuses = [model_status(MODELS[name]) for name in pair.models]
     missing = [status for status in statuses if not status.cached]
     if not missing:
         return "cached"

@@ -28,9 +28,9 @@ from pathlib import Path
 import pandas as pd
 
 from specdec.bench.prompts import encode_bench_prompt, suite
-from specdec.errors import SpecdecError
 from specdec.bench.vllm.counters import counters_from_metrics
 from specdec.bench.vllm.rows import ENGINE, LOOKUP, measures, pair_label, stamp, with_vllm_speedups
+from specdec.errors import SpecdecError
 from specdec.zoo.catalog import split_pair_name
 
 WORKER = Path(__file__).with_name("worker.py")

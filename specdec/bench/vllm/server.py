@@ -28,9 +28,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from specdec.bench.prompts import BenchPrompt, suite
-from specdec.errors import SpecdecError
 from specdec.bench.vllm.counters import SpecCounters, counters_from_prometheus
 from specdec.bench.vllm.rows import SERVER_ENGINE, measures, stamp
+from specdec.errors import SpecdecError
 
 CONCURRENCY = (1, 4, 16)
 

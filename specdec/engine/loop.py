@@ -1,0 +1,118 @@
+"""The loop: draft, verify every draft in ONE target pass, keep what the rule accepts, for every text at once.
+
+Notation: p is the target, q the draft, gamma the drafted tokens per round, alpha the acceptance rate
+(Leviathan et al. 2023, Algorithm 1; Chen et al. 2023, Algorithm 2). One text is a batch of one row;
+a batch of texts runs the very same steps, row by row, around shared passes:
+
+    1. prompt pass: ONE target pass over every prompt; each row's first new token from its own p
+    2. round, while some row still generates:
+       a. draft    each row a proposal (`DraftTree`: a chain is a tree of width one) of at most gamma
+                   tokens on any path (fewer near max_new_tokens; a row with no room drafts nothing)
+       b. verify   ONE target pass over every row's [root, proposal, extra rows] (`specdec.engine.rounds`)
+       c. the rule row by row, with the row's own random stream: a row may accept 4 tokens while its
+                   neighbour accepts none; one token from the target after them (resampled or bonus)
+       d. caches   row by row, each keeps its own text (rolled back, or the accepted path moved up)
+       e. observe  the drafter sees what the target computed for every row, and what was kept
+       rows that hit their end-of-sequence token or max_new_tokens leave the batch
+
+Cache invariant after every round: the target's cache holds every token of each row's text but the
+last (whose keys and values the next round's pass computes). Each drafter keeps its own state.
+
+The loop knows drafters only through the contract (`specdec.engine.contract`): it reads their declared
+capabilities and never asks which method it holds. It knows schedules only through `GammaSchedule`. It
+does not time itself, load anything or print: it yields each pass's decided rounds, `[(row, Round), ...]`,
+and whoever runs it (`specdec.generation`) times the calls from outside, collects the rounds and streams them.
+
+The output of every row has exactly the target's distribution, and with temperature 0 exactly the target's
+greedy tokens, whatever the drafter proposes and whatever the other rows do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import torch
+
+from specdec.engine.batch_cache import BatchCache, OneRow
+from specdec.engine.contract import DraftCosts, Drafter, DraftRequest, Generation, Verified, check_proposal
+from specdec.engine.inputs import Decoding, row_generator
+from specdec.engine.results import Round, TokenOrigin
+from specdec.engine.rounds import judge, kept_columns, layout, text_after, trace
+from specdec.engine.sampling import choose_next
+from specdec.engine.schedule import GammaSchedule
+from specdec.engine.trees import DraftTree
+
+Decided = list[tuple[int, Round]]      # the rounds one pass decided: (row, its round), in the cache's row order
+
+
+def speculate(target: BatchCache | OneRow, drafter: Drafter, prompts: Sequence[torch.Tensor], decoding: Decoding,
+              schedules: Sequence[GammaSchedule | None], costs: DraftCosts, stop_ids: frozenset[int]) -> Iterator[Decided]:
+    """Generate after each prompt [T_b] (rows 0..B-1 of `target`, an empty cache); yield each pass's rounds as decided.
+
+    `schedules[b]` picks row b's gamma (None: the drafter sizes its rounds); `costs` are told to the drafter.
+    """
+    sampling, rows, capabilities = decoding.sampling, range(len(prompts)), drafter.capabilities
+    generators = [row_generator(decoding.seed, row, prompts[row].device) for row in rows]
+    vocab = target.model.get_output_embeddings().out_features
+    drafter.begin(Generation(dict(zip(rows, prompts)), target.model, vocab, decoding.max_new_tokens, sampling, costs))
+
+    logits, hidden = target.feed(list(prompts), keep=capabilities.prompt_rows, hidden=capabilities.hidden_states)   # 1. [B, keep, V]
+    texts, counts, seen, decided = {}, {}, {}, []
+    for i, row in enumerate(target.rows):
+        first, _ = choose_next(logits[i, -1], sampling, generators[row])
+        texts[row], counts[row] = torch.cat([prompts[row], prompts[row].new_tensor([first])]), 1
+        kept = min(capabilities.prompt_rows, prompts[row].numel())
+        seen[row] = Verified(prompts[row], logits[i, -kept:], None, _rows_of(hidden, i, prompts[row].numel()), None, (), (),
+                             first, texts[row], _done(counts[row], first, decoding, stop_ids))
+        decided.append((row, Round((), 0, first, TokenOrigin.TARGET, ((first, TokenOrigin.TARGET),))))
+    drafter.observe(seen)
+    yield decided
+    active = [row for row in target.rows if not seen[row].finished]
+    target.compact(active)
+
+    while active:                                                                      # 2. rounds
+        requests = {}
+        for row in active:
+            room = decoding.max_new_tokens - counts[row] - 1                          # never overshoot
+            schedule = schedules[row]
+            limit = room if schedule is None else min(schedule.next_gamma(), room)
+            if limit > 0:
+                stop_rule = schedule.keep_drafting if schedule is not None and capabilities.reports_confidence else None
+                requests[row] = DraftRequest(texts[row], limit, sampling, generators[row], stop_rule)
+        proposed = drafter.draft(requests) if requests else {}                        # a. every row proposes
+        proposals = {row: check_proposal(proposed.get(row), requests[row].limit, vocab, drafter.name) if row in requests
+                     else DraftTree.empty() for row in active}
+        layouts = {row: layout(texts[row][-1:], proposals[row]) for row in active}
+        logits, hidden = target.feed([layouts[row].rows for row in target.rows],      # b. one pass, ragged
+                                     keep=max(lay.rows.numel() for lay in layouts.values()),
+                                     attend=[layouts[row].attend for row in target.rows],
+                                     offsets=[layouts[row].offsets for row in target.rows], hidden=capabilities.hidden_states)
+        seen, decided = {}, []
+        for i, row in enumerate(target.rows):                                         # c. the rule, d. the cache, row by row
+            proposal, (rows_fed, _, _, n) = proposals[row], layouts[row]
+            row_logits = logits[i, logits.shape[1] - rows_fed.numel():]              # [R, V]: the row's own rows
+            verdict = judge(proposal, row_logits[:n], sampling, generators[row])
+            round_ = trace(proposal, verdict, stop_ids)
+            target.keep(row, kept_columns(texts[row].numel() - 1, verdict.path))
+            texts[row] = text_after(texts[row], proposal, verdict.path, verdict.next_token)
+            counts[row] += len(round_.emitted)
+            if schedules[row] is not None and proposal.size:
+                schedules[row].update(proposal.size, verdict.accepted)
+            seen[row] = Verified(rows_fed, row_logits[:n], row_logits[n:] if proposal.extra is not None else None,
+                                 _rows_of(hidden, i, rows_fed.numel()), proposal, verdict.path, verdict.tested, verdict.next_token,
+                                 texts[row], _done(counts[row], round_.emitted[-1][0], decoding, stop_ids))
+            decided.append((row, round_))
+        drafter.observe(seen)                                                         # e. what the target computed
+        yield decided
+        active = [row for row in active if not seen[row].finished]
+        target.compact(active)                                                        # rows that are done leave the batch
+
+
+def _done(count: int, last: int, decoding: Decoding, stop_ids: frozenset[int]) -> bool:
+    """A row is done once it has max_new_tokens new tokens, or when its last one ends the sequence."""
+    return count >= decoding.max_new_tokens or last in stop_ids
+
+
+def _rows_of(hidden: tuple[torch.Tensor, ...] | None, i: int, count: int) -> tuple[torch.Tensor, ...] | None:
+    """The hidden states per layer [count, H] of the cache's i-th row in a pass's [B, M, H] (its rows are the last `count`)."""
+    return None if hidden is None else tuple(layer[i, layer.shape[1] - count:] for layer in hidden)

@@ -1,0 +1,83 @@
+"""Running a plan: the loop with its timing, streaming and results around it.
+
+Notation: p is the target, q the draft, gamma the drafted tokens per round.
+
+The loop (`specdec.engine.loop`) only decides rounds. Here, from the outside, the target's cache and the
+drafter are wrapped in `Timed` proxies (every target pass lands in the "verify" bucket, every call into
+the drafter in "draft"), each pass's rounds are stamped with the seconds they took and handed to
+`on_round` as soon as they are decided, and each row's rounds become its `GenerationResult`.
+
+A batch's rows share one wall clock: each row's times are the batch's (every row waited for the whole
+batch), so a batch's throughput is all its new tokens over one wall time (`batch_throughput`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+import torch
+from transformers import PreTrainedModel
+
+from specdec.engine.batch_cache import rows_cache
+from specdec.engine.inputs import Decoding, check_fits_context, eos_ids
+from specdec.engine.loop import speculate
+from specdec.engine.results import GenerationResult, GenerationStats, Round, TokenOrigin
+from specdec.engine.timing import Stopwatch, Timed
+from specdec.generation.policy import DraftingPlan
+
+DRAFTER_CALLS = ("draft", "observe")      # the drafter's share of a round (setting up for the texts is not a round's)
+
+
+def run_plan(target: PreTrainedModel, plan: DraftingPlan, prompts: Sequence[torch.Tensor], decoding: Decoding,
+             eos_token_id: int | Sequence[int] | None = None,
+             on_round: Callable[[int, Round], None] | None = None) -> list[GenerationResult]:
+    """Generate after each prompt [T_b] with `plan`'s drafter and schedule: one result per prompt, in order.
+
+    `on_round(row, round)` is called with every round as soon as it is decided (the prompt pass first).
+    """
+    prompts = [prompt.to(target.device) for prompt in prompts]
+    for prompt in prompts:
+        check_fits_context(target, prompt.numel(), decoding.max_new_tokens, "target")
+    watch = Stopwatch(target.device)
+    cache = Timed(rows_cache(target, range(len(prompts))), watch, "verify", ("feed",))
+    drafter = Timed(plan.drafter, watch, "draft", DRAFTER_CALLS)
+    rounds: list[list[Round]] = [[] for _ in prompts]
+    spent = {"draft": 0.0, "verify": 0.0}
+    for index, decided in enumerate(speculate(cache, drafter, prompts, decoding, plan.schedules(len(prompts)), plan.costs,
+                                              eos_ids(eos_token_id))):
+        seconds = {bucket: watch.totals[bucket] - spent[bucket] for bucket in spent}
+        if index == 0:                      # the prompt pass drafts nothing: the drafter's look at it counts towards round 1
+            seconds["draft"] = 0.0
+        spent = {bucket: spent[bucket] + seconds[bucket] for bucket in spent}
+        for row, round_ in decided:
+            round_ = replace(round_, draft_s=seconds["draft"], verify_s=seconds["verify"])
+            rounds[row].append(round_)
+            if on_round is not None:
+                on_round(row, round_)
+    wall = watch.elapsed()
+    return [GenerationResult(tokens=[token for round_ in rounds[row] for token, _ in round_.emitted],
+                             stats=run_stats(rounds[row], plan.drafter.passes(row), wall, watch, prompts[row].numel()),
+                             rounds=tuple(rounds[row]), drafting=plan.description) for row in range(len(prompts))]
+
+
+def run_stats(rounds: Sequence[Round], draft_passes: int, wall_time: float, watch: Stopwatch, prompt_tokens: int) -> GenerationStats:
+    """A run's counts and times, from its rounds (the prompt pass first: one target pass each) and its stopwatch."""
+    return GenerationStats(
+        new_tokens=sum(len(r.emitted) for r in rounds),
+        drafted=sum(len(r.drafted) for r in rounds),
+        accepted=sum(r.accepted for r in rounds),
+        rejections=sum(1 for r in rounds if r.emitted[-1][1] == TokenOrigin.RESAMPLED),
+        target_passes=len(rounds),
+        draft_passes=draft_passes,
+        wall_time_s=wall_time,
+        draft_time_s=watch.totals["draft"],
+        verify_time_s=watch.totals["verify"],
+        prompt_tokens=prompt_tokens,
+    )
+
+
+def batch_throughput(results: Sequence[GenerationResult]) -> float:
+    """All new tokens of a batch over its wall time, tokens per second (every row of a batch shares one wall time)."""
+    wall = max(result.stats.wall_time_s for result in results)
+    return sum(result.stats.new_tokens for result in results) / wall if wall > 0 else float("nan")
