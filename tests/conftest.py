@@ -1,4 +1,10 @@
-"""Shared fixtures: tiny models built from configs (see tiny_models.py). Nothing is downloaded."""
+"""Shared fixtures (tiny models built from configs, see tiny_models.py; nothing is downloaded) and the two tiers.
+
+Plain `python -m pytest` runs the fast tier, the inner loop: unit tests, exact enumeration of the rule, greedy
+equality on tiny models, the dashboard in-process. `python -m pytest --all` adds the slow tier: the statistical
+tests (thousands of sampled runs against exact distributions, with their negative controls) and the tests that
+drive a real browser. The README's test command and CI run `--all`.
+"""
 
 import os
 
@@ -21,3 +27,18 @@ def pairs():
 def pytest_xdist_auto_num_workers(config):
     """`-n auto` (pyproject.toml): one worker per core, at most 4 (each holds torch and transformers, about 0.6 GB)."""
     return max(1, min(os.cpu_count() or 1, 4))
+
+
+def pytest_addoption(parser):
+    parser.addoption("--all", action="store_true", default=False,
+                     help="run every test: the slow tier too (statistical tests, the browser); plain runs are the fast tier")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Without --all, leave out the slow tier: tests marked slow, and those that drive a browser."""
+    if config.getoption("--all"):
+        return
+    slow = [item for item in items if item.get_closest_marker("slow") or item.get_closest_marker("browser")]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if item not in set(slow)]
