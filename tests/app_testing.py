@@ -23,7 +23,7 @@ APP_FOLDER = Path(__file__).resolve().parents[1]
 if str(APP_FOLDER) not in sys.path:
     sys.path.insert(0, str(APP_FOLDER))          # the page helpers (pages.common) import like under `streamlit run`
 APP = str(APP_FOLDER / "app.py")
-PAGES = ["pages/1_Playground.py", "pages/2_Compare.py", "pages/3_Explainer.py", "pages/4_Lessons.py"]
+PAGES = ["pages/views/playground.py", "pages/views/compare.py", "pages/views/explainer.py", "pages/views/lessons.py"]
 TIMEOUT = 120
 
 

@@ -68,7 +68,7 @@ def test_sidebar_settings_survive_page_switches_and_live_in_the_url():
     sidebar_widget(app, "slider", "gamma").set_value(7).run()
     sidebar_widget(app, "slider", "temperature").set_value(0.7).run()
     sidebar_widget(app, "number_input", "seed").set_value(123).run()
-    for page in PAGES + ["app.py"]:
+    for page in PAGES + ["pages/views/home.py"]:
         app.switch_page(page).run()
         no_errors(app)
         assert sidebar_widget(app, "selectbox", "Draft → target").value == TINY_LOOKUP_PAIR, page
@@ -81,7 +81,7 @@ def test_sidebar_settings_survive_page_switches_and_live_in_the_url():
 
 
 def test_a_link_reproduces_the_configuration():
-    app = open_app("pages/1_Playground.py", pair=TINY_PAIR, gamma="9", temperature="0.5", top_k="20", top_p="0.9",
+    app = open_app("pages/views/playground.py", pair=TINY_PAIR, gamma="9", temperature="0.5", top_k="20", top_p="0.9",
                    max_new_tokens="32", seed="5", dtype="float32")
     values = {label: sidebar_widget(app, kind, label).value for kind, label in
               [("selectbox", "Draft → target"), ("slider", "gamma"), ("slider", "temperature"), ("number_input", "top-k"),
@@ -126,7 +126,7 @@ def choose_custom_pair(app: AppTest, draft: str, target: str) -> AppTest:
 
 
 def test_a_draft_with_another_tokenizer_runs_and_says_so():
-    app = run_playground(choose_custom_pair(open_app("pages/1_Playground.py", pair=TINY_PAIR, max_new_tokens="10",
+    app = run_playground(choose_custom_pair(open_app("pages/views/playground.py", pair=TINY_PAIR, max_new_tokens="10",
                                                      temperature="0.0"), "tiny-other", "tiny-target"))
     no_errors(app)
     assert any("draft tokenizer: its own, text re-encoded" in caption.value for caption in app.caption), \
@@ -139,7 +139,7 @@ def test_a_draft_with_another_tokenizer_runs_and_says_so():
     ("tiny-draft", "", "give both a draft and a target"),
 ])
 def test_bad_pair_shows_an_error_and_keeps_the_last_result(draft, target, message):
-    app = run_playground(open_app("pages/1_Playground.py", pair=TINY_PAIR, max_new_tokens="10"))
+    app = run_playground(open_app("pages/views/playground.py", pair=TINY_PAIR, max_new_tokens="10"))
     before = token_html(app)
     run_playground(choose_custom_pair(app, draft, target))
     assert not app.exception
@@ -158,7 +158,7 @@ def test_running_out_of_memory_is_an_error_not_a_crash(monkeypatch):
 
     _clear_streamlit_caches()
     monkeypatch.setattr(pairing, "load_pair", too_big)
-    app = run_playground(open_app("pages/1_Playground.py", pair=TINY_PAIR))
+    app = run_playground(open_app("pages/views/playground.py", pair=TINY_PAIR))
     assert not app.exception
     assert any("Not enough memory" in error.value for error in app.error)
 
@@ -167,7 +167,7 @@ def test_a_fetch_without_network_shows_an_error_and_the_page_stays(dashboard_env
     empty = dashboard_environment / "no-index"
     empty.mkdir(exist_ok=True)
     monkeypatch.setenv("SPECDEC_PIP_ARGS", f"--no-index --find-links {empty}")
-    app = open_app("pages/1_Playground.py", pair="prompt-lookup->smollm2-135m")
+    app = open_app("pages/views/playground.py", pair="prompt-lookup->smollm2-135m")
     assert button(app, "Generate").disabled
     button(app, "Download smollm2-135m").click().run()
     assert not app.exception
@@ -179,7 +179,7 @@ def test_a_fetch_without_network_shows_an_error_and_the_page_stays(dashboard_env
 
 
 def test_explainer_shows_alpha_residual_monte_carlo_and_best_gamma():
-    app = open_app("pages/3_Explainer.py")
+    app = open_app("pages/views/explainer.py")
     no_errors(app)
     metrics = {metric.label: metric.value for metric in app.metric}
     assert metrics["α = Σ min(p, q)"] == "0.650"                    # sum(min(p, q)) of the default p and q
@@ -193,7 +193,7 @@ def test_explainer_shows_alpha_residual_monte_carlo_and_best_gamma():
 
 
 def test_lessons_render_chapters_with_math_navigation_and_pdf():
-    app = open_app("pages/4_Lessons.py")
+    app = open_app("pages/views/lessons.py")
     no_errors(app)
     text = "\n".join(markdown.value for markdown in app.markdown)
     assert "# Welcome to the guide" in text and "$$\\frac{1 - \\alpha^{\\gamma + 1}}{1 - \\alpha}$$" in text
@@ -203,7 +203,7 @@ def test_lessons_render_chapters_with_math_navigation_and_pdf():
     button(app, "Rounds →").click().run()
     assert "A round drafts gamma tokens." in "\n".join(markdown.value for markdown in app.markdown)
     assert app.query_params["chapter"] == "01-rounds" and not app.get("download_button")
-    assert open_app("pages/4_Lessons.py", chapter="01-rounds").selectbox[0].value == "01-rounds"   # a link to a chapter
+    assert open_app("pages/views/lessons.py", chapter="01-rounds").selectbox[0].value == "01-rounds"   # a link to a chapter
 
 
 def test_only_local_images_that_exist_are_inlined(tmp_path):

@@ -25,7 +25,7 @@ from streamlit.testing.v1 import AppTest
 
 
 def test_playground_colours_every_token_and_reports_the_metrics():
-    app = open_app("pages/1_Playground.py", pair=TINY_PAIR, stop_rule="False", gamma="3", temperature="1.0", max_new_tokens="24",
+    app = open_app("pages/views/playground.py", pair=TINY_PAIR, stop_rule="False", gamma="3", temperature="1.0", max_new_tokens="24",
                    seed="1")
     assert app.checkbox[0].value is True             # tiny-target is an instruct model: the chat template is on
     run_playground(app)
@@ -48,7 +48,7 @@ def test_playground_colours_every_token_and_reports_the_metrics():
 def test_the_playground_draws_each_rounds_time_and_acceptance_by_position_and_offers_the_trace():
     import json
 
-    app = open_app("pages/1_Playground.py", pair=TINY_PAIR, stop_rule="False", gamma="3", temperature="1.0", max_new_tokens="24",
+    app = open_app("pages/views/playground.py", pair=TINY_PAIR, stop_rule="False", gamma="3", temperature="1.0", max_new_tokens="24",
                    seed="1")
     run_playground(app)
     no_errors(app)
@@ -72,7 +72,7 @@ def test_the_playground_draws_each_rounds_time_and_acceptance_by_position_and_of
 
 
 def test_quantized_weights_from_the_sidebar_are_loaded_and_stay_exact():
-    app = open_app("pages/1_Playground.py", pair=TINY_PAIR, stop_rule="False", gamma="3", temperature="0", max_new_tokens="16",
+    app = open_app("pages/views/playground.py", pair=TINY_PAIR, stop_rule="False", gamma="3", temperature="0", max_new_tokens="16",
                    quantization="int8", draft_quantization="int4")
     assert sidebar_widget(app, "selectbox", "target weights").value == "int8"
     assert sidebar_widget(app, "selectbox", "draft weights").value == "int4"
@@ -94,7 +94,7 @@ def test_quantized_weights_from_the_sidebar_are_loaded_and_stay_exact():
 def test_streaming_shows_the_same_run_as_a_finished_one():
     html = {}
     for stream in (True, False):
-        app = open_app("pages/1_Playground.py", pair=TINY_PAIR, stop_rule="False", gamma="2", temperature="1.0", max_new_tokens="30",
+        app = open_app("pages/views/playground.py", pair=TINY_PAIR, stop_rule="False", gamma="2", temperature="1.0", max_new_tokens="30",
                        seed="4")
         app.checkbox(key="widget:stream").set_value(stream)
         html[stream] = token_html(run_playground(app))
@@ -119,7 +119,7 @@ def test_stop_during_generation_keeps_the_text_so_far(monkeypatch):
 
     monkeypatch.setattr(playground, "UPDATES_PER_SECOND", 1e9)               # redraw after every round
     monkeypatch.setattr(playground, "tokens_html", stop_at_the_third_redraw)
-    app = run_playground(open_app("pages/1_Playground.py", pair=TINY_PAIR, temperature="1.0", max_new_tokens="64"))
+    app = run_playground(open_app("pages/views/playground.py", pair=TINY_PAIR, temperature="1.0", max_new_tokens="64"))
     assert not app.exception
     assert any("Stopped during speculative decoding" in warning.value for warning in app.warning)
     run = app.session_state["playground_run"]
@@ -151,7 +151,7 @@ def test_stop_during_a_load_says_so_once_and_the_next_generate_loads(monkeypatch
     monkeypatch.setattr(models.pairing, "load_pair", load_with_a_stop_at_the_first_step)
     monkeypatch.setattr(models, "_progress_bar", bar_that_stops)
     models._forget_loaded_pair()
-    app = run_playground(open_app("pages/1_Playground.py", pair=TINY_PAIR, temperature="1.0", max_new_tokens="16"))
+    app = run_playground(open_app("pages/views/playground.py", pair=TINY_PAIR, temperature="1.0", max_new_tokens="16"))
     no_errors(app)
     assert [warning.value for warning in app.warning] == [
         "Stopped loading tiny-draft → tiny-target before it finished; nothing half-made was kept. Press Generate to load it again."]
@@ -164,13 +164,13 @@ def test_stop_during_a_load_says_so_once_and_the_next_generate_loads(monkeypatch
 
 
 def test_greedy_playground_run_checks_speculative_text_equals_plain_text():
-    app = run_playground(open_app("pages/1_Playground.py", pair=TINY_PAIR, temperature="0", max_new_tokens="20", dtype="float32"))
+    app = run_playground(open_app("pages/views/playground.py", pair=TINY_PAIR, temperature="0", max_new_tokens="20", dtype="float32"))
     no_errors(app)
     assert any("identical" in success.value for success in app.success)
 
 
 def test_prompt_lookup_pair_runs_in_the_playground():
-    app = run_playground(open_app("pages/1_Playground.py", pair=TINY_LOOKUP_PAIR, temperature="0", max_new_tokens="20"))
+    app = run_playground(open_app("pages/views/playground.py", pair=TINY_LOOKUP_PAIR, temperature="0", max_new_tokens="20"))
     no_errors(app)
     assert token_html(app).count('data-kind="') >= 20
 
@@ -179,7 +179,7 @@ def test_prompt_lookup_pair_runs_in_the_playground():
 
 
 def run_compare(pairs: list[str], gammas=(1, 3), categories=("code", "qa")) -> AppTest:
-    app = open_app("pages/2_Compare.py", pair=TINY_PAIR, temperature="1.0", max_new_tokens="12")
+    app = open_app("pages/views/compare.py", pair=TINY_PAIR, temperature="1.0", max_new_tokens="12")
     app.sidebar.multiselect[0].set_value(pairs)
     app.slider[0].set_value(gammas)
     app.multiselect[0].set_value(list(categories))
@@ -235,7 +235,7 @@ def test_compare_overlays_an_uploaded_csv_and_refuses_a_bad_one():
 
 
 def test_the_playground_drafts_with_the_stop_rule_by_default():
-    app = open_app("pages/1_Playground.py", pair=TINY_PAIR, temperature="0", max_new_tokens="16")
+    app = open_app("pages/views/playground.py", pair=TINY_PAIR, temperature="0", max_new_tokens="16")
     run_playground(app)
     no_errors(app)
     assert any("stop rule" in caption.value for caption in app.caption)            # the run says how it drafted
@@ -243,7 +243,7 @@ def test_the_playground_drafts_with_the_stop_rule_by_default():
 
 
 def test_a_tree_run_draws_its_tree_and_stays_exact():
-    app = open_app("pages/1_Playground.py", pair=TINY_PAIR, tree="True", tree_budget="8", temperature="0", max_new_tokens="20")
+    app = open_app("pages/views/playground.py", pair=TINY_PAIR, tree="True", tree_budget="8", temperature="0", max_new_tokens="20")
     assert sidebar_widget(app, "toggle", "Token tree").value is True
     run_playground(app)
     no_errors(app)
@@ -258,7 +258,7 @@ def test_a_tree_run_draws_its_tree_and_stays_exact():
 
 
 def test_the_playground_runs_a_batch_and_shows_each_rows_rounds():
-    app = open_app("pages/1_Playground.py", pair=TINY_PAIR, temperature="0", max_new_tokens="12")
+    app = open_app("pages/views/playground.py", pair=TINY_PAIR, temperature="0", max_new_tokens="12")
     app.text_area[1].set_value("w2 w3 w4\nw5\nw6 w7").run()
     button(app, "Run the batch").click().run()
     no_errors(app)
@@ -274,14 +274,14 @@ def test_the_playground_runs_a_batch_and_shows_each_rows_rounds():
 
 
 def test_a_bad_batch_is_one_error_and_the_page_stays():
-    app = open_app("pages/1_Playground.py", pair=TINY_PAIR, temperature="0", max_new_tokens="8")
+    app = open_app("pages/views/playground.py", pair=TINY_PAIR, temperature="0", max_new_tokens="8")
     app.text_area[1].set_value("\n\n").run()
     button(app, "Run the batch").click().run()
     assert any("Write from 1 to 8 prompts" in error.value for error in app.error) and not app.exception
 
 
 def test_compare_measures_batches_and_draws_the_gain_against_batch_size():
-    app = open_app("pages/2_Compare.py", pair=TINY_PAIR, temperature="0", max_new_tokens="8")
+    app = open_app("pages/views/compare.py", pair=TINY_PAIR, temperature="0", max_new_tokens="8")
     app.sidebar.multiselect[0].set_value([TINY_PAIR])
     app.radio[0].set_value("batches").run()
     app.multiselect[0].set_value([1, 2]).run()

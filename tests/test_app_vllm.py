@@ -16,7 +16,7 @@ from test_serving import free_port
 
 
 def _compare_with_engine(engine: str):
-    app = open_app("pages/2_Compare.py", pair=TINY_PAIR, temperature="0", max_new_tokens="6")
+    app = open_app("pages/views/compare.py", pair=TINY_PAIR, temperature="0", max_new_tokens="6")
     app.radio(key="widget:compare_engine").set_value(engine).run()
     app.multiselect(key="widget:compare_categories").set_value(["code"]).run()
     return app

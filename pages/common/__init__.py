@@ -2,7 +2,8 @@
 
 - `settings`: the sidebar's settings as a dataclass, and their round trip through the URL
 - `state`: widget values that survive a page switch
-- `sidebar`: the sidebar every page draws
+- `navigation`: the pages, declared once (app.py's menu, Home's links)
+- `sidebar`: the sidebar app.py draws once for every page, and the settings it shows
 - `models`: fetching with progress, loading a pair once (`st.cache_resource`), errors as `st.error`
 - `playground`: one Playground run, streamed to the page as it generates
 - `trace`: a run laid out for reading, one span per token and one row per round (no Streamlit)
@@ -13,6 +14,6 @@
 
 from pages.common.models import fetch_models, load_pair, offer_downloads, shows_errors
 from pages.common.settings import Settings
-from pages.common.sidebar import render_sidebar
+from pages.common.sidebar import current_settings, render_sidebar
 
-__all__ = ["Settings", "fetch_models", "load_pair", "offer_downloads", "render_sidebar", "shows_errors"]
+__all__ = ["Settings", "current_settings", "fetch_models", "load_pair", "offer_downloads", "render_sidebar", "shows_errors"]

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 
 import streamlit as st
 import torch
-from specdec.generation.run import batch_throughput
 
 from pages.common.settings import Settings
 from pages.common.trace import TraceBuilder, trace
 from specdec import pairing
 from specdec.engine.results import GenerationResult
+from specdec.generation.run import batch_throughput
 from specdec.pairing import LoadedPair
 
 BATCH = "playground_batch"

@@ -1,6 +1,7 @@
 """The sidebar every page shares: the draft/target pair, device, dtype and the decoding settings.
 
-    settings = render_sidebar()      # a `Settings`; also written to the URL's query string
+    render_sidebar()                 # app.py, once per run, below Streamlit's page menu
+    settings = current_settings()    # any page: the `Settings` the sidebar shows; also in the URL's query string
 
 Values are remembered across pages (`pages.common.state`) and mirrored in the URL, so a link
 reproduces the configuration: a new session starts from the link's query string.
@@ -65,20 +66,21 @@ def _pair_picker(initial: Settings) -> tuple[str, str, str]:
     return pair, draft, target
 
 
-PAGES = [("app.py", "Home", ":material/home:"), ("pages/1_Playground.py", "Playground", ":material/play_circle:"),
-         ("pages/2_Compare.py", "Compare", ":material/bar_chart:"), ("pages/3_Explainer.py", "Explainer", ":material/calculate:"),
-         ("pages/4_Lessons.py", "Lessons", ":material/menu_book:")]
+SETTINGS = "sidebar_settings"   # in the session: what the sidebar showed in this run
 
 _PRECISION_LABELS = {"auto": "auto ({auto} on a CPU)", "none": "as the dtype", "int8": "int8 (CPU)", "int4": "int4 (CPU)"}
 
 
+def current_settings() -> Settings:
+    """The settings the sidebar drew in this run (app.py draws it before the page runs)."""
+    return st.session_state[SETTINGS]
+
+
 def render_sidebar() -> Settings:
-    """Draw the shared sidebar (page links, then settings) and return its settings (also written to the URL)."""
+    """Draw the shared sidebar's settings (Streamlit's page menu is above them) and return them (also written to the URL)."""
     devices = available_devices()
     initial = _initial_settings(devices)
     with st.sidebar:
-        for path, label, icon in PAGES:   # Streamlit's own list is hidden (.streamlit/config.toml): it would call Home "app"
-            st.page_link(path, label=label, icon=icon)
         st.subheader("Models")
         pair, custom_draft, custom_target = _pair_picker(initial)
         device = st.selectbox("Device", ["auto", *devices], **remember("device", initial.device),
@@ -123,6 +125,7 @@ def render_sidebar() -> Settings:
     settings = Settings(pair, custom_draft, custom_target, device, dtype, quantization, draft_quantization, bool(stop_rule), int(gamma),
                         bool(tree), int(tree_budget), decoding)
     _write_query(settings)
+    st.session_state[SETTINGS] = settings
     return settings
 
 

@@ -7,12 +7,13 @@ import math
 import pandas as pd
 import streamlit as st
 
-from pages.common import load_pair, offer_downloads, render_sidebar, shows_errors
+from pages.common import load_pair, offer_downloads, shows_errors
 from pages.common.batch import BATCH, MAX_ROWS, BatchRun, prompt_lines, run_batch
 from pages.common.figures import position_acceptance_figure, round_times_figure, time_split_figure, tree_figure
 from pages.common.models import is_chat_model, resolved_precision, stopped_load
 from pages.common.playground import RESULT, UPDATES_PER_SECOND, PlaygroundRun, run_playground
 from pages.common.settings import Settings
+from pages.common.sidebar import current_settings
 from pages.common.state import keep, remember
 from pages.common.tokens_html import legend_html, plain_text_html, tokens_html
 from pages.common.trace import count_kinds, round_records
@@ -21,8 +22,7 @@ from specdec import pairing
 from specdec.bench.comparison import RunComparison, acceptance_by_position
 from specdec.bench.prompts import suite
 
-st.set_page_config(page_title="Playground · specdec", page_icon=":material/play_circle:", layout="wide")
-settings = render_sidebar()
+settings = current_settings()
 EXAMPLES = suite()
 
 

@@ -7,10 +7,10 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
-from pages.common import fetch_models, load_pair, render_sidebar, shows_errors
+from pages.common import fetch_models, load_pair, shows_errors
 from pages.common.models import missing_models
 from pages.common.settings import CUSTOM, Settings
-from pages.common.sidebar import pair_label
+from pages.common.sidebar import current_settings, pair_label
 from pages.common.state import is_kept, keep, kept, remember
 from pages.common.turns import shared_turns, waiting_note
 from specdec.bench import harness, tables
@@ -25,8 +25,7 @@ from specdec.bench.vllm.rows import with_vllm_speedups
 from specdec.bench.vllm.server import CONCURRENCY, ServerRun, server_benchmark
 from specdec.zoo.catalog import PAIRS, split_pair_name
 
-st.set_page_config(page_title="Compare · specdec", page_icon=":material/bar_chart:", layout="wide")
-settings = render_sidebar()
+settings = current_settings()
 FRAME, NOTE = "compare_frame", "compare_note"
 
 

@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages.common import render_sidebar
 from pages.common.lessons import Chapter, find_chapters, guide_folder
 from pages.common.state import is_kept, keep, kept, remember
-
-st.set_page_config(page_title="Lessons · specdec", page_icon=":material/menu_book:", layout="wide")
-render_sidebar()
 
 
 def _initial_slug(slugs: list[str]) -> str:
