@@ -107,6 +107,22 @@ def no_errors(app: AppTest) -> None:
     assert not app.error, [error.value for error in app.error]
 
 
+def finish_jobs(app: AppTest, timeout: float = TIMEOUT) -> AppTest:
+    """Rerun the page until no job of the dashboard runs any more (`pages.common.jobs`: work in a thread, drawn by the page).
+
+    A browser's fragment redraws a few times a second; AppTest has no clock, so the test reruns the page instead,
+    as the fragment would, until the job has ended and its page has kept what it made.
+    """
+    import time
+
+    deadline = time.monotonic() + timeout
+    while any(key.startswith("job:") for key in app.session_state.keys()):
+        assert time.monotonic() < deadline, f"a job still runs after {timeout} s: {list(app.session_state.keys())}"
+        time.sleep(0.05)
+        app.run()
+    return app
+
+
 def run_playground(app: AppTest) -> AppTest:
     button(app, "Generate").click().run()
-    return app
+    return finish_jobs(app)

@@ -13,6 +13,7 @@ from app_testing import (
     button,
     dashboard_environment,  # noqa: F401  (an autouse fixture: tiny models, empty cache, fixture guide)
     figure_titled,
+    finish_jobs,
     no_errors,
     open_app,
     run_playground,
@@ -50,7 +51,7 @@ def test_one_click_start_runs_the_default_pair_in_the_playground(monkeypatch):
 
     monkeypatch.setattr(catalog, "DEFAULT_PAIR", TINY_PAIR)
     app = open_app(max_new_tokens="16")
-    button(app, "Run the default pair on an example prompt").click().run()
+    finish_jobs(button(app, "Run the default pair on an example prompt").click().run())
     no_errors(app)
     assert app.title[0].value == "Playground"
     assert token_html(app).count('data-kind="') >= 16

@@ -6,11 +6,13 @@ The environment (tiny models, empty cache) is `app_testing.dashboard_environment
 from __future__ import annotations
 
 import io
+import threading
 
 from app_testing import (
     button,
     dashboard_environment,  # noqa: F401  (an autouse fixture: tiny models, empty cache, fixture guide)
     figure_titled,
+    finish_jobs,
     no_errors,
     open_app,
     run_playground,
@@ -20,6 +22,8 @@ from app_testing import (
 )
 from dashboard_fixtures import TINY_LOOKUP_PAIR, TINY_PAIR
 from streamlit.testing.v1 import AppTest
+
+from specdec.pairing import generate_speculative as real_generate_speculative
 
 # --- the Playground ---------------------------------------------------------------------------
 
@@ -82,7 +86,7 @@ def test_quantized_weights_from_the_sidebar_are_loaded_and_stay_exact():
     assert any("identical" in element.value for element in app.success)   # against the int8 target as loaded: greedy still exact
     assert app.query_params["quantization"] == "int8" and app.query_params["draft_quantization"] == "int4"   # and a link keeps them
     assert any("compares with the target as loaded (float32 int8)" in element.value for element in app.caption)
-    app.button(key="playground_float32_check").click().run()                          # the one-click exactness check
+    finish_jobs(app.button(key="playground_float32_check").click().run())            # the one-click exactness check
     no_errors(app)
     assert [sidebar_widget(app, "selectbox", label).value for label in ("dtype", "target weights", "draft weights")] == [
         "float32", "none", "none"]
@@ -98,66 +102,88 @@ def test_streaming_shows_the_same_run_as_a_finished_one():
                        seed="4")
         app.checkbox(key="widget:stream").set_value(stream)
         html[stream] = token_html(run_playground(app))
-        bars = [bar.proto.text for bar in app.get("progress")]
-        assert bars == (["30 tokens, done"] * 2 if stream else [])  # each phase's bar counts its tokens (drawn when streaming)
     assert html[True] == html[False]
 
 
-def test_stop_during_generation_keeps_the_text_so_far(monkeypatch):
-    from streamlit.proto.WidgetStates_pb2 import WidgetStates
-    from streamlit.runtime.scriptrunner import RerunData, RerunException, get_script_run_ctx
+def held_after(count: int, real, gate: threading.Event, seen: list):
+    """`real` (a generate function taking on_round) with its run held after round `count` until `gate` opens."""
+    def generate(*args, on_round=None, **kwargs):
+        def round_and_maybe_wait(*round_args):
+            seen.append(round_args)
+            on_round(*round_args)
+            if len(seen) == count:
+                gate.wait(60)
+        return real(*args, on_round=round_and_maybe_wait, **kwargs)
+    return generate
 
+
+def wait_for(condition, timeout: float = 60.0) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def test_only_the_runs_own_stop_ends_it_and_the_text_so_far_stays(monkeypatch):
+    """A click elsewhere (a sidebar setting) reruns the page and the run goes on; its Stop ends it at the next round."""
     import pages.common.playground as playground
 
-    redraws = []
-
-    def stop_at_the_third_redraw(spans):
-        redraws.append(len(spans))
-        if len(redraws) == 3:                     # a click on Stop, as the script sees it: rerun this page, no button pressed
-            raise RerunException(RerunData(widget_states=WidgetStates(), page_script_hash=get_script_run_ctx().page_script_hash))
-        return "<div></div>"
-
-    monkeypatch.setattr(playground, "UPDATES_PER_SECOND", 1e9)               # redraw after every round
-    monkeypatch.setattr(playground, "tokens_html", stop_at_the_third_redraw)
-    app = run_playground(open_app("pages/views/playground.py", pair=TINY_PAIR, temperature="1.0", max_new_tokens="64"))
-    assert not app.exception
-    assert any("Stopped during speculative decoding" in warning.value for warning in app.warning)
-    run = app.session_state["playground_run"]
-    assert run.speculative is None and 0 < sum(span.in_output for span in run.spans) < 64
-    assert token_html(app).count('data-kind="') == len(run.spans) == redraws[2]   # the text up to the stop is shown
+    monkeypatch.setattr(playground, "UPDATES_PER_SECOND", 1e9)               # report after every round
+    for click_stop in (False, True):
+        gate, seen = threading.Event(), []
+        monkeypatch.setattr(playground.pairing, "generate_speculative", held_after(3, real_generate_speculative, gate, seen))
+        app = open_app("pages/views/playground.py", pair=TINY_PAIR, temperature="1.0", max_new_tokens="64")
+        button(app, "Generate").click().run()
+        wait_for(lambda: len(seen) == 3)                                       # the run is held after its third round
+        sidebar_widget(app, "number_input", "seed").set_value(99).run()        # a click elsewhere: the page reruns ...
+        assert app.session_state["job:playground"].done.is_set() is False      # ... and the run goes on
+        if click_stop:
+            app.button(key="job:playground:stop").click().run()               # the run's own Stop: its handler sets the flag
+        gate.set()
+        finish_jobs(app)
+        no_errors(app)
+        run = app.session_state["playground_run"]
+        if not click_stop:
+            assert run.phase == "done" and run.speculative.stats.new_tokens == 64
+            continue
+        assert any("Stopped during speculative decoding" in warning.value for warning in app.warning)
+        assert run.speculative is None and 0 < sum(span.in_output for span in run.spans) < 64
+        assert len(seen) == 4 and token_html(app).count('data-kind="') == len(run.spans)   # ended at the next round; the text shown
 
 
 def test_stop_during_a_load_says_so_once_and_the_next_generate_loads(monkeypatch):
-    """The load's progress bar is where a Stop lands: the page then says the load was stopped, once, and Generate loads again."""
-    from streamlit.proto.WidgetStates_pb2 import WidgetStates
-    from streamlit.runtime.scriptrunner import RerunData, RerunException, get_script_run_ctx
-
+    """A Stop while the pair loads ends the load at its next step: the page says so, once, and Generate loads again."""
     import pages.common.models as models
     from specdec.zoo.load_progress import LoadStep
 
-    real_load, stops = models.pairing.load_pair, [True]
+    real_load, gate, started = models.pairing.load_pair, threading.Event(), threading.Event()
 
-    def load_with_a_stop_at_the_first_step(*args, steps=None, **kwargs):
-        steps(LoadStep("tiny-target", "dequantizing GGUF tensors", 1, 10, 0.1))            # the bar draws its first step
+    def load_held_after_its_first_step(*args, steps=None, **kwargs):
+        steps(LoadStep("tiny-target", "dequantizing GGUF tensors", 1, 10, 0.1))
+        started.set()
+        gate.wait(60)
+        steps(LoadStep("tiny-target", "dequantizing GGUF tensors", 2, 10, 0.2))      # where the Stop lands
         return real_load(*args, steps=steps, **kwargs)
 
-    def bar_that_stops(slot):
-        def draw(step):
-            slot.progress(step.fraction, text=step.describe())
-            if stops and stops.pop():          # a click on Stop, as the script sees it: rerun this page, no button pressed
-                raise RerunException(RerunData(widget_states=WidgetStates(), page_script_hash=get_script_run_ctx().page_script_hash))
-        return draw
-
-    monkeypatch.setattr(models.pairing, "load_pair", load_with_a_stop_at_the_first_step)
-    monkeypatch.setattr(models, "_progress_bar", bar_that_stops)
+    monkeypatch.setattr(models.pairing, "load_pair", load_held_after_its_first_step)
     models._forget_loaded_pair()
-    app = run_playground(open_app("pages/views/playground.py", pair=TINY_PAIR, temperature="1.0", max_new_tokens="16"))
+    app = open_app("pages/views/playground.py", pair=TINY_PAIR, temperature="1.0", max_new_tokens="16")
+    button(app, "Generate").click().run()
+    started.wait(60)
+    app.run()
+    assert [bar.proto.text for bar in app.get("progress")][0].startswith("tiny-target: dequantizing GGUF tensors 1/10")   # its bar
+    app.button(key="job:playground:stop").click().run()
+    gate.set()
+    finish_jobs(app)
     no_errors(app)
     assert [warning.value for warning in app.warning] == [
         "Stopped loading tiny-draft → tiny-target before it finished; nothing half-made was kept. Press Generate to load it again."]
     assert "playground_run" not in app.session_state and not models._loaded_pairs()             # nothing ran, nothing kept
     app.run()
     assert not app.warning                                                                        # said once
+    monkeypatch.setattr(models.pairing, "load_pair", real_load)
     run_playground(app)
     no_errors(app)
     assert not app.warning and app.session_state["playground_run"].phase == "done"               # the next Generate loads and runs
@@ -184,8 +210,7 @@ def run_compare(pairs: list[str], gammas=(1, 3), categories=("code", "qa")) -> A
     app.slider[0].set_value(gammas)
     app.multiselect[0].set_value(list(categories))
     app.run()
-    button(app, "Run benchmark").click().run()
-    return app
+    return finish_jobs(button(app, "Run benchmark").click().run())
 
 
 def test_compare_draws_the_charts_and_offers_the_csv():
@@ -260,7 +285,7 @@ def test_a_tree_run_draws_its_tree_and_stays_exact():
 def test_the_playground_runs_a_batch_and_shows_each_rows_rounds():
     app = open_app("pages/views/playground.py", pair=TINY_PAIR, temperature="0", max_new_tokens="12")
     app.text_area[1].set_value("w2 w3 w4\nw5\nw6 w7").run()
-    button(app, "Run the batch").click().run()
+    finish_jobs(button(app, "Run the batch").click().run())
     no_errors(app)
     run = app.session_state["playground_batch"]
     assert len(run.speculative) == 3 and all(same for same in run.same_tokens)          # greedy: every row its own plain text
@@ -285,7 +310,7 @@ def test_compare_measures_batches_and_draws_the_gain_against_batch_size():
     app.sidebar.multiselect[0].set_value([TINY_PAIR])
     app.radio[0].set_value("batches").run()
     app.multiselect[0].set_value([1, 2]).run()
-    button(app, "Run benchmark").click().run()
+    finish_jobs(button(app, "Run benchmark").click().run())
     no_errors(app)
     frame = app.session_state["compare_frame"]
     assert set(frame["batch_size"]) == {1, 2} and frame[frame["method"] == "speculative"]["exact"].all()

@@ -7,6 +7,7 @@ from app_testing import (
     button,
     dashboard_environment,  # noqa: F401  (an autouse fixture: tiny models, empty cache, fixture guide)
     figure_titled,
+    finish_jobs,
     no_errors,
     open_app,
 )
@@ -28,7 +29,7 @@ def test_compare_runs_a_vllm_server_at_each_concurrency():
         app.text_input(key="widget:compare_server").set_value(spec.url)
         app.text_input(key="widget:compare_baseline").set_value(plain.url)
         app.multiselect(key="widget:compare_concurrency").set_value([1, 4]).run()
-        button(app, "Run benchmark").click().run()
+        finish_jobs(button(app, "Run benchmark").click().run())
     no_errors(app)
     frame = app.session_state["compare_frame"]
     assert set(frame["engine"]) == {"vllm-server"} and sorted(frame["concurrency"]) == [1, 1, 4, 4]
@@ -42,7 +43,7 @@ def test_compare_says_in_one_line_when_vllm_is_missing_or_down(monkeypatch, tmp_
     app = _compare_with_engine(engine)
     if engine == "server":
         app.text_input(key="widget:compare_server").set_value(f"http://127.0.0.1:{free_port()}").run()
-    button(app, "Run benchmark").click().run()
+    finish_jobs(button(app, "Run benchmark").click().run())
     assert not app.exception
     assert [error.value for error in app.error if fragment in error.value], [error.value for error in app.error]
     assert app.radio(key="widget:compare_engine").value == engine and button(app, "Run benchmark")   # the page still works

@@ -83,25 +83,3 @@ def test_an_error_inside_a_turn_hands_over_too():
         with turns.turn(on_wait=lambda ahead, running: None):
             raise ValueError("a failed load")
     assert turns.waiting == 0
-
-
-def test_the_load_progress_bar_is_throttled_but_shows_every_stage_end():
-    """pages.common.models._progress_bar: at most a few redraws a second, the last step of a stage always drawn."""
-    from pages.common.models import _progress_bar
-    from specdec.zoo.load_progress import LoadStep
-
-    class Slot:
-        def __init__(self):
-            self.drawn = []
-
-        def progress(self, fraction, text):
-            self.drawn.append((fraction, text))
-
-    slot = Slot()
-    draw = _progress_bar(slot, per_second=5.0)
-    for done in range(1, 301):                                      # 300 tensors in well under a second
-        draw(LoadStep("tiny", "dequantizing GGUF tensors", done, 300, done * 0.001))
-    draw(LoadStep("tiny", "saving a converted copy for next time", 0, 0, 0.0))
-    assert 2 <= len(slot.drawn) <= 5
-    assert slot.drawn[-2] == (1.0, "tiny: dequantizing GGUF tensors 300/300, finishing")
-    assert slot.drawn[-1][1] == "tiny: saving a converted copy for next time"

@@ -463,6 +463,7 @@ def test_the_home_page_warms_up_a_pair_whose_copies_are_on_disk(tiny_gguf_entry,
     import time
 
     from pages.common import models
+    from pages.common.jobs import Job
     from pages.common.settings import CUSTOM, Settings
 
     entry = tiny_gguf_entry
@@ -493,7 +494,45 @@ def test_the_home_page_warms_up_a_pair_whose_copies_are_on_disk(tiny_gguf_entry,
             raise AssertionError("the click must find the warmed-up pair in memory")
 
         monkeypatch.setattr(models.pairing, "load_pair", loading_again)
-        assert models.load_pair(settings).target_name == entry.name
+        assert models.pair_loader(settings)(Job("a run")).target_name == entry.name
         assert not models.warm_up(settings)                       # something is loaded: never replaced behind the user's back
+    finally:
+        models._forget_loaded_pair()
+
+
+def test_a_load_in_a_job_reports_every_step_and_stops_between_steps(tiny_gguf_entry):
+    """pages.common.models.pair_loader: the job sees each loading step (the page draws the latest), and Stop ends the load
+    at the next step with nothing kept in memory."""
+    from pages.common import models
+    from pages.common.jobs import Job, Stopped
+    from pages.common.settings import CUSTOM, Settings
+
+    class Recorded(Job):
+        def report(self, **values):
+            self.reports.append(values)
+            super().report(**values)
+
+    entry = tiny_gguf_entry
+    fetch_model(entry)
+    settings = Settings(pair=CUSTOM, custom_draft="prompt-lookup", custom_target=entry.name, device="cpu", dtype="float32",
+                        quantization="none")
+    models._forget_loaded_pair()
+    try:
+        job = Recorded("a run")
+        job.reports = []
+        pair = models.pair_loader(settings)(job)
+        bars = [report["bar"] for report in job.reports if report.get("bar")]
+        assert job.reports[0]["phase"] == "loading" and job.reports[0]["pair"] == f"prompt-lookup → {entry.name}"
+        assert len(bars) >= 2 and bars[-1][0] == 1.0 and all(0.0 <= fraction <= 1.0 for fraction, _ in bars)
+        assert job.progress["phase"] == "loaded" and job.progress["status"].startswith(f"Loaded prompt-lookup → {entry.name}")
+        assert models.is_loaded(settings) and pair.target_name == entry.name
+
+        models._forget_loaded_pair()
+        stopping = Recorded("a run")
+        stopping.reports = []
+        stopping.stop()
+        with pytest.raises(Stopped):
+            models.pair_loader(settings)(stopping)
+        assert len(stopping.reports) == 1 and not models.is_loaded(settings)     # ended at the first step, nothing kept
     finally:
         models._forget_loaded_pair()

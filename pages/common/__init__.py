@@ -4,6 +4,7 @@
 - `state`: widget values that survive a page switch
 - `navigation`: the pages, declared once (app.py's menu, Home's links)
 - `sidebar`: the sidebar app.py draws once for every page, and the settings it shows
+- `jobs`: long work in a thread of its own, drawn by the page and stopped only by its own Stop
 - `models`: fetching with progress, loading a pair once (`st.cache_resource`), errors as `st.error`
 - `playground`: one Playground run, streamed to the page as it generates
 - `trace`: a run laid out for reading, one span per token and one row per round (no Streamlit)
@@ -12,8 +13,8 @@
 - `lessons`: the chapters in `guide/`
 """
 
-from pages.common.models import fetch_models, load_pair, offer_downloads, shows_errors
+from pages.common.models import fetch_models, offer_downloads, pair_loader, shows_errors
 from pages.common.settings import Settings
 from pages.common.sidebar import current_settings, render_sidebar
 
-__all__ = ["Settings", "current_settings", "fetch_models", "load_pair", "offer_downloads", "render_sidebar", "shows_errors"]
+__all__ = ["Settings", "current_settings", "fetch_models", "pair_loader", "offer_downloads", "render_sidebar", "shows_errors"]

@@ -1,7 +1,7 @@
 """A Playground batch: several prompts at once, speculative and plain, each row's text and rounds.
 
-    run_batch(pair, [input_ids, ...], settings)        # both runs, with a status box each
-    st.session_state[BATCH]                           # a `BatchRun`
+    jobs.start(BATCH_RUN, batch_work(pair_loader(settings), prompts, chat, settings, turns), "a batch")   # both runs, in a job
+    st.session_state[BATCH]                           # a `BatchRun`, kept by the page when the job ends
 
 The engine does the work (`specdec.engine.loop`, through `specdec.pairing`); this module keeps what the
 page shows: every row's trace (`pages.common.trace`), whether each row's greedy tokens equal the target
@@ -10,19 +10,20 @@ alone's, and the two throughputs (`specdec.generation.run.batch_throughput`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
-import streamlit as st
-import torch
-
+from pages.common.jobs import Job
 from pages.common.settings import Settings
 from pages.common.trace import TraceBuilder, trace
+from pages.common.turns import Turns
 from specdec import pairing
 from specdec.engine.results import GenerationResult
 from specdec.generation.run import batch_throughput
 from specdec.pairing import LoadedPair
 
 BATCH = "playground_batch"
+BATCH_RUN = "job:playground_batch"
 MAX_ROWS = 8
 
 
@@ -65,19 +66,22 @@ def prompt_lines(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
-def run_batch(pair: LoadedPair, prompts: list[str], encoded: list[torch.Tensor], settings: Settings) -> BatchRun:
-    """Speculative then plain decoding of the whole batch, each in a status box; the result is also kept in the session."""
-    decode = lambda ids: pair.tokenizer.decode(ids, skip_special_tokens=False)   # noqa: E731
-    rows = [ids.reshape(-1) for ids in encoded]
-    with st.status(f"Speculative decoding of {len(rows)} prompts at once …", expanded=False) as status:
-        speculative = pairing.generate_speculative_batch(pair, rows, settings.decoding, gamma=settings.schedule)
-        status.update(label=f"Speculative decoding: {sum(r.stats.new_tokens for r in speculative)} tokens in "
-                            f"{speculative[0].stats.wall_time_s:.2f} s", state="complete")
-    with st.status(f"Plain decoding of the same {len(rows)} prompts at once …", expanded=False) as status:
-        plain = pairing.generate_plain_batch(pair, rows, settings.decoding)
-        status.update(label=f"Plain decoding: {sum(r.stats.new_tokens for r in plain)} tokens in {plain[0].stats.wall_time_s:.2f} s",
-                      state="complete")
-    run = BatchRun(settings, tuple(prompts), tuple(speculative), tuple(plain), tuple(trace(result, decode) for result in speculative),
-                   tuple(decode(result.tokens) for result in plain))
-    st.session_state[BATCH] = run
-    return run
+def batch_work(load: Callable[[Job], LoadedPair], prompts: list[str], chat: bool, settings: Settings,
+               turns: Turns) -> Callable[[Job], BatchRun]:
+    """The job of one batch: its turn, the pair, speculative then plain decoding of every row at once (each reported)."""
+    def work(job: Job) -> BatchRun:
+        with turns.turn(on_wait=lambda ahead, running: job.report(waiting=(ahead, running)), label="a run in another tab"):
+            job.report(waiting=None)
+            pair = load(job)
+            decode = lambda ids: pair.tokenizer.decode(ids, skip_special_tokens=False)   # noqa: E731
+            rows = [pairing.encode_prompt(pair.tokenizer, prompt, chat=chat).reshape(-1) for prompt in prompts]
+            job.report(phase="speculative", status=f"Speculative decoding of {len(rows)} prompts at once …")
+            speculative = pairing.generate_speculative_batch(pair, rows, settings.decoding, gamma=settings.schedule,
+                                                             on_round=lambda row, round_: job.report())
+            job.report(phase="plain", status=f"Plain decoding of the same {len(rows)} prompts at once …",
+                       done=f"Speculative decoding: {sum(r.stats.new_tokens for r in speculative)} tokens in "
+                            f"{speculative[0].stats.wall_time_s:.2f} s")
+            plain = pairing.generate_plain_batch(pair, rows, settings.decoding)
+            return BatchRun(settings, tuple(prompts), tuple(speculative), tuple(plain),
+                            tuple(trace(result, decode) for result in speculative), tuple(decode(result.tokens) for result in plain))
+    return work

@@ -2,16 +2,18 @@
 
     with shows_errors():
         if offer_downloads(settings):              # a button and a progress bar when weights are missing
-            pair = load_pair(settings)            # cached across reruns, pages and sessions
+            load = pair_loader(settings)          # built on the page: the shared cache, the pair's name
+    ...
+    pair = load(job)                              # in a job (`pages.common.jobs`): from memory, or loaded with its steps reported
 
 A loaded pair lives in a dict held by `st.cache_resource` (shared by every session), keyed by (target,
 draft, device, dtype, target and draft quantization), with room for one entry: choosing another pair
 frees the previous one once the new one has loaded (so a pair that fails to load leaves the previous
 one usable). A first load (GGUF name matching and dequantization, quantization, saving a converted
-copy) shows a progress bar with the time left; Stop ends it at the next redraw, nothing half-made is
-kept, and the next run of the page says so once (`stopped_load`). Home warms the default pair up in the
-background (`warm_up`). Every failure a person can act on arrives as a `SpecdecError` and is shown
-with `st.error`; the page goes on.
+copy) reports every step with the time left, which the job's page draws as a progress bar; the job's
+Stop ends it at the next step, and nothing half-made is kept (`stopped_while_loading` says so). Home
+warms the default pair up in the background (`warm_up`). Every failure a person can act on arrives as
+a `SpecdecError` and is shown with `st.error`; the page goes on.
 """
 
 from __future__ import annotations
@@ -19,13 +21,13 @@ from __future__ import annotations
 import gc
 import logging
 import threading
-import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import streamlit as st
 import torch
 
+from pages.common.jobs import Job
 from pages.common.settings import Settings
 from pages.common.turns import shared_turns, waiting_note
 from specdec import pairing
@@ -37,7 +39,6 @@ from specdec.pairing import LoadedPair
 from specdec.zoo import converted, status
 from specdec.zoo.catalog import MODELS, PAIRS, ModelEntry, resolve_model
 from specdec.zoo.fetch import FetchProgress
-from specdec.zoo.load_progress import LoadStep
 
 
 @contextmanager
@@ -49,8 +50,7 @@ def shows_errors() -> Iterator[None]:
         st.error(str(error), icon=":material/error:")
     except (MemoryError, torch.OutOfMemoryError):
         _forget_loaded_pair()
-        st.error("Not enough memory for this pair with these settings: pick a smaller pair, dtype bfloat16, "
-                 "or fewer new tokens, then try again.", icon=":material/error:")
+        st.error(NOT_ENOUGH_MEMORY, icon=":material/error:")
 
 
 @st.cache_data(ttl=60, show_spinner=False)
@@ -124,52 +124,56 @@ def resolved_precision(settings: Settings) -> tuple[str, str, str, str]:
     return str(target.device), dtype_name(target.dtype), target.weights, "none" if draft is None else draft.weights
 
 
-LOADING = "loading_pair"   # in the session while a load runs: "draft → target"; left there when a Stop ends the script
+NOT_ENOUGH_MEMORY = ("Not enough memory for this pair with these settings: pick a smaller pair, dtype bfloat16, or fewer new "
+                     "tokens, then try again.")
 
 
-def load_pair(settings: Settings) -> LoadedPair:
-    """The pair `settings` names, loaded once and then served from the cache (a status box while loading)."""
+def pair_loader(settings: Settings) -> Callable[[Job], LoadedPair]:
+    """What a job calls to get the pair `settings` names: from memory, or loaded with every step reported to the job.
+
+    Built on the page (where the shared cache lives, and where a bad name is refused at once); run in the job.
+    """
     if not settings.target or not settings.draft:
         raise SpecdecError("give both a draft and a target model for a custom pair (the draft may be prompt-lookup, recycling, "
                            "lookahead, suffix or layer-skip)")
-    key = _key(settings)
-    loaded = _loaded_pairs()
-    if key in loaded:
-        return loaded[key]
+    key, loaded = _key(settings), _loaded_pairs()
     target, draft, device, dtype, quantization, draft_quantization = key
-    st.session_state[LOADING] = f"{draft} → {target}"
-    try:
-        with st.status(f"Loading {draft} → {target} on {device} …", expanded=True) as box:   # open: its bar is the news
-            bar = st.empty()
 
-            def next_model(message: str) -> None:    # a new model: its label, and no bar left over from the last one
-                box.update(label=message, expanded=True)
-                bar.empty()
+    def load(job: Job) -> LoadedPair:
+        if key in loaded:
+            return loaded[key]
+        job.report(phase="loading", pair=f"{draft} → {target}", status=f"Loading {draft} → {target} on {device} …", bar=None)
+        try:
+            pair = pairing.load_pair(target, draft, device, dtype, progress=lambda message: job.report(status=message, bar=None),
+                                     quantization=quantization, draft_quantization=draft_quantization,
+                                     steps=lambda step: job.report(bar=(step.fraction, step.describe())))
+        except (MemoryError, torch.OutOfMemoryError):
+            _forget_loaded_pair()
+            raise SpecdecError(NOT_ENOUGH_MEMORY) from None
+        loaded.clear()                    # the previous pair goes once the new one is here (a failed load keeps it)
+        gc.collect()
+        loaded[key] = pair
+        job.report(phase="loaded", bar=None, kernels=pair.kernels,     # how each model runs, and why (`specdec.kernels.precision`)
+                   status=f"Loaded {draft} → {target} on {device}: {pair.precisions} ({sum(pair.load_seconds.values()):.1f} s)")
+        return pair
 
-            pair = pairing.load_pair(target, draft, device, dtype, progress=next_model,
-                                     quantization=quantization, draft_quantization=draft_quantization, steps=_progress_bar(bar))
-            bar.empty()
-            st.caption(f"Kernels: {pair.kernels}")       # how each model runs, and why (`specdec.kernels.precision`)
-            seconds = sum(pair.load_seconds.values())
-            box.update(label=f"Loaded {settings.draft} → {settings.target} on {device}: {pair.precisions} ({seconds:.1f} s)",
-                       state="complete", expanded=False)
-    except Exception:                 # a failure is shown where it happened; Streamlit's stop is a BaseException, not caught here
-        st.session_state.pop(LOADING, None)
-        raise
-    st.session_state.pop(LOADING, None)
-    loaded.clear()                    # the previous pair goes once the new one is here (a failed load keeps it)
-    gc.collect()
-    loaded[key] = pair
-    return pair
+    return load
 
 
-def stopped_load() -> str | None:
-    """The pair ("draft → target") whose load a Stop (or any click) ended part-way in this session, said once; else None.
+def stopped_while_loading(job: Job) -> str | None:
+    """The pair ("draft → target") whose load `job`'s Stop ended part-way, else None."""
+    if job.stopped and job.progress.get("phase") == "loading":
+        return job.progress["pair"]
+    return None
 
-    Streamlit ends a running script at its next page call when the user clicks; a load ended so never
-    reaches the line that clears its mark, and the page's next run finds it here.
-    """
-    return st.session_state.pop(LOADING, None)
+
+def draw_loading(job: Job) -> None:
+    """A job's load, if it is loading: its status line and its progress bar with the time left."""
+    if job.progress.get("phase") != "loading":
+        return
+    st.markdown(f"**{job.progress['status']}**")
+    bar = job.progress.get("bar")
+    st.progress(bar[0] if bar else 0.0, text=bar[1] if bar else "starting")
 
 
 def _key(settings: Settings) -> tuple[str, ...]:
@@ -235,26 +239,6 @@ def warm_up(settings: Settings) -> bool:
 
     threading.Thread(target=load, name="specdec-warm-up", daemon=True).start()
     return True
-
-
-def _progress_bar(slot, per_second: float = 5.0):
-    """A callback drawing `LoadStep`s in `slot` as a progress bar (at most `per_second` redraws, and every stage's end).
-
-    Each redraw is also where a Stop click lands: Streamlit ends the script there, and the load with it.
-    """
-    last = [0.0]
-
-    def draw(step: LoadStep) -> None:
-        now = time.monotonic()
-        if step.total and step.done < step.total and now - last[0] < 1.0 / per_second:
-            return
-        last[0] = now
-        if step.total:
-            slot.progress(step.fraction, text=step.describe())
-        else:
-            slot.progress(0.0, text=step.describe())
-
-    return draw
 
 
 def is_chat_model(name: str) -> bool:

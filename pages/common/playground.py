@@ -1,14 +1,15 @@
-"""One Playground run: speculative decoding, then the target alone, streamed to the page as they generate.
+"""One Playground run: load the pair, speculative decoding, then the target alone, in a job the page draws as it goes.
 
-    run_playground(pair, input_ids, settings, also_plain=True, stream=True)
-    st.session_state[RESULT]                    # a `PlaygroundRun`, complete or stopped part-way
+    jobs.start(RUN, playground_work(pair_loader(settings), prompt, chat, settings, also_plain, stream, turns), "a run")
+    jobs.watch(RUN, draw=draw_run, finished=...)        # the page: the text so far, a bar, the job's Stop
+    job.result                                          # a `PlaygroundRun`; after a Stop, job.progress["run"] so far
 
-The engine calls back after every round (`on_round`) and, for plain decoding, every token
-(`on_token`); the callbacks grow a `pages.common.trace.TraceBuilder` and, at most `UPDATES_PER_SECOND`
-times a second, save the run so far in the session and redraw the text. A Stop click surfaces as
-an exception from that redraw, which ends the generation; the saved part stays on the page.
+The engine calls back after every round (`on_round`) and, for plain decoding, every token (`on_token`);
+the callbacks grow a `pages.common.trace.TraceBuilder` and, at most `UPDATES_PER_SECOND` times a second,
+report the run so far to the job, which is also where the job's Stop ends the generation (the part done
+stays). The work waits for its turn first (`pages.common.turns`): one heavy job at a time across tabs.
 
-Streaming costs the runs a little time (decoding each token for display, a few redraws a second),
+Streaming costs the runs a little time (decoding each token for display, a few reports a second),
 counted in their "other" time; turn it off for the cleanest timings.
 """
 
@@ -16,14 +17,18 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import streamlit as st
 import torch
 
+from pages.common.jobs import Job
+from pages.common.models import draw_loading
 from pages.common.settings import Settings
 from pages.common.tokens_html import plain_text_html, tokens_html
 from pages.common.trace import RoundRow, TokenSpan, TraceBuilder, trace, trace_json
+from pages.common.turns import Turns
 from specdec import pairing
 from specdec.bench.comparison import GreedyCheck, greedy_check_of_pair
 from specdec.engine.results import GenerationResult
@@ -31,6 +36,7 @@ from specdec.pairing import LoadedPair
 from specdec.zoo import time_left
 
 RESULT = "playground_run"
+RUN = "job:playground"
 UPDATES_PER_SECOND = 4
 
 
@@ -70,39 +76,33 @@ def _decoder(pair: LoadedPair):
     return lambda ids: pair.tokenizer.decode(ids, skip_special_tokens=False)
 
 
-class _TokenBar:
-    """A progress bar of the tokens generated so far, with the time left at the pace since the first redraw
+def _bar(total: int):
+    """A report of the tokens generated so far as a progress bar, with the time left at the pace since the first report
     (the prompt pass before it would make the first estimates too long)."""
+    first = []
 
-    def __init__(self, total: int) -> None:
-        self.total, self.first = total, None          # (tokens, time) at the first redraw
-        self.bar = st.progress(0.0, text=f"0/{total} tokens")
-
-    def show(self, done: int) -> None:
+    def bar(done: int) -> tuple[float, str]:
         now = time.monotonic()
-        self.first = self.first or (done, now)
-        left = time_left.about(time_left.seconds_left(done - self.first[0], self.total - self.first[0], now - self.first[1]))
-        self.bar.progress(min(done / self.total, 1.0), text=f"{done}/{self.total} tokens{left}")
+        if not first:
+            first.append((done, now))
+        start_done, start_time = first[0]
+        left = time_left.about(time_left.seconds_left(done - start_done, total - start_done, now - start_time))
+        return min(done / total, 1.0), f"{done}/{total} tokens{left}"
 
-    def finish(self, done: int) -> None:
-        self.bar.progress(1.0, text=f"{done} tokens, done")      # fewer than asked for when the text ended
+    return bar
 
 
-def _speculative_phase(pair: LoadedPair, input_ids: torch.Tensor, run: PlaygroundRun, stream: bool, slot) -> PlaygroundRun:
-    builder, throttle = TraceBuilder(_decoder(pair)), _Throttle(UPDATES_PER_SECOND)
-    bar = _TokenBar(run.settings.decoding.max_new_tokens) if stream else None
+def _speculative_phase(job: Job, pair: LoadedPair, input_ids: torch.Tensor, run: PlaygroundRun, stream: bool) -> PlaygroundRun:
+    builder, throttle, bar = TraceBuilder(_decoder(pair)), _Throttle(UPDATES_PER_SECOND), _bar(run.settings.decoding.max_new_tokens)
 
     def on_round(round_) -> None:
         builder.add_round(round_)
         if throttle.due():
-            st.session_state[RESULT] = replace(run, spans=tuple(builder.spans), rounds=tuple(builder.rows))
-            slot.html(tokens_html(builder.spans))
-            bar.show(sum(span.in_output for span in builder.spans))
+            job.report(run=replace(run, spans=tuple(builder.spans), rounds=tuple(builder.rows)),
+                       bar=bar(sum(span.in_output for span in builder.spans)))
 
     result = pairing.generate_speculative(pair, input_ids, run.settings.decoding, gamma=run.settings.schedule,
                                           on_round=on_round if stream else None, tree=run.settings.tree_settings)
-    if bar is not None:
-        bar.finish(result.stats.new_tokens)
     finished = builder if stream else trace(result, _decoder(pair))
     s, d = run.settings, run.settings.decoding
     about = {"draft": s.draft, "target": s.target, "device": run.device, "precision": run.precision, "drafting": result.drafting,
@@ -112,55 +112,73 @@ def _speculative_phase(pair: LoadedPair, input_ids: torch.Tensor, run: Playgroun
                    trace_json=json.dumps(trace_json(result, _decoder(pair), about), indent=1))
 
 
-def _plain_phase(pair: LoadedPair, input_ids: torch.Tensor, run: PlaygroundRun, stream: bool, slot) -> PlaygroundRun:
-    builder, throttle = TraceBuilder(_decoder(pair)), _Throttle(UPDATES_PER_SECOND)
-    bar, done = (_TokenBar(run.settings.decoding.max_new_tokens) if stream else None), [0]
+def _plain_phase(job: Job, pair: LoadedPair, input_ids: torch.Tensor, run: PlaygroundRun, stream: bool) -> PlaygroundRun:
+    builder, throttle, bar, done = TraceBuilder(_decoder(pair)), _Throttle(UPDATES_PER_SECOND), _bar(run.settings.decoding.max_new_tokens), [0]
 
     def on_token(token: int) -> None:
         builder.add_token(token)
         done[0] += 1
         if throttle.due():
-            text = "".join(span.text for span in builder.spans)
-            st.session_state[RESULT] = replace(run, plain_text=text)
-            slot.html(plain_text_html(text))
-            bar.show(done[0])
+            job.report(run=replace(run, plain_text="".join(span.text for span in builder.spans)), bar=bar(done[0]))
 
     result = pairing.generate_plain(pair, input_ids, run.settings.decoding, on_token=on_token if stream else None)
-    if bar is not None:
-        bar.finish(result.stats.new_tokens)
     run = replace(run, plain_text=_decoder(pair)(result.tokens), plain=result)
     if run.settings.decoding.sampling.greedy:
         run = replace(run, greedy=greedy_check_of_pair(pair, input_ids, run.speculative.tokens, result.tokens))
     return run
 
 
-def run_playground(pair: LoadedPair, input_ids: torch.Tensor, settings: Settings, also_plain: bool, stream: bool) -> None:
-    """Both phases, each with a status box, the text streamed below them; results land in `st.session_state[RESULT]`."""
-    statuses, live = st.container(), st.empty()
-    with live.container():
-        left, right = st.columns(2)
-        speculative_slot, plain_slot = left.empty(), right.empty()
-    described = pair.precisions + (f", draft tokenizer: {pair.tokenizer_note}" if pair.cross_tokenizer else "")
-    run = PlaygroundRun(settings, str(pair.device), described, int(input_ids.shape[-1]), phase="speculative")
-    drafts = "while another token is worth it" if settings.stop_rule else f"{settings.gamma} tokens per round"
-    if settings.tree:
-        drafts = f"a tree of up to {settings.tree_budget} tokens per round"
+def drafting_words(settings: Settings) -> str:
+    """How the run drafts, in words, for its status line."""
     if settings.own_rounds:
-        drafts = "as many tokens as its own rule says"
-    with statuses.status(f"Speculative decoding: {settings.draft} drafts {drafts}, "
-                         f"{settings.target} verifies them in one pass …", expanded=True) as status:   # open: its bar shows
-        run = _speculative_phase(pair, input_ids, run, stream, speculative_slot)
-        run = replace(run, phase="plain" if also_plain else "done")
-        st.session_state[RESULT] = run
-        stats = run.speculative.stats
-        status.update(label=f"Speculative decoding: {stats.new_tokens} tokens in {stats.wall_time_s:.2f} s",
-                      state="complete", expanded=False)
-    if also_plain:
-        speculative_slot.html(tokens_html(run.spans))
-        with statuses.status(f"Plain decoding: {settings.target} alone, one pass per token …", expanded=True) as status:
-            run = replace(_plain_phase(pair, input_ids, run, stream, plain_slot), phase="done")
-            st.session_state[RESULT] = run
-            stats = run.plain.stats
-            status.update(label=f"Plain decoding: {stats.new_tokens} tokens in {stats.wall_time_s:.2f} s",
-                          state="complete", expanded=False)
-    live.empty()
+        return "as many tokens as its own rule says"
+    if settings.tree:
+        return f"a tree of up to {settings.tree_budget} tokens per round"
+    return "while another token is worth it" if settings.stop_rule else f"{settings.gamma} tokens per round"
+
+
+def playground_work(load: Callable[[Job], LoadedPair], prompt: str, chat: bool, settings: Settings, also_plain: bool, stream: bool,
+                    turns: Turns) -> Callable[[Job], PlaygroundRun]:
+    """The job of one run: its turn, the pair, both phases, each reported as it goes; returns the finished run."""
+    def work(job: Job) -> PlaygroundRun:
+        with turns.turn(on_wait=lambda ahead, running: job.report(waiting=(ahead, running)), label="a run in another tab"):
+            job.report(waiting=None)
+            pair = load(job)
+            input_ids = pairing.encode_prompt(pair.tokenizer, prompt, chat=chat)
+            described = pair.precisions + (f", draft tokenizer: {pair.tokenizer_note}" if pair.cross_tokenizer else "")
+            run = PlaygroundRun(settings, str(pair.device), described, int(input_ids.shape[-1]), phase="speculative")
+            job.report(phase="speculative", run=run, bar=None, status=f"Speculative decoding: {settings.draft} drafts "
+                       f"{drafting_words(settings)}, {settings.target} verifies them in one pass …")
+            run = replace(_speculative_phase(job, pair, input_ids, run, stream), phase="plain" if also_plain else "done")
+            stats = run.speculative.stats
+            done = f"Speculative decoding: {stats.new_tokens} tokens in {stats.wall_time_s:.2f} s"
+            if also_plain:
+                job.report(phase="plain", run=run, bar=None, done=done,
+                           status=f"Plain decoding: {settings.target} alone, one pass per token …")
+                run = replace(_plain_phase(job, pair, input_ids, run, stream), phase="done")
+            return run
+    return work
+
+
+def draw_run(job: Job) -> None:
+    """A running job of the Playground: its place in line, its load, its phase with a bar, and the text so far."""
+    progress = job.progress
+    if progress.get("waiting"):
+        ahead, running = progress["waiting"]
+        st.info(f"Waiting for {running}: {'1 job' if ahead == 1 else f'{ahead} jobs'} ahead of your run. It starts as soon as "
+                "they finish; Stop leaves the line.", icon=":material/hourglass_top:")
+        return
+    draw_loading(job)
+    if progress.get("phase") not in ("speculative", "plain"):
+        return
+    if progress.get("done"):
+        st.caption(progress["done"])
+    st.markdown(f"**{progress['status']}**")
+    bar = progress.get("bar")
+    st.progress(bar[0] if bar else 0.0, text=bar[1] if bar else "generating")
+    run = progress.get("run")
+    if run is not None:
+        left, right = st.columns(2)
+        left.html(tokens_html(run.spans))
+        if run.plain_text:
+            right.html(plain_text_html(run.plain_text))

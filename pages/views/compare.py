@@ -7,12 +7,12 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
-from pages.common import fetch_models, load_pair, shows_errors
-from pages.common.models import missing_models
+from pages.common import fetch_models, jobs, pair_loader, shows_errors
+from pages.common.models import draw_loading, missing_models
 from pages.common.settings import CUSTOM, Settings
 from pages.common.sidebar import current_settings, pair_label
 from pages.common.state import is_kept, keep, kept, remember
-from pages.common.turns import shared_turns, waiting_note
+from pages.common.turns import Turns, shared_turns
 from specdec.bench import harness, tables
 from specdec.bench.batches import batch_benchmark, batch_table
 from specdec.bench.charts import batch_figure, benchmark_figures, has_batches
@@ -27,6 +27,7 @@ from specdec.zoo.catalog import PAIRS, split_pair_name
 
 settings = current_settings()
 FRAME, NOTE = "compare_frame", "compare_note"
+BENCHMARK = "job:compare"
 
 
 def _pair_settings(name: str) -> Settings:
@@ -59,52 +60,92 @@ def _bench_settings(gammas: tuple[int, int], stop: bool, adaptive: bool, assiste
                          decoding=settings.decoding, repeats=repeats)
 
 
-def run_comparison(pairs: list[str], bench_settings: BenchSettings) -> None:
-    """Benchmark each pair in turn; every finished run is kept, whatever interrupts the rest.
+def _taking_turns(job: jobs.Job, turns: Turns):
+    """This job's place in the line of heavy work across tabs, reported while it waits."""
+    return turns.turn(on_wait=lambda ahead, running: job.report(waiting=(ahead, running)), label="a benchmark in another tab")
 
-    A Stop click reaches this script as an exception from its next Streamlit call (the progress
-    bar's update, inside the benchmark). The rows are collected as they are measured and saved
-    in `finally`, so the exception can go on to stop or rerun the page without taking them along.
-    """
-    frames: list[pd.DataFrame] = []
-    st.session_state[NOTE] = None
-    bar = st.progress(0.0, text="starting")
-    for index, name in enumerate(pairs):
+
+def _report_runs(job: jobs.Job, part: int, parts: int, prefix: str = ""):
+    """A progress callback (done, total, message) for part `part` of `parts` (a pair), reported as the job's bar."""
+    def report(done: int, total: int, message: str) -> None:
+        job.report(bar=(min((part + done / max(total, 1)) / parts, 1.0), f"{prefix}{message} ({done}/{total})"))
+    return report
+
+
+def comparison_work(pairs: list[str], bench_settings: BenchSettings, turns: Turns):
+    """The job of a benchmark of our engine: each pair in turn, every finished run reported (and kept after a Stop)."""
+    loaders = [pair_loader(_pair_settings(name)) for name in pairs]
+
+    def work(job: jobs.Job) -> pd.DataFrame:
         rows: list[dict] = []
-        try:
-            with shows_errors():
-                pair = load_pair(_pair_settings(name))
-
-                def report(done: int, total: int, message: str, index: int = index) -> None:
-                    fraction = (index + done / max(total, 1)) / len(pairs)
-                    bar.progress(fraction, text=f"{message} ({done}/{total} runs of this pair)")
-
-                harness.run_benchmark([pair], bench_settings, progress=report, on_row=rows.append)
-        except Exception:
-            raise
-        except BaseException:   # Streamlit's stop or rerun request, or Ctrl-C: keep what is done, then let it through
-            st.session_state[NOTE] = f"Stopped early: the {sum(map(len, frames)) + len(rows)} runs finished so far are kept."
-            raise
-        finally:
-            frames.append(harness.rows_to_frame(rows))
-            st.session_state[FRAME] = pd.concat(frames, ignore_index=True)
-    bar.progress(1.0, text="done")
+        with _taking_turns(job, turns):
+            for index, load in enumerate(loaders):
+                pair = load(job)
+                job.report(phase="running")
+                harness.run_benchmark([pair], bench_settings, progress=_report_runs(job, index, len(loaders)),
+                                      on_row=lambda row: (rows.append(row), job.report(rows=tuple(rows))))
+        return harness.rows_to_frame(rows)
+    return work
 
 
-def run_batch_comparison(pairs: list[str], sizes: list[int]) -> None:
-    """Each pair's plain and speculative throughput at each batch size, on the same prompts (`specdec.bench.batches`)."""
-    st.session_state[NOTE] = None
-    frames: list[pd.DataFrame] = []
-    bar = st.progress(0.0, text="starting")
-    for index, name in enumerate(pairs):
-        pair = load_pair(_pair_settings(name))
+def batch_comparison_work(pairs: list[str], sizes: list[int], turns: Turns):
+    """The job of plain and speculative throughput at each batch size, on the same prompts (`specdec.bench.batches`)."""
+    loaders = [(name, pair_loader(_pair_settings(name))) for name in pairs]
 
-        def report(done: int, total: int, message: str, index: int = index) -> None:
-            bar.progress(min((index + done / max(total, 1)) / len(pairs), 1.0), text=f"{name}: {message} ({done}/{total})")
+    def work(job: jobs.Job) -> pd.DataFrame:
+        frames: list[pd.DataFrame] = []
+        with _taking_turns(job, turns):
+            for index, (name, load) in enumerate(loaders):
+                pair = load(job)
+                job.report(phase="running")
+                frames.append(batch_benchmark(pair, sorted(sizes), settings.decoding,
+                                              progress=_report_runs(job, index, len(loaders), prefix=f"{name}: ")))
+        return pd.concat(frames, ignore_index=True)
+    return work
 
-        frames.append(batch_benchmark(pair, sorted(sizes), settings.decoding, progress=report))
-        st.session_state[FRAME] = pd.concat(frames, ignore_index=True)
-    bar.progress(1.0, text="done")
+
+def vllm_work(pairs: list[str], vllm_settings: VllmSettings, turns: Turns):
+    """The job of the pairs through vLLM's offline engine, in its own environment (one line when it is missing)."""
+    python = find_vllm_python()
+
+    def work(job: jobs.Job) -> pd.DataFrame:
+        with _taking_turns(job, turns):
+            job.report(phase="running", bar=(0.0, f"starting vLLM ({python}): about a minute per engine on a CPU"))
+            return run_vllm_benchmark(pairs, vllm_settings, python, progress=_report_runs(job, 0, 1))
+    return work
+
+
+def server_work(run: ServerRun, turns: Turns):
+    """The job of the suite against a running vLLM server (and its baseline) at each concurrency level."""
+    def work(job: jobs.Job) -> pd.DataFrame:
+        with _taking_turns(job, turns):
+            job.report(phase="running", bar=(0.0, f"asking {run.url}"))
+            return with_vllm_speedups(pd.DataFrame(server_benchmark(run, progress=_report_runs(job, 0, 1))))
+    return work
+
+
+def draw_benchmark(job: jobs.Job) -> None:
+    """A running benchmark: its place in line, a load, the bar of runs done."""
+    if job.progress.get("waiting"):
+        ahead, running = job.progress["waiting"]
+        st.info(f"Waiting for {running}: {'1 job' if ahead == 1 else f'{ahead} jobs'} ahead of your benchmark. It starts as soon "
+                "as they finish; Stop leaves the line.", icon=":material/hourglass_top:")
+        return
+    draw_loading(job)
+    bar = job.progress.get("bar")
+    if job.progress.get("phase") == "running":
+        st.progress(bar[0] if bar else 0.0, text=bar[1] if bar else "starting")
+
+
+def keep_benchmark(job: jobs.Job) -> None:
+    """The benchmark that ended: its frame, or after a Stop the runs finished so far."""
+    if not job.stopped:
+        st.session_state[FRAME] = job.result
+        return
+    rows = job.progress.get("rows", ())
+    if rows:
+        st.session_state[FRAME] = harness.rows_to_frame(list(rows))
+    st.session_state[NOTE] = f"Stopped early: the {len(rows)} runs finished so far are kept."
 
 
 def show_batches(frame: pd.DataFrame) -> None:
@@ -116,28 +157,6 @@ def show_batches(frame: pd.DataFrame) -> None:
     st.dataframe(batch_table(frame).round(2), hide_index=True, width="stretch")
     figure = batch_figure(frame).update_layout(height=460, legend=dict(orientation="h", yanchor="top", y=-0.25))
     st.plotly_chart(figure, width="stretch", key="chart_batches")
-
-
-def _progress_reporter(bar):
-    """A progress callback (done, total, message) that moves `bar`."""
-    def report(done: int, total: int, message: str) -> None:
-        bar.progress(min(done / max(total, 1), 1.0), text=f"{message} ({done}/{total})")
-    return report
-
-
-def run_vllm_comparison(pairs: list[str], vllm_settings: VllmSettings) -> None:
-    """The pairs through vLLM's offline engine, in its own environment (one line when it is missing)."""
-    st.session_state[NOTE] = None
-    python = find_vllm_python()
-    bar = st.progress(0.0, text=f"starting vLLM ({python}): about a minute per engine on a CPU")
-    st.session_state[FRAME] = run_vllm_benchmark(pairs, vllm_settings, python, progress=_progress_reporter(bar))
-
-
-def run_server_comparison(run: ServerRun) -> None:
-    """The suite against a running vLLM server (and its baseline) at each concurrency level."""
-    st.session_state[NOTE] = None
-    bar = st.progress(0.0, text=f"asking {run.url}")
-    st.session_state[FRAME] = with_vllm_speedups(pd.DataFrame(server_benchmark(run, progress=_progress_reporter(bar))))
 
 
 def _overlay() -> pd.DataFrame | None:
@@ -259,36 +278,32 @@ if missing:
         with shows_errors():
             fetch_models(missing)
             st.rerun()
-run_column, stop_column, _ = st.columns([1, 1, 4])
 ready = bool(categories) and not missing and (bool(levels) if engine == "server" else bool(chosen)) and \
     (engine != "batches" or bool(sizes))
-run = run_column.button("Run benchmark", type="primary", disabled=not ready, width="stretch")
-stop_column.button("Stop", width="stretch", help="Stops after the run in progress; the finished runs stay on the page.")
-
-# Fixed containers keep every later element in the same place whether or not a run happens in this
-# rerun, so the browser never shows a stale copy of an element next to its replacement.
-progress_area, note_area = st.container(), st.container()
-if run:
-    waiting = progress_area.empty()
-    with progress_area, shows_errors(), shared_turns().turn(waiting_note(waiting, "benchmark"), label="a benchmark in another tab"):
-        waiting.empty()
+run = st.button("Run benchmark", type="primary", disabled=not ready or jobs.running(BENCHMARK),
+                help="Runs in the background: the page stays yours, and only the benchmark's own Stop ends it.")
+if run and not jobs.running(BENCHMARK):
+    st.session_state[NOTE] = None
+    with shows_errors():
         if engine == "vllm":
             decoding = settings.decoding
-            run_vllm_comparison(chosen, VllmSettings(
+            work = vllm_work(chosen, VllmSettings(
                 gammas=tuple(range(gamma_range[0], gamma_range[1] + 1)), categories=tuple(categories),
                 prompts_per_category=int(per_category), max_new_tokens=decoding.max_new_tokens, temperature=decoding.temperature,
-                seed=decoding.seed or 0))
+                seed=decoding.seed or 0), shared_turns())
         elif engine == "batches":
-            run_batch_comparison(chosen, sizes)
+            work = batch_comparison_work(chosen, sizes, shared_turns())
         elif engine == "server":
-            run_server_comparison(ServerRun(url=server_url.strip(), baseline_url=baseline_url.strip() or None,
-                                            model=server_model.strip() or None, concurrency=tuple(sorted(levels)),
-                                            categories=tuple(categories), prompts_per_category=int(per_category),
-                                            max_new_tokens=settings.decoding.max_new_tokens, temperature=settings.decoding.temperature,
-                                            seed=settings.decoding.seed or 0))
+            work = server_work(ServerRun(url=server_url.strip(), baseline_url=baseline_url.strip() or None,
+                                         model=server_model.strip() or None, concurrency=tuple(sorted(levels)),
+                                         categories=tuple(categories), prompts_per_category=int(per_category),
+                                         max_new_tokens=settings.decoding.max_new_tokens, temperature=settings.decoding.temperature,
+                                         seed=settings.decoding.seed or 0), shared_turns())
         else:
-            run_comparison(chosen, _bench_settings(tuple(gamma_range), stop, adaptive, assisted, tree, categories, int(per_category),
-                                                   int(repeats), families))
+            work = comparison_work(chosen, _bench_settings(tuple(gamma_range), stop, adaptive, assisted, tree, categories,
+                                                            int(per_category), int(repeats), families), shared_turns())
+        jobs.start(BENCHMARK, work, label="the benchmark")
+jobs.watch(BENCHMARK, draw=draw_benchmark, finished=keep_benchmark)
 if st.session_state.get(NOTE):
-    note_area.warning(st.session_state[NOTE])
+    st.warning(st.session_state[NOTE])
 show_results(st.session_state.get(FRAME), _overlay())

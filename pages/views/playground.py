@@ -7,23 +7,23 @@ import math
 import pandas as pd
 import streamlit as st
 
-from pages.common import load_pair, offer_downloads, shows_errors
-from pages.common.batch import BATCH, MAX_ROWS, BatchRun, prompt_lines, run_batch
+from pages.common import jobs, offer_downloads, pair_loader, shows_errors
+from pages.common.batch import BATCH, BATCH_RUN, MAX_ROWS, BatchRun, batch_work, prompt_lines
 from pages.common.figures import position_acceptance_figure, round_times_figure, time_split_figure, tree_figure
-from pages.common.models import is_chat_model, resolved_precision, stopped_load
-from pages.common.playground import RESULT, UPDATES_PER_SECOND, PlaygroundRun, run_playground
+from pages.common.models import draw_loading, is_chat_model, resolved_precision, stopped_while_loading
+from pages.common.playground import RESULT, RUN, UPDATES_PER_SECOND, PlaygroundRun, draw_run, playground_work
 from pages.common.settings import Settings
 from pages.common.sidebar import current_settings
 from pages.common.state import keep, remember
 from pages.common.tokens_html import legend_html, plain_text_html, tokens_html
 from pages.common.trace import count_kinds, round_records
-from pages.common.turns import shared_turns, waiting_note
-from specdec import pairing
+from pages.common.turns import shared_turns
 from specdec.bench.comparison import RunComparison, acceptance_by_position
 from specdec.bench.prompts import suite
 
 settings = current_settings()
 EXAMPLES = suite()
+NOTE = "playground_note"     # a line about how the last job ended (a Stop), shown once
 
 
 def _example_text(index: int) -> str:
@@ -120,6 +120,18 @@ def _stopped_note(run: PlaygroundRun) -> str | None:
     return None
 
 
+def _keep_run(job: jobs.Job) -> None:
+    """The run that ended: finished, or what it had done when its Stop was clicked (a load stopped part-way keeps nothing)."""
+    stopped = stopped_while_loading(job)
+    if stopped:
+        st.session_state[NOTE] = f"Stopped loading {stopped} before it finished; nothing half-made was kept. Press Generate to load it again."
+    elif job.stopped:
+        if job.progress.get("run") is not None:
+            st.session_state[RESULT] = job.progress["run"]
+    else:
+        st.session_state[RESULT] = job.result
+
+
 def show_run(run: PlaygroundRun, settings: Settings) -> None:
     """Everything about the last run: coloured text, the target's own text, metrics, checks and rounds."""
     s, d = run.settings, run.settings.decoding
@@ -196,18 +208,31 @@ def batch_section(settings: Settings, chat: bool, ready: bool) -> None:
                "batch grows: chapter 4, “Batches”.")
     default = "\n".join(_example_text(i).splitlines()[0][:120] for i in range(3))
     text = st.text_area(f"Prompts, one per line (at most {MAX_ROWS})", height=100, **remember("batch_prompts", default))
-    if st.button("Run the batch", key="batch_run", disabled=not ready):
+    if st.button("Run the batch", key="batch_run", disabled=not ready or jobs.running(BATCH_RUN)):
         prompts = prompt_lines(text)
         if not prompts or len(prompts) > MAX_ROWS:
             st.error(f"Write from 1 to {MAX_ROWS} prompts, one per line (got {len(prompts)}).")
         else:
-            waiting = st.empty()
-            with shows_errors(), shared_turns().turn(waiting_note(waiting, "run"), label="a run in another tab"):
-                waiting.empty()
-                pair = load_pair(settings)
-                run_batch(pair, prompts, [pairing.encode_prompt(pair.tokenizer, p, chat=chat) for p in prompts], settings)
+            with shows_errors():
+                jobs.start(BATCH_RUN, batch_work(pair_loader(settings), prompts, chat, settings, shared_turns()), label="the batch")
+    jobs.watch(BATCH_RUN, draw=_draw_batch, finished=_keep_batch)
     if BATCH in st.session_state:
         show_batch(st.session_state[BATCH], settings)
+
+
+def _draw_batch(job: jobs.Job) -> None:
+    draw_loading(job)
+    if job.progress.get("phase") in ("speculative", "plain"):
+        if job.progress.get("done"):
+            st.caption(job.progress["done"])
+        st.markdown(f"**{job.progress['status']}**")
+
+
+def _keep_batch(job: jobs.Job) -> None:
+    if job.stopped:
+        st.session_state[NOTE] = "Stopped the batch before it finished; the last batch that ran to the end stays below."
+    else:
+        st.session_state[BATCH] = job.result
 
 
 def show_batch(run: BatchRun, settings: Settings) -> None:
@@ -239,23 +264,15 @@ st.caption("The draft q proposes tokens (with the stop rule, as many as are wort
            "token of its own. Colours show how each token arose.")
 prompt, chat, also_plain, stream = _prompt_controls(settings)
 ready = offer_downloads(settings, key="playground_download")
-generate_column, stop_column, _ = st.columns([1, 1, 4])
-generate = generate_column.button("Generate", type="primary", disabled=not ready, width="stretch")
-stop_column.button("Stop", width="stretch",
-                  help="Stops a load or a generation: the text generated so far stays on the page, a half-done load is dropped.")
+generate = st.button("Generate", type="primary", disabled=not ready or jobs.running(RUN),
+                     help="Runs in the background: the page stays yours, and only the run's own Stop ends it.")
 autorun = st.session_state.pop("playground_autorun", False)
-stopped = stopped_load()
-if stopped and not (generate or autorun):
-    st.warning(f"Stopped loading {stopped} before it finished; nothing half-made was kept. Press Generate to load it again.",
-               icon=":material/stop_circle:")
-
-if (generate or autorun) and ready:
-    waiting = st.empty()
-    with shows_errors(), shared_turns().turn(waiting_note(waiting, "run"), label="a run in another tab"):   # one at a time
-        waiting.empty()
-        pair = load_pair(settings)
-        input_ids = pairing.encode_prompt(pair.tokenizer, prompt, chat=chat)
-        run_playground(pair, input_ids, settings, also_plain, stream)
+if (generate or autorun) and ready and not jobs.running(RUN):
+    with shows_errors():
+        jobs.start(RUN, playground_work(pair_loader(settings), prompt, chat, settings, also_plain, stream, shared_turns()), label="the run")
+jobs.watch(RUN, draw=draw_run, finished=_keep_run)
+if st.session_state.get(NOTE):
+    st.warning(st.session_state.pop(NOTE), icon=":material/stop_circle:")
 
 if RESULT in st.session_state:
     show_run(st.session_state[RESULT], settings)
