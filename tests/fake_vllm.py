@@ -58,7 +58,7 @@ class FakeServer:
                     return
                 self._send(200, json.dumps(server.complete(body["max_tokens"])))
 
-        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.http = _Listening(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.http.server_address[1]}"
         self.thread = threading.Thread(target=self.http.serve_forever, daemon=True)
 
@@ -163,3 +163,10 @@ class LLM:
                 _Counter("vllm:spec_decode_num_accepted_tokens", self.accepted),
                 _Vector("vllm:spec_decode_num_accepted_tokens_per_pos", per_pos)]
 '''
+
+
+class _Listening(ThreadingHTTPServer):
+    """A server whose listen queue holds a benchmark's 16 simultaneous connections (the default holds 5: on a busy
+    machine the 6th was reset before the accepting thread got to it, and the benchmark failed)."""
+
+    request_queue_size = 64
