@@ -24,7 +24,11 @@ import streamlit as st
 
 from specdec.errors import SpecdecError
 
-REDRAWS_PER_SECOND = 4
+# Two redraws a second: each redraw costs the browser a re-render that competes with the models for the cores. In the
+# real-model browser test on 2 cores, the default run showed 11.3-11.4 tok/s speculative and 6.6 plain at 4 redraws a
+# second, 12.8-12.9 and 7.3-7.9 at 2, 12.7-13.9 and 7.7-8.3 at 1 (the app before jobs, with no redraws: 13.4-14.0 and
+# 7.4-7.5); at 1 a progress bar visibly stutters.
+REDRAWS_PER_SECOND = 2
 
 
 class Stopped(BaseException):
