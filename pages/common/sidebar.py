@@ -68,7 +68,8 @@ def _pair_picker(initial: Settings) -> tuple[str, str, str]:
 
 SETTINGS = "sidebar_settings"   # in the session: what the sidebar showed in this run
 
-_PRECISION_LABELS = {"auto": "auto ({auto} on a CPU)", "none": "as the dtype", "int8": "int8 (CPU)", "int4": "int4 (CPU)"}
+_PRECISION_LABELS = {"auto": "auto ({auto} on a CPU)", "none": "as the dtype", "int8": "int8 (CPU)", "int4": "int4 (CPU)",
+                     "w8a8": "w8a8 (CPU with AVX-512)"}
 
 
 def current_settings() -> Settings:

@@ -110,8 +110,9 @@ def weight_bytes(model: torch.nn.Module) -> int:
     embedding = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
     output = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
     skip = set()
-    if embedding is not None and not (isinstance(output, torch.nn.Linear) and output.weight is embedding.weight):
-        skip.add(embedding.weight.data_ptr())
+    table = getattr(embedding, "weight", None)            # None: rows looked up elsewhere (`specdec.zoo.gguf_files`)
+    if table is not None and not (isinstance(output, torch.nn.Linear) and output.weight is table):
+        skip.add(table.data_ptr())
     seen, total = set(), 0.0
     for module in model.modules():
         total += getattr(module, "packed_bytes", 0)   # a weight kept outside the state dict (`specdec.kernels.packed_linear`)

@@ -50,7 +50,7 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
 
 
 def resolve_dtype(dtype: str | torch.dtype = "auto", device: torch.device | str = "cpu", quantization: str = "none") -> torch.dtype:
-    """'auto' -> float32 on the CPU (bfloat16 with int4 weights, whose kernel is fast only there), bfloat16 (or float16) on CUDA, float16 on MPS.
+    """'auto' -> float32 on the CPU (bfloat16 with int4 or w8a8 weights, whose kernels take it), bfloat16 (or float16) on CUDA, float16 on MPS.
 
     >>> resolve_dtype("auto", "cpu"), resolve_dtype("bfloat16", "cpu"), resolve_dtype("auto", "cpu", "int4")
     (torch.float32, torch.bfloat16, torch.bfloat16)
@@ -66,7 +66,7 @@ def resolve_dtype(dtype: str | torch.dtype = "auto", device: torch.device | str 
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
     if device_type == "mps":
         return torch.float16
-    return torch.bfloat16 if quantization == "int4" else torch.float32
+    return torch.bfloat16 if quantization in ("int4", "w8a8") else torch.float32
 
 
 def dtype_name(dtype: torch.dtype) -> str:

@@ -83,6 +83,8 @@ def kernel_of(device: torch.device | str, dtype: torch.dtype, weights: str) -> s
     'float32 GEMM (MKL/oneDNN)'
     """
     device_type = torch.device(device).type
+    if weights == "w8a8":
+        return "vLLM CPU int8_scaled_mm_with_quant, int8 activations per token"
     if weights == "int8":
         return "fbgemm int8 x int8, one activation scale per token"
     if weights == "int4":
@@ -114,6 +116,8 @@ def _dtype_reason(asked: str | torch.dtype, dtype: torch.dtype, device: torch.de
         return f"{dtype_name(dtype)} activations: auto on {device.type}"
     if weights == "int4":
         return "bfloat16 activations: auto for int4 weights, whose kernel is fast only there"
+    if weights == "w8a8":
+        return "bfloat16 activations: auto for w8a8 weights, whose kernel takes them"
     return "float32 activations: auto on a CPU, exact comparisons"
 
 

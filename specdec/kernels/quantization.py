@@ -17,6 +17,10 @@ layers are swapped, the output layer included):
   bfloat16 the cheapest one-token step, but its kernel's cost grows with every token of a pass
   (v(5) = 2.98): a fine draft, a poor target to verify with. In float32 the kernel is many times
   slower: only for exact checks on small models (dtype "auto" is bfloat16 for it, `resolve_dtype`).
+- "w8a8" (`specdec.kernels.w8a8.W8A8Linear`): int8 weights stored as "int8" stores them, activations
+  quantized to int8 per token inside vLLM's prebuilt CPU kernel, so a pass over several tokens costs
+  little more than one step (v(5) = 1.19 on an AVX-512 CPU). It runs only where that kernel passed this
+  machine's own test (`specdec.kernels.w8a8_gate`); bfloat16 activations.
 
 A quantized model is a different model: its p is not the float model's p. Speculative decoding
 stays exact with respect to the model *as loaded*: the engine compares against the same quantized
@@ -44,7 +48,7 @@ layer's cost on a CPU is the call, not the weights:
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import torch
@@ -52,9 +56,11 @@ from torch import nn
 from transformers import PreTrainedModel
 
 from specdec.errors import SpecdecError
+from specdec.kernels.int8_rows import int8_rows
 from specdec.kernels.invariant_attention import use_invariant_attention
+from specdec.kernels.w8a8 import W8A8Linear
 
-QUANTIZATIONS = ("none", "int8", "int4")
+QUANTIZATIONS = ("none", "int8", "int4", "w8a8")
 QUANTIZATION_CHOICES = ("auto", *QUANTIZATIONS)   # "auto": the fastest exact choice for the device (`auto_quantization`)
 INT4_GROUP = 32                                    # weights per int4 scale/offset (a probe on the real pair: 32 kept 99-100% of
                                                    # bfloat16's greedy choices, 128 kept 97-98%, for 5% less time)
@@ -112,10 +118,7 @@ class Int8Linear(nn.Module):
 
     @classmethod
     def from_linear(cls, layer: nn.Linear, pack: bool = True) -> Int8Linear:
-        weight = layer.weight.detach().float()                                  # [N, K]
-        scale = weight.abs().amax(dim=1).clamp(min=1e-12) / 127                 # [N]
-        weight_int8 = torch.round(weight / scale[:, None]).clamp(-127, 127).to(torch.int8)
-        return cls(weight_int8, scale, layer.bias, pack)
+        return cls(*int8_rows(layer.weight), layer.bias, pack)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:                        # [..., K] -> [..., N]
         if self._shared is not None:
@@ -267,7 +270,7 @@ class Int4Linear(nn.Module):
 
 
 def quantization_of(model: nn.Module) -> str:
-    """'none', 'int8' or 'int4': how `model`'s linear layers are stored."""
+    """'none', 'int8', 'int4' or 'w8a8': how `model`'s linear layers are stored."""
     return getattr(model, "specdec_quantization", "none")
 
 
@@ -309,11 +312,12 @@ def check_quantization(quantization: str, device: torch.device | str, role: str 
     if quantization != "none" and torch.device(device).type != "cpu":
         flag = "--quantization" if role == "target" else "--draft-quantization"
         raise SpecdecError(f"{quantization} weights run on the CPU only (PyTorch's CPU kernels), not on {device}: use {flag} none")
-    return quantization
+    return quantization   # w8a8 is checked where it is loaded: its kernel must first pass this machine's test (`w8a8_gate`)
 
 
 def _quantizable(quantization: str, layer: nn.Module) -> bool:
-    return isinstance(layer, nn.Linear) and (quantization != "int4" or Int4Linear.fits(layer))
+    fits = {"int4": Int4Linear.fits, "w8a8": W8A8Linear.fits}.get(quantization, lambda layer: True)
+    return isinstance(layer, nn.Linear) and fits(layer)
 
 
 def quantize_model(model: PreTrainedModel, quantization: str, strict: bool = True,
@@ -343,18 +347,41 @@ def apply_quantization(model: PreTrainedModel, quantization: str, strict: bool =
         kinds = sorted({type(layer).__name__ for layer in model.modules() if list(layer.parameters(recurse=False))} - {"Embedding"})
         raise SpecdecError(f"{quantization} quantizes nn.Linear layers, and this {model.config.model_type} model keeps most "
                            f"of its weights elsewhere ({', '.join(kinds)}): use quantization none for it")
-    def quantized(layer: nn.Linear) -> nn.Module:
-        return Int8Linear.from_linear(layer, pack=False) if quantization == "int8" else Int4Linear.from_linear(layer)
-
+    groups = _layer_groups(model, quantization, [layer_name for layer_name, _ in targets])
+    groups.sort(key=lambda group: -sum(model.get_submodule(name).weight.numel() for name in group))
     done = 0
-    for group in _layer_groups(model, quantization, [layer_name for layer_name, _ in targets]):
-        layers = _packed_group([quantized(model.get_submodule(layer_name)) for layer_name in group])
+    for group, layers in _built_on_every_thread(groups, lambda group: _packed_group(
+            [quantized_layer(quantization, model.get_submodule(layer_name)) for layer_name in group])):
         for layer_name, layer in zip(group, layers):
             _replace(model, layer_name, layer)
             done += 1
             if on_layer is not None:
                 on_layer(done, len(targets))
     return mark_quantized(model, quantization)
+
+
+def _built_on_every_thread(groups: list[list[str]], build: Callable[[list[str]], list[nn.Module]]) -> Iterator[tuple[list[str], list[nn.Module]]]:
+    """(group, its layers) for each group in order, the layers built on every CPU thread at once.
+
+    Quantizing and packing one layer runs on one core (fbgemm's packing, measured: 18% of the 1.5B's
+    first load, one layer at a time), so two cores build two layers at once. Give the largest groups
+    first, so the last one to finish is small. Whoever iterates gets the layers in order, in its own
+    thread (where a progress callback may raise: the layers not started yet are then not built).
+    """
+    pool = ThreadPoolExecutor(max_workers=max(1, torch.get_num_threads()))
+    try:
+        futures = [pool.submit(build, group) for group in groups]
+        for group, future in zip(groups, futures):
+            yield group, future.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def quantized_layer(quantization: str, layer: nn.Linear) -> nn.Module:
+    """`layer` with its weights in `quantization` ("int8", "int4" or "w8a8"); an int8 layer is left for its group to pack."""
+    if quantization == "int8":
+        return Int8Linear.from_linear(layer, pack=False)
+    return W8A8Linear.from_linear(layer) if quantization == "w8a8" else Int4Linear.from_linear(layer)
 
 
 def mark_quantized(model: PreTrainedModel, quantization: str) -> PreTrainedModel:
@@ -379,13 +406,12 @@ def rebuild_quantized_layers(model: nn.Module, state: dict[str, torch.Tensor], q
     layer (15% of the 1.5B's weights, the longest single packing) does not end the load on one core
     while the others wait (measured on 2 threads, the 1.5B int8 copy: 8.9 s in model order, 6.5-7.1 s largest first).
     """
-    marker = {"int8": "weight_int8", "int4": "weight_int4"}[quantization]
+    marker = {"int8": "weight_int8", "w8a8": "weight_int8", "int4": "weight_int4"}[quantization]
     names = [name for name, layer in model.named_modules() if isinstance(layer, nn.Linear) and f"{name}.{marker}" in state]
     groups = _layer_groups(model, quantization, names)                  # int8 siblings packed as one
     groups.sort(key=lambda group: -sum(state[f"{name}.{marker}"].numel() for name in group))
-    with ThreadPoolExecutor(max_workers=max(1, torch.get_num_threads())) as pool:
-        built = list(pool.map(lambda group: _packed_group([_layer_from_state(quantization, state, f"{name}.") for name in group]), groups))
-    for group, layers in zip(groups, built):
+    for group, layers in _built_on_every_thread(groups, lambda group: _packed_group(
+            [_layer_from_state(quantization, state, f"{name}.") for name in group])):
         for name, layer in zip(group, layers):
             _replace(model, name, layer)
 
@@ -395,6 +421,8 @@ def _layer_from_state(quantization: str, state: dict[str, torch.Tensor], prefix:
     bias = state.get(prefix + "bias")
     if quantization == "int8":
         return Int8Linear(state[prefix + "weight_int8"], state[prefix + "weight_scale"], bias, pack=False)   # packed by its group
+    if quantization == "w8a8":
+        return W8A8Linear(state[prefix + "weight_int8"], state[prefix + "weight_scale"], bias)   # packed for its kernel now
     scales_and_zeros, weight = state[prefix + "scales_and_zeros"], state[prefix + "weight_int4"]   # [K/g, N, 2], [N, K/2]
     in_features = weight.shape[1] * 2
     return Int4Linear(weight, scales_and_zeros, bias, in_features, group=in_features // scales_and_zeros.shape[0])

