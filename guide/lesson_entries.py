@@ -169,6 +169,40 @@ def kernel_costs(saved: str) -> dict[str, float]:
     return values
 
 
+def w8a8_probe(saved: str) -> dict[str, object]:
+    """From `benchmarks/w8a8_probe.py`'s report: per "<library> <path>", its error, whether rows agree and ms at M = 1/6/18.
+
+    Keys "<library>|<path>|<field>" with fields error_full, rows_equal (bool), ms_m1, ms_m6, ms_m18, v6 (ms_m6 / ms_m1),
+    v18; "<library>|died" holds how a library's probe died; "cpu" the report's first line.
+
+    >>> numbers = w8a8_probe("CPU: X\\n_C.so: loaded; W8A8 paths: sgl k\\n  sgl k: ms per pass over the 1.5B's linear layers, "
+    ...                      "M=1 50.0, M=6 60.0, M=18 100.0\\n_D.so: died: SIGILL (an instruction this CPU lacks)")
+    >>> numbers["_C.so|sgl k|v6"], numbers["_D.so|died"]
+    (1.2, 'SIGILL (an instruction this CPU lacks)')
+    """
+    import re
+
+    lines = saved.splitlines()
+    values: dict[str, object] = {"cpu": lines[0]}
+    library = ""
+    for line in lines[1:]:
+        if not line.startswith(" ") and ": " in line:
+            library, _, rest = line.partition(": ")
+            if rest.startswith("died: "):
+                values[f"{library}|died"] = rest.removeprefix("died: ")
+            continue
+        path, _, rest = line.strip().partition(": ")
+        if "17 rows equal" in rest:
+            error, = re.findall(r"error full-range weights ([0-9.e-]+)", rest)
+            values[f"{library}|{path}|error_full"] = float(error)
+            values[f"{library}|{path}|rows_equal"] = rest.endswith("True")
+        elif "ms per pass" in rest:
+            m1, m6, m18 = (float(x) for x in re.findall(r"M=\d+ ([0-9.]+)", rest))
+            values |= {f"{library}|{path}|ms_m1": m1, f"{library}|{path}|ms_m6": m6, f"{library}|{path}|ms_m18": m18,
+                       f"{library}|{path}|v6": m6 / m1, f"{library}|{path}|v18": m18 / m1}
+    return values
+
+
 def side_by_side(saved: str) -> dict[str, float]:
     """From `benchmarks/llama_cpp.py`'s CSV: median generating tokens/s per variant, and specdec's default against llama.cpp.
 

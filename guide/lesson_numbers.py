@@ -648,6 +648,41 @@ NUMBERS += [
              lambda saved: (lambda s: (s["alone"] / s["shared"], s["alone_pass"] / s["shared_pass"], s["alone_v5"], s["shared_v5"]))(_shared(saved))),
 ]
 
+# ---- chapter 4, W8A8: vLLM's CPU kernel probed on an AVX-512 machine and on this AVX2 one (issue 36)
+
+from lesson_entries import w8a8_probe  # noqa: E402
+
+PROBE_AVX512 = "python benchmarks/w8a8_probe.py --out guide/measurements/w8a8-probe-avx512.txt"
+PROBE_AVX2 = "python benchmarks/w8a8_probe.py --out guide/measurements/w8a8-probe-avx2.txt"
+FBGEMM, SGL, ONEDNN = "_C.abi3.so|int8 fbgemm (specdec today)", "_C.abi3.so|sgl int8_scaled_mm_with_quant", "_C.abi3.so|oneDNN onednn_scaled_mm"
+AVX2_FBGEMM, AVX2_ONEDNN = "_C_AVX2.abi3.so|int8 fbgemm (specdec today)", "_C_AVX2.abi3.so|oneDNN onednn_scaled_mm"
+
+
+def _probe_row(saved: str, key: str) -> tuple:
+    numbers = w8a8_probe(saved)
+    return (numbers[f"{key}|ms_m1"], numbers[f"{key}|ms_m6"], numbers[f"{key}|ms_m18"], numbers[f"{key}|v6"],
+            "yes" if numbers.get(f"{key}|rows_equal", True) else "no")
+
+
+NUMBERS += [
+    Measured(BEYOND, "yet on the AVX-512 CPU below its pass over 6 tokens still costs <<.2f>> one-token passes", PROBE_AVX512,
+             "w8a8-probe-avx512.txt", lambda saved: w8a8_probe(saved)[f"{FBGEMM}|v6"]),
+    *[Measured(BEYOND, f"| {label} | <<.1f>> ms | <<.1f>> ms | <<.1f>> ms | <<.2f>> | <<>> |", PROBE_AVX512, "w8a8-probe-avx512.txt",
+               lambda saved, key=key: _probe_row(saved, key))
+      for label, key in (("fbgemm int8 (`Int8Linear`, today's default)", FBGEMM), ("sgl `int8_scaled_mm_with_quant` (`w8a8`)", SGL),
+                         ("oneDNN `onednn_scaled_mm`", ONEDNN))],
+    Measured(BEYOND, "The W8A8 step is <<.2f>>x faster than today's int8 step, and its pass over 6 tokens costs <<.2f>> steps "
+                      "instead of <<.2f>>.", PROBE_AVX512, "w8a8-probe-avx512.txt",
+             lambda saved: (lambda n: (n[f"{FBGEMM}|ms_m1"] / n[f"{SGL}|ms_m1"], n[f"{SGL}|v6"], n[f"{FBGEMM}|v6"]))(w8a8_probe(saved))),
+    Measured(BEYOND, "(error <<.1f>> in a 17-token pass)", PROBE_AVX512, "w8a8-probe-avx512.txt",
+             lambda saved: w8a8_probe(saved)[f"{ONEDNN}|error_full"]),
+    Measured(BEYOND, "oneDNN path errs by <<.2f>> of the largest output", PROBE_AVX2, "w8a8-probe-avx2.txt",
+             lambda saved: w8a8_probe(saved)[f"{AVX2_ONEDNN}|error_full"]),
+    Measured(BEYOND, "fbgemm's int8, at <<.1f>> ms per step and <<.1f>> ms per pass over 6 tokens (<<.2f>> steps)", PROBE_AVX2,
+             "w8a8-probe-avx2.txt", lambda saved: (lambda n: (n[f"{AVX2_FBGEMM}|ms_m1"], n[f"{AVX2_FBGEMM}|ms_m6"],
+                                                              n[f"{AVX2_FBGEMM}|v6"]))(w8a8_probe(saved))),
+]
+
 # ---- chapter 4, batches: the classic bug computed on a tiny model, the measured gain per batch size, vLLM's server
 
 from lesson_entries import batch_bug_demo, batch_numbers  # noqa: E402
