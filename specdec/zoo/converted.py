@@ -30,7 +30,6 @@ keeps those). A file changed in place, or truncated, is therefore caught on its 
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import os
 import shutil
@@ -45,9 +44,9 @@ from transformers.initialization import no_init_weights
 from specdec.kernels.devices import dtype_name
 from specdec.kernels.quantization import mark_quantized, rebuild_quantized_layers
 from specdec.zoo import load_progress
-from specdec.zoo.gguf_files import GGUFEmbedding, gguf_embedding_location, gguf_rows_match
 from specdec.zoo.catalog import ModelEntry
-from specdec.zoo.fetch import checkpoint_path, is_cached, model_dir
+from specdec.zoo.fetch import checkpoint_path, file_sha256, is_cached, model_dir
+from specdec.zoo.gguf_files import GGUFEmbedding, gguf_embedding_location, gguf_rows_match
 from specdec.zoo.safetensors_writer import write_safetensors
 
 MANIFEST = "specdec-manifest.json"
@@ -61,14 +60,6 @@ def converted_dir(entry: ModelEntry, dtype: torch.dtype, quantization: str = "no
     """`converted-bfloat16`, or `converted-float32-int8` for a quantized copy: the precision is part of the name."""
     suffix = "" if quantization == "none" else f"-{quantization}"
     return model_dir(entry) / f"converted-{dtype_name(dtype)}{suffix}"
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(8 * 1024 * 1024):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def find_converted(entry: ModelEntry, dtype: torch.dtype, quantization: str = "none") -> Path | None:
@@ -109,7 +100,7 @@ def _checksums_match(folder: Path, files: dict) -> bool:
     stamps = {}
     for name, recorded in files.items():
         stamps[name] = _stamp(folder / name)
-        if verified.get(name) != stamps[name] and _sha256(folder / name) != recorded["sha256"]:
+        if verified.get(name) != stamps[name] and file_sha256(folder / name) != recorded["sha256"]:
             return False
     if stamps != verified:
         _write_atomically(folder / VERIFIED, json.dumps(stamps))
@@ -298,7 +289,7 @@ def save_converted(entry: ModelEntry, model: torch.nn.Module, tokenizer, dtype: 
         else:
             _save_quantized(model, work, saved, state)
         tokenizer.save_pretrained(work)
-        files = {path.name: {"bytes": path.stat().st_size, "sha256": saved.sha256.get(path.name) or _sha256(path)}
+        files = {path.name: {"bytes": path.stat().st_size, "sha256": saved.sha256.get(path.name) or file_sha256(path)}
                  for path in sorted(work.iterdir()) if path.is_file()}
         manifest = {"model": entry.name, "dtype": dtype_name(dtype), "source_sha256": entry.package.sha256, "files": files,
                     "format": FORMAT}

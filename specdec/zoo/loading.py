@@ -31,7 +31,6 @@ from __future__ import annotations
 import functools
 import os
 import socket
-from dataclasses import replace
 from pathlib import Path
 from urllib.parse import urlparse
 
