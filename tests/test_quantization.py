@@ -13,12 +13,12 @@ import pytest
 import torch
 from distribution_check import SIGNIFICANCE, speculative_fit
 from test_distribution import skip_the_residual
-from test_greedy import PROMPTS, reference_greedy
+from test_greedy import PROMPTS, chains_and_a_tree_equal_greedy, reference_greedy
 from tiny_models import tiny_model, tiny_pair
 from transformers import DynamicCache
 
 import specdec.engine.rounds
-from specdec import SpecdecError, TreeDrafter, speculative_generate
+from specdec import SpecdecError, speculative_generate
 from specdec.engine.costs import verify_slope_guess, weight_cost_ratio
 from specdec.engine.sampling import SamplingConfig
 from specdec.kernels.quantization import Int4Linear, Int8Linear, SharedInput, check_quantization, quantization_of, quantize_model
@@ -133,19 +133,11 @@ def quantized_pairs():
 def test_greedy_equals_the_quantized_targets_own_generate(quantized_pairs, architecture, quantization):
     target, float_target, draft = quantized_pairs[architecture, quantization]
     assert quantization_of(target) == quantization and type(target.lm_head).__name__ in ("Int8Linear", "Int4Linear")
-    accepted = 0
+    assert chains_and_a_tree_equal_greedy(target, draft) > 0         # the quantized target's own greedy output
     for prompt in PROMPTS:
-        expected = reference_greedy(target, prompt)                   # the quantized target's own greedy output
-        for gamma in (1, 3, None):
-            result = speculative_generate(target, draft, torch.tensor(prompt), gamma=gamma, max_new_tokens=len(expected), temperature=0)
-            assert result.tokens == expected, (prompt, gamma)
-            accepted += result.stats.accepted
-        tree = speculative_generate(target, TreeDrafter(draft, budget=6, width=2), torch.tensor(prompt),
-                                    max_new_tokens=len(expected), temperature=0)
-        assert tree.tokens == expected, prompt
+        expected = reference_greedy(target, prompt)
         own = speculative_generate(target, target, torch.tensor(prompt), gamma=4, max_new_tokens=len(expected), temperature=0)
         assert own.tokens == expected and own.stats.acceptance_rate == 1.0     # the quantized target drafting for itself
-    assert accepted > 0
     differs = any(reference_greedy(float_target, prompt) != reference_greedy(target, prompt) for prompt in PROMPTS)
     assert differs or quantization == "int8"      # int4 really is another model here (so the check above has teeth)
 
