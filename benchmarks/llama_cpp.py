@@ -90,7 +90,7 @@ BUILDS = ("native", "no-amx")    # the build folders: --build-dir and --build-di
 
 TARGET, DRAFT = "qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b"
 CATEGORIES = ("code", "summarization", "qa", "math")
-QUANTIZATIONS = ("none", "int8", "int4")
+QUANTIZATIONS = ("none", "int8", "int4", "w8a8")   # specdec.kernels.quantization.QUANTIZATIONS (not imported here: torch loads lazily)
 WARMUP_TOKENS = 8
 DEFAULT_SPECDEC = ("plain:bfloat16:none", "speculative:bfloat16:none:none")
 LLAMA_TOOLS = {"completion": "llama-completion", "speculative": "llama-speculative", "speculative-simple": "llama-speculative-simple"}

