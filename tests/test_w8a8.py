@@ -49,10 +49,8 @@ KERNELS = [pytest.param(REFERENCE, id="reference"), _real_kernel()]
 @pytest.fixture
 def kernel(request):
     """The kernel new W8A8 layers use during the test, restored afterwards."""
-    previous, why = w8a8.active_kernel_or_none(), w8a8._why_not
-    w8a8.use_kernel(request.param)
-    yield request.param
-    w8a8.use_kernel(previous, why)
+    with w8a8.kernel_in_use(request.param):
+        yield request.param
 
 
 def w8a8_model(model: torch.nn.Module) -> torch.nn.Module:
@@ -96,16 +94,12 @@ def test_a_w8a8_model_gives_a_token_the_same_logits_in_every_pass_shape(kernel, 
 @pytest.fixture(scope="module")
 def w8a8_pairs():
     """architecture -> (W8A8 target, its float target, int4 draft), built with the reference kernel."""
-    previous, why = w8a8.active_kernel_or_none(), w8a8._why_not
-    w8a8.use_kernel(REFERENCE)
-    try:
+    with w8a8.kernel_in_use(REFERENCE):
         pairs = {}
         for architecture in ("llama", "qwen2"):
             target, draft = tiny_pair(architecture, vocab_size=32)
             pairs[architecture] = (w8a8_model(target), target, quantize_model(copy.deepcopy(draft), "int4"))
         return pairs
-    finally:
-        w8a8.use_kernel(previous, why)
 
 
 @pytest.mark.parametrize("architecture", ["llama", "qwen2"])
@@ -117,13 +111,9 @@ def test_greedy_equals_the_w8a8_targets_own_generate(w8a8_pairs, architecture):
 @pytest.fixture(scope="module")
 def small_w8a8_pair():
     """A vocabulary of 16 (the kernel's blocks need N divisible by 16): the target's distribution can be enumerated."""
-    previous, why = w8a8.active_kernel_or_none(), w8a8._why_not
-    w8a8.use_kernel(REFERENCE)
-    try:
+    with w8a8.kernel_in_use(REFERENCE):
         target, draft = tiny_pair("llama", vocab_size=16, noise=0.4)
         return w8a8_model(target), quantize_model(copy.deepcopy(draft), "int4")
-    finally:
-        w8a8.use_kernel(previous, why)
 
 
 @pytest.mark.slow

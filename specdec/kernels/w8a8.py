@@ -33,7 +33,8 @@ error against it, and the tests run every W8A8 code path with it on CPUs where t
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -101,6 +102,18 @@ def active_kernel() -> Kernel:
 
 def active_kernel_or_none() -> Kernel | None:
     return _active
+
+
+@contextmanager
+def kernel_in_use(kernel: Kernel) -> Iterator[Kernel]:
+    """Inside the block, new W8A8 layers use `kernel` (the machine's test, and the tests, build with a kernel of their
+    own); afterwards the kernel and the reason there was none are what they were."""
+    previous, why_not = _active, _why_not
+    use_kernel(kernel)
+    try:
+        yield kernel
+    finally:
+        use_kernel(previous, why_not)
 
 
 class W8A8Linear(nn.Module):

