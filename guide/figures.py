@@ -154,10 +154,45 @@ def round_figure() -> str:
     return _svg(width, height, body)
 
 
+def causal_figure() -> str:
+    """The causal mask of one target pass over the text and four guesses: which row judges which guess."""
+    text, guesses = ["The", "cat"], ["sat", "on", "a", "mat"]
+    tokens = text + guesses
+    cell, left, top = 46, 150, 70
+    width, height = 760, top + cell * len(tokens) + 50
+    body = [_text(380, 22, "one target pass: each row sees only the tokens to its left (and itself)", size=14, weight="bold"),
+            _text(left + cell * len(tokens) / 2, top - 30, "tokens the row can see", size=12, color=COLORS["muted"]),
+            _text(left + cell * len(tokens) + 150, top - 30, "what the row's output judges", size=12, color=COLORS["muted"])]
+    for column, token in enumerate(tokens):
+        color = COLORS["ink"] if column < len(text) else COLORS["q"]
+        body.append(_text(left + column * cell + cell / 2, top - 8, token, size=13, weight="bold", color=color))
+    for row, token in enumerate(tokens):
+        y = top + row * cell
+        color = COLORS["ink"] if row < len(text) else COLORS["q"]
+        body.append(_text(left - 12, y + cell / 2 + 5, f"row {row + 1}: {token}", anchor="end", size=12, color=color))
+        for column in range(len(tokens)):
+            visible = column <= row                                     # causal: position row sees columns 0..row
+            fill = COLORS["p"] if visible else COLORS["grid"]
+            body.append(f'<rect x="{left + column * cell + 2}" y="{y + 2}" width="{cell - 4}" height="{cell - 4}" rx="4" '
+                        f'fill="{fill}" fill-opacity="{0.35 if visible else 0.6}"/>')
+        judged = row - len(text) + 1                                    # the row after the last text token judges guess 1
+        if row == len(tokens) - 1:
+            note, note_color = "p after all four: the bonus token", COLORS["bonus"]
+        elif 0 <= judged < len(guesses):
+            note, note_color = f'p of the next token: judges guess {judged + 1}, "{guesses[judged]}"', COLORS["overlap"]
+        else:
+            note, note_color = "p of the next token: already in the text", COLORS["muted"]
+        body.append(_text(left + cell * len(tokens) + 16, y + cell / 2 + 5, note, anchor="start", size=12, color=note_color))
+    body.append(_text(380, height - 14, "A guess never changes the rows to its left, so every row is the target's own answer for its prefix.",
+                      size=12, color=COLORS["muted"]))
+    return _svg(width, height, body)
+
+
 FIGURE_BUILDERS = {
     "overlap.svg": overlap_figure,
     "speedup-vs-gamma.svg": speedup_figure,
     "round.svg": round_figure,
+    "causal.svg": causal_figure,
 }
 
 

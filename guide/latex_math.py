@@ -21,7 +21,7 @@ LATEX_COMMANDS = {
     "alpha": "alpha", "beta": "beta", "gamma": "gamma", "delta": "delta", "epsilon": "epsilon", "lambda": "lambda",
     "mu": "mu", "sigma": "sigma", "theta": "theta", "pi": "pi", "tau": "tau", "Gamma": "Gamma", "Delta": "Delta",
     "infty": "infinity", "cdot": "dot", "times": "times", "le": "<=", "leq": "<=", "ge": ">=", "geq": ">=",
-    "ne": "!=", "neq": "!=", "approx": "approx", "sim": "tilde.op", "to": "->", "rightarrow": "->", "leftarrow": "<-",
+    "ne": "!=", "neq": "!=", "approx": "approx", "propto": "prop", "sim": "tilde.op", "to": "->", "rightarrow": "->", "leftarrow": "<-",
     "Rightarrow": "=>", "iff": "<=>", "in": "in", "dots": "dots", "ldots": "dots", "cdots": "dots.c",
     "mid": "|", "blacksquare": "square.filled", "lvert": "|", "rvert": "|", "prime": "prime",
     # operators

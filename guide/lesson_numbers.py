@@ -109,9 +109,11 @@ NUMBERS: list[Computed | Measured | Reported] = [
     Computed(INTUITION, "B is missing <<.2f>> (<<.2f>> wanted, <<.2f>> proposed) and C is missing <<.2f>>",
              lambda: (TOY_P[B] - TOY_Q[B], TOY_P[B], TOY_Q[B], TOY_P[C] - TOY_Q[C])),
     Computed(INTUITION, "A comes out only by being proposed and kept: <<.2f>>", lambda: TOY_OUTPUT[A]),
-    Computed(INTUITION, "come out when they are proposed (<<.2f>> each) plus when they replace a rejected A (rejections happen "
-                        "<<.2f>> of the time, and <<.2f>> of that goes to B and <<.2f>> to C). That gives B <<.2f>> and C <<.2f>>.",
-             lambda: (TOY_OVERLAP[B], 1 - TOY_ALPHA, (1 - TOY_ALPHA) * TOY_RESIDUAL[B], (1 - TOY_ALPHA) * TOY_RESIDUAL[C],
+    Computed(INTUITION, "come out when they are proposed (<<.2f>> each) plus when they replace a rejected A. A is proposed <<.2f>> of "
+                        "the time and thrown out half of those times, so a rejection happens <<.2f>> of the time; the replacement is B "
+                        "two times out of three and C one time out of three, so <<.2f>> goes to B and <<.2f>> to C. "
+                        "That gives B <<.2f>> and C <<.2f>>.",
+             lambda: (TOY_OVERLAP[B], TOY_Q[A], 1 - TOY_ALPHA, (1 - TOY_ALPHA) * TOY_RESIDUAL[B], (1 - TOY_ALPHA) * TOY_RESIDUAL[C],
                       TOY_OUTPUT[B], TOY_OUTPUT[C])),
     Computed(INTUITION, "a guessed token is kept <<.0f>> % of the time (alpha = <<.2f>>)", lambda: (100 * TOY_ALPHA, TOY_ALPHA)),
     Computed(INTUITION, "size has c roughly near <<.1f>>.", lambda: 0.1),
@@ -196,7 +198,7 @@ NUMBERS += [
                       acceptance_rate(bugs.warp(CLOSE_P, 0.5), bugs.warp(CLOSE_Q, 0.5)), acceptance_rate(bugs.warp(CLOSE_P, 0.5), CLOSE_Q),
                       acceptance_rate(bugs.warp(CLOSE_P, top_k=2), bugs.warp(CLOSE_Q, top_k=2)),
                       acceptance_rate(bugs.warp(CLOSE_P, top_k=2), CLOSE_Q))),
-    Computed(MATH, r"warping both to temperature <<.1f>> *lowers* alpha from $<<.3f>>$ to $<<.3f>>$",
+    Computed(MATH, r"warping both to temperature <<.1f>> *lowers* alpha from $<<.3f>>$ (only $p$ warped, the draft raw) to $<<.3f>>$",
              lambda: (0.5, acceptance_rate(bugs.warp(TOY_P, 0.5), TOY_Q), acceptance_rate(bugs.warp(TOY_P, 0.5), bugs.warp(TOY_Q, 0.5)))),
     Computed(MATH, r"$\alpha = \sum \min(p, q) = <<.2f>> + <<.2f>> + <<.2f>> = <<.2f>>$", lambda: (*TOY_OVERLAP, TOY_ALPHA)),
     Computed(MATH, r"rejections happen with probability $1 - \alpha = <<.2f>>$", lambda: 1 - TOY_ALPHA),
