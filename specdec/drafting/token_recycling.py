@@ -73,8 +73,10 @@ def template(tree: Sequence[Sequence[int]] = PAPER_TREE, budget: int | None = No
 
     >>> template(budget=4)                                  # the top candidates' chain beats a runner-up
     ((0,), (0, 0), (0, 0, 0), (0, 0, 0, 0))
-    >>> template(budget=8)[:3]
-    ((0,), (1,), (0, 0))
+    >>> template(budget=8)          # the CPU default, breadth-first; (0, 1) and (1, 0) tie, and both fit
+    ((0,), (1,), (0, 0), (0, 1), (1, 0), (0, 0, 0), (0, 0, 0, 0), (0, 0, 0, 0, 0))
+    >>> template(budget=7)          # a tie is broken by the paper's listing order: (0, 1) comes first
+    ((0,), (1,), (0, 0), (0, 1), (0, 0, 0), (0, 0, 0, 0), (0, 0, 0, 0, 0))
     """
     listed = [tuple(path) for path in tree]
     if any(path[:-1] and path[:-1] not in set(listed) for path in listed):
