@@ -29,6 +29,7 @@ sys.path.insert(0, str(GUIDE))
 
 import figures  # noqa: E402  (guide/figures.py)
 import lesson_numbers as guide_numbers  # noqa: E402  (guide/lesson_numbers.py)
+import reading_time  # noqa: E402  (guide/reading_time.py)
 
 CHAPTERS = ["00-intuition.md", "01-math.md", "02-algorithm.md", "03-methods.md", "04-beyond-the-chain.md"]
 EXTRAS = ["papers.md", "glossary.md"]
@@ -259,9 +260,31 @@ def test_every_chapter_has_exercises_with_solutions(chapter):
     assert not problems, "\n".join(problems)
 
 
-def test_course_is_about_two_hours_of_reading():
-    words = sum(len(prose(read(name)).split()) for name in CHAPTERS)
-    assert 7_000 <= words <= 24_000, f"{words} words: about two hours is at most 24,000 words at 200 words a minute"
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_every_exercise_and_lab_states_its_minutes(chapter):
+    problems = reading_time.missing_estimates(chapter, read(chapter))
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_every_chapter_opens_with_its_own_time(chapter):
+    text = read(chapter)
+    phrase = reading_time.chapter_phrase(reading_time.chapter_time(text))
+    assert text.split("\n")[2].startswith("*" + phrase), f"{chapter}'s third line must start with '*{phrase}'"
+
+
+@pytest.mark.parametrize("readme", [GUIDE / "README.md", GUIDE.parent / "README.md"])
+def test_the_course_states_its_time_as_computed(readme):
+    """Words at 200 a minute plus the exercises' and labs' own estimates, as `python guide/reading_time.py` prints."""
+    phrase = reading_time.course_time().phrase()
+    stated = re.findall(r"about [\w ]+ hours?: \d+ minutes of reading, \d+ of exercises and \d+ of labs", squash(readme.read_text(encoding="utf-8")))
+    assert stated == [phrase], f"{readme.name} must state the course's time as '{phrase}', not {stated}"
+
+
+def test_the_time_checker_catches_an_exercise_without_minutes():
+    text = "# T\n\n## Exercises\n\n**1.** *(10 min)* Compute alpha.\n\n**2.** Prove it.\n\n**Lab.** Write it.\n"
+    assert len(reading_time.missing_estimates("t.md", text)) == 2
+    assert reading_time.CourseTime(words=6_000, exercise_minutes=20, lab_minutes=0).phrase().startswith("about 1 hour: 30 minutes")
 
 
 def test_intuition_ends_with_try_it_and_chapters_have_titles():
