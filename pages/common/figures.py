@@ -1,8 +1,8 @@
 """Plotly figures for the Explainer and the Playground, drawn from results `specdec` computed.
 
 Explainer: bars for p, q, min(p, q), the residual and the Monte-Carlo output; the speedup curve.
-Playground: where a run's time went (in all and round by round), acceptance by position in a round, and a token
-tree with its accepted path. (The Compare page's figures are `specdec.bench.charts`, which
+Playground: where a run's time went (in all and round by round), acceptance by position in a round, a token
+tree with its accepted path, and the race of the speculative run against the target alone on one clock. (The Compare page's figures are `specdec.bench.charts`, which
 `specdec bench` shares.) Nothing is computed here.
 """
 
@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 
 from pages.common.trace import RoundRow, TreeView
 from specdec.bench.comparison import PositionAcceptance, TimeShare
+from specdec.bench.race import DRAFT, OTHER, PASS, Lane, Race
 from specdec.reference.explainer import AcceptRejectPicture, SpeedupCurve
 
 P_COLOUR, Q_COLOUR, OVERLAP_COLOUR, RESIDUAL_COLOUR = "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728"
@@ -136,4 +137,64 @@ def position_acceptance_figure(positions: Sequence[PositionAcceptance], alpha: f
                                     name=f"theory: one alpha for all ({alpha:.0%})", line=dict(color="#444", dash="dash")))
     figure.update_layout(title="Acceptance by position in a round (accepted / tested)", xaxis_title="position of the drafted token",
                          yaxis_title="accepted", yaxis_range=[0, 1.15], yaxis_tickformat=".0%", **LAYOUT)
+    return figure
+
+
+RACE_COLOURS = {DRAFT: Q_COLOUR, PASS: P_COLOUR, OTHER: "#bbbbbb"}
+
+
+def _lane_label(lane: Lane) -> str:
+    """The lane's name and what it is drawn from: both are measured, each on its own run's clock."""
+    if lane.name == "speculative":
+        return f"speculative<br>(measured: {lane.steps} target passes)"
+    return f"target alone<br>(measured: its own run, {lane.steps} passes)"
+
+
+def race_figure(race: Race) -> go.Figure:
+    """Both runs on one time axis: the speculative run's rounds (draft, target pass, other), the target alone's tokens
+    (one target pass each), and where each finished."""
+    figure = go.Figure()
+    lanes = (race.target_alone, race.speculative)                       # drawn bottom up: the speculative run on top
+    for kind, colour in RACE_COLOURS.items():
+        segments = [(lane, segment) for lane in lanes for segment in lane.segments if segment.kind == kind]
+        if not segments:
+            continue
+        figure.add_trace(go.Bar(
+            y=[_lane_label(lane) for lane, _ in segments], x=[segment.seconds for _, segment in segments],
+            base=[segment.start_s for _, segment in segments], orientation="h", name=kind, marker_color=colour,
+            marker_line=dict(color="white", width=0.5),
+            customdata=[[_step_name(lane, segment.step), segment.tokens, 1000 * segment.seconds] for lane, segment in segments],
+            hovertemplate="%{customdata[0]}: " + kind + " %{customdata[2]:.1f} ms, %{customdata[1]} tokens out by its end<extra></extra>"))
+    for lane in lanes:
+        figure.add_trace(go.Scatter(x=[lane.finish_s], y=[_lane_label(lane)], mode="markers+text", showlegend=False,
+                                    marker=dict(symbol="line-ns", size=34, line=dict(width=3, color="#222222")),
+                                    text=[f"  {lane.tokens} tokens, {lane.finish_s:.2f} s"], textposition="middle right",
+                                    hovertemplate=f"{lane.name} finished at %{{x:.3f}} s<extra></extra>"))
+    times = f"target alone {race.target_alone.finish_s:.2f} s / speculative {race.speculative.finish_s:.2f} s"
+    verdict = (f"wall-clock speedup {race.ratio:.2f}× ({times})" if race.same_length
+               else f"{times}, but the runs made {race.speculative.tokens} and {race.target_alone.tokens} tokens: compare tokens per second")
+    figure.update_layout(title=f"The race, on one clock: {verdict}", barmode="overlay", xaxis_title="seconds from each run's start",
+                         xaxis_range=[0, 1.25 * max(lane.finish_s for lane in lanes)], **(LAYOUT | dict(height=300)))
+    figure.update_yaxes(automargin=True)
+    return figure
+
+
+def _step_name(lane: Lane, step: int) -> str:
+    if step < 0:
+        return "after the last pass"
+    if lane.name == "speculative":
+        return "the prompt pass" if step == 0 else f"round {step}"
+    return "the prompt pass (token 1)" if step == 0 else f"token {step + 1}"
+
+
+def race_progress_figure(race: Race) -> go.Figure:
+    """Tokens out against time for both runs: the steeper line is the faster one."""
+    figure = go.Figure()
+    for lane, colour in ((race.speculative, OVERLAP_COLOUR), (race.target_alone, P_COLOUR)):
+        times, tokens = lane.progress()
+        figure.add_trace(go.Scatter(x=times, y=tokens, mode="lines", line_shape="hv", name=lane.name, line_color=colour,
+                                    hovertemplate="%{y} tokens at %{x:.3f} s<extra>" + lane.name + "</extra>"))
+    figure.update_layout(title="Tokens out over time", xaxis_title="seconds from each run's start", yaxis_title="tokens out",
+                         **LAYOUT)
+    figure.update_yaxes(automargin=True)
     return figure

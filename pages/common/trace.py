@@ -38,7 +38,7 @@ table lists them.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from enum import Enum
 
 from specdec.engine.results import DraftedToken, GenerationResult, Round, TokenOrigin
@@ -145,6 +145,7 @@ class RoundRow:
     tree: TreeView | None = None   # a tree round's nodes, for drawing
     draft_ms: float = 0.0          # time inside the drafter this round
     verify_ms: float = 0.0         # time inside the target's pass this round
+    untested: tuple[str, ...] = ()  # drafted tokens the rule never reached (after a rejection), as shown
 
 
 class _IncrementalText:
@@ -290,8 +291,9 @@ def _round_row(index: int, round_: Round, proposal: list[str], pieces: list[str]
     target_added = bool(round_.emitted) and round_.emitted[-1][1] is not TokenOrigin.ACCEPTED
     added = visible(pieces[-1]) if target_added else ""
     added_kind = round_.next_origin.value if target_added else "(stopped at end of text)"
+    untested = tuple(visible(piece) for d, piece in zip(round_.drafted, proposal) if d.accepted is None)
     return RoundRow(index, drafted, round_.accepted, len(round_.drafted), added, added_kind, len(round_.emitted),
-                    draft_ms=1000 * round_.draft_s, verify_ms=1000 * round_.verify_s)
+                    draft_ms=1000 * round_.draft_s, verify_ms=1000 * round_.verify_s, untested=untested)
 
 
 def trace(result: GenerationResult, decode: Decode) -> TraceBuilder:
@@ -362,7 +364,8 @@ def trace_json(result: GenerationResult, decode: Decode, about: dict) -> dict:
 
     Each drafted token carries its id, its text, p, q, the uniform u it was tested with and whether it
     was accepted (None: never tested); each round its accepted count, the token the target added,
-    how (bonus, resampled, target), and its draft and verify seconds.
+    how (bonus, resampled, target), and its draft and verify seconds; the timeline says when each target
+    pass ended on the run's clock (`specdec.engine.results.PassTime`).
     """
     return {
         **about,
@@ -380,4 +383,5 @@ def trace_json(result: GenerationResult, decode: Decode, about: dict) -> dict:
             "draft_s": round_.draft_s,
             "verify_s": round_.verify_s,
         } for index, round_ in enumerate(result.rounds)],
+        "timeline": [asdict(time) for time in result.timeline],
     }

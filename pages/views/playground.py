@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import math
 
 import pandas as pd
@@ -9,9 +10,17 @@ import streamlit as st
 
 from pages.common import jobs, offer_downloads, pair_loader, shows_errors
 from pages.common.batch import BATCH, BATCH_RUN, MAX_ROWS, BatchRun, batch_work, prompt_lines
-from pages.common.figures import position_acceptance_figure, round_times_figure, time_split_figure, tree_figure
+from pages.common.figures import (
+    position_acceptance_figure,
+    race_figure,
+    race_progress_figure,
+    round_times_figure,
+    time_split_figure,
+    tree_figure,
+)
 from pages.common.models import draw_loading, is_chat_model, resolved_precision, stopped_while_loading
 from pages.common.playground import RESULT, RUN, UPDATES_PER_SECOND, PlaygroundRun, draw_run, playground_work
+from pages.common.replay import replay_step
 from pages.common.settings import Settings
 from pages.common.sidebar import current_settings
 from pages.common.state import keep, remember
@@ -20,10 +29,12 @@ from pages.common.trace import count_kinds, round_records
 from pages.common.turns import shared_turns
 from specdec.bench.comparison import RunComparison, acceptance_by_position
 from specdec.bench.prompts import suite
+from specdec.bench.race import race
 
 settings = current_settings()
 EXAMPLES = suite()
 NOTE = "playground_note"     # a line about how the last job ended (a Stop), shown once
+REPLAY = "playground_replay"  # the round the replay shows
 
 
 def _example_text(index: int) -> str:
@@ -156,11 +167,72 @@ def show_run(run: PlaygroundRun, settings: Settings) -> None:
     if run.speculative is not None:
         _metrics(run)
         _greedy_check(run)
+        _race(run)
     st.markdown("**Rounds**: what the draft proposed, how much the target accepted, what it added")
     _round_table(run)
+    _replay(run)
     _round_pictures(run)
     _tree_picture(run)
     _downloads(run)
+
+
+def _race(run: PlaygroundRun) -> None:
+    """The speculative run and the target alone on one clock, from the two runs' own timelines (`specdec.bench.race`)."""
+    st.markdown("**The race**: both runs on one clock, round by round and token by token")
+    if run.plain is None or not run.plain.timeline or not run.speculative.timeline:
+        st.info("No race without the target alone's own run: tick “Also run the target alone” and Generate again. This run "
+                "timed only its own passes, which verify several drafted tokens at once (and the first reads the whole "
+                "prompt), so none of them is the target's one-token step; a target-alone line drawn from them would be "
+                "invented.", icon=":material/timer:")
+        return
+    racing = race(run.speculative, run.plain)
+    st.plotly_chart(race_figure(racing), width="stretch", key="playground_race")
+    left, right = st.columns([3, 2], vertical_alignment="center")
+    left.plotly_chart(race_progress_figure(racing), width="stretch", key="playground_race_progress")
+    right.caption("Both lines are measured, each on its own run's stopwatch: the speculative run's target passes (one per "
+                  "round), and the target alone's own run (“Also run the target alone”), one pass per token. Each round's start "
+                  "and end are measured; inside it the drafter's time is drawn first and the target's pass next. “other” is "
+                  "sampling, the accept test, bookkeeping and, when tokens are shown as they are generated, the page's updates.")
+
+
+def _replay(run: PlaygroundRun) -> None:
+    """The recorded run, one round at a time: what it drafted, what the target kept and added, the text so far."""
+    rows = run.rounds
+    if not rows:
+        return
+    st.markdown("**Replay, round by round**: step through the recorded rounds of the run")
+    last = len(rows) - 1
+    if st.session_state.get(REPLAY, 0) > last:
+        st.session_state[REPLAY] = last                    # a shorter run than the one before
+    if last > 0:
+        back, slider, forward = st.columns([2, 9, 2], vertical_alignment="bottom")
+        index = st.session_state.get(REPLAY, 0)
+        back.button("Previous", icon=":material/chevron_left:", key="playground_replay_back", on_click=_step_replay,
+                    args=(-1, last), disabled=index == 0, width="stretch")
+        forward.button("Next", icon=":material/chevron_right:", key="playground_replay_next", on_click=_step_replay,
+                       args=(1, last), disabled=index == last, width="stretch")
+        slider.slider("Round", 0, last, key=REPLAY, help="0 is the prompt pass")
+    step = replay_step(run.spans, rows, st.session_state.get(REPLAY, 0))
+    st.html(f'<p class="specdec-replay">{html.escape(step.summary())}</p>')
+    drafted, added = st.columns([3, 1])
+    with drafted:
+        st.caption("Drafted and tested: the accepted prefix, then the refused token (hover for p, q and u)")
+        if step.drafted:
+            st.html(f'<div class="specdec-replay-drafted">{tokens_html(step.drafted)}</div>')
+        else:
+            st.caption("nothing drafted this round")
+        if step.row.untested:
+            st.caption("Never tested (after the refusal): " + " ".join(step.row.untested))
+    with added:
+        st.caption("The target's own token")
+        shown = tokens_html([step.added]) if step.added else plain_text_html("(none: the text ended)")
+        st.html(f'<div class="specdec-replay-added">{shown}</div>')
+    st.caption(f"The text after round {step.row.round_index}")
+    st.html(f'<div class="specdec-replay-text">{tokens_html(step.text)}</div>')
+
+
+def _step_replay(by: int, last: int) -> None:
+    st.session_state[REPLAY] = min(max(st.session_state.get(REPLAY, 0) + by, 0), last)
 
 
 def _round_pictures(run: PlaygroundRun) -> None:

@@ -6,6 +6,7 @@
     result.stats.tokens_per_target_pass # new tokens / target forward passes (prompt pass included)
     result.rounds[0].drafted[0].p       # p(x) of the first drafted token of the first round
     result.origins()                    # how each new token arose, for colouring text
+    result.timeline[-1].end_s           # when the last target pass ended, seconds from the run's start
 
 Every field is computed by the generation loops in `specdec.generation.speculative` and
 `specdec.generation.autoregressive`; nothing here runs a model.
@@ -58,6 +59,21 @@ class Round:
     tree: TreeTrace | None = None        # a tree round's shape; None for a chain (or nothing drafted)
     draft_s: float = 0.0                 # seconds inside the drafter this round
     verify_s: float = 0.0                # seconds inside the target's pass this round (the prompt pass for the first)
+
+
+@dataclass(frozen=True)
+class PassTime:
+    """When one target pass (a speculative round, or one token of plain decoding) ran, on the run's own stopwatch.
+
+    The seconds are those spent between the end of the previous pass (or the run's start) and `end_s`:
+    a round's `Round.draft_s` also holds the drafter's look at the pass before it, this holds only what
+    happened in its own window, so draft_s + verify_s <= end_s - (the previous end_s).
+    """
+
+    draft_s: float           # seconds inside the drafter in this window (0 for plain decoding)
+    verify_s: float          # seconds inside the target's pass
+    end_s: float             # seconds from the run's start until this pass's tokens were decided
+    tokens: int              # tokens this pass appended to the output
 
 
 @dataclass(frozen=True)
@@ -129,6 +145,7 @@ class GenerationResult:
     stats: GenerationStats
     rounds: tuple[Round, ...] = field(default=())
     drafting: str = ""                   # how the rounds were drafted, in words ('chain, stop rule'); '' for plain decoding
+    timeline: tuple[PassTime, ...] = ()  # one per target pass, the prompt pass first (plain decoding too: one per token)
 
     def origins(self) -> list[TokenOrigin]:
         """How each new token arose, aligned with `tokens` (all TARGET for plain decoding)."""

@@ -60,7 +60,8 @@ def autoregressive_generate(
 ) -> GenerationResult | list[GenerationResult]:
     """Generate up to `max_new_tokens` tokens after `input_ids`, one forward pass per token.
 
-    Same arguments and result type as `speculative_generate`, without the draft; `rounds` is empty.
+    Same arguments and result type as `speculative_generate`, without the draft; `rounds` is empty, and
+    `timeline` holds one entry per token (its target pass, and when it ended on the run's clock).
     `on_token`, if given, is called with every new token as soon as it is chosen. A batch (a list of
     prompts, or a padded [B, T] tensor with its `attention_mask`) returns one result per row, and
     `on_token` is called with (row, token); row b draws from its own stream, as in `speculative_generate`.

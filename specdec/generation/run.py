@@ -5,7 +5,9 @@ Notation: p is the target, q the draft, gamma the drafted tokens per round.
 The loop (`specdec.engine.loop`) only decides rounds. Here, from the outside, the target's cache and the
 drafter are wrapped in `Timed` proxies (every target pass lands in the "verify" bucket, every call into
 the drafter in "draft"), each pass's rounds are stamped with the seconds they took and handed to
-`on_round` as soon as they are decided, and each row's rounds become its `GenerationResult`.
+`on_round` as soon as they are decided, and each row's rounds become its `GenerationResult`. Each pass is
+also stamped on the run's clock (`GenerationResult.timeline`: its own draft and verify seconds, and when it
+ended), which plain decoding keeps though it returns no rounds: the Playground's race is drawn from it.
 
 A batch's rows share one wall clock: each row's times are the batch's (every row waited for the whole
 batch), so a batch's throughput is all its new tokens over one wall time (`batch_throughput`).
@@ -22,7 +24,7 @@ from transformers import PreTrainedModel
 from specdec.engine.batch_cache import rows_cache
 from specdec.engine.inputs import Decoding, check_fits_context, eos_ids
 from specdec.engine.loop import speculate
-from specdec.engine.results import GenerationResult, GenerationStats, Round, TokenOrigin
+from specdec.engine.results import GenerationResult, GenerationStats, PassTime, Round, TokenOrigin
 from specdec.engine.timing import Stopwatch, Timed
 from specdec.generation.policy import DraftingPlan
 
@@ -43,9 +45,13 @@ def run_plan(target: PreTrainedModel, plan: DraftingPlan, prompts: Sequence[torc
     cache = Timed(rows_cache(target, range(len(prompts))), watch, "verify", ("feed",))
     drafter = Timed(plan.drafter, watch, "draft", DRAFTER_CALLS)
     rounds: list[list[Round]] = [[] for _ in prompts]
-    spent = {"draft": 0.0, "verify": 0.0}
+    timelines: list[list[PassTime]] = [[] for _ in prompts]
+    spent, before = {"draft": 0.0, "verify": 0.0}, {"draft": 0.0, "verify": 0.0}
     for index, decided in enumerate(speculate(cache, drafter, prompts, decoding, plan.schedules(len(prompts)), plan.costs,
                                               eos_ids(eos_token_id))):
+        end = watch.elapsed()                                                         # the pass's tokens are decided
+        window = {bucket: watch.totals[bucket] - before[bucket] for bucket in before}  # this pass's own seconds, for the timeline
+        before = {bucket: watch.totals[bucket] for bucket in before}
         seconds = {bucket: watch.totals[bucket] - spent[bucket] for bucket in spent}
         if index == 0:                      # the prompt pass drafts nothing: the drafter's look at it counts towards round 1
             seconds["draft"] = 0.0
@@ -53,12 +59,14 @@ def run_plan(target: PreTrainedModel, plan: DraftingPlan, prompts: Sequence[torc
         for row, round_ in decided:
             round_ = replace(round_, draft_s=seconds["draft"], verify_s=seconds["verify"])
             rounds[row].append(round_)
+            timelines[row].append(PassTime(window["draft"], window["verify"], end, len(round_.emitted)))
             if on_round is not None:
                 on_round(row, round_)
     wall = watch.elapsed()
     return [GenerationResult(tokens=[token for round_ in rounds[row] for token, _ in round_.emitted],
                              stats=run_stats(rounds[row], plan.drafter.passes(row), wall, watch, prompts[row].numel()),
-                             rounds=tuple(rounds[row]), drafting=plan.description) for row in range(len(prompts))]
+                             rounds=tuple(rounds[row]), drafting=plan.description, timeline=tuple(timelines[row]))
+            for row in range(len(prompts))]
 
 
 def run_stats(rounds: Sequence[Round], draft_passes: int, wall_time: float, watch: Stopwatch, prompt_tokens: int) -> GenerationStats:
