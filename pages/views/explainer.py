@@ -7,9 +7,10 @@ import streamlit as st
 
 from pages.common.figures import distributions_figure, monte_carlo_figure, residual_figure, speedup_curve_figure
 from pages.common.lessons import guide_folder
-from pages.common.state import remember
-from specdec.reference.explainer import accept_reject_picture, speedup_curve
-from specdec.reference.theory import total_variation
+from pages.common.state import keep, remember
+from specdec.reference.chain_round import BONUS, expected_tokens_terms, nth_round, rounds_summary, tokens_written
+from specdec.reference.explainer import GUIDED_PRESETS, accept_reject_picture, speedup_curve
+from specdec.reference.theory import expected_tokens_per_pass, total_variation
 from specdec.reference.toy import STANDARD_ERRORS, LosslessnessCheck, run_losslessness_check
 
 CONTEXT = "The capital of France is"
@@ -91,7 +92,85 @@ def speedup_calculator(alpha_now: float) -> None:
     right.plotly_chart(speedup_curve_figure(curve, gamma), width="stretch", key="explainer_speedup")
 
 
+def _new_round(p: tuple[float, ...], q: tuple[float, ...], gamma: int, seed: int) -> None:
+    """Draw the next round of this seed's stream; the steps are revealed one click at a time."""
+    played = st.session_state.setdefault("explainer_rounds", [])
+    st.session_state["explainer_round"] = nth_round(p, q, gamma, seed, len(played))
+    st.session_state["explainer_round_step"] = 0
+
+
+@st.fragment
+def chain_round_stepper(p: tuple[float, ...], q: tuple[float, ...], alpha: float) -> None:
+    """A chain round you step through: each draft's test, the first rejection, the residual or the bonus token."""
+    st.subheader("A chain round, step by step")
+    st.markdown("The same p and q at every position. Each step draws x ~ q and u ~ U[0, 1) and keeps x when "
+                "u < p(x)/q(x); the first rejection ends the round with a token from the residual, and a round "
+                "that keeps all γ drafts ends with a bonus token from p.")
+    left, right = st.columns([1, 3])
+    gamma = left.slider("γ: drafted tokens", 1, 8, **remember("explainer_round_gamma", 4))
+    seed = int(left.number_input("round seed", 0, 2**31 - 1, step=1, **remember("explainer_round_seed", 0)))
+    setting = (p, q, gamma, seed)
+    if st.session_state.get("explainer_round_setting") != setting:      # new p, q, gamma or seed: start over
+        st.session_state["explainer_round_setting"] = setting
+        st.session_state["explainer_rounds"] = []
+        _new_round(p, q, gamma, seed)
+    played = st.session_state["explainer_round"]
+    step = st.session_state["explainer_round_step"]
+    total_steps = len(played.steps) + 1                                  # the drafts tested, then the last token
+    buttons = left.columns(2)
+    if buttons[0].button("Next step", disabled=step >= total_steps, key="explainer_round_next"):
+        step = st.session_state["explainer_round_step"] = step + 1
+        if step == total_steps:
+            st.session_state["explainer_rounds"].append(played)
+    if buttons[1].button("New round", key="explainer_round_new"):
+        if step < total_steps:                                           # count the round even if not stepped to its end
+            st.session_state["explainer_rounds"].append(played)
+        _new_round(p, q, gamma, seed)
+        played, step = st.session_state["explainer_round"], 0
+    lines = []
+    for index, tested in enumerate(played.steps[:step]):
+        verdict = "**kept**" if tested.accepted else "**rejected**: the round ends here"
+        lines.append(f"{index + 1}. drafted **{TOKENS[tested.token]}**: p = {tested.p:.3f}, q = {tested.q:.3f}, "
+                     f"u = {tested.u:.3f} {'<' if tested.accepted else '≥'} p/q = {tested.ratio:.3f} → {verdict}")
+    if step == total_steps:
+        source = "bonus token from p (all γ kept)" if played.last_kind == BONUS else "drawn from the residual norm(max(0, p − q))"
+        lines.append(f"Last token: **{TOKENS[played.last_token]}**, {source}. The round wrote "
+                     f"{len(played.emitted)} token(s): {' '.join(TOKENS[t] for t in played.emitted)}.")
+    right.markdown("\n".join(lines) if lines else "Press **Next step** to draw the first drafted token.")
+    right.caption(f"round {len(st.session_state['explainer_rounds']) + (step < total_steps)}, step {step} of {total_steps}")
+
+    terms = expected_tokens_terms(alpha, gamma)
+    reached = tokens_written(played, step)
+    st.markdown("**Where E[tokens per round] comes from.** The round writes its (k+1)-th token only if its first k drafts "
+                "were all kept, which has chance α^k; one term in bold for each token this round has written so far:")
+    st.markdown(" + ".join(f"**α^{k} = {term:.3f}**" if k < reached else f"α^{k} = {term:.3f}" for k, term in enumerate(terms))
+                + f" = **{expected_tokens_per_pass(alpha, gamma):.3f}** = (1 − α^(γ+1)) / (1 − α)")
+    count, mean, expected = rounds_summary(st.session_state["explainer_rounds"], p, q)
+    if count:
+        st.caption(f"Rounds played: {count}, {mean:.2f} tokens per round on average; the formula expects {expected:.3f}.")
+
+
+def guided_questions() -> None:
+    """Presets of the calculator with a question each; the answer, from theory's formulas, on request."""
+    st.subheader("Guided questions")
+    labels = {preset.question: preset for preset in GUIDED_PRESETS}
+    question = st.selectbox("Pick a question", list(labels), **remember("explainer_question", GUIDED_PRESETS[0].question))
+    preset = labels[question]
+
+    def apply() -> None:
+        keep("explainer_alpha", preset.alpha)
+        keep("explainer_c", preset.c)
+        keep("explainer_gamma", preset.gamma)
+
+    st.button(f"Set the calculator: α = {preset.alpha:.2f}, c = {preset.c:.2f}, γ = {preset.gamma}", on_click=apply,
+              key="explainer_question_apply")
+    with st.expander("Show the answer"):
+        st.markdown(preset.answer())
+
+
 monte_carlo(tuple(picture.p), tuple(picture.q))
+chain_round_stepper(tuple(picture.p), tuple(picture.q), picture.alpha)
+guided_questions()
 speedup_calculator(picture.alpha)
 
 explainer_html = guide_folder() / "explainer.html"

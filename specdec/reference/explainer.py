@@ -100,3 +100,67 @@ def speedup_curve(alpha: float, c: float, max_gamma: int = 16) -> SpeedupCurve:
     gamma, speedup = best_gamma(alpha, c, max_gamma)
     return SpeedupCurve(alpha, c, gammas, [expected_tokens_per_pass(alpha, g) for g in gammas],
                         [walltime_speedup(alpha, g, c) for g in gammas], gamma, speedup, pays_off(alpha, c))
+
+
+@dataclass(frozen=True)
+class GuidedPreset:
+    """A setting of the speedup calculator with a question to answer by moving its controls."""
+
+    key: str
+    alpha: float
+    c: float
+    gamma: int
+    question: str
+
+    def answer(self) -> str:
+        """The answer, computed from theory's formulas (the HTML explainer builds the same sentence)."""
+        return ANSWERS[self.key](self)
+
+
+def alpha_where_speedup_falls_below(threshold: float, c: float, gamma: int) -> float:
+    """The smallest alpha on a 0.01 grid whose speedup at `gamma` is still at least `threshold` (1.0 if none is).
+
+    >>> alpha_where_speedup_falls_below(1.1, 0.1, 4)
+    0.36
+    """
+    for hundredths in range(0, 101):
+        if walltime_speedup(hundredths / 100, gamma, c) >= threshold:
+            return hundredths / 100
+    return 1.0
+
+
+def _falls(preset: GuidedPreset) -> str:
+    alpha = alpha_where_speedup_falls_below(1.1, preset.c, preset.gamma)
+    return (f"At c = {preset.c:.2f} and gamma = {preset.gamma}, the speedup is at least 1.1x down to alpha = {alpha:.2f} "
+            f"({walltime_speedup(alpha, preset.gamma, preset.c):.3f}x) and below 1.1x under it: a draft must agree about "
+            f"that often before speculation is worth its complexity.")
+
+
+def _gammas(preset: GuidedPreset) -> str:
+    one, eight = walltime_speedup(preset.alpha, 1, preset.c), walltime_speedup(preset.alpha, 8, preset.c)
+    best, best_speedup = best_gamma(preset.alpha, preset.c)
+    return (f"gamma = 1 gives {one:.3f}x and gamma = 8 gives {eight:.3f}x; the best is gamma = {best} with {best_speedup:.3f}x. "
+            f"At alpha = {preset.alpha:.2f} the 8th draft is reached with chance {preset.alpha ** 7:.3f} but always paid for.")
+
+
+def _same(preset: GuidedPreset) -> str:
+    tokens, speedup = expected_tokens_per_pass(1.0, preset.gamma), walltime_speedup(1.0, preset.gamma, preset.c)
+    return (f"With q = p every draft is kept: {tokens:.3f} tokens per target pass, but the speedup is {speedup:.3f}x, "
+            f"not {tokens:.0f}x, because the round also pays for {preset.gamma} draft steps at c = {preset.c:.2f}.")
+
+
+def _costly(preset: GuidedPreset) -> str:
+    best, best_speedup = best_gamma(preset.alpha, preset.c)
+    verdict = "pays off" if best_speedup > 1 else "does not pay off"
+    return (f"alpha = {preset.alpha:.2f} and c = {preset.c:.2f}: it {verdict}: the best is gamma = {best} with "
+            f"{best_speedup:.3f}x. At gamma = {preset.gamma} it is {walltime_speedup(preset.alpha, preset.gamma, preset.c):.3f}x: "
+            f"a costly draft wants short rounds.")
+
+
+ANSWERS = {"falls": _falls, "gammas": _gammas, "same": _same, "costly": _costly}
+GUIDED_PRESETS = (
+    GuidedPreset("falls", 0.9, 0.1, 4, "Drag alpha down from 0.9: where does the speedup fall below 1.1x?"),
+    GuidedPreset("gammas", 0.6, 0.1, 1, "At alpha = 0.6, compare gamma = 1 with gamma = 8. Which is faster, and why?"),
+    GuidedPreset("same", 1.0, 0.1, 4, "A perfect draft, q = p: how many tokens per target pass, and why is the speedup lower?"),
+    GuidedPreset("costly", 0.7, 0.5, 4, "A costly draft, c = 0.5: does speculation still pay off, and with which gamma?"),
+)
