@@ -191,3 +191,43 @@ def test_tree_section_follows_the_bars(page):
     p, q = distributions(page)
     assert float(page.get_attribute("#tree-alpha2", "data-value")) == pytest.approx(multi_candidate_acceptance(p, q, 2), abs=1e-9)
     assert page.inner_text("#tree-rounds") == "0"
+
+
+def test_a_chain_round_steps_to_its_first_rejection_or_its_bonus_token(page):
+    """Every round: tests shown one per click, kept ones before the first rejection, then the residual or the bonus."""
+    p, q = distributions(page)
+    alpha = acceptance_rate(p, q)
+    page.fill("#round-gamma", "3")
+    page.dispatch_event("#round-gamma", "change")
+    kinds = set()
+    for _ in range(12):
+        for _ in range(5):                                            # at most gamma tests, then the last token
+            page.click("#round-next")
+        accepted = page.eval_on_selector_all("#round-steps li", "items => items.map(i => i.dataset.accepted === 'true')")
+        kind = page.get_attribute("#round-last", "data-kind")
+        written = int(page.get_attribute("#round-last", "data-written"))
+        kinds.add(kind)
+        assert 1 <= len(accepted) <= 3 and all(accepted[:-1])          # kept drafts, up to the first rejection
+        assert kind == ("bonus" if accepted == [True] * 3 else "residual")
+        assert written == sum(accepted) + 1
+        lit = page.eval_on_selector_all("#round-terms span", "spans => spans.filter(s => s.className === 'lit').length")
+        assert lit == written                                           # one term lit per token written
+        page.click("#round-new")
+    assert kinds == {"bonus", "residual"}                               # alpha 0.7, gamma 3: both happen in 12 rounds
+    assert float(page.get_attribute("#round-terms", "data-value")) == pytest.approx(expected_tokens_per_pass(alpha, 3), rel=1e-12)
+    assert page.inner_text("#round-count") == "12"
+
+
+def test_guided_questions_set_the_calculator_and_answer_as_specdec_does(page):
+    from specdec.reference.explainer import GUIDED_PRESETS
+
+    options = page.eval_on_selector_all("#question option", "options => options.map(o => o.textContent)")
+    assert options == [preset.question for preset in GUIDED_PRESETS]
+    for index, preset in enumerate(GUIDED_PRESETS):
+        page.select_option("#question", str(index))
+        assert page.is_hidden("#question-reply")
+        page.click("#question-apply")
+        assert float(page.input_value("#alpha-input")) == preset.alpha and float(page.input_value("#c-input")) == preset.c
+        assert float(page.get_attribute("#speedup", "data-value")) == pytest.approx(walltime_speedup(preset.alpha, preset.gamma, preset.c))
+        page.click("#question-answer")
+        assert page.inner_text("#question-reply") == preset.answer()

@@ -40,3 +40,28 @@ def test_speedup_curve_marks_the_best_gamma():
     assert curve.best_speedup == max(curve.speedups) and curve.at(curve.best_gamma)[1] == curve.best_speedup
     assert curve.at(1) == pytest.approx((1.8, 1.8 / 1.2))
     assert not speedup_curve(0.3, 0.4).pays_off and max(speedup_curve(0.3, 0.4).speedups) < 1
+
+
+def test_the_chain_round_writes_p_and_its_mean_length_is_the_formula():
+    """The Explainer's round: its first token follows p exactly, and tokens per round average the alpha^k sum."""
+    from collections import Counter
+
+    from specdec.reference import chain_round as rounds
+    from specdec.reference.stats import chi_square_test
+    from specdec.reference.theory import acceptance_rate, expected_tokens_per_pass
+
+    p, q, gamma = [0.3, 0.4, 0.3], [0.6, 0.2, 0.2], 3
+    played = [rounds.nth_round(p, q, gamma, 0, index) for index in range(6_000)]
+    firsts = Counter(one.emitted[0] for one in played)
+    assert chi_square_test(firsts, {0: 0.3, 1: 0.4, 2: 0.3}).p_value > 1e-3
+    count, mean, expected = rounds.rounds_summary(played, p, q)
+    assert count == 6_000 and expected == pytest.approx(expected_tokens_per_pass(acceptance_rate(p, q), gamma))
+    assert mean == pytest.approx(expected, abs=0.05)
+    assert all(one.last_kind == rounds.BONUS for one in played if one.kept == gamma)
+    # negative control: drawing the round's last token from p instead of the residual breaks the law of the first token
+    broken = []
+    rng = np.random.default_rng(1)
+    for _ in range(6_000):
+        x = rng.choice(3, p=q)
+        broken.append(x if rng.random() * q[x] < p[x] else rng.choice(3, p=p))
+    assert chi_square_test(Counter(broken), {0: 0.3, 1: 0.4, 2: 0.3}).p_value < 1e-6
