@@ -4,8 +4,9 @@ For each pair (p, q) the law of the emitted token is
 
     out(y) = q(y) a(y) + (1 - sum_x q(x) a(x)) r(y),    a = accept_probability, r = residual
 
-which must equal p(y) for every y: random pairs, q with zeros where p is not, p == q, disjoint supports.
-Then `speculative_sample` itself is held to p by a chi-square test (a fixed seed, so the grade is repeatable).
+which must equal p(y) for every y: random pairs (some with zeros in q), q with zeros where p is not, p with
+zeros where q is not, p == q, disjoint supports. Then `speculative_sample` itself is held to p by a chi-square
+test on the hand-picked pairs (a fixed seed, so the grade is repeatable).
 """
 
 from __future__ import annotations
@@ -14,14 +15,20 @@ import numpy as np
 
 from specdec.reference.stats import chi_square_test
 
+HAND_PICKED, SAMPLES = 5, 2_000          # speculative_sample is run SAMPLES times on each hand-picked pair
+
 
 def pairs(rng: np.random.Generator) -> list[tuple[str, np.ndarray, np.ndarray]]:
     cases = [("the course's example", np.array([0.3, 0.4, 0.3]), np.array([0.6, 0.2, 0.2])),
              ("q = p", np.array([0.5, 0.25, 0.25]), np.array([0.5, 0.25, 0.25])),
              ("q puts mass where p has none", np.array([0.5, 0.5, 0.0]), np.array([0.25, 0.25, 0.5])),
+             ("q has zeros where p has mass", np.array([0.2, 0.3, 0.5]), np.array([0.5, 0.5, 0.0])),
              ("disjoint supports", np.array([1.0, 0.0, 0.0, 0.0]), np.array([0.0, 0.5, 0.25, 0.25]))]
     for index in range(20):
         p, q = rng.dirichlet(np.ones(5)), rng.dirichlet(np.ones(5) * 0.5)
+        if index % 2:                                    # half of them: the draft never proposes two tokens
+            q[rng.choice(5, size=2, replace=False)] = 0.0
+            q = q / q.sum()
         cases.append((f"random pair {index}", p, q))
     return cases
 
@@ -43,8 +50,8 @@ def grade(module) -> list[str]:
     if problems:
         return problems[:3]
     rng = np.random.default_rng(1)
-    for name, p, q in pairs(np.random.default_rng(0))[:4]:
-        counts = np.bincount([module.speculative_sample(p, q, rng) for _ in range(4_000)], minlength=len(p))
+    for name, p, q in pairs(np.random.default_rng(0))[:HAND_PICKED]:
+        counts = np.bincount([module.speculative_sample(p, q, rng) for _ in range(SAMPLES)], minlength=len(p))
         fit = chi_square_test(counts, p)
         if fit.p_value < 1e-4:
             problems.append(f"{name}: speculative_sample's frequencies {np.round(counts / counts.sum(), 3)} are not p = {p} "

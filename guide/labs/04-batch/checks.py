@@ -45,9 +45,11 @@ def grade(module) -> list[str]:
     problems = []
     for b, prompt in enumerate(PROMPTS):
         expected, yours = alone(prompt), buffer[b, :lengths[b]].tolist()
-        if yours != expected:
-            first = next((i for i, (x, y) in enumerate(zip(yours, expected)) if x != y), min(len(yours), len(expected)))
-            problems.append(f"row {b}: {len(yours)} tokens where {LIMIT} were due; the first wrong one is token "
-                            f"{first - len(prompt) + 1} after the prompt (yours {yours[len(prompt):first + 1]}, "
-                            f"alone {expected[len(prompt):first + 1]})")
+        first = next((i for i, (x, y) in enumerate(zip(yours, expected)) if x != y), None)
+        if first is not None:
+            problems.append(f"row {b}: the first wrong token is token {first - len(prompt) + 1} after the prompt "
+                            f"(yours {yours[len(prompt):first + 1]}, alone {expected[len(prompt):first + 1]})")
+        elif len(yours) != LIMIT:
+            problems.append(f"row {b} holds {len(yours)} tokens, prompt included, where it should hold exactly {LIMIT} "
+                            f"(its tokens so far are right: check the length you keep and the limit)")
     return problems

@@ -16,6 +16,6 @@ def batch_round(buffer: np.ndarray, lengths: np.ndarray, gamma: int, limit: int,
     Each such row: the draft proposes gamma tokens after the row's text; the target keeps them from the left
     while each equals target_next of the text before it; then the target's own token is added (its
     correction, or the bonus token after gamma kept). Write the new tokens at the row's own end, never past
-    `limit` tokens in all, and advance that row's length by what it wrote.
+    `limit` tokens in all (prompt included), and advance that row's length by what it wrote.
     """
     raise NotImplementedError("batch_round")
