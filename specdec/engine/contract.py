@@ -44,14 +44,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import torch
-from transformers import PreTrainedModel
 
 from specdec.engine.sampling import SamplingConfig
 from specdec.engine.trees import DraftTree
 from specdec.errors import SpecdecError
+
+if TYPE_CHECKING:                   # a type hint only: the contract itself never needs transformers loaded
+    from transformers import PreTrainedModel
 
 
 @dataclass(frozen=True)
