@@ -50,10 +50,7 @@ def squash(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
-def prose(text: str) -> str:
-    """The chapter without code blocks and link targets (inline code stays; its numbers are not claims)."""
-    text = FENCE.sub(" ", text)
-    return LINK.sub(lambda match: match.group(1) + "[" + match.group(2) + "]", text)
+prose = reading_time.prose   # the chapter without code blocks and link targets (inline code stays; its numbers are not claims)
 
 
 # --- numbers ---------------------------------------------------------------------------------
