@@ -28,6 +28,7 @@ BROKEN = {
         ("resample from p", "            tokens.append(int(rng.choice(len(p), p=excess / excess.sum())))   # the residual",
          "            tokens.append(int(rng.choice(len(p), p=p)))"),
         ("every round drafts from the start", "        drafted, state = [], previous", "        drafted, state = [], start"),
+        ("the start token ignored", "        previous = tokens[-1] if tokens else start", "        previous = tokens[-1] if tokens else 0"),
     ],
     "03-lookup": [
         ("the first occurrence", "        for start in range(len(text) - n - 1, -1, -1):                    # the most recent occurrence first",
