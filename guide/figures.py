@@ -154,36 +154,68 @@ def round_figure() -> str:
     return _svg(width, height, body)
 
 
-def causal_figure() -> str:
-    """The causal mask of one target pass over the text and four guesses: which row judges which guess."""
-    text, guesses = ["The", "cat"], ["sat", "on", "a", "mat"]
-    tokens = text + guesses
+def causal_rows(text_length: int, gamma: int) -> list[tuple[list[bool], int | None]]:
+    """For each position of one target pass over the text and gamma guesses: what it sees, and what its output judges.
+
+    Position i sees positions 0..i (the causal mask), so its output is the target's next-token distribution given
+    exactly the tokens up to i. The judged guess is 0-based; `gamma` means the bonus token, None a token already in the text.
+
+    >>> causal_rows(2, 2)    # "The cat" + guesses "sat", "on"
+    [([True, False, False, False], None), ([True, True, False, False], 0), ([True, True, True, False], 1), ([True, True, True, True], 2)]
+    """
+    length = text_length + gamma
+    rows = []
+    for row in range(length):
+        sees = [column <= row for column in range(length)]             # lower-triangular: only the tokens up to this one
+        judged = row - text_length + 1                                  # the last text token's row judges guess 0
+        rows.append((sees, judged if judged >= 0 else None))
+    return rows
+
+
+def causal_figure(text=("The", "cat"), guesses=("sat", "on", "a", "mat")) -> str:
+    """The causal mask of one target pass over the text and the guesses: which row judges which guess."""
+    tokens = [*text, *guesses]
     cell, left, top = 46, 150, 70
-    width, height = 760, top + cell * len(tokens) + 50
+    width, height = 760, top + cell * len(tokens) + 76
+    notes_x = left + cell * len(tokens) + 16
     body = [_text(380, 22, "one target pass: each row sees only the tokens to its left (and itself)", size=14, weight="bold"),
             _text(left + cell * len(tokens) / 2, top - 30, "tokens the row can see", size=12, color=COLORS["muted"]),
-            _text(left + cell * len(tokens) + 150, top - 30, "what the row's output judges", size=12, color=COLORS["muted"])]
+            _text(notes_x + 134, top - 30, "what the row's output judges", size=12, color=COLORS["muted"])]
     for column, token in enumerate(tokens):
         color = COLORS["ink"] if column < len(text) else COLORS["q"]
         body.append(_text(left + column * cell + cell / 2, top - 8, token, size=13, weight="bold", color=color))
-    for row, token in enumerate(tokens):
+    for row, (sees, judged) in enumerate(causal_rows(len(text), len(guesses))):
         y = top + row * cell
         color = COLORS["ink"] if row < len(text) else COLORS["q"]
-        body.append(_text(left - 12, y + cell / 2 + 5, f"row {row + 1}: {token}", anchor="end", size=12, color=color))
-        for column in range(len(tokens)):
-            visible = column <= row                                     # causal: position row sees columns 0..row
+        body.append(_text(left - 12, y + cell / 2 + 5, f"row {row + 1}: {tokens[row]}", anchor="end", size=12, color=color))
+        for column, visible in enumerate(sees):
             fill = COLORS["p"] if visible else COLORS["grid"]
             body.append(f'<rect x="{left + column * cell + 2}" y="{y + 2}" width="{cell - 4}" height="{cell - 4}" rx="4" '
                         f'fill="{fill}" fill-opacity="{0.35 if visible else 0.6}"/>')
-        judged = row - len(text) + 1                                    # the row after the last text token judges guess 1
-        if row == len(tokens) - 1:
-            note, note_color = "p after all four: the bonus token", COLORS["bonus"]
-        elif 0 <= judged < len(guesses):
-            note, note_color = f'p of the next token: judges guess {judged + 1}, "{guesses[judged]}"', COLORS["overlap"]
-        else:
+        if judged is None:
             note, note_color = "p of the next token: already in the text", COLORS["muted"]
-        body.append(_text(left + cell * len(tokens) + 16, y + cell / 2 + 5, note, anchor="start", size=12, color=note_color))
-    body.append(_text(380, height - 14, "A guess never changes the rows to its left, so every row is the target's own answer for its prefix.",
+        elif judged == len(guesses):
+            note, note_color = "p after all four: the bonus token", COLORS["bonus"]
+        else:
+            note, note_color = f'p of the next token: judges guess {judged + 1}, "{guesses[judged]}"', COLORS["overlap"]
+            x = left + (len(text) + judged) * cell                      # the judged guess: the first cell this row cannot see
+            body.append(f'<rect x="{x + 2}" y="{y + 2}" width="{cell - 4}" height="{cell - 4}" rx="4" fill="none" '
+                        f'stroke="{COLORS["overlap"]}" stroke-width="2.5"/>')
+            body.append(_text(x + cell / 2, y + cell / 2 + 5, "?", size=14, weight="bold", color=COLORS["overlap"]))
+        body.append(_text(notes_x, y + cell / 2 + 5, note, anchor="start", size=12, color=note_color))
+    legend_y = top + cell * len(tokens) + 26
+    legend = [(60, COLORS["p"], 0.35, "seen"), (130, COLORS["grid"], 0.6, "hidden by the mask"),
+              (290, None, 0, "the guess the row judges")]
+    for x, fill, opacity, label in legend:
+        if fill:
+            body.append(f'<rect x="{x}" y="{legend_y - 11}" width="13" height="13" rx="2" fill="{fill}" fill-opacity="{opacity}"/>')
+        else:
+            body.append(f'<rect x="{x}" y="{legend_y - 11}" width="13" height="13" rx="2" fill="none" stroke="{COLORS["overlap"]}" stroke-width="2"/>')
+            body.append(_text(x + 6.5, legend_y, "?", size=11, weight="bold", color=COLORS["overlap"]))
+        body.append(_text(x + 19, legend_y, label, anchor="start", size=12))
+    body.append(_text(500, legend_y, "black: the text", anchor="start", size=12, color=COLORS["ink"]))
+    body.append(_text(605, legend_y, "orange: the guesses", anchor="start", size=12, color=COLORS["q"]))
+    body.append(_text(380, height - 14, "A guess changes only its own row and the rows below it: every row above is the target's own answer.",
                       size=12, color=COLORS["muted"]))
     return _svg(width, height, body)
 

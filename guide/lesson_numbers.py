@@ -115,7 +115,8 @@ NUMBERS: list[Computed | Measured | Reported] = [
                         "That gives B <<.2f>> and C <<.2f>>.",
              lambda: (TOY_OVERLAP[B], TOY_Q[A], 1 - TOY_ALPHA, (1 - TOY_ALPHA) * TOY_RESIDUAL[B], (1 - TOY_ALPHA) * TOY_RESIDUAL[C],
                       TOY_OUTPUT[B], TOY_OUTPUT[C])),
-    Computed(INTUITION, "a guessed token is kept <<.0f>> % of the time (alpha = <<.2f>>)", lambda: (100 * TOY_ALPHA, TOY_ALPHA)),
+    Computed(INTUITION, "a guessed token is kept <<.0f>> % of the time, all but the <<.2f>> that are rejected (alpha = <<.2f>>)",
+             lambda: (100 * TOY_ALPHA, 1 - TOY_ALPHA, TOY_ALPHA)),
     Computed(INTUITION, "size has c roughly near <<.1f>>.", lambda: 0.1),
     Computed(INTUITION, "With alpha = <<.1f>> and gamma = <<d>>, a target pass produces <<.2f>> tokens on average. If the draft costs "
                         "c = <<.1f>>, the whole thing is <<.2f>>x faster than the target alone.",
@@ -192,6 +193,8 @@ NUMBERS += [
     Computed(MATH, r"The user asked for, say, temperature <<.1f>>, so $p$ must be the target's distribution at temperature <<.1f>>",
              lambda: (0.5, 0.5)),
     Computed(MATH, r"$(<<s>>)$ instead of the requested $(<<s>>)$", lambda: (vector(TOY_P), vector(bugs.warp(TOY_P, temperature=0.5)))),
+    Computed(MATH, r"(temperature <<.1f>> squares each probability, then divides by their sum, <<.2f>>)",   # p_T ∝ p^(1/T), by hand
+             lambda: (0.5, float(np.sum(np.asarray(TOY_P) ** (1 / 0.5))))),
     Computed(MATH, r"Take $p = (<<s>>)$ and a close draft $q = (<<s>>)$. At temperature <<.1f>>, warping both gives $\alpha = <<.3f>>$; "
                    r"warping only $p$ gives $\alpha = <<.3f>>$. With top-k = 2, warping both gives $\alpha = <<.3f>>$, warping only $p$ gives $<<.3f>>$",
              lambda: (vector(CLOSE_P), vector(CLOSE_Q), 0.5,
@@ -544,6 +547,19 @@ def recycling_by_hand() -> tuple[float, ...]:
     return first, vector(left), left[1], first, 1 - first, left[1], either
 
 
+def recycling_parents() -> str:
+    """The default template as the engine drafts it when the table fills every node: `DraftTree.parents`, -1 the root."""
+    import torch
+
+    from specdec.engine.contract import DraftRequest
+
+    drafter, vocabulary = token_recycling.TokenRecyclingDrafter(), 64
+    drafter.table = (torch.arange(vocabulary)[:, None] * drafter.k + torch.arange(drafter.k)) % vocabulary   # [V, k], all filled
+    tree = drafter.draft({0: DraftRequest(torch.tensor([3]), token_recycling.DEFAULT_BUDGET, None, None)})[0]
+    assert len(tree.parents) == len(drafter.template), "the toy table left a template node empty"
+    return str(tree.parents)
+
+
 def suffix_by_hand() -> tuple[float, ...]:
     """Exercise 8, computed by `SuffixTree` itself: the speculation from "a b" (2 deep) and from "b" (1 deep)."""
     index = suffix_tree.SuffixTree(24)
@@ -564,6 +580,7 @@ NUMBERS += [
              lambda: QWEN_VOCABULARY * token_recycling.TokenRecyclingDrafter().k * 8 / 1e6),
     Computed(BEYOND, r"keeps the template's <<d>> nodes of highest prior chance (the $i$-th candidate counts $<<.1f>> \cdot <<.1f>>^i$",
              lambda: (token_recycling.DEFAULT_BUDGET, token_recycling.PRIOR_TOP, token_recycling.PRIOR_DECAY)),
+    Computed(BEYOND, "node filled, the parents are <<s>>, -1 the root", recycling_parents),
     Computed(BEYOND, "(shares below <<.1f>> are never proposed)", lambda: SuffixDrafter().min_chance),
     Computed(BEYOND, "computed with the toy, counts of (<<s>>) make the output (<<s>>) instead of $p$",
              lambda: (vector(LOOKUP_COUNTS), vector(candidate_bugs.told_it_was_drawn(TOY_P, LOOKUP_COUNTS, A)))),

@@ -189,6 +189,20 @@ def test_figures_are_drawn_from_specdec(name):
     assert on_disk == figures.FIGURE_BUILDERS[name](), f"guide/figures/{name} is stale: run `python guide/figures.py`"
 
 
+def test_the_causal_figure_draws_the_engines_chain_mask():
+    """Chapter 0's mask picture is the mask specdec builds for a chain (a tree of width one); a wider tree's is not."""
+    import torch
+
+    from specdec.engine.trees import DraftTree, tree_attention
+
+    rows = figures.causal_rows(2, 4)                        # "The cat" + 4 guesses; "The" is in the cache, "cat" is the root
+    attend, _ = tree_attention(1, DraftTree.chain(torch.arange(4)))
+    assert [sees for sees, _ in rows[1:]] == attend.tolist()
+    assert [judged for _, judged in rows] == [None, 0, 1, 2, 3, 4]     # the root's row judges guess 1, the last row is the bonus
+    wide, _ = tree_attention(1, DraftTree(torch.arange(4), (-1, -1, 0, 0), None))
+    assert [sees for sees, _ in rows[1:]] != wide.tolist()             # negative control: the comparison can fail
+
+
 def link_problems(name: str, text: str) -> list[str]:
     problems = []
     for image, label, target in LINK.findall(prose_links_only(text)):
