@@ -37,8 +37,17 @@ def test_stepping_through_a_round_shows_each_test_then_the_last_token():
     assert f"**{expected_tokens_per_pass(picture.alpha, 4):.3f}** = (1 − α^(γ+1)) / (1 − α)" in text
     assert text.count("**α^") == len(expected.emitted)                        # one bold term per token written
     assert any("Rounds played: 1" in caption.value for caption in app.caption)
+    assert app.button(key="explainer_round_next").disabled                   # the round is over: nothing left to step
     app.button(key="explainer_round_new").click().run()
     assert "Press **Next step**" in markdown_text(app)
+    second = nth_round(tuple(picture.p), tuple(picture.q), 4, 0, 1)           # the next round of the same seed
+    app.button(key="explainer_round_next").click().run()
+    assert f"1. drafted **{TOKENS[second.steps[0].token]}**: p = {second.steps[0].p:.3f}" in markdown_text(app)
+    app.button(key="explainer_round_reset").click().run()                      # start over: the seed's first round again
+    assert not any("Rounds played" in caption.value for caption in app.caption)
+    app.button(key="explainer_round_next").click().run()
+    assert f"1. drafted **{TOKENS[expected.steps[0].token]}**: p = {expected.steps[0].p:.3f}, q = {expected.steps[0].q:.3f}, " \
+           f"u = {expected.steps[0].u:.3f}" in markdown_text(app)
     no_errors(app)
 
 

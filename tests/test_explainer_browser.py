@@ -231,3 +231,62 @@ def test_guided_questions_set_the_calculator_and_answer_as_specdec_does(page):
         assert float(page.get_attribute("#speedup", "data-value")) == pytest.approx(walltime_speedup(preset.alpha, preset.gamma, preset.c))
         page.click("#question-answer")
         assert page.inner_text("#question-reply") == preset.answer()
+
+
+def round_steps(page) -> list[dict]:
+    """The tests the round shows so far: token, p(x), q(x), u and the verdict, at full precision."""
+    return page.eval_on_selector_all("#round-steps li", """items => items.map(i => ({token: Number(i.dataset.token),
+        p: Number(i.dataset.p), q: Number(i.dataset.q), u: Number(i.dataset.u), accepted: i.dataset.accepted === 'true'}))""")
+
+
+def test_each_step_of_a_round_is_the_rule_on_the_bars(page):
+    """Step by step: every test is u < p(x)/q(x) on the bars' p and q, a residual token is one where p > q, and the
+    running average over many rounds, and each alpha^k term's share, come out as the formula says."""
+    p, q = distributions(page)
+    alpha, residual = acceptance_rate(p, q), residual_distribution(p, q)
+    assert shown(page, ".round-p") == pytest.approx(p) and shown(page, ".round-residual") == pytest.approx(residual.tolist())
+    for _ in range(20):
+        steps = []
+        for _ in range(6):                                             # gamma = 4 tests at most, the last token, one spare click
+            tests_over = len(steps) == 4 or (steps and not steps[-1]["accepted"])
+            page.click("#round-next")
+            before, steps = len(steps), round_steps(page)
+            assert len(steps) == (before if tests_over else before + 1)  # one more test per click, none after the round ends
+            for step in steps:
+                assert step["p"] == pytest.approx(p[step["token"]], abs=1e-12) and step["q"] == pytest.approx(q[step["token"]], abs=1e-12)
+                assert step["accepted"] == (step["u"] < step["p"] / step["q"]), step
+            assert all(step["accepted"] for step in steps[:-1])         # nothing is tested after a rejection
+        kind, token = page.get_attribute("#round-last", "data-kind"), int(page.get_attribute("#round-last", "data-token"))
+        if kind == "residual":
+            assert not steps[-1]["accepted"] and residual[token] > 0       # the residual only has mass where p > q
+        else:
+            assert kind == "bonus" and len(steps) == 4 and all(step["accepted"] for step in steps)
+        page.click("#round-new")
+    for _ in range(3):
+        page.click("#round-burst")
+    rounds = int(page.inner_text("#round-count"))
+    assert rounds == 3_020
+    mean, expected = float(page.get_attribute("#round-mean", "data-value")), expected_tokens_per_pass(alpha, 4)
+    assert page.inner_text("#round-expected") == f"{expected:.3f}"
+    shares = shown(page, ".round-share")
+    assert shares[0] == 1.0 and sum(shares) == pytest.approx(mean)    # the shares add up to the average
+    for k, share in enumerate(shares[1:], start=1):
+        assert abs(share - alpha**k) <= 5 * binomial_standard_error(alpha**k, rounds), (k, share, alpha**k)
+    variance_bound = 5 * expected - expected**2                       # tokens per round lie in 1..5, so E[T^2] <= 5 E[T]
+    assert abs(mean - expected) <= 5 * math.sqrt(variance_bound / rounds), (mean, expected)
+
+
+def test_dragging_alpha_answers_the_first_guided_question(page):
+    """The 'falls' question: the alpha its answer names is the last one still at 1.1x, one notch below is under 1.1x."""
+    from specdec.reference.explainer import GUIDED_PRESETS, alpha_where_speedup_falls_below
+
+    preset = GUIDED_PRESETS[0]
+    page.select_option("#question", "0")
+    page.click("#question-apply")
+    threshold = alpha_where_speedup_falls_below(1.1, preset.c, preset.gamma)
+    for alpha, above in [(threshold, True), (round(threshold - 0.01, 2), False)]:
+        page.eval_on_selector("#alpha-range", "(node, value) => { node.value = value; node.dispatchEvent(new Event('input')); }", str(alpha))
+        assert float(page.input_value("#alpha-input")) == alpha
+        speedup = float(page.get_attribute("#speedup", "data-value"))
+        assert speedup == pytest.approx(walltime_speedup(alpha, preset.gamma, preset.c), rel=1e-12)
+        assert (speedup >= 1.1) == above, (alpha, speedup)

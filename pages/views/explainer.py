@@ -99,9 +99,29 @@ def _new_round(p: tuple[float, ...], q: tuple[float, ...], gamma: int, seed: int
     st.session_state["explainer_round_step"] = 0
 
 
+def _next_step() -> None:
+    """Reveal one more step; a round shown to its last token joins the rounds played."""
+    played = st.session_state["explainer_round"]
+    step = st.session_state["explainer_round_step"] = min(st.session_state["explainer_round_step"] + 1, len(played.steps) + 1)
+    if step == len(played.steps) + 1:
+        st.session_state["explainer_rounds"].append(played)
+
+
+def _another_round(p: tuple[float, ...], q: tuple[float, ...], gamma: int, seed: int, forget: bool) -> None:
+    """New round (the current one counts even if not stepped to its end) or, with `forget`, the seed's first round again."""
+    if forget:
+        st.session_state["explainer_rounds"] = []
+    elif st.session_state["explainer_round_step"] <= len(st.session_state["explainer_round"].steps):
+        st.session_state["explainer_rounds"].append(st.session_state["explainer_round"])
+    _new_round(p, q, gamma, seed)
+
+
 @st.fragment
 def chain_round_stepper(p: tuple[float, ...], q: tuple[float, ...], alpha: float) -> None:
-    """A chain round you step through: each draft's test, the first rejection, the residual or the bonus token."""
+    """A chain round you step through: each draft's test, the first rejection, the residual or the bonus token.
+
+    The buttons act in callbacks, before the fragment redraws, so each button is drawn for the state it changes to.
+    """
     st.subheader("A chain round, step by step")
     st.markdown("The same p and q at every position. Each step draws x ~ q and u ~ U[0, 1) and keeps x when "
                 "u < p(x)/q(x); the first rejection ends the round with a token from the residual, and a round "
@@ -118,15 +138,10 @@ def chain_round_stepper(p: tuple[float, ...], q: tuple[float, ...], alpha: float
     step = st.session_state["explainer_round_step"]
     total_steps = len(played.steps) + 1                                  # the drafts tested, then the last token
     buttons = left.columns(2)
-    if buttons[0].button("Next step", disabled=step >= total_steps, key="explainer_round_next"):
-        step = st.session_state["explainer_round_step"] = step + 1
-        if step == total_steps:
-            st.session_state["explainer_rounds"].append(played)
-    if buttons[1].button("New round", key="explainer_round_new"):
-        if step < total_steps:                                           # count the round even if not stepped to its end
-            st.session_state["explainer_rounds"].append(played)
-        _new_round(p, q, gamma, seed)
-        played, step = st.session_state["explainer_round"], 0
+    buttons[0].button("Next step", disabled=step >= total_steps, key="explainer_round_next", on_click=_next_step)
+    buttons[1].button("New round", key="explainer_round_new", on_click=_another_round, args=(*setting, False))
+    left.button("Start over", key="explainer_round_reset", on_click=_another_round, args=(*setting, True),
+                help="forget the rounds played and replay this seed from its first round")
     lines = []
     for index, tested in enumerate(played.steps[:step]):
         verdict = "**kept**" if tested.accepted else "**rejected**: the round ends here"

@@ -8,6 +8,7 @@ Two layers in one folder, and the import contract in `pyproject.toml` keeps them
   - `stats`: binomial standard errors and Pearson's chi-square test
   - `toy`: the losslessness demo behind `specdec toy`
   - `explainer`: one position's accept/reject picture and the speedup calculator, for the Explainer page
+  - `chain_round`: one chain round step by step and the alpha^k terms of E[tokens], for the Explainer's stepper
 - above the engine, the classic bugs, which break the engine's own pieces on purpose so the lessons and
   the tests' negative controls show exactly what each mistake does:
   - `bugs`: the exact output distribution of each classic mistake, and the broken rules themselves
