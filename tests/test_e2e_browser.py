@@ -175,7 +175,7 @@ def test_playground_colours_tokens_and_keeps_the_settings(page, app_url):
     accepted = page.locator(".specdec-token.accepted").first
     assert "p/q = " in accepted.get_attribute("title") and "u = 0." in accepted.get_attribute("title")
     assert page.locator(".specdec-token.rejected").first.evaluate("e => getComputedStyle(e).textDecorationLine") == "line-through"
-    assert page.get_by_text("Wall-clock speedup").count() == 1
+    assert page.get_by_text("Wall-clock speedup", exact=True).count() == 1
     screenshot(page, "playground-tiny")                     # the README's Playground is the real pair: test_real_browser.py
 
 
@@ -294,7 +294,7 @@ def test_two_tabs_generate_at_once_and_take_turns(page, app_url):
         for tab in tabs:
             settle(tab, "[data-testid='stMetric']")
             assert tab.locator(".specdec-tokens .specdec-token:not(.rejected)").count() == 240     # nothing lost
-            assert tab.get_by_text("Wall-clock speedup").count() == 1
+            assert tab.get_by_text("Wall-clock speedup", exact=True).count() == 1
             assert tab.locator("[data-testid='stException'], [data-testid='stAlertContentError']").count() == 0
             assert tab.get_by_text("Waiting for a run in another tab").count() == 0                # the note is gone
     finally:
@@ -353,7 +353,7 @@ def test_stop_during_a_load_says_so_and_the_next_generate_works(page, tmp_path):
             tab.get_by_role("button", name="Generate", exact=True).click()                     # the app works on
             settle(tab, "[data-testid='stMetric']")
             assert tab.locator(".specdec-tokens .specdec-token:not(.rejected)").count() >= 1
-            assert tab.get_by_text("Wall-clock speedup").count() == 1 and note.count() == 0
+            assert tab.get_by_text("Wall-clock speedup", exact=True).count() == 1 and note.count() == 0
             assert tab.locator("[data-testid='stException'], [data-testid='stAlertContentError']").count() == 0
         finally:
             tab.close()

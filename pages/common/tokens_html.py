@@ -50,9 +50,9 @@ def _token(span: TokenSpan) -> str:
             f'title="{html.escape(tooltip(span))}">{html.escape(text)}</span>')
 
 
-def tokens_html(spans: Sequence[TokenSpan]) -> str:
-    """All spans in one box, newlines and spaces kept."""
-    return f'<div class="specdec-tokens" style="{BOX}">{"".join(_token(span) for span in spans)}</div>'
+def tokens_html(spans: Sequence[TokenSpan], box: str = "specdec-tokens") -> str:
+    """All spans in one box, newlines and spaces kept; `box` names the box (the replay's are not the run's output)."""
+    return f'<div class="{box}" style="{BOX}">{"".join(_token(span) for span in spans)}</div>'
 
 
 def plain_text_html(text: str) -> str:

@@ -218,17 +218,17 @@ def _replay(run: PlaygroundRun) -> None:
     with drafted:
         st.caption("Drafted and tested: the accepted prefix, then the refused token (hover for p, q and u)")
         if step.drafted:
-            st.html(f'<div class="specdec-replay-drafted">{tokens_html(step.drafted)}</div>')
+            st.html(f'<div class="specdec-replay-drafted">{tokens_html(step.drafted, box="specdec-replay-tokens")}</div>')
         else:
             st.caption("nothing drafted this round")
         if step.row.untested:
             st.caption("Never tested (after the refusal): " + " ".join(step.row.untested))
     with added:
         st.caption("The target's own token")
-        shown = tokens_html([step.added]) if step.added else plain_text_html("(none: the text ended)")
+        shown = tokens_html([step.added], box="specdec-replay-tokens") if step.added else plain_text_html("(none: the text ended)")
         st.html(f'<div class="specdec-replay-added">{shown}</div>')
     st.caption(f"The text after round {step.row.round_index}")
-    st.html(f'<div class="specdec-replay-text">{tokens_html(step.text)}</div>')
+    st.html(f'<div class="specdec-replay-text">{tokens_html(step.text, box="specdec-replay-tokens")}</div>')
 
 
 def _step_replay(by: int, last: int) -> None:
