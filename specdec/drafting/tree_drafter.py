@@ -109,14 +109,17 @@ class TreeDrafter:
         self.capabilities = replace(TreeDrafter.capabilities, drafts=self.settings.describe())
         self.budget, self.depth, self.width = budget, depth, width
         self.c, self.verify_slope = c, verify_slope
-        self.vocab_size = model.get_output_embeddings().out_features
-        self.embedding_rows = model.get_input_embeddings().num_embeddings
+        self.vocab_size = 0                              # the target's, told by `begin`
         self.texts: dict[int, TreeText] = {}
         self.steps: dict[int, int] = {}                  # draft passes per row
 
     @classmethod
     def from_settings(cls, model: PreTrainedModel, settings: TreeSettings, name: str | None = None) -> TreeDrafter:
         return cls(model, name, settings.budget, settings.depth, settings.width)
+
+    @property
+    def embedding_rows(self) -> int:
+        return self.model.get_input_embeddings().num_embeddings
 
     # --- the drafter contract (specdec.engine.contract) --------------------------------------------
 
@@ -167,9 +170,7 @@ class TreeDrafter:
         depth = min(self.depth, max_depth)
         if depth <= 0:
             return DraftTree.empty()
-        pending = sequence[state.cached.length:]                               # [m >= 1] unseen text, the root last
-        pending = pending.masked_fill(pending >= self.embedding_rows, 0)      # (as ModelDrafter: only q can suffer)
-        logits = fit_vocabulary(state.cached.feed(pending, keep=1), self.vocab_size)  # [1, V]
+        logits = self._read_text(state, sequence)                             # [1, V]: q after the root
         state.text = state.cached.length
         rule = state.rule
         c, s = rule.c, rule.verify_slope
@@ -218,9 +219,19 @@ class TreeDrafter:
         read = [node for node in path if node in state.read]                  # a prefix of the path
         columns = list(range(state.text)) + [state.text + state.read.index(node) for node in read]
         state.cached.keep(columns)
+        self.calibrate(state, tested)
+
+    def calibrate(self, state: TreeText, tested: tuple[bool | None, ...]) -> None:
+        """Teach the calibration a(confidence) every node the rule tested (True accepted, False rejected, None untested)."""
         if tested:
             state.rule.observe([(state.confidences[node], bool(outcome)) for node, outcome in enumerate(tested) if outcome is not None])
         state.read = []
+
+    def _read_text(self, state: TreeText, sequence: torch.Tensor) -> torch.Tensor:
+        """One draft pass over the text the draft has not read yet (the root last): q's logits after the root, [1, V]."""
+        pending = sequence[state.cached.length:]                               # [m >= 1] unseen text, the root last
+        pending = pending.masked_fill(pending >= self.embedding_rows, 0)      # (as ModelDrafter: only q can suffer)
+        return fit_vocabulary(state.cached.feed(pending, keep=1), self.vocab_size)
 
     def _distributions(self, logits: torch.Tensor, sampling: SamplingConfig) -> torch.Tensor:
         """q at each frontier node, [F, V]: warped like p when sampling; greedy, the plain softmax (for confidences)."""
@@ -258,21 +269,26 @@ class TreeDrafter:
 
     def _read_level(self, state: TreeText, new: list[int], tokens: list[int], parents: list[int]) -> torch.Tensor:
         """One draft pass over the nodes `new`, each attending to the text and its ancestors; their logits [n, V]."""
-        cached = state.cached.length
-        attend = torch.zeros(len(new), cached + len(new), dtype=torch.bool)
-        attend[:, :state.text] = True
-        for i, node in enumerate(new):
-            attend[i, cached + i] = True
-            ancestor = parents[node]
-            while ancestor != ROOT:
-                attend[i, state.text + state.read.index(ancestor)] = True
-                ancestor = parents[ancestor]
-        positions = torch.tensor([state.text - 1 + _depth(node, parents) for node in new])
+        attend, positions = level_layout(state, new, parents)
         ids = torch.tensor([tokens[node] for node in new])
         ids = ids.masked_fill(ids >= self.embedding_rows, 0)
         logits = state.cached.feed(ids, keep=len(new), attend=attend, positions=positions)   # [n, V_draft]
         state.read += new
         return fit_vocabulary(logits, self.vocab_size)
+
+
+def level_layout(state: TreeText, new: list[int], parents: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """What a level's nodes `new` see in the draft's cache, [n, cached + n] (the text, their ancestors, themselves), and their positions [n]."""
+    cached = state.cached.length
+    attend = torch.zeros(len(new), cached + len(new), dtype=torch.bool)
+    attend[:, :state.text] = True
+    for i, node in enumerate(new):
+        attend[i, cached + i] = True
+        ancestor = parents[node]
+        while ancestor != ROOT:
+            attend[i, state.text + state.read.index(ancestor)] = True
+            ancestor = parents[ancestor]
+    return attend, torch.tensor([state.text - 1 + _depth(node, parents) for node in new])
 
 
 def _depth(node: int, parents: list[int]) -> int:

@@ -28,8 +28,9 @@ Jacobi window). The proposal's rows never attend to them, so p is untouched; the
 
 What the loop needs to know about a method is declared once, as data, in `drafter.capabilities`, never
 probed: whether it sizes its own rounds (gamma must then be left out), whether the stop rule may cut its
-chains, whether it wants hidden states, how many prompt rows' logits it wants, and whether it needs
-full-attention caches. `drafter.draft_model` is the model a draft step runs (c is estimated from its
+chains, whether it wants hidden states (every layer, or the layers it names: an EAGLE-3 head reads three),
+how many prompt rows' logits it wants, and whether it needs full-attention caches. Hidden states come from
+the verification pass that already ran (transformers computes them anyway): no second target pass. `drafter.draft_model` is the model a draft step runs (c is estimated from its
 weights; None for a method without one). The default choices (which drafter, which schedule, c and s)
 and the list of methods live above the loop (`specdec.generation`).
 
@@ -67,6 +68,7 @@ class Capabilities:
     sizes_rounds: bool = False                 # True: the drafter sizes each round itself (a tree, a lookup); gamma stays out
     reports_confidence: bool = False           # its chains can be cut by the stop rule (`DraftRequest.keep_drafting`)
     hidden_states: bool = False                # `observe` gets the target's hidden states, every layer, for the rows of each pass
+    hidden_layers: tuple[int, ...] = ()        # or only these layers' (0 the embeddings, L after the final norm), in this order
     prompt_rows: int = 1                       # the prompt pass keeps the logits of this many last prompt rows for `observe`
     full_attention: bool = False               # needs every cached position (a tree's cache surgery): no sliding windows
     drafts: str = "chain"                      # what a round proposes, in words, for reports ("tree (budget 16)")
@@ -118,13 +120,24 @@ class Verified:
     rows: torch.Tensor                             # [R] long
     logits: torch.Tensor                           # [R_kept, V]: prompt pass, the last rows; a round, [1 + N, V]
     extra_logits: torch.Tensor | None              # [E, V], or None
-    hidden: tuple[torch.Tensor, ...] | None        # per layer [R, H] (the embeddings first, the last after the final norm)
+    hidden: tuple[torch.Tensor, ...] | None        # per layer [R, H]: every layer (the embeddings first), or the declared ones
     proposal: DraftTree | None                     # None for the prompt pass
     path: tuple[int, ...]                          # accepted nodes
     tested: tuple[bool | None, ...]                # per node
     next_token: int
     text: torch.Tensor                             # [n'] long: the text after this pass, the next token last
     finished: bool = False                         # the row's text is complete (end-of-sequence or max_new_tokens)
+
+    def kept_rows(self) -> list[int]:
+        """Which of `rows` the target kept: the whole prompt, or the root and the accepted nodes (their hidden states stay true).
+
+        >>> Verified(torch.tensor([5, 6, 7]), torch.zeros(3, 2), None, None, DraftTree.chain(torch.tensor([6, 7])), (0,), (True, False),
+        ...          1, torch.tensor([5, 6, 1])).kept_rows()
+        [0, 1]
+        """
+        if self.proposal is None:
+            return list(range(self.rows.numel()))
+        return [0] + [1 + node for node in self.path]
 
 
 class Drafter(Protocol):

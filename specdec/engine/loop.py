@@ -56,7 +56,9 @@ def speculate(target: BatchCache | OneRow, drafter: Drafter, prompts: Sequence[t
     vocab = target.model.get_output_embeddings().out_features
     drafter.begin(Generation(dict(zip(rows, prompts)), target.model, vocab, decoding.max_new_tokens, sampling, costs))
 
-    logits, hidden = target.feed(list(prompts), keep=capabilities.prompt_rows, hidden=capabilities.hidden_states)   # 1. [B, keep, V]
+    wants_hidden = capabilities.hidden_states or bool(capabilities.hidden_layers)
+    logits, hidden = target.feed(list(prompts), keep=capabilities.prompt_rows, hidden=wants_hidden)   # 1. [B, keep, V]
+    hidden = _declared(hidden, capabilities.hidden_layers)
     texts, counts, seen, decided = {}, {}, {}, []
     for i, row in enumerate(target.rows):
         first, _ = choose_next(logits[i, -1], sampling, generators[row])
@@ -86,7 +88,8 @@ def speculate(target: BatchCache | OneRow, drafter: Drafter, prompts: Sequence[t
         logits, hidden = target.feed([layouts[row].rows for row in target.rows],      # b. one pass, ragged
                                      keep=max(lay.rows.numel() for lay in layouts.values()),
                                      attend=[layouts[row].attend for row in target.rows],
-                                     offsets=[layouts[row].offsets for row in target.rows], hidden=capabilities.hidden_states)
+                                     offsets=[layouts[row].offsets for row in target.rows], hidden=wants_hidden)
+        hidden = _declared(hidden, capabilities.hidden_layers)
         seen, decided = {}, []
         for i, row in enumerate(target.rows):                                         # c. the rule, d. the cache, row by row
             proposal, (rows_fed, _, _, n) = proposals[row], layouts[row]
@@ -111,6 +114,11 @@ def speculate(target: BatchCache | OneRow, drafter: Drafter, prompts: Sequence[t
 def _done(count: int, last: int, decoding: Decoding, stop_ids: frozenset[int]) -> bool:
     """A row is done once it has max_new_tokens new tokens, or when its last one ends the sequence."""
     return count >= decoding.max_new_tokens or last in stop_ids
+
+
+def _declared(hidden: tuple[torch.Tensor, ...] | None, layers: tuple[int, ...]) -> tuple[torch.Tensor, ...] | None:
+    """The hidden states of the layers a drafter declared (all of them when it named none)."""
+    return hidden if hidden is None or not layers else tuple(hidden[layer] for layer in layers)
 
 
 def _rows_of(hidden: tuple[torch.Tensor, ...] | None, i: int, count: int) -> tuple[torch.Tensor, ...] | None:

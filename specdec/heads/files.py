@@ -1,0 +1,159 @@
+"""A trained head on disk: the layout vLLM and SGLang load for EAGLE-3, with a manifest of checksums.
+
+    DIR/config.json          LlamaForCausalLMEagle3: one decoder layer, hidden_size, draft_vocab_size,
+                             eagle_aux_hidden_state_layer_ids (the target layers it fuses), and a
+                             "specdec" block (the target's layer count and name)
+    DIR/model.safetensors    fc.weight, midlayer.*, norm.weight, lm_head.weight, d2t, t2d (the names of
+                             SafeAILab/EAGLE and SpecForge; vLLM maps midlayer. to model.layers.0.)
+    DIR/manifest.json        SHA-256 of every file above, written last
+    DIR/training/            a checkpoint's extras: optimizer.pt (AdamW's state), progress.json
+
+Every file is written beside its final name and renamed into place (a crash leaves the old file or
+the new one, never half of one), the manifest last; `load_head` refuses a folder whose files do not
+match it, in one line. A published EAGLE-3 checkpoint (no manifest) loads too: `midlayer.` or
+`layers.0.` names, `embed_tokens.weight` ignored (the target's own table is used).
+
+    save_head(head, "heads/qwen")      # then: vllm serve Qwen/Qwen2.5-Coder-1.5B-Instruct \\
+    head = load_head("heads/qwen")     #   --speculative-config '{"method": "eagle3", "model": "heads/qwen", "num_speculative_tokens": 4}'
+
+Not handled: heads with more than one decoder layer, checkpoints in pickle (.bin) format.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file
+
+from specdec.drafting.eagle_head import EagleHead, HeadConfig
+from specdec.errors import SpecdecError
+from specdec.zoo.fetch import cache_dir, file_sha256
+from specdec.zoo.safetensors_writer import write_safetensors
+
+WEIGHTS, CONFIG, MANIFEST, TRAINING = "model.safetensors", "config.json", "manifest.json", "training"
+
+
+def heads_dir() -> Path:
+    """Where `specdec heads train` keeps heads by default: the model cache's `heads/` folder."""
+    return cache_dir() / "heads"
+
+
+def vllm_config(config: HeadConfig, dtype: torch.dtype) -> dict:
+    """The config.json vLLM reads for an EAGLE-3 draft (`LlamaForCausalLMEagle3`), plus our own block."""
+    return {
+        "architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama", "num_hidden_layers": 1,
+        "hidden_size": config.hidden_size, "intermediate_size": config.intermediate_size, "hidden_act": "silu",
+        "num_attention_heads": config.num_attention_heads, "num_key_value_heads": config.num_key_value_heads,
+        "head_dim": config.head_dim, "rms_norm_eps": config.rms_norm_eps, "rope_theta": config.rope_theta,
+        "max_position_embeddings": config.max_position_embeddings, "vocab_size": config.vocab_size,
+        "draft_vocab_size": config.draft_vocab_size, "target_hidden_size": config.hidden_size,
+        "eagle_aux_hidden_state_layer_ids": list(config.layers), "tie_word_embeddings": False,
+        "torch_dtype": str(dtype).removeprefix("torch."),
+        "specdec": {"target": config.target, "target_layers": config.target_layers},
+    }
+
+
+def head_tensors(head: EagleHead) -> dict[str, torch.Tensor]:
+    """The head's tensors under the names EAGLE-3 checkpoints use (the bound target's embedding is not among them)."""
+    return {name: tensor.detach().contiguous() for name, tensor in head.state_dict().items()}
+
+
+def save_head(head: EagleHead, folder: str | Path, training: dict | None = None, optimizer: dict | None = None) -> Path:
+    """Write `head` to `folder` (created if needed) in vLLM's EAGLE-3 layout; `training`/`optimizer`: a checkpoint's extras."""
+    folder = Path(folder)
+    (folder / TRAINING).mkdir(parents=True, exist_ok=True)
+    dtype = head.fc.weight.dtype
+    files = {WEIGHTS: _replace_with(folder / WEIGHTS, lambda path: write_safetensors(head_tensors(head), path)),
+             CONFIG: _write_text(folder / CONFIG, json.dumps(vllm_config(head.config, dtype), indent=2))}
+    if training is not None:
+        files[f"{TRAINING}/progress.json"] = _write_text(folder / TRAINING / "progress.json", json.dumps(training, indent=2))
+    if optimizer is not None:
+        files[f"{TRAINING}/optimizer.pt"] = _replace_with(folder / TRAINING / "optimizer.pt",
+                                                          lambda path: (torch.save(optimizer, path), file_sha256(Path(path)))[1])
+    _write_text(folder / MANIFEST, json.dumps({"files": files}, indent=2))
+    return folder
+
+
+def load_head(folder: str | Path, target: torch.nn.Module | None = None) -> EagleHead:
+    """Read a head saved by `save_head` (checked against its manifest) or a published EAGLE-3 checkpoint; bound to `target` if given."""
+    folder = Path(folder)
+    if not (folder / CONFIG).is_file() or not (folder / WEIGHTS).is_file():
+        raise SpecdecError(f"{folder} does not hold a head (config.json and model.safetensors): train one with "
+                           "`specdec heads train --target NAME --out DIR`")
+    check_manifest(folder)
+    try:
+        raw = json.loads((folder / CONFIG).read_text())
+        tensors = {_our_name(name): tensor for name, tensor in load_file(str(folder / WEIGHTS)).items() if "embed_tokens" not in name}
+    except (ValueError, SafetensorError, OSError) as error:
+        raise SpecdecError(f"{folder} holds a head that cannot be read ({error}): train it again") from None
+    head = EagleHead(config_from(raw, tensors))
+    missing, unexpected = head.load_state_dict(tensors, strict=False)
+    if missing or unexpected:
+        raise SpecdecError(f"{folder} is not an EAGLE-3 head of this layout: missing {sorted(missing)[:3]}, unexpected {sorted(unexpected)[:3]}")
+    if target is None:
+        return head.eval()
+    return head.to(next(target.parameters()).device).bind(target).eval()
+
+
+def load_training(folder: str | Path) -> tuple[dict, dict] | None:
+    """A checkpoint's (progress, optimizer state) to resume from, or None when the folder has none."""
+    folder = Path(folder)
+    progress, optimizer = folder / TRAINING / "progress.json", folder / TRAINING / "optimizer.pt"
+    if not progress.is_file() or not optimizer.is_file():
+        return None
+    check_manifest(folder)
+    return json.loads(progress.read_text()), torch.load(optimizer, weights_only=True)
+
+
+def check_manifest(folder: Path) -> None:
+    """Refuse, in one line, a folder whose files do not match the SHA-256 its manifest recorded (no manifest: a published head)."""
+    if not (folder / MANIFEST).is_file():
+        return
+    try:
+        files = json.loads((folder / MANIFEST).read_text())["files"]
+    except (ValueError, KeyError):
+        raise SpecdecError(f"{folder}/manifest.json is damaged: train the head again") from None
+    for name, sha256 in files.items():
+        if not (folder / name).is_file() or file_sha256(folder / name) != sha256:
+            raise SpecdecError(f"{folder / name} does not match its checksum (corrupted or half-written): train the head again "
+                               "or copy it anew")
+
+
+def config_from(raw: dict, tensors: dict[str, torch.Tensor]) -> HeadConfig:
+    """A `HeadConfig` from an EAGLE-3 config.json (ours or a published one); layers unknown until bound default to vLLM's."""
+    ours = raw.get("specdec", {})
+    hidden, heads = raw["hidden_size"], raw["num_attention_heads"]
+    target_layers = ours.get("target_layers") or 0
+    layers = tuple(raw.get("eagle_aux_hidden_state_layer_ids") or ())          # () until bound: vLLM's default for the target
+    return HeadConfig(hidden_size=hidden, intermediate_size=raw["intermediate_size"], num_attention_heads=heads,
+                      num_key_value_heads=raw.get("num_key_value_heads") or heads, head_dim=raw.get("head_dim") or hidden // heads,
+                      vocab_size=raw["vocab_size"], draft_vocab_size=raw.get("draft_vocab_size") or raw["vocab_size"],
+                      layers=layers, target_layers=target_layers, rms_norm_eps=raw.get("rms_norm_eps", 1e-6),
+                      rope_theta=float(raw.get("rope_theta", 10000.0)),
+                      max_position_embeddings=raw.get("max_position_embeddings", 32768), target=ours.get("target", ""))
+
+
+def _our_name(name: str) -> str:
+    return name.replace("layers.0.", "midlayer.").removeprefix("model.")
+
+
+def _write_text(path: Path, text: str) -> str:
+    return _replace_with(path, lambda temporary: (Path(temporary).write_text(text), file_sha256(Path(temporary)))[1])
+
+
+def _replace_with(path: Path, write) -> str:
+    """Write through `write(temporary_path) -> sha256` beside `path`, then rename into place; the SHA-256."""
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(handle)
+    try:
+        sha256 = write(temporary)
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+    return sha256

@@ -1,0 +1,215 @@
+"""Training an EAGLE-3 head on the target's own passes, with the training-time test (Li et al. 2025).
+
+Notation: p is the target, q the head, d the draft vocabulary, K the steps unrolled.
+
+Data. Any token sequences (ShareGPT conversations with the target's chat template, `specdec.zoo.sharegpt`;
+or the target's own answers). For each chunk of T tokens ONE target pass (no gradient) gives what the
+head learns from:
+
+    features  h^low, h^mid, h^high   3 x [T, H]   the hidden states of the layers the head fuses
+    labels    p_t restricted to the draft vocabulary and renormalised   [T, d]   (soft labels: the
+              head learns the target's whole distribution, not only the text's next token)
+
+Teacher forcing on a dataset's text costs one target pass per chunk; self-distillation (training on
+answers the target wrote itself) also needs the target to generate them, token by token, which costs
+far more per token on a CPU. Both are sequences here: the caller chooses.
+
+The training-time test (EAGLE-3's change to training). At inference the head drafts from its own
+outputs: depth 2 reads (y_1, g) where g is the head's own hidden state, not the target's. Trained only
+on the target's features it would never have seen its own. So every step unrolls K times:
+
+    step 0   entry i = (x_{i+1}, f_i)            attends entries j <= i            predicts x_{i+2}: label p_{i+1}
+    step k   entry i = (x_{i+1+k}, g^{k-1}_i)    attends step-0 entries j <= i     predicts x_{i+2+k}: label p_{i+1+k}
+                                                 and its own chain (steps 1..k at i)
+
+exactly what a depth-(k+1) node sees in a tree (the text's entries and its ancestors), at position i + k.
+The loss is sum_k 0.8^k CE(p_{i+1+k}, q^k_i), averaged over positions (EAGLE-3's weights).
+
+    head = train_head(target, sequences, minutes=30)       # a fresh head, or `head=` to go on training one
+    EagleDrafter(head)
+
+It runs on whatever device the target is on (a CUDA target trains on CUDA). `progress` is told after
+every step (`TrainingProgress`: step, loss, accuracy, time left); `stop()` returning True ends the
+run after the current step; `checkpoint(head, progress, optimizer)` is called every `checkpoint_every_s`
+and at the end (the file layer, `specdec.heads.files`, writes it atomically). No I/O here.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from specdec.drafting.eagle_head import EagleHead
+from specdec.errors import SpecdecError
+
+
+@dataclass(frozen=True)
+class TrainingSettings:
+    """How a head is trained: unrolled steps, chunk length, learning rate, draft vocabulary size.
+
+    >>> TrainingSettings().unroll, TrainingSettings().loss_weights()
+    (3, [1.0, 0.8, 0.6400000000000001])
+    """
+
+    unroll: int = 3                     # K: EAGLE-3 unrolls 7; 3 keeps a CPU step short
+    chunk: int = 256                    # tokens per target pass
+    learning_rate: float = 3e-4
+    draft_vocab: int = 32000            # d: EAGLE-3's size (a tenth of some vocabularies is enough to cover most text)
+    clip: float = 0.5                   # gradient norm
+    decay: float = 0.8
+
+    def loss_weights(self) -> list[float]:
+        return [self.decay ** k for k in range(self.unroll)]
+
+
+@dataclass(frozen=True)
+class TrainingProgress:
+    """Where a training run stands after a step."""
+
+    step: int
+    tokens: int                          # tokens of features read so far
+    loss: float                          # this step's loss
+    accuracy: float                      # this step's share of step-0 positions where q's top token is p's
+    elapsed_s: float
+    seconds_left: float | None           # None: no limit known
+
+    def describe(self) -> str:
+        left = "" if self.seconds_left is None else f", about {math.ceil(self.seconds_left / 60)} min left"
+        return f"step {self.step}: loss {self.loss:.3f}, top-1 agreement {self.accuracy:.0%}, {self.tokens:,} tokens{left}"
+
+
+def draft_vocabulary(sequences: Sequence[torch.Tensor], size: int, vocab_size: int) -> torch.Tensor:
+    """The `size` most frequent token ids of `sequences` (ties to the lower id), filled up with the lowest unseen ids; ascending.
+
+    >>> draft_vocabulary([torch.tensor([5, 5, 2, 7])], 3, 10).tolist()
+    [2, 5, 7]
+    >>> draft_vocabulary([torch.tensor([5, 5])], 3, 10).tolist()       # one seen, two filled in
+    [0, 1, 5]
+    """
+    size = min(size, vocab_size)
+    counts = Counter()
+    for sequence in sequences:
+        counts.update(sequence.tolist())
+    chosen = [token for token, _ in sorted(counts.items(), key=lambda item: (-item[1], item[0])) if token < vocab_size][:size]
+    taken = set(chosen)
+    chosen += [token for token in range(vocab_size) if token not in taken][:size - len(chosen)]
+    return torch.tensor(sorted(chosen), dtype=torch.long)
+
+
+@torch.inference_mode()
+def target_features(target: nn.Module, ids: torch.Tensor, head: EagleHead) -> tuple[tuple[torch.Tensor, ...], torch.Tensor]:
+    """One target pass over ids [T]: the three hidden states the head fuses (3 x [T, H]) and p over the draft vocabulary [T, d]."""
+    output = target(input_ids=ids[None].to(head.device), output_hidden_states=True)
+    features = tuple(output.hidden_states[layer][0].float() for layer in head.config.layers)
+    labels = torch.softmax(output.logits[0].float()[:, head.draft_ids()], dim=-1)             # [T, d]
+    return features, labels
+
+
+def unrolled_loss(head: EagleHead, ids: torch.Tensor, features: tuple[torch.Tensor, ...], labels: torch.Tensor,
+                  settings: TrainingSettings) -> tuple[torch.Tensor, float]:
+    """The training-time test's loss over one chunk (module docstring) and step 0's top-1 agreement with p."""
+    n = ids.numel() - 1                                                   # entries i = 0 .. T - 2
+    attention = head.midlayer.self_attn
+    hidden = head.fuse(tuple(feature[:n] for feature in features))       # [n, H]
+    keys = values = None
+    chain_keys, chain_values = [], []                                     # steps 1..k: each entry's own chain
+    total, accuracy = torch.zeros((), device=head.device), 0.0
+    for k, weight in enumerate(settings.loss_weights()):
+        m = n - k                                                         # entries with a label at this depth
+        if m <= 0:
+            break
+        x = head.midlayer.inputs(head.embed(ids[1 + k:1 + k + m].to(head.device)), hidden[:m])   # [m, 2H]
+        q, key, value = attention.project(x, torch.arange(k, k + m, device=head.device))
+        if k == 0:
+            keys, values = key, value
+        else:
+            chain_keys, chain_values = [c[:m] for c in chain_keys] + [key], [c[:m] for c in chain_values] + [value]
+        mask = torch.ones(m, n, dtype=torch.bool, device=head.device).tril()                         # step 0: j <= i
+        mask = torch.cat([mask] + [torch.eye(m, dtype=torch.bool, device=head.device)] * len(chain_keys), dim=1)
+        all_keys = torch.cat([keys] + chain_keys) if chain_keys else keys
+        all_values = torch.cat([values] + chain_values) if chain_values else values
+        g = head.midlayer.finish(attention.attend(q, all_keys, all_values, mask), hidden[:m])      # [m, H]
+        logits = head.lm_head(head.norm(g))                                                           # [m, d]
+        target = labels[1 + k:1 + k + m]                                                              # p_{i+1+k}
+        total = total + weight * -(target * torch.log_softmax(logits, dim=-1)).sum(-1).mean()
+        if k == 0:
+            accuracy = float((logits.argmax(-1) == target.argmax(-1)).float().mean())
+        hidden = g
+    return total, accuracy
+
+
+def chunks(sequences: Sequence[torch.Tensor], length: int) -> list[torch.Tensor]:
+    """Every sequence cut into pieces of at most `length` tokens (pieces under 3 tokens teach nothing and are dropped).
+
+    >>> [c.tolist() for c in chunks([torch.arange(7), torch.arange(2)], 3)]
+    [[0, 1, 2], [3, 4, 5]]
+    """
+    pieces = [sequence[start:start + length] for sequence in sequences for start in range(0, sequence.numel(), length)]
+    return [piece for piece in pieces if piece.numel() >= 3]
+
+
+def train_head(target: nn.Module, sequences: Sequence[torch.Tensor], *, steps: int | None = None, minutes: float | None = None,
+               seed: int = 0, head: EagleHead | None = None, settings: TrainingSettings = TrainingSettings(),
+               progress: Callable[[TrainingProgress], None] | None = None, stop: Callable[[], bool] | None = None,
+               checkpoint: Callable[[EagleHead, TrainingProgress, torch.optim.Optimizer], None] | None = None,
+               checkpoint_every_s: float = 300.0, optimizer_state: dict | None = None, start_step: int = 0,
+               name: str = "") -> EagleHead:
+    """Train an EAGLE-3 head for `target` on `sequences` ([T] token ids each) for `steps` steps and/or `minutes`.
+
+    A fresh head (`head=None`) takes its draft vocabulary from the sequences' most frequent tokens. Resume
+    with the head, the optimizer's state and the step a checkpoint recorded. Deterministic for a seed on a CPU.
+    """
+    if steps is None and minutes is None:
+        raise SpecdecError("say how long to train: steps=N or minutes=M")
+    if (steps is not None and steps < 1) or (minutes is not None and not minutes > 0):
+        raise SpecdecError(f"steps must be >= 1 and minutes > 0, got steps={steps} and minutes={minutes}")
+    pieces = chunks(list(sequences), settings.chunk)
+    if not pieces:
+        raise SpecdecError("no training text: give sequences of at least 3 tokens")
+    vocab = target.get_output_embeddings().out_features
+    if head is None:
+        head = EagleHead.for_target(target, draft_vocabulary(pieces, settings.draft_vocab, vocab), name=name, seed=seed)
+        head.to(next(target.parameters()).device)
+    head.bind(target).train()
+    torch.manual_seed(seed)
+    optimizer = torch.optim.AdamW(head.parameters(), lr=settings.learning_rate)
+    if optimizer_state is not None:
+        optimizer.load_state_dict(optimizer_state)
+    order = torch.randperm(len(pieces), generator=torch.Generator().manual_seed(seed)).tolist()
+    started = last_checkpoint = time.monotonic()
+    step, tokens, report = start_step, 0, None
+    while True:
+        piece = pieces[order[step % len(pieces)]]
+        features, labels = target_features(target, piece, head)
+        loss, accuracy = unrolled_loss(head, piece, tuple(f.clone() for f in features), labels.clone(), settings)
+        optimizer.zero_grad()
+        loss.backward()
+        nn.utils.clip_grad_norm_(head.parameters(), settings.clip)
+        optimizer.step()
+        step, tokens = step + 1, tokens + piece.numel()
+        elapsed = time.monotonic() - started
+        report = TrainingProgress(step, tokens, loss.item(), accuracy, elapsed, _seconds_left(step - start_step, steps, elapsed, minutes))
+        if progress is not None:
+            progress(report)
+        done = (steps is not None and step - start_step >= steps) or (minutes is not None and elapsed >= minutes * 60)
+        done = done or (stop is not None and stop())
+        if checkpoint is not None and (done or time.monotonic() - last_checkpoint >= checkpoint_every_s):
+            checkpoint(head, report, optimizer)
+            last_checkpoint = time.monotonic()
+        if done:
+            break
+    return head.eval()
+
+
+def _seconds_left(done: int, steps: int | None, elapsed: float, minutes: float | None) -> float | None:
+    """The time left: by the step count (from the pace so far) or the minutes, whichever ends first."""
+    by_steps = None if steps is None else elapsed / done * (steps - done)
+    by_minutes = None if minutes is None else max(0.0, minutes * 60 - elapsed)
+    known = [value for value in (by_steps, by_minutes) if value is not None]
+    return min(known) if known else None
