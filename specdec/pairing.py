@@ -7,7 +7,8 @@
     plain = generate_plain(pair, input_ids, decoding)                       # the target alone
 
 The draft may be a drafting method that needs no model of its own (`prompt-lookup`, `recycling`, `lookahead`,
-`suffix`, `layer-skip`: `specdec.generation.methods`); only the target is loaded then. A draft whose
+`suffix`, `layer-skip`: `specdec.generation.methods`); only the target is loaded then. It may be a trained
+EAGLE-3 head: `eagle` (the head `specdec heads train` made for this target, in the cache) or a head's folder. A draft whose
 tokenizer differs from the target's drafts text that the target's tokenizer re-encodes
 (`specdec.drafting.cross_tokenizer`). The drafting decisions are the engine's policy's
 (`specdec.generation.policy`), made once per generation; a result says what it drafted (`result.drafting`).
@@ -26,6 +27,8 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from specdec.drafting.cross_tokenizer import CrossTokenizerDrafter, retokenize, whole_character_tokens
 from specdec.drafting.draft_model import ModelDrafter
+from specdec.drafting.eagle import EagleDrafter
+from specdec.drafting.eagle_head import EagleHead
 from specdec.drafting.tree_drafter import TreeDrafter, TreeSettings
 from specdec.engine.contract import Drafter
 from specdec.engine.inputs import Decoding
@@ -36,6 +39,7 @@ from specdec.generation.autoregressive import autoregressive_generate
 from specdec.generation.methods import is_target_only, make_drafter
 from specdec.generation.policy import DraftingPlan, plan_drafting
 from specdec.generation.run import run_plan
+from specdec.heads.files import find_head, is_head, load_head
 from specdec.kernels.precision import Precision, read_off, resolve_pair_precision
 from specdec.kernels.quantization import precision_summary
 from specdec.zoo import load_progress
@@ -69,6 +73,7 @@ class LoadedPair:
     whole: torch.Tensor | None = None
     drafters: dict[str, Drafter] = field(default_factory=dict)   # the target-only drafters made so far, by name
     resolved: dict[str, Precision] = field(default_factory=dict)  # "target", "draft": how each was loaded (`specdec.kernels.precision`)
+    head: EagleHead | None = None      # a trained EAGLE-3 head drafts (the draft name was `eagle` or a head's folder)
 
     @property
     def cross_tokenizer(self) -> bool:
@@ -133,6 +138,11 @@ class LoadedPair:
         """The drafter for one generation: the pair's draft model as a chain (`vocab_limit`: see `ModelDrafter`) or a tree
         (`tree`), a draft with its own tokenizer, or the method `method` (or the pair's draft name, when it is one of
         the target-only drafters)."""
+        if self.head is not None and method is None:
+            if vocab_limit is not None:
+                raise SpecdecError("an EAGLE head has its own draft vocabulary: drop the draft vocabulary limit")
+            settings = tree or TreeSettings()
+            return EagleDrafter(self.head, f"EAGLE-3 head ({self.draft_name})", settings.budget, min(settings.depth, 8), settings.width)
         method = method or (None if self.draft is not None else self.draft_name)
         if method is not None:
             if tree is not None or vocab_limit is not None:
@@ -195,13 +205,14 @@ def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: st
         raise SpecdecError(f"{target_name} can only be the draft: give a model as the target")
     say = progress or (lambda message: None)
     precisions = dict(zip(("target", "draft"), resolve_pair_precision(device, dtype, quantization, draft_quantization,
-                                                                                          not is_target_only(draft_name))))
+                                                                                          not is_target_only(draft_name) and not is_head(draft_name))))
     if any(precision is not None and precision.weights == "w8a8" for precision in precisions.values()):
         require_w8a8(say)                          # before anything is read: its kernel must pass this machine's test
     with parsed_once():                            # each GGUF header parsed once for the tokenizers and both models
         seconds: dict[str, float] = {}
         start = time.perf_counter()
-        names = [target_name] if is_target_only(draft_name) or same_tokenizer_files(target_name, draft_name) else [target_name, draft_name]
+        head_folder = find_head(draft_name, target_name) if is_head(draft_name) else None   # refuse a missing head before loading
+        names = [target_name] if is_target_only(draft_name) or head_folder or same_tokenizer_files(target_name, draft_name) else [target_name, draft_name]
         with load_progress.reporting(steps):           # seconds each from a GGUF file on a first load: a stage of its own
             tokenizers = []
             for done, name in enumerate(names):
@@ -214,7 +225,7 @@ def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: st
         seconds["tokenizers"] = time.perf_counter() - start
         models = {}
         for role, name in (("target", target_name), ("draft", draft_name)):
-            if is_target_only(name):
+            if is_target_only(name) or (role == "draft" and head_folder is not None):
                 continue
             say(f"Loading {role} {name} …")
             start = time.perf_counter()
@@ -230,9 +241,13 @@ def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: st
         rows = models["draft"].get_output_embeddings().out_features
         whole = whole_character_tokens(draft_tokenizer, min(rows, len(draft_tokenizer)))
         seconds["draft vocabulary"] = time.perf_counter() - start
+    head = None
+    if head_folder is not None:
+        say(f"Loading the EAGLE-3 head {head_folder} …")
+        head = load_head(head_folder, models["target"])
     target = precisions["target"]
     return LoadedPair(target_name, draft_name, models["target"], models.get("draft"), tokenizer, target.device, target.dtype, seconds,
-                      draft_tokenizer, whole, resolved={role: value for role, value in precisions.items() if value is not None})
+                      draft_tokenizer, whole, resolved={role: value for role, value in precisions.items() if value is not None}, head=head)
 
 
 def encode_chat(tokenizer: PreTrainedTokenizerBase, messages: Sequence[tuple[str, str]]) -> torch.Tensor:

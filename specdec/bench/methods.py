@@ -15,6 +15,8 @@ which one it holds:
 - `Plain` ("plain"): ours, the target alone
 - `Family`: a drafting method that needs only the target (`specdec.generation.methods`), with its
   defaults and a fresh drafter per run, so no run learns from another prompt's output
+- `Eagle` ("eagle"): the EAGLE-3 head `specdec heads train` made for the pair's target, drafting its dynamic
+  tree (skipped for a target with no trained head)
 - `Transformers`: transformers' "generate", "assisted", "assisted-dynamic", "assisted-default" and
   "hf-prompt-lookup" (`specdec.bench.hf_baselines`)
 
@@ -30,6 +32,7 @@ import torch
 
 from specdec.bench.gammas import ADAPTIVE, DEFAULT, is_schedule, tree_settings
 from specdec.bench.hf_baselines import HF_METHODS, hf_generate
+from specdec.drafting.eagle import EagleDrafter
 from specdec.engine.costs import CostProfile
 from specdec.engine.inputs import Decoding
 from specdec.engine.kv_cache import has_sliding_window
@@ -38,6 +41,7 @@ from specdec.engine.schedule import AdaptiveGamma
 from specdec.generation.methods import METHODS, Method, target_only
 from specdec.generation.policy import plan_drafting
 from specdec.generation.run import run_plan
+from specdec.heads.files import load_head, trained_head
 from specdec.pairing import AUTO, LoadedPair, generate_plain, generate_speculative
 
 
@@ -112,6 +116,27 @@ class Family(BenchMethod):
         return Outcome(result.tokens, result.stats.wall_time_s, result)
 
 
+class Eagle(BenchMethod):
+    """A trained EAGLE-3 head for the pair's target (the pair's own, or the one `specdec heads train` left in the cache)."""
+
+    name, family = "eagle", True
+
+    def __init__(self) -> None:
+        self.heads: dict[int, object] = {}      # id(target) -> its head, loaded once (kept off the pair: its draft stays its draft)
+
+    def applies(self, pair, temperature=0.0):
+        return (pair.head is not None or trained_head(pair.target_name) is not None) and not has_sliding_window(pair.target)
+
+    def run(self, pair, input_ids, decoding, gamma, costs, settings):
+        head = pair.head
+        if head is None:
+            head = self.heads.get(id(pair.target)) or self.heads.setdefault(id(pair.target), load_head(trained_head(pair.target_name),
+                                                                                                         pair.target))
+        plan = plan_drafting(pair.target, EagleDrafter(head))          # a fresh drafter: no run learns from another
+        result = run_plan(pair.target, plan, [input_ids.reshape(-1)], decoding, pair.eos_token_ids)[0]
+        return Outcome(result.tokens, result.stats.wall_time_s, result)
+
+
 class Transformers(BenchMethod):
     """One of transformers' own: `generate`, assisted generation (three ways) or its prompt lookup."""
 
@@ -146,6 +171,6 @@ class Transformers(BenchMethod):
 
 
 BENCH_METHODS: dict[str, BenchMethod] = {method.name: method for method in (
-    Speculative(), Plain(), *(Family(METHODS[name]) for name in target_only()), *(Transformers(name) for name in HF_METHODS))}
+    Speculative(), Plain(), *(Family(METHODS[name]) for name in target_only()), Eagle(), *(Transformers(name) for name in HF_METHODS))}
 FAMILIES = ("speculative",) + tuple(name for name, method in BENCH_METHODS.items() if method.family)
 BASELINE = "generate"       # every speedup is over transformers' generate on the same prompt, temperature and repeat

@@ -1,4 +1,4 @@
-"""The command line: `specdec toy`, `run`, `bench` and `models`.
+"""The command line: `specdec toy`, `run`, `bench`, `models` and `heads`.
 
     specdec toy                                   # is the accept/reject rule exact? 200k trials
     specdec toy --target 0.3,0.4,0.3 --draft 0.6,0.2,0.2 --theory
@@ -15,10 +15,11 @@ import sys
 from collections.abc import Sequence
 
 from specdec.cli import commands
+from specdec.cli.heads import heads
 from specdec.cli.parser import build_parser
 from specdec.errors import SpecdecError
 
-COMMANDS = {"toy": commands.toy, "run": commands.run, "bench": commands.bench, "models": commands.models}
+COMMANDS = {"toy": commands.toy, "run": commands.run, "bench": commands.bench, "models": commands.models, "heads": heads}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

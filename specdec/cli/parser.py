@@ -89,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="target model p: a zoo name (specdec models list), hub id, local folder or .gguf file")
     run.add_argument("--draft", default="qwen2.5-coder-0.5b",
                      help="draft model q (any tokenizer), or a method that needs no draft model: prompt-lookup, recycling "
-                          "(Token Recycling), lookahead, suffix (suffix decoding) or layer-skip (the target skipping half its layers)")
+                          "(Token Recycling), lookahead, suffix (suffix decoding) or layer-skip (the target skipping half its layers); "
+                          "or a trained EAGLE-3 head: eagle (the one `specdec heads train` made for the target) or a head's folder")
     run.add_argument("--corpus", nargs="+", default=None, metavar="FILE",
                      help="with --draft suffix: text files whose tokens the suffix tree also drafts from")
     run.add_argument("--prompt", default=DEFAULT_PROMPT, help="the text to continue")
@@ -166,6 +167,20 @@ def build_parser() -> argparse.ArgumentParser:
                        help="run nothing: summarise (and chart, with --figure) the rows of earlier --out files, together")
     bench.add_argument("--figure", default=None, help="write the charts to this .html or .png file (png needs kaleido and chromium)")
     bench.add_argument("--markdown", action="store_true", help="print the summary as a markdown table")
+
+    heads = commands.add_parser("heads", help="trained draft heads (EAGLE-3): train one for a target")
+    head_actions = heads.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    train = head_actions.add_parser("train", help="train an EAGLE-3 head on ShareGPT for a target; Ctrl-C stops and keeps the checkpoint")
+    train.add_argument("--target", default="qwen2.5-coder-1.5b", help="the target the head drafts for (a zoo name, hub id or folder)")
+    train.add_argument("--minutes", type=float, default=None, help="train for this many minutes (of this machine's time)")
+    train.add_argument("--steps", type=_positive_int, default=None, help="or for this many steps (each one chunk of 256 tokens)")
+    train.add_argument("--out", default=None, metavar="DIR",
+                       help="the head's folder (default: the cache, where `specdec run --draft eagle` finds it); vLLM loads it as eagle3")
+    train.add_argument("--fresh", action="store_true", help="start a new head even if DIR holds a checkpoint (default: go on from it)")
+    train.add_argument("--conversations", type=_positive_int, default=800, help="ShareGPT conversations to read (default 800)")
+    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps (default auto)")
+    train.add_argument("--quantization", default="auto", help="the target's weights, as `specdec run` loads it (default auto)")
 
     models = commands.add_parser("models", help="the model zoo: list, fetch, locate and remove models")
     actions = models.add_subparsers(dest="action", required=True, parser_class=_Parser)

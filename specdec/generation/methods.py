@@ -22,6 +22,7 @@ from transformers import PreTrainedModel
 
 from specdec.drafting.cross_tokenizer import CrossTokenizerDrafter
 from specdec.drafting.draft_model import ModelDrafter
+from specdec.drafting.eagle import EagleDrafter
 from specdec.drafting.layer_skip import LayerSkipDrafter
 from specdec.drafting.lookahead import LookaheadDrafter
 from specdec.drafting.prompt_lookup import PromptLookupDrafter
@@ -34,6 +35,7 @@ from specdec.errors import SpecdecError
 TARGET = "the target only"                               # what a method needs loaded besides the target ...
 DRAFT_MODEL = "a draft model sharing the target's tokenizer"
 DRAFT_AND_TOKENIZER = "a draft model and its own tokenizer"
+HEAD = "a head trained for the target (specdec heads train)"
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,8 @@ METHODS: dict[str, Method] = {method.name: method for method in (
            lambda target: LookaheadDrafter()),
     Method("suffix", SuffixDrafter, TARGET, "what followed the text's end before, from suffix trees (Oliaro et al. 2024)",
            lambda target: SuffixDrafter()),
+    Method("eagle", EagleDrafter, HEAD, "a trained EAGLE-3 head reads the target's hidden states and drafts a dynamic tree "
+           "(Li et al. 2024-25)"),
     Method("layer-skip", LayerSkipDrafter, TARGET, "the target skipping its quietest layers drafts for itself (SWIFT)",
            lambda target: LayerSkipDrafter(target)),
 )}

@@ -43,6 +43,35 @@ def heads_dir() -> Path:
     return cache_dir() / "heads"
 
 
+def is_head(name: str) -> bool:
+    """Whether a draft name means a trained head: `eagle` (the target's, in the cache) or a folder holding one.
+
+    >>> is_head("eagle"), is_head("qwen2.5-coder-0.5b")
+    (True, False)
+    """
+    if name == "eagle":
+        return True
+    path = Path(name)
+    return path.is_dir() and (path / CONFIG).is_file() and "Eagle3" in (path / CONFIG).read_text()[:4000]
+
+
+def trained_head(target_name: str) -> Path | None:
+    """The folder of the head `specdec heads train` made for `target_name` in the cache, or None."""
+    folder = heads_dir() / Path(target_name).name
+    return folder if (folder / CONFIG).is_file() and (folder / WEIGHTS).is_file() else None
+
+
+def find_head(name: str, target_name: str) -> Path:
+    """The folder of the head a draft name means; one line saying how to make it when there is none."""
+    if name != "eagle":
+        return Path(name)
+    folder = trained_head(target_name)
+    if folder is None:
+        raise SpecdecError(f"no EAGLE head is trained for {target_name} yet: run `specdec heads train --target {target_name} "
+                           "--minutes 30` (or give a head's folder as the draft)")
+    return folder
+
+
 def vllm_config(config: HeadConfig, dtype: torch.dtype) -> dict:
     """The config.json vLLM reads for an EAGLE-3 draft (`LlamaForCausalLMEagle3`), plus our own block."""
     return {
@@ -152,6 +181,7 @@ def _replace_with(path: Path, write) -> str:
     os.close(handle)
     try:
         sha256 = write(temporary)
+        os.chmod(temporary, 0o644)                      # mkstemp makes it private; a head is meant to be shared (vLLM, SGLang)
         os.replace(temporary, path)
     finally:
         if os.path.exists(temporary):
