@@ -139,6 +139,9 @@ def blocks_to_typst(lines: list[str], operators: set[str], source: str, offset: 
             out.append(f"#solution[\n{body}\n]")
             index = end + 1
             continue
+        if stripped.startswith("<!--") and stripped.endswith("-->"):   # a comment for the editors, not the reader
+            index += 1
+            continue
         if stripped.startswith("<"):
             raise ConversionError(f"{where(index)}: HTML other than a Solution <details> block is not supported: {stripped}")
         if image := IMAGE.match(stripped):

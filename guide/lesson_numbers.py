@@ -762,3 +762,81 @@ NUMBERS += [
     Measured(BEYOND, "made <<.2f>>x alone, <<.2f>>x with 4 requests in flight and <<.2f>>x with 16", SERVER_BENCH, "vllm-server.csv",
              _server_speedups),
 ]
+
+# ---- chapter 4, trained draft heads: Medusa, EAGLE, EAGLE-2, EAGLE-3 (the head's size built from its config, on the meta device)
+
+from functools import cache  # noqa: E402
+
+from specdec.drafting.eagle_head import EagleHead, HeadConfig  # noqa: E402
+from specdec.heads.training import TrainingSettings  # noqa: E402
+
+QWEN_1_5B = {"hidden_size": 1536, "intermediate_size": 8960, "num_attention_heads": 12, "num_key_value_heads": 2, "head_dim": 128,
+             "vocab_size": QWEN_VOCABULARY, "layers": 28}      # Qwen2.5-Coder-1.5B's config.json
+HEAD_TOY_P = TOY_P                                            # the classic bug: the toy target over A, B, C ...
+HEAD_DRAFT_IDS = (B, C)                                       # ... a draft vocabulary without A ...
+HEAD_Q = (0.50, 0.50)                                         # ... and the head's q over its two draft ids
+
+
+@cache
+def head_weights(draft_vocab: int = TrainingSettings().draft_vocab) -> dict[str, float]:
+    """Millions of weights of an EAGLE-3 head for Qwen2.5-Coder-1.5B and of the target, both built on the meta device.
+
+    A draft step runs the head's decoder layer, its final norm and its output layer (the fusion `fc` runs once a
+    round, over the rows the target kept); a target step reads all of the target's weights.
+    """
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    sizes = {key: value for key, value in QWEN_1_5B.items() if key != "layers"}
+    config = HeadConfig(**sizes, draft_vocab_size=draft_vocab, layers=HeadConfig.default_layers(QWEN_1_5B["layers"]),
+                        target_layers=QWEN_1_5B["layers"])
+    with torch.device("meta"):
+        head = EagleHead(config)
+        target = Qwen2ForCausalLM(Qwen2Config(**{k: v for k, v in sizes.items() if k != "head_dim"},
+                                              num_hidden_layers=QWEN_1_5B["layers"], tie_word_embeddings=True))
+
+    def millions(module) -> float:
+        return sum(parameter.numel() for parameter in module.parameters()) / 1e6
+
+    step = millions(head.midlayer) + millions(head.norm) + millions(head.lm_head)
+    return {"head": millions(head), "fc": millions(head.fc), "layer": millions(head.midlayer), "output": millions(head.lm_head),
+            "target": millions(target), "step": step, "share": 100 * step / millions(target)}
+
+
+def unmapped_q_output() -> tuple[np.ndarray, np.ndarray]:
+    """The classic bug, exactly: tokens drawn from the head's q spread over the target's vocabulary, the rule told q laid
+    on the first d target ids instead. Returns (the buggy output, the correct output)."""
+    mapped = np.zeros(len(HEAD_TOY_P))
+    mapped[list(HEAD_DRAFT_IDS)] = HEAD_Q
+    unmapped = np.zeros(len(HEAD_TOY_P))
+    unmapped[:len(HEAD_Q)] = HEAD_Q
+    return bugs.output_distribution(HEAD_TOY_P, unmapped, mapped), bugs.correct_rule(HEAD_TOY_P, mapped)
+
+
+NUMBERS += [
+    Computed(BEYOND, "`specdec.EagleHead` holds <<.1f>> million weights: a fusion layer of <<.1f>> million, one decoder layer of <<.1f>> "
+                     "million and an output layer of <<.1f>> million over a draft vocabulary of <<,d>> tokens, beside the target's "
+                     "<<.1f>> million. A draft step runs the decoder layer and the output layer: <<.1f>>% of the weights a target step reads",
+             lambda: (lambda w: (w["head"], w["fc"], w["layer"], w["output"], TrainingSettings().draft_vocab, w["target"], w["share"]))(
+                 head_weights())),
+    Reported(BEYOND, "| Medusa | 1.71x | 2.31 | Vicuna-7B |", SPEC_BENCH),
+    Reported(BEYOND, "| EAGLE | 2.10x | 3.58 | Vicuna-7B |", SPEC_BENCH),
+    Reported(BEYOND, "| EAGLE-2 | 2.36x | 4.34 | Vicuna-7B |", SPEC_BENCH),
+    Reported(BEYOND, "| EAGLE-3 | 3.02x | 5.71 | Vicuna-13B |", SPEC_BENCH),
+    Reported(BEYOND, "LLaMA-3.1-8B in SGLang on one H100 went from 158 to 373 tokens/s", EAGLE3),
+    Computed(BEYOND, r"(<<,d>> of Qwen's <<,d>>), which makes it <<.1f>>x smaller",
+             lambda: (TrainingSettings().draft_vocab, QWEN_VOCABULARY, QWEN_VOCABULARY / TrainingSettings().draft_vocab)),
+    Computed(BEYOND, r"cross-entropy to $p_{i+1+k}$, weighted $<<.1f>>^k$", lambda: TrainingSettings().decay),
+    Computed(BEYOND, "with a draft vocabulary of B and C (A left out) and the head's q = (<<s>>) over it, the rule emits (<<s>>) "
+                     "instead of $p$ = (<<s>>)",
+             lambda: (vector(HEAD_Q), vector(unmapped_q_output()[0]), vector(unmapped_q_output()[1]))),
+    # exercise 11: what the draft vocabulary saves in a draft step
+    Computed(BEYOND, "The decoder layer holds <<.1f>> million weights and the output layer <<,d>> rows of <<d>>, <<.1f>> million, so a "
+                     "step reads <<.1f>> million, <<.1f>>% of the target's <<.1f>> million. With the whole vocabulary the output layer "
+                     "holds <<,d>> rows, <<.1f>> million, and a step reads <<.1f>> million, <<.1f>>%: the draft vocabulary makes "
+                     "a step <<.2f>>x cheaper",
+             lambda: (lambda small, full: (small["layer"], TrainingSettings().draft_vocab, QWEN_1_5B["hidden_size"], small["output"],
+                                           small["step"], small["share"], small["target"], QWEN_VOCABULARY,
+                                           full["output"], full["step"], full["share"], full["step"] / small["step"]))(
+                 head_weights(), head_weights(QWEN_VOCABULARY))),
+]
