@@ -7,6 +7,7 @@
 - `jobs`: long work in a thread of its own, drawn by the page and stopped only by its own Stop
 - `models`: fetching with progress, loading a pair once (`st.cache_resource`), errors as `st.error`
 - `playground`: one Playground run, streamed to the page as it generates
+- `heads`: trained EAGLE-3 heads: beside the draft models in the sidebar, and training one from the Playground
 - `trace`: a run laid out for reading, one span per token and one row per round (no Streamlit)
 - `tokens_html`: coloured tokens with hover details
 - `figures`: the Explainer's and the Playground's Plotly figures (the benchmark's are `specdec.bench.charts`)

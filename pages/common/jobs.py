@@ -50,9 +50,14 @@ class Job:
 
     def report(self, **values: object) -> None:
         """Merge `values` into the progress the page draws; end the work here if Stop was clicked."""
-        self.progress = self.progress | values
+        self.update(**values)
         if self.stop_asked.is_set():
             raise Stopped
+
+    def update(self, **values: object) -> None:
+        """Merge `values` into the progress the page draws, and go on even after a Stop: for work that ends itself when
+        `stop_asked` is set, keeping what it made (a training run writes its checkpoint)."""
+        self.progress = self.progress | values
 
     def stop(self) -> None:
         """The Stop button's handler: ask the work to end at its next report."""

@@ -33,6 +33,7 @@ from pages.common.turns import shared_turns, waiting_note
 from specdec import pairing
 from specdec.errors import SpecdecError
 from specdec.generation.methods import is_target_only
+from specdec.heads.files import is_head
 from specdec.kernels.devices import dtype_name
 from specdec.kernels.precision import resolve_pair_precision
 from specdec.pairing import LoadedPair
@@ -117,10 +118,15 @@ def _forget_loaded_pair() -> None:
     gc.collect()
 
 
+def _loads_a_draft_model(draft: str) -> bool:
+    """Whether a draft name is a model to load (not a target-only method, nor a trained head, which `load_pair` reads itself)."""
+    return not is_target_only(draft) and not (draft and is_head(draft))
+
+
 def resolved_precision(settings: Settings) -> tuple[str, str, str, str]:
     """('cpu', 'float32', 'int8', 'int4') and the like: 'auto' made concrete, so equal choices share one cache entry."""
     target, draft = resolve_pair_precision(settings.device, settings.dtype, settings.quantization, settings.draft_quantization,
-                                           not is_target_only(settings.draft))
+                                           _loads_a_draft_model(settings.draft))
     return str(target.device), dtype_name(target.dtype), target.weights, "none" if draft is None else draft.weights
 
 
@@ -160,6 +166,12 @@ def pair_loader(settings: Settings) -> Callable[[Job], LoadedPair]:
     return load
 
 
+def forget_head_pairs(target: str) -> None:
+    """Free a loaded pair that drafts with a trained head for `target` (its head was trained on: the next run reads the new one)."""
+    if any(key[0] == target and is_head(key[1]) for key in _loaded_pairs()):
+        _forget_loaded_pair()
+
+
 def stopped_while_loading(job: Job) -> str | None:
     """The pair ("draft → target") whose load `job`'s Stop ended part-way, else None."""
     if job.stopped and job.progress.get("phase") == "loading":
@@ -190,7 +202,7 @@ def is_loaded(settings: Settings) -> bool:
 def ready_on_disk(settings: Settings) -> bool:
     """Whether every model of the pair has its converted copy for these precisions (a load takes seconds, not minutes)."""
     target, draft = resolve_pair_precision(settings.device, settings.dtype, settings.quantization, settings.draft_quantization,
-                                           not is_target_only(settings.draft))
+                                           _loads_a_draft_model(settings.draft))
     wanted = [(settings.target, target.dtype, target.weights)]
     if draft is not None:
         wanted.append((settings.draft, draft.dtype, draft.weights))

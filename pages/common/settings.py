@@ -8,6 +8,9 @@
 A value in a link that is out of range or unknown is replaced by its default and reported in
 `problems`, so an old or hand-edited link never breaks the app. Each query key has one parser in
 `PARSERS`. No Streamlit here: the sidebar (`pages.common.sidebar`) draws the widgets.
+
+Besides the curated pairs, a curated target whose EAGLE-3 head is trained (`specdec heads train`, in the
+cache) has a pair of its own, "eagle->TARGET" (`head_pairs`): its draft is the head, `load_pair`'s "eagle".
 """
 
 from __future__ import annotations
@@ -18,9 +21,10 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from specdec.drafting.tree_drafter import TreeSettings
 from specdec.engine.inputs import Decoding
 from specdec.generation.methods import METHODS, is_target_only
+from specdec.heads.files import is_head, trained_head
 from specdec.kernels.devices import DTYPE_CHOICES
 from specdec.kernels.quantization import QUANTIZATION_CHOICES
-from specdec.zoo.catalog import DEFAULT_PAIR, PAIRS
+from specdec.zoo.catalog import DEFAULT_PAIR, PAIRS, PairEntry, split_pair_name
 
 CUSTOM = "custom"               # the pair picker's entry for your own draft and target
 GAMMA_RANGE = (1, 16)
@@ -30,13 +34,22 @@ TOP_K_RANGE = (0, 1000)
 TOP_P_RANGE = (0.05, 1.0)
 MAX_NEW_TOKENS_RANGE = (1, 512)
 SEED_RANGE = (0, 2**31 - 1)
+HEAD = "eagle"                  # the draft name of the head `specdec heads train` made for a target
+
+
+def head_pairs() -> dict[str, PairEntry]:
+    """'eagle->TARGET' for every curated pair's target that has a trained head in the cache, in the catalogue's order."""
+    targets = dict.fromkeys(pair.target for pair in PAIRS.values())
+    return {f"{HEAD}->{target}": PairEntry(HEAD, target, f"the EAGLE-3 head trained for {target} on this machine: one decoder layer "
+                                                         "that reads the target's own hidden states and drafts a tree")
+            for target in targets if trained_head(target) is not None}
 
 
 @dataclass(frozen=True)
 class Settings:
     """What the sidebar sets: the pair, where and how to run it, gamma, and how to decode."""
 
-    pair: str = DEFAULT_PAIR     # a curated pair "draft->target", or CUSTOM
+    pair: str = DEFAULT_PAIR     # a curated pair "draft->target", a head's "eagle->target", or CUSTOM
     custom_draft: str = ""       # used when pair == CUSTOM
     custom_target: str = ""
     device: str = "auto"
@@ -51,15 +64,17 @@ class Settings:
 
     @property
     def draft(self) -> str:
-        return self.custom_draft.strip() if self.pair == CUSTOM else PAIRS[self.pair].draft
+        return self.custom_draft.strip() if self.pair == CUSTOM else split_pair_name(self.pair)[0]
 
     @property
     def target(self) -> str:
-        return self.custom_target.strip() if self.pair == CUSTOM else PAIRS[self.pair].target
+        return self.custom_target.strip() if self.pair == CUSTOM else split_pair_name(self.pair)[1]
 
     @property
     def own_rounds(self) -> bool:
-        """Whether the pair's draft is a method that sizes its own rounds (Token Recycling ...): gamma and the tree do not apply."""
+        """Whether the pair's draft sizes its own rounds (Token Recycling, a trained head ...): gamma and the tree do not apply."""
+        if self.draft and is_head(self.draft):
+            return METHODS[HEAD].capabilities.sizes_rounds
         return is_target_only(self.draft) and METHODS[self.draft].capabilities.sizes_rounds
 
     @property
@@ -134,7 +149,7 @@ def _number(kind: type, bounds: tuple[float, float]) -> Parser:
 
 
 PARSERS: dict[str, Parser] = {
-    "pair": _one_of(lambda devices: (*PAIRS, CUSTOM)),
+    "pair": _one_of(lambda devices: (*PAIRS, *head_pairs(), CUSTOM)),
     "custom_draft": _text,
     "custom_target": _text,
     "device": _one_of(lambda devices: ("auto", *devices)),

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import streamlit as st
 
+from pages.common.heads import head_caption, head_pair_label, pair_choices
 from pages.common.models import pair_availability_labels
 from pages.common.settings import (
     CUSTOM,
     GAMMA_RANGE,
+    HEAD,
     MAX_NEW_TOKENS_RANGE,
     SEED_RANGE,
     TEMPERATURE_RANGE,
@@ -22,6 +24,7 @@ from pages.common.settings import (
     TOP_P_RANGE,
     TREE_BUDGET_RANGE,
     Settings,
+    head_pairs,
 )
 from pages.common.state import is_kept, keep, kept, remember
 from specdec.engine.inputs import Decoding
@@ -42,9 +45,11 @@ def _initial_settings(devices: list[str]) -> Settings:
 
 
 def pair_label(name: str) -> str:
-    """'draft → target · cached' (and '(default)'), for the pair picker."""
+    """'draft → target · cached' (and '(default)'), for the pair picker; a trained head's pair says so."""
     if name == CUSTOM:
         return "custom: your own draft and target"
+    if name not in PAIRS:
+        return head_pair_label(name)
     pair = PAIRS[name]
     default = " (default)" if name == DEFAULT_PAIR else ""
     return f"{pair.draft} → {pair.target}{default} · {pair_availability_labels().get(name, '?')}"
@@ -52,17 +57,19 @@ def pair_label(name: str) -> str:
 
 def _pair_picker(initial: Settings) -> tuple[str, str, str]:
     """The pair selectbox (plus two text fields for a custom pair); returns (pair, custom draft, custom target)."""
-    options = [*PAIRS, CUSTOM]
+    options = pair_choices()
     if kept("pair", initial.pair) not in options:   # a pair from a catalogue that changed since
         keep("pair", DEFAULT_PAIR)
     pair = st.selectbox("Draft → target pair", options, format_func=pair_label, **remember("pair", initial.pair),
-                        help="q drafts, p verifies. Curated pairs share a tokenizer; 'cached' ones run without a download.")
-    draft = st.text_input("Draft model q", placeholder=f"a zoo name, hub id, folder, .gguf file, or {', '.join(target_only())}",
+                        help="q drafts, p verifies. Curated pairs share a tokenizer; 'cached' ones run without a download. "
+                             "A target with a trained EAGLE-3 head lists it after its draft models.")
+    draft = st.text_input("Draft model q", placeholder=f"a zoo name, hub id, folder, .gguf file, {', '.join(target_only())} or {HEAD}",
                           **remember("custom_draft", initial.custom_draft)) if pair == CUSTOM else kept("custom_draft", "")
     target = st.text_input("Target model p", placeholder="a zoo name, hub id, folder or .gguf file",
                            **remember("custom_target", initial.custom_target)) if pair == CUSTOM else kept("custom_target", "")
     if pair != CUSTOM:
-        st.caption(PAIRS[pair].description)
+        st.caption((PAIRS.get(pair) or head_pairs()[pair]).description)
+    head_caption(Settings(pair, draft, target))
     return pair, draft, target
 
 

@@ -187,7 +187,8 @@ def show_families(frame: pd.DataFrame) -> None:
     st.subheader("Every family, Spec-Bench style")
     st.caption(f"Median speedup over generate per prompt category, tokens per target pass and c (a draft step over a target "
                f"step, measured) per drafting family; spec_bench_*: [{SETTING}]({LEADERBOARD}), the leaderboard row beside "
-               "each family (suffix decoding has none and sits beside REST, the retrieval method; layer skipping has none).")
+               "each family (suffix decoding has none and sits beside REST, the retrieval method; layer skipping has none; the "
+               "EAGLE-3 head sits beside EAGLE-3, which the leaderboard runs on Vicuna-13B only, with EAGLE-2 and EAGLE beside it).")
     st.dataframe(table.round(2), hide_index=True, width="stretch")
     figures = list(families_figures(frame).items())
     for name, figure in figures:
@@ -266,9 +267,10 @@ if engine == "specdec":    # the schedules, trees and transformers' baselines ar
     assisted = columns[1].checkbox("Also transformers' assisted generation", **remember("compare_assisted", False),
                                    help="transformers' own speculative decoding with the same draft, at each gamma")
     families = st.checkbox("Every family, Spec-Bench style: the pair's draft model with its default, prompt lookup, Token "
-                           "Recycling, lookahead, suffix decoding and layer skipping, each on the pair's target",
+                           "Recycling, lookahead, suffix decoding, layer skipping and a trained EAGLE-3 head, each on the pair's target",
                            **remember("compare_families", False),
-                           help="the methods that need no draft model run on the pair's target alone; a table and charts per "
+                           help="the methods that need no draft model run on the pair's target alone, the EAGLE-3 head where one "
+                                "is trained for the target (Train an EAGLE-3 head, on the Playground); a table and charts per "
                                 "category show them next to Spec-Bench's published numbers")
 
 missing = [] if engine == "server" else sorted({entry.name for name in chosen for entry in missing_models(_pair_settings(name))})

@@ -1,4 +1,4 @@
-"""Playground: run one prompt with speculative decoding and with the target alone, and see every token."""
+"""Playground: run one prompt with speculative decoding and with the target alone, and see every token; train an EAGLE-3 head."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from pages.common.figures import (
     time_split_figure,
     tree_figure,
 )
+from pages.common.heads import training_section
 from pages.common.models import draw_loading, is_chat_model, resolved_precision, stopped_while_loading
 from pages.common.playground import RESULT, RUN, UPDATES_PER_SECOND, PlaygroundRun, draw_run, playground_work
 from pages.common.replay import replay_step
@@ -351,3 +352,4 @@ if RESULT in st.session_state:
 else:
     st.info("Pick a pair in the sidebar, choose or write a prompt, and press Generate.")
 batch_section(settings, chat, ready)
+training_section(settings)

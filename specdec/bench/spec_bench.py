@@ -14,9 +14,11 @@ same six categories plus code, and these functions lay the rows out the leaderbo
 Spec-Bench's numbers (`PUBLISHED`) are copied from its leaderboard, "Leaderboard on A100": a single A100
 80 GB, PyTorch 2.5.1, greedy, FP16, batch size 1, Vicuna-7B-v1.3 (`LEADERBOARD`). Suffix decoding and
 layer skipping have no row there: suffix decoding sits beside REST, the retrieval method it grew from;
-layer skipping beside nothing (SWIFT reports 1.3-1.6x in its own paper). Ours differ by design: a 1.5B
-target on 2 CPU cores, where a verification pass over many tokens is not free (v(gamma) grows) and a
-draft model's step is dear (c about 0.3), so the model-free methods (c about 0) gain ground.
+layer skipping beside nothing (SWIFT reports 1.3-1.6x in its own paper). The EAGLE-3 head sits beside
+EAGLE-3, which the leaderboard runs on Vicuna-13B-v1.3 only (its row says so); Spec-Bench's EAGLE-2 and
+EAGLE, on Vicuna-7B, are listed beside it as earlier versions of the family (`EARLIER`). Ours differ by
+design: a 1.5B target on 2 CPU cores, where a verification pass over many tokens is not free (v(gamma)
+grows) and a draft model's step is dear (c about 0.3), so the model-free methods (c about 0) gain ground.
 
 Nothing here runs a model.
 """
@@ -44,25 +46,53 @@ class Published:
     """One leaderboard row: speedup per category (our names), mean accepted tokens per step, overall speedup."""
 
     row: str                          # the leaderboard's name for it
-    speedup: dict[str, float]
+    speedup: dict[str, float]         # empty: the overall speedup only
     mean_accepted: float
     overall: float
+    model: str = "Vicuna-7B-v1.3"     # the leaderboard's target for this row
+
+    @property
+    def label(self) -> str:
+        """The row's name, with its target when it is not the setting's Vicuna-7B.
+
+        >>> EARLIER["eagle"][0].label, PUBLISHED["eagle"].label
+        ('EAGLE-2', 'EAGLE-3, Vicuna-13B-v1.3')
+        """
+        return self.row if self.model == "Vicuna-7B-v1.3" else f"{self.row}, {self.model}"
 
 
 _ORDER = ("chat", "translation", "summarization", "qa", "math", "rag")
 
-# The A100 Vicuna-7B table of `LEADERBOARD`, in its column order (chat, translation, summarization, qa, math, rag).
+# The A100 tables of `LEADERBOARD` (Vicuna-7B-v1.3, and Vicuna-13B-v1.3 for EAGLE-3, which has no 7B row), in their
+# column order (chat, translation, summarization, qa, math, rag); as of the leaderboard's commit fd2c1cd ("Leaderboard updated").
 PUBLISHED: dict[str, Published] = {
     "speculative": Published("SpS", dict(zip(_ORDER, (1.66, 1.13, 1.71, 1.50, 1.47, 1.66))), 2.28, 1.52),
     "prompt-lookup": Published("PLD", dict(zip(_ORDER, (1.60, 1.06, 2.66, 1.19, 1.62, 1.86))), 1.75, 1.66),
     "recycling": Published("Recycling", dict(zip(_ORDER, (2.37, 2.02, 2.27, 2.08, 2.53, 2.02))), 2.73, 2.22),
     "lookahead": Published("Lookahead", dict(zip(_ORDER, (1.47, 1.14, 1.36, 1.25, 1.57, 1.22))), 1.64, 1.34),
     "suffix": Published("REST", dict(zip(_ORDER, (1.63, 1.31, 1.36, 1.66, 1.21, 1.73))), 1.82, 1.48),
+    "eagle": Published("EAGLE-3", dict(zip(_ORDER, (3.48, 2.36, 3.14, 2.94, 3.42, 2.78))), 5.71, 3.02, model="Vicuna-13B-v1.3"),
+}
+
+# Earlier versions of a family on the same leaderboard, listed beside it (A100, Vicuna-7B-v1.3).
+EARLIER: dict[str, tuple[Published, ...]] = {
+    "eagle": (Published("EAGLE-2", dict(zip(_ORDER, (2.84, 1.88, 2.34, 2.15, 2.79, 2.13))), 4.34, 2.36),
+              Published("EAGLE", dict(zip(_ORDER, (2.45, 1.77, 2.08, 1.93, 2.44, 1.87))), 3.58, 2.10)),
 }
 
 
+def _earlier(method: str) -> str | None:
+    """Spec-Bench's earlier rows of a family in a few words, or None.
+
+    >>> _earlier("eagle"), _earlier("recycling")
+    ('EAGLE-2 2.36x (4.34 tokens/step); EAGLE 2.10x (3.58 tokens/step)', None)
+    """
+    rows = EARLIER.get(method, ())
+    return "; ".join(f"{row.label} {row.overall:.2f}x ({row.mean_accepted:.2f} tokens/step)" for row in rows) or None
+
+
 def _family_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    """The speculative rows of every family: the pair's draft model at its default schedule, and the target-only methods."""
+    """The speculative rows of every family: the pair's draft model at its default schedule, the target-only methods, a head."""
     from specdec.bench.methods import FAMILIES
 
     model = frame[(frame["method"] == "speculative") & frame["schedule"].isin(["default", "stop"])]
@@ -84,7 +114,8 @@ def families_by_category(frame: pd.DataFrame, measure: str = "speedup") -> pd.Da
 def families_table(frame: pd.DataFrame) -> pd.DataFrame:
     """Per family: median speedup per category and over all prompts, tokens per target pass and c, and Spec-Bench's own.
 
-    `spec_bench_row` names the leaderboard row beside it ('REST' beside suffix decoding); NaN where it has none.
+    `spec_bench_row` names the leaderboard row beside it ('REST' beside suffix decoding; its target when not Vicuna-7B);
+    NaN where it has none. `spec_bench_earlier`, only when a family that has them ran: Spec-Bench's earlier versions of it.
     """
     speedups = families_by_category(frame, "speedup")
     if speedups.empty:
@@ -93,10 +124,15 @@ def families_table(frame: pd.DataFrame) -> pd.DataFrame:
     extra = rows.groupby("method").agg(tokens_per_target_pass=("tokens_per_target_pass", "median"),
                                        c=("draft_cost_ratio", "median"), runs=("prompt_id", "count")).reset_index()
     table = speedups.rename(columns={"all": "speedup"}).merge(extra, on="method")
-    table["spec_bench_row"] = table["method"].map(lambda method: PUBLISHED[method].row if method in PUBLISHED else None)
+    table["spec_bench_row"] = table["method"].map(lambda method: PUBLISHED[method].label if method in PUBLISHED else None)
     table["spec_bench_speedup"] = table["method"].map(lambda method: PUBLISHED[method].overall if method in PUBLISHED else None)
     table["spec_bench_tokens_per_step"] = table["method"].map(lambda method: PUBLISHED[method].mean_accepted if method in PUBLISHED else None)
+    if table["method"].isin(list(EARLIER)).any():
+        table["spec_bench_earlier"] = table["method"].map(_earlier)
     return table.sort_values("speedup", ascending=False).reset_index(drop=True)
+
+
+_SYMBOLS = ("diamond-open", "circle-open", "square-open")     # a family's own Spec-Bench row, then its earlier versions
 
 
 def _bars(frame: pd.DataFrame, measure: str, title: str, axis: str, published: bool = False) -> go.Figure:
@@ -108,17 +144,19 @@ def _bars(frame: pd.DataFrame, measure: str, title: str, axis: str, published: b
     for index, row in table.reset_index(drop=True).iterrows():
         colour = COLOURS[index % len(COLOURS)]
         figure.add_bar(x=categories + ["all"], y=[row[c] for c in categories] + [row["all"]], name=row["method"], marker_color=colour)
-        if published and row["method"] in PUBLISHED:
-            known = PUBLISHED[row["method"]]
-            shown = [c for c in categories if c in known.speedup]
-            figure.add_scatter(x=shown + ["all"], y=[known.speedup[c] for c in shown] + [known.overall], mode="markers",
-                               name=f"{row['method']}: Spec-Bench ({known.row})", marker=dict(symbol="diamond-open", size=11, color=colour))
+        known = (PUBLISHED[row["method"]], *EARLIER.get(row["method"], ())) if published and row["method"] in PUBLISHED else ()
+        for symbol, published_row in zip(_SYMBOLS, known):
+            shown = [c for c in categories if c in published_row.speedup]
+            figure.add_scatter(x=shown + ["all"], y=[published_row.speedup[c] for c in shown] + [published_row.overall],
+                               mode="markers", name=f"{row['method']}: Spec-Bench ({published_row.label})",
+                               marker=dict(symbol=symbol, size=11, color=colour))
     figure.add_hline(y=1.0, line=dict(color="grey", width=1))
     return figure.update_layout(title=title, barmode="group", yaxis_title=axis)
 
 
 def families_figures(frame: pd.DataFrame) -> dict[str, go.Figure]:
-    """Speedup per category (with Spec-Bench's numbers as open diamonds), tokens per target pass per category, and c per family."""
+    """Speedup per category (Spec-Bench's numbers as open diamonds, earlier versions as circles and squares), tokens per target
+    pass per category, and c per family."""
     figures = {
         "family_speedup": _bars(frame, "speedup", f"Speedup by category, here and on Spec-Bench ({SETTING})", "speedup over generate",
                                 published=True),
