@@ -259,6 +259,25 @@ def families(saved: str) -> dict[str, float]:
     return values
 
 
+def eagle_curve(saved: str) -> dict[str, float]:
+    """From `benchmarks/eagle_curve.py`'s CSV: per method ("speculative" for the draft model, "eagle-<minutes>" for a
+    head), the median over prompts of each column, and "<method>_paired" the median per-prompt ratio of its tokens/s
+    over the draft model's; "prompts" counts the prompts."""
+    import io
+
+    import pandas as pd
+
+    frame = pd.read_csv(io.StringIO(saved))
+    frame["key"] = [("speculative" if method.startswith("speculative") else f"eagle-{minutes:.0f}")
+                    for method, minutes in zip(frame["method"], frame["minutes"])]
+    values: dict[str, float] = {"prompts": frame["prompt"].nunique()}
+    draft = frame[frame["key"] == "speculative"].set_index("prompt")["tokens_per_s"]
+    for key, runs in frame.groupby("key"):
+        values |= {f"{key}_{column}": runs[column].median() for column in ("tokens_per_target_pass", "acceptance_rate", "c", "speedup")}
+        values[f"{key}_paired"] = (runs.set_index("prompt")["tokens_per_s"] / draft).median()
+    return values
+
+
 def cli_output(*argv: str) -> str:
     """What `specdec <argv>` prints, run in this process."""
     from specdec.cli import main

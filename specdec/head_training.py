@@ -99,7 +99,8 @@ def train_pair_head(pair: LoadedPair, sequences: Sequence[torch.Tensor], folder:
 def train_for_target(target_name: str, *, minutes: float | None = None, steps: int | None = None, out: str | Path | None = None,
                      resume: bool = True, conversations: int = CONVERSATIONS, seed: int = 0, device: str = "auto",
                      quantization: str = "auto", progress: Callable[[TrainingProgress], None] | None = None,
-                     stop: Callable[[], bool] | None = None, say: Callable[[str], None] | None = None) -> HeadRun:
+                     stop: Callable[[], bool] | None = None, say: Callable[[str], None] | None = None,
+                     checkpoint_every_s: float = 300.0, snapshots: str | Path | None = None) -> HeadRun:
     """Load `target_name`, read ShareGPT, train its head for `minutes` (and/or `steps`) into `out` (default: the cache)."""
     from specdec.zoo.sharegpt import fetch_sharegpt, read_conversations
 
@@ -114,4 +115,5 @@ def train_for_target(target_name: str, *, minutes: float | None = None, steps: i
     data = fetch_sharegpt()
     sequences = training_sequences(pair.tokenizer, read_conversations(data, limit=conversations))
     say(f"{len(sequences)} conversations, {sum(s.numel() for s in sequences):,} tokens; training into {folder}")
-    return train_pair_head(pair, sequences, folder, minutes=minutes, steps=steps, resume=resume, seed=seed, progress=progress, stop=stop)
+    return train_pair_head(pair, sequences, folder, minutes=minutes, steps=steps, resume=resume, seed=seed, progress=progress, stop=stop,
+                           checkpoint_every_s=checkpoint_every_s, snapshots=snapshots)

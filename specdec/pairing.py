@@ -41,7 +41,7 @@ from specdec.generation.policy import DraftingPlan, plan_drafting
 from specdec.generation.run import run_plan
 from specdec.heads.files import find_head, is_head, load_head
 from specdec.kernels.precision import Precision, read_off, resolve_pair_precision
-from specdec.kernels.quantization import precision_summary
+from specdec.kernels.quantization import precision_summary, quantize_linears
 from specdec.zoo import load_progress
 from specdec.zoo.gguf_files import parsed_once
 from specdec.zoo.kernel_library import require_w8a8
@@ -245,6 +245,8 @@ def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: st
     if head_folder is not None:
         say(f"Loading the EAGLE-3 head {head_folder} …")
         head = load_head(head_folder, models["target"])
+        head_weights = "int8" if draft_quantization == "auto" and precisions["target"].device.type == "cpu" else draft_quantization
+        quantize_linears(head, "none" if head_weights == "auto" else head_weights)   # int8 on a CPU: c falls, the output stays
     target = precisions["target"]
     return LoadedPair(target_name, draft_name, models["target"], models.get("draft"), tokenizer, target.device, target.dtype, seconds,
                       draft_tokenizer, whole, resolved={role: value for role, value in precisions.items() if value is not None}, head=head)

@@ -10,6 +10,7 @@ Against the trusted references, on tiny targets built from configs:
   EAGLE-3 loader reads; a corrupted checkpoint, a head for another target and bad input each get one clear line.
 """
 
+import copy
 import json
 
 import pytest
@@ -28,6 +29,7 @@ from specdec.engine.sampling import SamplingConfig
 from specdec.engine.trees import DraftTree
 from specdec.heads.files import load_head, save_head
 from specdec.heads.training import TrainingSettings, train_head
+from specdec.kernels.quantization import quantize_linears
 
 NEW_TOKENS = 40
 SETTINGS = TrainingSettings(chunk=64, learning_rate=3e-3, draft_vocab=18)
@@ -82,6 +84,18 @@ def test_eos_and_max_new_tokens_like_generate(trained):
         assert short.tokens == free_run[:new_tokens]
 
 
+def test_an_int8_head_is_exact_too(trained):
+    """`specdec run` runs a head in int8 on a CPU: q changes (it still drafts well), the output does not."""
+    target, head = trained["llama"]
+    quantized = quantize_linears(copy.deepcopy(head), "int8")
+    drafted = accepted = 0
+    for prompt in PROMPTS:
+        result = speculative_generate(target, EagleDrafter(quantized), torch.tensor(prompt), max_new_tokens=NEW_TOKENS, temperature=0)
+        assert result.tokens == reference_greedy(target, prompt, max_new_tokens=NEW_TOKENS)
+        drafted, accepted = drafted + result.stats.drafted, accepted + result.stats.accepted
+    assert accepted >= 10 and drafted > accepted, (accepted, drafted)
+
+
 def test_a_batch_of_texts_is_exact(trained):
     target, head = trained["qwen2"]
     results = speculative_generate(target, EagleDrafter(head), [torch.tensor(p) for p in PROMPTS], max_new_tokens=NEW_TOKENS, temperature=0)
@@ -115,9 +129,11 @@ SAMPLED = [SamplingConfig(temperature=1.0), SamplingConfig(temperature=0.7, top_
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sampling", SAMPLED, ids=["t1.0", "t0.7_top_k5"])
-def test_sampled_distribution_is_the_targets(small, sampling):
+@pytest.mark.parametrize("sampling, weights", [(SAMPLED[0], "none"), (SAMPLED[1], "none"), (SAMPLED[0], "int8")],
+                         ids=["t1.0", "t0.7_top_k5", "t1.0_int8_head"])
+def test_sampled_distribution_is_the_targets(small, sampling, weights):
     target, head = small
+    head = quantize_linears(copy.deepcopy(head), weights)
     fit, acceptance = speculative_fit(target, lambda: EagleDrafter(head), sampling, prompt=[2, 3, 4], gamma_factory=lambda: None, runs=RUNS)
     assert fit.p_value > SIGNIFICANCE, fit
     assert 0.05 < acceptance < 0.95, acceptance

@@ -33,6 +33,7 @@ def heads(args: argparse.Namespace) -> int:
     try:
         run = train_for_target(args.target, minutes=args.minutes, steps=args.steps, out=args.out, resume=not args.fresh,
                                conversations=args.conversations, seed=args.seed, device=args.device, quantization=args.quantization,
+                               checkpoint_every_s=args.checkpoint_minutes * 60, snapshots=args.snapshots,
                                progress=_bar, stop=lambda: stopping["asked"], say=lambda message: print(message, file=sys.stderr, flush=True))
     finally:
         signal.signal(signal.SIGINT, previous)

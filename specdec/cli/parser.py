@@ -176,6 +176,9 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--steps", type=_positive_int, default=None, help="or for this many steps (each one chunk of 256 tokens)")
     train.add_argument("--out", default=None, metavar="DIR",
                        help="the head's folder (default: the cache, where `specdec run --draft eagle` finds it); vLLM loads it as eagle3")
+    train.add_argument("--checkpoint-minutes", type=float, default=5.0, help="write a checkpoint this often (default 5)")
+    train.add_argument("--snapshots", default=None, metavar="DIR",
+                       help="also keep each checkpoint's head in DIR/<minutes>min (to measure what more training buys)")
     train.add_argument("--fresh", action="store_true", help="start a new head even if DIR holds a checkpoint (default: go on from it)")
     train.add_argument("--conversations", type=_positive_int, default=800, help="ShareGPT conversations to read (default 800)")
     train.add_argument("--seed", type=int, default=0)

@@ -253,6 +253,11 @@ class EagleHead(nn.Module):
     def device(self) -> torch.device:
         return self.d2t.device
 
+    @property
+    def dtype(self) -> torch.dtype:
+        """The dtype of the head's activations (its norms' weights: an int8 head's linear layers keep no float weight)."""
+        return self.norm.weight.dtype
+
     def get_input_embeddings(self) -> nn.Module | None:
         return self.embed_tokens
 
@@ -269,11 +274,11 @@ class EagleHead(nn.Module):
         if self.embed_tokens is None:
             raise SpecdecError("this head is not bound to a target: call head.bind(target) first")
         with torch.no_grad():                                                   # the target's table: frozen
-            return self.embed_tokens(ids).to(self.fc.weight.dtype)
+            return self.embed_tokens(ids).to(self.dtype)
 
     def fuse(self, features: tuple[torch.Tensor, ...]) -> torch.Tensor:
         """f = fc([low; mid; high]): the target's three hidden states [n, H] each -> [n, H]."""
-        return self.fc(torch.cat([feature.to(self.fc.weight.dtype) for feature in features], dim=-1))
+        return self.fc(torch.cat([feature.to(self.dtype) for feature in features], dim=-1))
 
     def step(self, ids: torch.Tensor, hidden: torch.Tensor, positions: torch.Tensor, past: tuple[torch.Tensor, torch.Tensor] | None,
              attend: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -96,7 +96,7 @@ def save_head(head: EagleHead, folder: str | Path, training: dict | None = None,
     """Write `head` to `folder` (created if needed) in vLLM's EAGLE-3 layout; `training`/`optimizer`: a checkpoint's extras."""
     folder = Path(folder)
     (folder / TRAINING).mkdir(parents=True, exist_ok=True)
-    dtype = head.fc.weight.dtype
+    dtype = head.dtype
     files = {WEIGHTS: _replace_with(folder / WEIGHTS, lambda path: write_safetensors(head_tensors(head), path)),
              CONFIG: _write_text(folder / CONFIG, json.dumps(vllm_config(head.config, dtype), indent=2))}
     if training is not None:

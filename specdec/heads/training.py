@@ -162,7 +162,8 @@ def train_head(target: nn.Module, sequences: Sequence[torch.Tensor], *, steps: i
                name: str = "") -> EagleHead:
     """Train an EAGLE-3 head for `target` on `sequences` ([T] token ids each) for `steps` steps and/or `minutes`.
 
-    A fresh head (`head=None`) takes its draft vocabulary from the sequences' most frequent tokens. Resume
+    With `minutes`, it stops before a step that would not end in time (so it never runs over; at least one step is
+    taken). A fresh head (`head=None`) takes its draft vocabulary from the sequences' most frequent tokens. Resume
     with the head, the optimizer's state and the step a checkpoint recorded. Deterministic for a seed on a CPU.
     """
     if steps is None and minutes is None:
@@ -183,8 +184,9 @@ def train_head(target: nn.Module, sequences: Sequence[torch.Tensor], *, steps: i
         optimizer.load_state_dict(optimizer_state)
     order = torch.randperm(len(pieces), generator=torch.Generator().manual_seed(seed)).tolist()
     started = last_checkpoint = time.monotonic()
-    step, tokens, report = start_step, 0, None
+    step, tokens, report, slowest = start_step, 0, None, 0.0
     while True:
+        began = time.monotonic()
         piece = pieces[order[step % len(pieces)]]
         features, labels = target_features(target, piece, head)
         loss, accuracy = unrolled_loss(head, piece, tuple(f.clone() for f in features), labels.clone(), settings)
@@ -197,7 +199,9 @@ def train_head(target: nn.Module, sequences: Sequence[torch.Tensor], *, steps: i
         report = TrainingProgress(step, tokens, loss.item(), accuracy, elapsed, _seconds_left(step - start_step, steps, elapsed, minutes))
         if progress is not None:
             progress(report)
-        done = (steps is not None and step - start_step >= steps) or (minutes is not None and elapsed >= minutes * 60)
+        slowest = max(slowest, time.monotonic() - began)
+        out_of_time = minutes is not None and elapsed + slowest > minutes * 60       # the next step would not end in time
+        done = (steps is not None and step - start_step >= steps) or out_of_time
         done = done or (stop is not None and stop())
         if checkpoint is not None and (done or time.monotonic() - last_checkpoint >= checkpoint_every_s):
             checkpoint(head, report, optimizer)

@@ -360,6 +360,22 @@ def apply_quantization(model: PreTrainedModel, quantization: str, strict: bool =
     return mark_quantized(model, quantization)
 
 
+def quantize_linears(module: nn.Module, quantization: str) -> nn.Module:
+    """Every `nn.Linear` of a small module that is not a transformers model (an EAGLE head) in int8, in place; "none" leaves it.
+
+    A draft's weights change q, never the output (the rule is exact for any q), so a head may run in int8
+    under a float32 target. Only int8 and none: int4 needs bfloat16 activations the head's float32 math does not use.
+    """
+    if quantization == "none":
+        return module
+    if quantization != "int8":
+        raise SpecdecError(f"a head runs in int8 or none, got {quantization}: pass --draft-quantization int8 or none")
+    check_quantization(quantization, next(module.parameters()).device, role="draft")
+    for name, layer in [(name, layer) for name, layer in module.named_modules() if isinstance(layer, nn.Linear)]:
+        _replace(module, name, Int8Linear.from_linear(layer))
+    return module
+
+
 def _built_on_every_thread(groups: list[list[str]], build: Callable[[list[str]], list[nn.Module]]) -> Iterator[tuple[list[str], list[nn.Module]]]:
     """(group, its layers) for each group in order, the layers built on every CPU thread at once.
 
