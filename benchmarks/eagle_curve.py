@@ -20,7 +20,7 @@ import statistics
 from pathlib import Path
 
 from specdec.bench.prompts import encode_bench_prompt, suite
-from specdec.drafting.eagle import EagleDrafter
+from specdec.heads.reader import EagleDrafter
 from specdec.engine.inputs import Decoding
 from specdec.generation.policy import plan_drafting
 from specdec.generation.run import run_plan

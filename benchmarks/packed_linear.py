@@ -16,7 +16,7 @@ import time
 
 import torch
 
-from specdec.engine.kv_cache import CachedModel
+from specdec.runtime.kv_cache import CachedModel
 from specdec.kernels.packed_linear import pack_linear_layers
 from specdec.zoo.loading import load_model
 

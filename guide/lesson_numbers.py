@@ -767,7 +767,7 @@ NUMBERS += [
 
 from functools import cache  # noqa: E402
 
-from specdec.drafting.eagle_head import EagleHead, HeadConfig  # noqa: E402
+from specdec.heads.head import EagleHead, HeadConfig  # noqa: E402
 from specdec.heads.training import TrainingSettings  # noqa: E402
 
 QWEN_1_5B = {"hidden_size": 1536, "intermediate_size": 8960, "num_attention_heads": 12, "num_key_value_heads": 2, "head_dim": 128,

@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 from transformers import PreTrainedTokenizerBase
 
-from specdec.drafting.eagle_head import EagleHead
+from specdec.heads.head import EagleHead
 from specdec.errors import SpecdecError
 from specdec.heads.files import heads_dir, load_head, load_training, save_head
 from specdec.heads.training import TrainingProgress, TrainingSettings, train_head

@@ -1,17 +1,17 @@
-"""A draft/target pair, loaded and checked, ready to generate: what the CLI and the dashboard share.
+"""A draft/target pair, loaded and checked, ready to generate: what the CLI, the dashboard and the benchmark share.
 
-    pair = load_pair("Qwen/Qwen2.5-1.5B", "Qwen/Qwen2.5-0.5B", device="auto", dtype="auto")
+    spec = RunSpec(target="qwen2.5-coder-1.5b", draft="qwen2.5-coder-0.5b", decoding=Decoding(max_new_tokens=64, temperature=0))
+    pair = load_spec(spec)                                                 # or load_pair(target, draft, device=..., ...)
     input_ids = encode_prompt(pair.tokenizer, "Write a haiku.", chat=True)   # [1, T]
-    decoding = Decoding(max_new_tokens=64, temperature=0)
-    result = generate_speculative(pair, input_ids, decoding, gamma=4)
-    plain = generate_plain(pair, input_ids, decoding)                       # the target alone
+    result = generate(pair, input_ids, spec)                               # as the spec drafts; result.drafting says how
+    plain = generate_plain(pair, input_ids, spec.decoding)                 # the target alone
 
-The draft may be a drafting method that needs no model of its own (`prompt-lookup`, `recycling`, `lookahead`,
-`suffix`, `layer-skip`: `specdec.generation.methods`); only the target is loaded then. It may be a trained
-EAGLE-3 head: `eagle` (the head `specdec heads train` made for this target, in the cache) or a head's folder. A draft whose
-tokenizer differs from the target's drafts text that the target's tokenizer re-encodes
-(`specdec.drafting.cross_tokenizer`). The drafting decisions are the engine's policy's
-(`specdec.generation.policy`), made once per generation; a result says what it drafted (`result.drafting`).
+A pair holds resources, not one slot per kind: the target and its tokenizer always, and what the draft
+name asks for (`specdec.registry.needs_of`): a draft model (with its own tokenizer when the two differ),
+a trained head (`eagle`, or a head's folder), nothing for a method that needs only the target
+(`prompt-lookup`, `recycling`, ...). Which method drafts, and with which drafter, is the registry's
+(`specdec.registry.method_for`) and the policy's (`specdec.generation.policy`), decided once per
+generation; a result says what it drafted (`result.drafting`, `result.by_default`).
 
 This is where the zoo (models on disk) meets the engine (generation): neither knows the other.
 """
@@ -23,62 +23,71 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import torch
-from transformers import PreTrainedModel, PreTrainedTokenizerBase
+from transformers import PreTrainedTokenizerBase
 
-from specdec.drafting.cross_tokenizer import CrossTokenizerDrafter, retokenize, whole_character_tokens
-from specdec.drafting.draft_model import ModelDrafter
-from specdec.drafting.eagle import EagleDrafter
-from specdec.drafting.eagle_head import EagleHead
-from specdec.drafting.tree_drafter import TreeDrafter, TreeSettings
+from specdec.drafting.cross_tokenizer import retokenize, whole_character_tokens
 from specdec.engine.contract import Drafter
 from specdec.engine.inputs import Decoding
+from specdec.engine.model import Model
 from specdec.engine.results import GenerationResult, Round
-from specdec.engine.schedule import GammaSchedule
 from specdec.errors import SpecdecError
 from specdec.generation.autoregressive import autoregressive_generate
-from specdec.generation.methods import is_target_only, make_drafter
-from specdec.generation.policy import DraftingPlan, plan_drafting
+from specdec.generation.policy import DraftingPlan, plan_drafting, plan_for_draft_model
 from specdec.generation.run import run_plan
-from specdec.heads.files import find_head, is_head, load_head
 from specdec.kernels.precision import Precision, read_off, resolve_pair_precision
-from specdec.kernels.quantization import precision_summary, quantize_linears
+from specdec.kernels.quantization import precision_summary
+from specdec.registry import (CORPUS, DRAFT_MODEL, DRAFT_TOKENIZER, METHODS, RESOURCES, TARGET, TOKENIZER, Method, Resources,
+                              corpus_files, method_for, needs_of)
+from specdec.run_spec import Drafting, RunSpec
+from specdec.runtime.torch_model import TorchModel
 from specdec.zoo import load_progress
 from specdec.zoo.gguf_files import parsed_once
 from specdec.zoo.kernel_library import require_w8a8
 from specdec.zoo.load_progress import LoadStep
 from specdec.zoo.loading import load_model, load_tokenizer, same_tokenizer, same_tokenizer_files
 
-AUTO = "auto"   # `generate_speculative(tree=AUTO)`: draft as `speculative_generate` does by default
+WHOLE = "draft vocabulary"      # a resource made when the draft has its own tokenizer: which of its tokens are whole characters
 
 
 @dataclass
 class LoadedPair:
-    """A target, its draft (None for a drafter without a model, such as prompt lookup) and the target's tokenizer, on one device.
+    """What a pair's draft name asked for, loaded on one device: `resources` by name (`specdec.registry`), the target always.
 
-    `draft_tokenizer` is set only when the draft reads text with another tokenizer; `whole` then
-    marks the draft tokens it may draw (`specdec.drafting.cross_tokenizer.whole_character_tokens`).
-    The drafters that need no model (`method_drafter`) live as long as the pair, so that those that
-    learn (Token Recycling's table, suffix decoding's earlier outputs) keep what they learned.
+    The drafters of a pair live as long as it (`drafter`), so that those that learn across texts (Token Recycling's
+    table, suffix decoding's earlier outputs) keep what they learned; a benchmark asks for fresh ones.
     """
 
     target_name: str
     draft_name: str
-    target: PreTrainedModel
-    draft: PreTrainedModel | None
-    tokenizer: PreTrainedTokenizerBase
+    resources: Resources
     device: torch.device
     dtype: torch.dtype                 # the target's dtype (its activations; see `specdec.kernels.quantization`)
     load_seconds: dict[str, float] = field(default_factory=dict)
-    draft_tokenizer: PreTrainedTokenizerBase | None = None
-    whole: torch.Tensor | None = None
-    drafters: dict[str, Drafter] = field(default_factory=dict)   # the target-only drafters made so far, by name
     resolved: dict[str, Precision] = field(default_factory=dict)  # "target", "draft": how each was loaded (`specdec.kernels.precision`)
-    head: EagleHead | None = None      # a trained EAGLE-3 head drafts (the draft name was `eagle` or a head's folder)
+    drafters: dict[tuple, Drafter] = field(default_factory=dict)
+
+    @property
+    def target(self) -> Model:
+        return self.resources[TARGET]
+
+    @property
+    def tokenizer(self) -> PreTrainedTokenizerBase:
+        return self.resources[TOKENIZER]
+
+    @property
+    def draft(self) -> Model | None:
+        """The draft model, or None for a drafter that needs none (prompt lookup, a trained head)."""
+        return self.resources.get(DRAFT_MODEL)
+
+    @property
+    def draft_tokenizer(self) -> PreTrainedTokenizerBase | None:
+        """The draft's own tokenizer, only when it maps text to other ids than the target's."""
+        return self.resources.get(DRAFT_TOKENIZER)
 
     @property
     def cross_tokenizer(self) -> bool:
         """Whether the draft has its own tokenizer."""
-        return self.draft_tokenizer is not None
+        return DRAFT_TOKENIZER in self.resources
 
     @property
     def tokenizer_note(self) -> str:
@@ -92,7 +101,7 @@ class LoadedPair:
         if model is None:
             return None
         if role not in self.resolved:
-            self.resolved[role] = read_off(model, role)
+            self.resolved[role] = read_off(model.module, role)
         return self.resolved[role]
 
     @property
@@ -128,47 +137,29 @@ class LoadedPair:
         """Both, for a caption: 'target float32 int8, draft bfloat16 int4' (just the target's for prompt lookup)."""
         return precision_summary(self.precision, None if self.draft is None else self.draft_precision)
 
-    def method_drafter(self, name: str) -> Drafter:
-        """The pair's drafter of a method that needs no draft model (`specdec.generation.methods`), made once."""
-        if name not in self.drafters:
-            self.drafters[name] = make_drafter(name, self.target)
-        return self.drafters[name]
+    def method(self, name: str | None = None) -> Method:
+        """The drafting method named, else the one the pair's draft implies (`specdec.registry.method_for`)."""
+        return method_for(self.draft_name, self.resources, name)
 
-    def drafter(self, vocab_limit: int | None = None, tree: TreeSettings | None = None, method: str | None = None) -> Drafter:
-        """The drafter for one generation: the pair's draft model as a chain (`vocab_limit`: see `ModelDrafter`) or a tree
-        (`tree`), a draft with its own tokenizer, or the method `method` (or the pair's draft name, when it is one of
-        the target-only drafters)."""
-        if self.head is not None and method is None:
-            if vocab_limit is not None:
-                raise SpecdecError("an EAGLE head has its own draft vocabulary: drop the draft vocabulary limit")
-            settings = tree or TreeSettings()
-            return EagleDrafter(self.head, f"EAGLE-3 head ({self.draft_name})", settings.budget, min(settings.depth, 8), settings.width)
-        method = method or (None if self.draft is not None else self.draft_name)
-        if method is not None:
-            if tree is not None or vocab_limit is not None:
-                raise SpecdecError(f"{method} drafts without a draft model: turn off the tree and the draft vocabulary limit")
-            return self.method_drafter(method)
-        if self.draft_tokenizer is not None:
-            if tree is not None or vocab_limit is not None:
-                raise SpecdecError("a draft with another tokenizer drafts a chain of text: turn off the tree "
-                                   "and the draft vocabulary limit")
-            return CrossTokenizerDrafter(self.draft, self.draft_tokenizer, self.tokenizer, self.draft_name, self.whole)
-        if tree is not None:
-            if vocab_limit is not None:
-                raise SpecdecError("a tree drafter reads the whole output layer: drop the draft vocabulary limit to draft a tree")
-            return TreeDrafter.from_settings(self.draft, tree, self.draft_name)
-        return ModelDrafter(self.draft, self.draft_name, vocab_limit)
+    def drafter(self, drafting: Drafting = Drafting(), fresh: bool = False) -> Drafter:
+        """The drafter `drafting` asks for, made from this pair's resources; kept for the next generation unless `fresh`."""
+        method = self.method(drafting.method)
+        options = method.parse_options(dict(drafting.options))
+        key = (method.name, options)
+        if fresh or key not in self.drafters:
+            made = method.make(self.resources, options)
+            if fresh:
+                return made
+            self.drafters[key] = made
+        return self.drafters[key]
 
-    def plan(self, gamma: int | GammaSchedule | None = None, vocab_limit: int | None = None, tree: TreeSettings | str | None = None,
-             method: str | None = None, rows: int = 1) -> DraftingPlan:
-        """What a generation of `rows` texts drafts with (`specdec.generation.policy`), decided once: `tree=AUTO` with gamma
-        left out lets the policy choose for the pair's draft model (a tree where trees pay, else the stop rule's chain)."""
-        if tree == AUTO:
-            if gamma is None and vocab_limit is None and method is None and self.draft is not None and not self.cross_tokenizer:
-                return plan_drafting(self.target, self.draft, None, rows, self.draft_name)
-            tree = None
-        drafter = self.drafter(vocab_limit, tree, method)
-        return plan_drafting(self.target, drafter, None if drafter.capabilities.sizes_rounds else gamma, rows)
+    def plan(self, drafting: Drafting = Drafting(), rows: int = 1) -> DraftingPlan:
+        """What a generation of `rows` texts drafts with, decided once: with no method, gamma or option named, a draft model
+        drafts what the policy picks for it (`plan_for_draft_model`: a tree where trees pay, else the stop rule's chain)."""
+        method = self.method(drafting.method)
+        if drafting.method is None and not drafting.options and method.needs == (DRAFT_MODEL,):
+            return plan_for_draft_model(self.target, self.draft, drafting.gamma, rows, self.draft_name)
+        return plan_drafting(self.target, self.drafter(drafting), drafting.gamma, rows)
 
     def draft_ids(self, input_ids: torch.Tensor) -> torch.Tensor:
         """`input_ids` [1, T] as the draft reads them: the same ids, or the text re-encoded by the draft's tokenizer."""
@@ -178,78 +169,91 @@ class LoadedPair:
 
     @property
     def eos_token_ids(self) -> list[int]:
-        """Every id that ends generation: the tokenizer's EOS and the target's generation config's."""
-        ids = set()
+        """Every id that ends generation: the tokenizer's EOS and the target's own (its generation config's)."""
+        ids = set(self.target.eos_token_ids)
         if self.tokenizer.eos_token_id is not None:
             ids.add(int(self.tokenizer.eos_token_id))
-        configured = getattr(self.target.generation_config, "eos_token_id", None)
-        if configured is not None:
-            ids.update([configured] if isinstance(configured, int) else configured)
         return sorted(ids)
+
+
+def load_spec(spec: RunSpec, progress: Callable[[str], None] | None = None,
+              steps: Callable[[LoadStep], None] | None = None) -> LoadedPair:
+    """The pair a run spec names, with the precision it chose (checked first: a bad choice costs no load)."""
+    spec.check()
+    models = spec.models
+    return load_pair(spec.target, spec.draft, models.device, models.dtype, progress, models.draft_quantization, models.quantization,
+                     steps, corpus=spec.drafting.corpus)
 
 
 def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: str = "auto",
               progress: Callable[[str], None] | None = None, draft_quantization: str = "none",
-              quantization: str = "none", steps: Callable[[LoadStep], None] | None = None) -> LoadedPair:
-    """Load the target, the draft (unless it is a method that needs no model: `specdec.generation.methods`) and the tokenizers.
+              quantization: str = "none", steps: Callable[[LoadStep], None] | None = None,
+              corpus: Sequence[str] = ()) -> LoadedPair:
+    """Load the target, its tokenizer and what the draft name asks for (`specdec.registry.needs_of`).
 
     `quantization` is the target's weights, `draft_quantization` the draft's: "none", "int8",
     "int4" (CPU only), or "auto" (int8 target and int4 draft on a CPU, `auto_quantization`). The
     draft's precision changes c, never the output; the target's changes the target itself, and
     exactness then holds against that target as loaded. An int4 draft runs in bfloat16 whatever
     `dtype` says: its kernel is fast only there, and a draft's rounding cannot change the output.
-    `progress` gets a line per model; `steps` a `LoadStep` per tokenizer read, GGUF tensor dequantized and layer
-    quantized (`specdec.zoo.load_progress`), for a progress bar with the time left.
+    `corpus`: text files a method that reads a corpus drafts from. `progress` gets a line per model; `steps` a
+    `LoadStep` per tokenizer read, GGUF tensor dequantized and layer quantized (`specdec.zoo.load_progress`), for a
+    progress bar with the time left.
     """
-    if is_target_only(target_name):
+    if target_name in METHODS:
         raise SpecdecError(f"{target_name} can only be the draft: give a model as the target")
     say = progress or (lambda message: None)
-    precisions = dict(zip(("target", "draft"), resolve_pair_precision(device, dtype, quantization, draft_quantization,
-                                                                                          not is_target_only(draft_name) and not is_head(draft_name))))
+    _, needs = needs_of(draft_name)
+    with_draft = DRAFT_MODEL in needs
+    precisions = dict(zip(("target", "draft"), resolve_pair_precision(device, dtype, quantization, draft_quantization, with_draft)))
     if any(precision is not None and precision.weights == "w8a8" for precision in precisions.values()):
         require_w8a8(say)                          # before anything is read: its kernel must pass this machine's test
+    for need in needs:
+        if need in RESOURCES and RESOURCES[need].check is not None:
+            RESOURCES[need].check(draft_name, target_name)     # a missing head: refused before anything loads
+    texts = corpus_files(corpus)
     with parsed_once():                            # each GGUF header parsed once for the tokenizers and both models
         seconds: dict[str, float] = {}
         start = time.perf_counter()
-        head_folder = find_head(draft_name, target_name) if is_head(draft_name) else None   # refuse a missing head before loading
-        names = [target_name] if is_target_only(draft_name) or head_folder or same_tokenizer_files(target_name, draft_name) else [target_name, draft_name]
+        names = [target_name] + ([draft_name] if with_draft and not same_tokenizer_files(target_name, draft_name) else [])
         with load_progress.reporting(steps):           # seconds each from a GGUF file on a first load: a stage of its own
             tokenizers = []
             for done, name in enumerate(names):
                 load_progress.report(target_name, load_progress.TOKENIZERS, done, len(names))
                 tokenizers.append(load_tokenizer(name))
             load_progress.report(target_name, load_progress.TOKENIZERS, len(names), len(names))
-        tokenizer, draft_tokenizer = tokenizers[0], (tokenizers[1] if len(tokenizers) > 1 else None)
-        if draft_tokenizer is not None and same_tokenizer(tokenizer, draft_tokenizer):
-            draft_tokenizer = None
+        resources: Resources = {TOKENIZER: tokenizers[0]}
+        if len(tokenizers) > 1 and not same_tokenizer(tokenizers[0], tokenizers[1]):
+            resources[DRAFT_TOKENIZER] = tokenizers[1]
         seconds["tokenizers"] = time.perf_counter() - start
-        models = {}
         for role, name in (("target", target_name), ("draft", draft_name)):
-            if is_target_only(name) or (role == "draft" and head_folder is not None):
+            if role == "draft" and not with_draft:
                 continue
             say(f"Loading {role} {name} …")
             start = time.perf_counter()
             with load_progress.reporting(steps):
-                models[role] = load_model(name, precision=precisions[role], role=role)
-            precisions[role] = precisions[role].as_loaded(models[role])    # "auto" keeps a model int8/int4 cannot handle as it is
+                module = load_model(name, precision=precisions[role], role=role)
+            precisions[role] = precisions[role].as_loaded(module)    # "auto" keeps a model int8/int4 cannot handle as it is
+            resources[TARGET if role == "target" else DRAFT_MODEL] = TorchModel(module, name)
             seconds[role] = time.perf_counter() - start
             say(f"Loaded {role} {name} in {seconds[role]:.1f} s")
-    whole = None
-    if draft_tokenizer is not None:
+    if DRAFT_TOKENIZER in resources:
         say(f"{draft_name} has its own tokenizer: its drafted text will be re-encoded for {target_name}")
         start = time.perf_counter()
-        rows = models["draft"].get_output_embeddings().out_features
-        whole = whole_character_tokens(draft_tokenizer, min(rows, len(draft_tokenizer)))
-        seconds["draft vocabulary"] = time.perf_counter() - start
-    head = None
-    if head_folder is not None:
-        say(f"Loading the EAGLE-3 head {head_folder} …")
-        head = load_head(head_folder, models["target"])
-        head_weights = "int8" if draft_quantization == "auto" and precisions["target"].device.type == "cpu" else draft_quantization
-        quantize_linears(head, "none" if head_weights == "auto" else head_weights)   # int8 on a CPU: c falls, the output stays
+        draft_tokenizer, rows = resources[DRAFT_TOKENIZER], resources[DRAFT_MODEL].vocab_size
+        resources[WHOLE] = whole_character_tokens(draft_tokenizer, min(rows, len(draft_tokenizer)))
+        seconds[WHOLE] = time.perf_counter() - start
+    for need in needs:
+        if need in RESOURCES:
+            say(f"Loading the {need} for {target_name} …")
+            start = time.perf_counter()
+            resources[need] = RESOURCES[need].load(draft_name, target_name, resources[TARGET], draft_quantization)
+            seconds[need] = time.perf_counter() - start
+    if texts:
+        resources[CORPUS] = [resources[TOKENIZER](text).input_ids for text in texts]
     target = precisions["target"]
-    return LoadedPair(target_name, draft_name, models["target"], models.get("draft"), tokenizer, target.device, target.dtype, seconds,
-                      draft_tokenizer, whole, resolved={role: value for role, value in precisions.items() if value is not None}, head=head)
+    return LoadedPair(target_name, draft_name, resources, target.device, target.dtype, seconds,
+                      resolved={role: value for role, value in precisions.items() if value is not None})
 
 
 def encode_chat(tokenizer: PreTrainedTokenizerBase, messages: Sequence[tuple[str, str]]) -> torch.Tensor:
@@ -274,24 +278,25 @@ def encode_prompt(tokenizer: PreTrainedTokenizerBase, prompt: str, chat: bool = 
     return encode_chat(tokenizer, [("user", prompt)])
 
 
-def generate_speculative(pair: LoadedPair, input_ids: torch.Tensor, decoding: Decoding, gamma: int | GammaSchedule | None = None,
-                         draft_vocab_limit: int | None = None, on_round: Callable[[Round], None] | None = None,
-                         tree: TreeSettings | str | None = None, method: str | None = None) -> GenerationResult:
-    """One text with the pair's models and end-of-sequence ids, drafted as `LoadedPair.plan` says: the draft model as a
-    chain, or a tree (`tree`: `TreeSettings`; `AUTO` with gamma None: what the engine drafts by default), or the
-    target-only method `method` (`specdec.generation.methods`). `result.drafting` says what it drafted."""
-    plan = pair.plan(gamma, draft_vocab_limit, tree, method)
+def generate(pair: LoadedPair, input_ids: torch.Tensor, spec: RunSpec, on_round: Callable[[Round], None] | None = None) -> GenerationResult:
+    """One text as `spec` drafts and decodes it (`generate_speculative` with the spec's drafting and decoding)."""
+    return generate_speculative(pair, input_ids, spec.decoding, spec.drafting, on_round)
+
+
+def generate_speculative(pair: LoadedPair, input_ids: torch.Tensor, decoding: Decoding, drafting: Drafting = Drafting(),
+                         on_round: Callable[[Round], None] | None = None) -> GenerationResult:
+    """One text with the pair's resources and end-of-sequence ids, drafted as `LoadedPair.plan` says for `drafting`.
+    `result.drafting` says what it drafted, `result.by_default` whether the policy chose it."""
+    plan = pair.plan(drafting)
     callback = None if on_round is None else (lambda row, round_: on_round(round_))
     return run_plan(pair.target, plan, [input_ids.reshape(-1)], decoding, pair.eos_token_ids, callback)[0]
 
 
-def generate_speculative_batch(pair: LoadedPair, prompts: Sequence[torch.Tensor], decoding: Decoding,
-                               gamma: int | GammaSchedule | None = None, method: str | None = None,
+def generate_speculative_batch(pair: LoadedPair, prompts: Sequence[torch.Tensor], decoding: Decoding, drafting: Drafting = Drafting(),
                                on_round: Callable[[int, Round], None] | None = None) -> list[GenerationResult]:
-    """Several prompts at once with the pair's models: the draft model's chains (one draft pass per step for all rows), a
-    draft with its own tokenizer (row by row), or the target-only method `method` (or the pair's, when its draft is one);
-    one result per prompt."""
-    plan = pair.plan(gamma, method=method, rows=len(prompts))
+    """Several prompts at once with the pair's resources: a draft model's chains (one draft pass per step for all rows), a
+    draft with its own tokenizer (row by row), or a method that needs only the target; one result per prompt."""
+    plan = pair.plan(drafting, rows=len(prompts))
     return run_plan(pair.target, plan, [prompt.reshape(-1) for prompt in prompts], decoding, pair.eos_token_ids, on_round)
 
 
@@ -307,12 +312,12 @@ def generate_plain(pair: LoadedPair, input_ids: torch.Tensor, decoding: Decoding
 
 
 def continued(input_ids: torch.Tensor, tokens: Sequence[int], device: torch.device) -> torch.Tensor:
-    """The prompt followed by `tokens`, as one sequence [1, T + N] on `device`, for a single forward pass.
+    """The prompt followed by `tokens`, as one sequence [T + N] on `device`, for a single forward pass.
 
     >>> continued(torch.tensor([[5, 6]]), [7], torch.device("cpu")).tolist()
-    [[5, 6, 7]]
+    [5, 6, 7]
     """
-    return torch.cat([input_ids.reshape(-1).cpu(), torch.tensor(list(tokens), dtype=torch.long)])[None].to(device)
+    return torch.cat([input_ids.reshape(-1).cpu(), torch.tensor(list(tokens), dtype=torch.long)]).to(device)
 
 
 @torch.inference_mode()
@@ -322,7 +327,7 @@ def target_margin(pair: LoadedPair, input_ids: torch.Tensor, tokens: Sequence[in
     Where greedy speculative and plain decoding part, a tiny gap says the two passes rounded a
     near-tie differently; a large one says something else went wrong (`bench.comparison.greedy_check`).
     """
-    context = continued(input_ids, tokens[:position], pair.device)                                   # [1, T + position]
-    logits = pair.target(input_ids=context, logits_to_keep=1).logits[0, -1].float()                  # [V]
-    best, second = logits.topk(2).values.tolist()
+    context = continued(input_ids, tokens[:position], pair.device)                                   # [T + position]
+    logits, _ = pair.target.rows([0]).feed([context], keep=1)                                          # [1, 1, V]
+    best, second = logits[0, -1].float().topk(2).values.tolist()
     return best - second

@@ -1,4 +1,4 @@
-"""Batches: every row exact on its own, whatever its neighbours accept (`specdec.engine.loop`, `specdec.engine.batch_cache`).
+"""Batches: every row exact on its own, whatever its neighbours accept (`specdec.engine.loop`, `specdec.runtime.batch_cache`).
 
 Against the trusted references:
 - greedy: every row equals its own plain decoding alone, for prompts of different lengths, rows that end
@@ -19,7 +19,7 @@ import pytest
 import torch
 from distribution_check import SIGNIFICANCE, exact_distribution
 from test_bench import tiny_catalogue  # noqa: F401  (a fixture: tiny-d and tiny-t in the zoo's catalogue)
-from tiny_models import tiny_model, tiny_pair
+from tiny_models import target_cache_as, tiny_model, tiny_pair
 
 from specdec import (
     LookaheadDrafter,
@@ -33,7 +33,7 @@ from specdec import (
 )
 import specdec.generation.run
 from specdec import ModelDrafter, batch_throughput
-from specdec.engine.batch_cache import BatchCache
+from specdec.runtime.batch_cache import BatchCache
 from specdec.engine.contract import Capabilities
 from specdec.engine.inputs import Decoding, row_generator
 from specdec.engine.sampling import SamplingConfig
@@ -81,9 +81,9 @@ class Oracle:
         pass
 
 
-def with_cache(monkeypatch, cache_type):
+def with_cache(monkeypatch, target, cache_type):
     """Every run builds its target's cache of several rows as `cache_type` (a broken or checking `BatchCache`)."""
-    monkeypatch.setattr(specdec.generation.run, "rows_cache", lambda model, rows: cache_type(model, list(rows)))
+    target_cache_as(monkeypatch, target, cache_type)
 
 
 @pytest.fixture(scope="module")
@@ -161,7 +161,7 @@ class CheckedCache(BatchCache):
 @pytest.mark.parametrize("architecture", ARCHITECTURES)
 def test_each_rows_cache_equals_a_fresh_pass_after_every_round(pairs, architecture, monkeypatch):
     target, draft = pairs[architecture]
-    with_cache(monkeypatch, CheckedCache)
+    with_cache(monkeypatch, target, CheckedCache)
     for drafter in (draft, TokenRecyclingDrafter()):
         CheckedCache.texts = {row: list(prompt) for row, prompt in enumerate(PROMPTS)}
         CheckedCache.checks = 0

@@ -29,7 +29,6 @@ import specdec.engine.rounds
 from specdec import CrossTokenizerDrafter, SpecdecError, speculative_generate
 from specdec.drafting.cross_tokenizer import whole_character_tokens
 from specdec.engine.contract import DraftCosts, DraftRequest, Generation
-from specdec.engine.kv_cache import has_sliding_window
 from specdec.engine.sampling import SamplingConfig
 
 TEXTS = ("abc ab", "c", "ca ab bb a c abc")
@@ -117,7 +116,7 @@ def test_a_sliding_window_draft_with_another_tokenizer(tokenizers, models):
     target_tokenizer, draft_tokenizer = tokenizers
     target, _ = models
     drafter = CrossTokenizerDrafter(tiny_model("gemma3", len(DRAFT_PIECES), seed=2), draft_tokenizer, target_tokenizer)
-    assert has_sliding_window(drafter.model)
+    assert drafter.model.traits.sliding_window
     greedy_check(target, drafter, target_tokenizer)
 
 

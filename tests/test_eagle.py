@@ -20,11 +20,11 @@ from test_cli import error_lines
 from test_greedy import PROMPTS, reference_greedy
 from tiny_models import save_tiny_model, tiny_model, tiny_tokenizer
 
-import specdec.drafting.eagle
+import specdec.heads.reader
 from specdec import SpecdecError, speculative_generate
 from specdec.cli import main
-from specdec.drafting.eagle import EagleDrafter
-from specdec.drafting.eagle_head import EagleHead, HeadConfig
+from specdec.heads.reader import EagleDrafter
+from specdec.heads.head import EagleHead, HeadConfig
 from specdec.engine.sampling import SamplingConfig
 from specdec.engine.trees import DraftTree
 from specdec.heads.files import load_head, save_head
@@ -156,7 +156,7 @@ def test_negative_control_an_unmapped_q_fails(small, monkeypatch):
     """Power: the unmapped q moves the first round's distribution by D = 0.2 or more here (a third of the drafted ids are
     read as other tokens), against df of about 60 at 3,000 runs: the statistic's mean is several times the threshold."""
     target, head = small
-    monkeypatch.setattr(specdec.drafting.eagle.EagleDrafter, "grow", unmapped(specdec.drafting.eagle.EagleDrafter.grow))
+    monkeypatch.setattr(specdec.heads.reader.EagleDrafter, "grow", unmapped(specdec.heads.reader.EagleDrafter.grow))
     fit, _ = speculative_fit(target, lambda: EagleDrafter(head), SamplingConfig(temperature=1.0), prompt=[2, 3, 4],
                              gamma_factory=lambda: None, runs=RUNS)
     assert fit.p_value < SIGNIFICANCE, fit

@@ -18,7 +18,7 @@ import torch
 from distribution_check import RUNS, SIGNIFICANCE, speculative_fit
 from test_drafter_contract import broken_point_mass_rule as broken_point_mass_chain_rule
 from test_greedy import PROMPTS, reference_greedy
-from tiny_models import tiny_model
+from tiny_models import target_cache_as, tiny_model
 
 import specdec.engine.rounds
 import specdec.generation.run
@@ -31,8 +31,8 @@ from specdec import (
     speculative_generate,
 )
 from specdec.drafting.layer_skip import least_influential_layers, skip_layers
-from specdec.engine.batch_cache import OneRow
-from specdec.engine.kv_cache import CachedModel
+from specdec.runtime.batch_cache import OneRow
+from specdec.runtime.kv_cache import CachedModel
 from specdec.engine.sampling import SamplingConfig
 from specdec.engine.tree_verification import _verdict, verify_tree_sampled
 from specdec.engine.verification import verify_sampled
@@ -222,7 +222,7 @@ def _check_cache(cached: CachedModel, model, sequence: torch.Tensor) -> None:
 @pytest.mark.parametrize("family", FAMILIES)
 def test_caches_equal_a_fresh_pass_after_every_round(deep_targets, monkeypatch, family, temperature):
     target = deep_targets["qwen2"]
-    monkeypatch.setattr(specdec.generation.run, "rows_cache", RecordingCache)
+    target_cache_as(monkeypatch, target, RecordingCache)
     drafter = FAMILIES[family](target)
     checked = []
     real_draft = drafter.draft

@@ -178,7 +178,7 @@ def test_code_excerpts_match_the_code(chapter):
 
 def test_the_algorithm_chapter_quotes_the_engine():
     sources = {source for source, _, _ in excerpts(read("02-algorithm.md")) if source}
-    assert {"specdec/engine/loop.py", "specdec/engine/verification.py", "specdec/drafting/draft_model.py", "specdec/engine/kv_cache.py"} <= sources, sources
+    assert {"specdec/engine/loop.py", "specdec/engine/verification.py", "specdec/drafting/draft_model.py", "specdec/runtime/kv_cache.py"} <= sources, sources
 
 
 # --- figures, links, exercises ----------------------------------------------------------------

@@ -10,12 +10,12 @@ import copy
 
 import pytest
 import torch
-from tiny_models import tiny_model, tiny_pair
+from tiny_models import target_cache_as, tiny_model, tiny_pair
 
 import specdec.generation.run
 from specdec import ModelDrafter, speculative_generate
-from specdec.engine.batch_cache import OneRow
-from specdec.engine.kv_cache import CachedModel
+from specdec.runtime.batch_cache import OneRow
+from specdec.runtime.kv_cache import CachedModel
 from specdec.errors import SpecdecError
 
 
@@ -82,7 +82,7 @@ class CheckingDrafter(ModelDrafter):
             assert own.length == 0                                         # the draft reads the prompt in its first pass
         else:
             assert sequence.numel() - 2 <= own.length <= sequence.numel() - 1
-        for model, cached in ((self.target, target_lm), (self.model, own)):
+        for model, cached in ((self.target, target_lm), (self.model.module, own)):
             if cached.length == 0:
                 continue
             probe = copy.deepcopy(cached)                                  # feeding must not disturb the real cache
@@ -102,8 +102,8 @@ class RecordingCache(OneRow):
 @pytest.mark.parametrize("architecture", ["gpt2", "llama", "qwen2", "gemma3"])
 @pytest.mark.parametrize("temperature", [0.0, 1.0])
 def test_caches_hold_exactly_the_accepted_text_after_every_round(monkeypatch, architecture, temperature):
-    monkeypatch.setattr(specdec.generation.run, "rows_cache", RecordingCache)
     target, draft = tiny_pair(architecture)
+    target_cache_as(monkeypatch, target, RecordingCache)
     drafter = CheckingDrafter(draft, target)
     result = speculative_generate(target, drafter, torch.tensor([2, 3, 4]), gamma=4, max_new_tokens=30,
                                   temperature=temperature, seed=0)

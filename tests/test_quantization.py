@@ -19,7 +19,8 @@ from transformers import DynamicCache
 
 import specdec.engine.rounds
 from specdec import SpecdecError, speculative_generate
-from specdec.engine.costs import verify_slope_guess, weight_cost_ratio
+from specdec.runtime.costs import weight_cost_ratio
+from specdec.runtime.torch_model import TorchModel
 from specdec.engine.sampling import SamplingConfig
 from specdec.kernels.quantization import Int4Linear, Int8Linear, SharedInput, check_quantization, quantization_of, quantize_model
 
@@ -171,8 +172,8 @@ def test_negative_control_a_broken_rule_fails_with_a_quantized_target(small_quan
 
 def test_costs_know_the_quantized_kernels():
     target, draft = tiny_pair("llama", vocab_size=32)
-    assert verify_slope_guess(quantized(target, "int8")) == Int8Linear.verify_slope      # a pass over many tokens stays cheap
-    assert verify_slope_guess(quantized(target, "int4")) == Int4Linear.verify_slope
+    assert TorchModel(quantized(target, "int8")).verify_slope() == Int8Linear.verify_slope      # a pass over many tokens stays cheap
+    assert TorchModel(quantized(target, "int4")).verify_slope() == Int4Linear.verify_slope
     assert weight_cost_ratio(quantized(target, "int8"), quantized(draft, "int8")) == pytest.approx(1.0)
     assert weight_cost_ratio(target, quantized(draft, "int8")) < 0.4                      # int8 reads about a quarter of float32
 

@@ -5,7 +5,8 @@ import torch
 from test_greedy import NEW_TOKENS, PROMPTS, reference_greedy
 
 from specdec import ModelDrafter, PromptLookupDrafter, speculative_generate
-from specdec.engine.costs import CostProfile, measure_costs
+from specdec.engine.costs import CostProfile
+from specdec.runtime.costs import measure_costs
 from specdec.engine.schedule import AdaptiveGamma, FixedGamma
 from specdec.engine.stop_rule import ConfidenceStop
 

@@ -17,13 +17,13 @@ import pytest
 import torch
 from distribution_check import SAMPLING_IDS, SAMPLINGS, batched_runs, exact_distribution
 from test_greedy import PROMPTS, reference_greedy
-from tiny_models import tiny_pair
+from tiny_models import target_cache_as, tiny_pair
 
 import specdec.engine.rounds
 import specdec.generation.run
 from specdec import SpecdecError, TreeDrafter, speculative_generate
-from specdec.engine.batch_cache import OneRow
-from specdec.engine.kv_cache import CachedModel
+from specdec.runtime.batch_cache import OneRow
+from specdec.runtime.kv_cache import CachedModel
 from specdec.engine.sampling import SamplingConfig, sample
 from specdec.engine.trees import ROOT, DraftTree, tree_attention
 from specdec.engine.verification import Verdict
@@ -106,11 +106,11 @@ class CheckingTreeDrafter(TreeDrafter):
         self.target = target
         self.rounds_checked = 0
 
-    def grow(self, state, sequence, max_depth, sampling, generator):
-        target_lm = self.target_caches[-1].lm
+    def grow(self, row, sequence, max_depth, sampling, generator):
+        target_lm, draft_lm = self.target_caches[-1].lm, self.reader.texts[row].rows.lm
         assert target_lm.length == sequence.numel() - 1                        # everything but the last token
-        assert state.cached.length <= sequence.numel() - 1
-        for model, cached in ((self.target, target_lm), (self.model, state.cached)):
+        assert draft_lm.length <= sequence.numel() - 1
+        for model, cached in ((self.target, target_lm), (self.reader.model.module, draft_lm)):
             if cached.length == 0:
                 continue
             probe = copy.deepcopy(cached)
@@ -118,7 +118,7 @@ class CheckingTreeDrafter(TreeDrafter):
             fresh = model(input_ids=sequence[None]).logits[0, -1]              # [V]
             assert torch.allclose(from_cache, fresh, atol=1e-5)
         self.rounds_checked += 1
-        return super().grow(state, sequence, max_depth, sampling, generator)
+        return super().grow(row, sequence, max_depth, sampling, generator)
 
 
 class RecordingCache(OneRow):
@@ -130,8 +130,8 @@ class RecordingCache(OneRow):
 @pytest.mark.parametrize("architecture", ["gpt2", "llama", "qwen2"])
 @pytest.mark.parametrize("temperature", [0.0, 1.0])
 def test_caches_hold_exactly_the_accepted_text_after_every_round(monkeypatch, architecture, temperature):
-    monkeypatch.setattr(specdec.generation.run, "rows_cache", RecordingCache)
     target, draft = tiny_pair(architecture)
+    target_cache_as(monkeypatch, target, RecordingCache)
     drafter = CheckingTreeDrafter(draft, target, budget=10, depth=4, width=3, c=0.0, verify_slope=0.0)
     result = speculative_generate(target, drafter, torch.tensor([2, 3, 4]), max_new_tokens=30, temperature=temperature, seed=0)
     assert drafter.rounds_checked == sum(1 for r in result.rounds if r.drafted) > 3   # (a last round with no room drafts nothing)

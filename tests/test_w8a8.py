@@ -26,7 +26,7 @@ from transformers import DynamicCache
 import specdec.engine.rounds
 import specdec.kernels.w8a8_gate as gate
 from specdec import SpecdecError
-from specdec.engine.costs import verify_slope_guess
+from specdec.runtime.torch_model import TorchModel
 from specdec.engine.sampling import SamplingConfig
 from specdec.kernels import w8a8
 from specdec.kernels.quantization import quantization_of, quantize_model
@@ -136,7 +136,7 @@ def test_negative_control_a_broken_rule_fails_with_a_w8a8_target(small_w8a8_pair
 
 
 def test_costs_know_the_w8a8_kernel(w8a8_pairs):
-    assert verify_slope_guess(w8a8_pairs["llama"][0]) == W8A8Linear.verify_slope
+    assert TorchModel(w8a8_pairs["llama"][0]).verify_slope() == W8A8Linear.verify_slope
 
 
 # ---------------------------------------------------------------- the gate

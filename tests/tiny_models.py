@@ -146,3 +146,20 @@ def borrowed_draft(target: torch.nn.Module, target_pieces: list[str], draft_piec
             scale = float(parameter.std()) if parameter.numel() > 1 else 1.0
             parameter.add_(noise * scale * torch.randn(parameter.shape, generator=generator))
     return draft.eval()
+
+
+def target_cache_as(monkeypatch, target: torch.nn.Module, cache_type) -> None:
+    """Runs on `target` build its cache as `cache_type(model, rows)` (a checking, recording or broken cache); every other
+    model's cache (the drafts') is built as usual. Passes still count on the target's model (`TorchModel.passes`)."""
+    from specdec.runtime.torch_model import TorchModel
+
+    rows_of = TorchModel.rows
+
+    def rows(self, rows, output_rows=None):
+        if self.module is not target:
+            return rows_of(self, rows, output_rows)
+        cache = cache_type(self.module, list(rows))
+        cache.on_pass = self._counted
+        return cache
+
+    monkeypatch.setattr(TorchModel, "rows", rows)

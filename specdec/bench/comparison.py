@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import torch
 
 from specdec.engine.costs import CostProfile
+from specdec.engine.model import Model
 from specdec.engine.results import GenerationStats, Round
 from specdec.kernels.devices import dtype_name
 from specdec.pairing import LoadedPair, continued, target_margin
@@ -209,10 +210,11 @@ def greedy_oracle_speedup(agrees: Sequence[bool], costs: CostProfile) -> float:
 
 
 @torch.inference_mode()
-def draft_agreement(draft: torch.nn.Module, input_ids: torch.Tensor, tokens: Sequence[int]) -> list[bool]:
+def draft_agreement(draft: Model, input_ids: torch.Tensor, tokens: Sequence[int]) -> list[bool]:
     """For each output token, whether the draft's greedy choice after the text before it is that token (one pass)."""
-    text = continued(input_ids, tokens, draft.device)                                               # [1, T + N]
-    logits = draft(input_ids=text, logits_to_keep=len(tokens) + 1).logits[0, :-1]               # [len(tokens), V]
+    text = continued(input_ids, tokens, draft.device)                                               # [T + N]
+    logits, _ = draft.rows([0]).feed([text], keep=len(tokens) + 1)                                  # [1, N + 1, V]
+    logits = logits[0, :-1]                                                                          # [N, V]
     choices = logits.argmax(dim=-1).tolist()
     return [choice == token for choice, token in zip(choices, tokens)]
 

@@ -20,9 +20,9 @@ Honest measurement, by construction:
 
 Methods are objects (`specdec.bench.methods`): "speculative" (ours, the pair's draft), "plain" (ours,
 target alone), the drafting families that need only the pair's target ("prompt-lookup", "recycling",
-"lookahead", "suffix", "layer-skip", from `specdec.generation.methods`), and transformers' "generate",
-"assisted", "assisted-dynamic", "assisted-default" and "hf-prompt-lookup". "all" is every family side by
-side, Spec-Bench style (`FAMILIES`). A method that does not apply to a pair (assisted generation without
+"lookahead", "suffix", "layer-skip", a trained head: every family of `specdec.registry`), and transformers'
+"generate", "assisted", "assisted-dynamic", "assisted-default" and "hf-prompt-lookup". "all" is every family
+side by side, Spec-Bench style (`specdec.bench.methods.families`). A method that does not apply to a pair (assisted generation without
 a draft model) is skipped for that pair. A family's c is measured in its own run: its draft time per
 draft step (per round for a model-free drafter) over the target's step.
 
@@ -44,10 +44,11 @@ import transformers
 
 from specdec.bench.comparison import draft_agreement, greedy_oracle_speedup, oracle_speedup
 from specdec.bench.gammas import check_gammas, is_schedule, tree_settings
-from specdec.bench.methods import BASELINE, BENCH_METHODS, FAMILIES, Outcome
+from specdec.bench.methods import BASELINE, Outcome, bench_methods, families
 from specdec.bench.prompts import BenchPrompt, encode_bench_prompt, suite
 from specdec.bench.tables import COLUMNS
-from specdec.engine.costs import CostProfile, measure_costs
+from specdec.engine.costs import CostProfile
+from specdec.runtime.costs import measure_costs
 from specdec.engine.inputs import Decoding
 from specdec.engine.results import GenerationResult
 from specdec.engine.stop_rule import ConfidenceStop
@@ -56,7 +57,6 @@ from specdec.kernels.devices import dtype_name
 from specdec.pairing import LoadedPair
 from specdec.reference.theory import walltime_speedup
 
-METHODS = tuple(BENCH_METHODS)
 ALL = "all"
 STOP_MAX_GAMMA = ConfidenceStop().max_gamma
 ORACLE_MAX_GAMMA = 32    # v(k) is measured up to here, for the oracle's long runs of agreement
@@ -80,10 +80,10 @@ class BenchSettings:
     def __post_init__(self) -> None:
         if ALL in self.methods:
             object.__setattr__(self, "methods", tuple(dict.fromkeys(method for name in self.methods
-                                                                      for method in (FAMILIES if name == ALL else (name,)))))
-        unknown = [method for method in self.methods if method not in METHODS]
+                                                                      for method in (families() if name == ALL else (name,)))))
+        unknown = [method for method in self.methods if method not in bench_methods()]
         if unknown:
-            raise SpecdecError(f"unknown methods {unknown}: choose from {', '.join(METHODS)}, or {ALL}")
+            raise SpecdecError(f"unknown methods {unknown}: choose from {', '.join(bench_methods())}, or {ALL}")
         check_gammas(self.gammas)
         if self.draft_vocab_limit is not None and any(tree_settings(gamma) is not None for gamma in self.gammas):
             raise SpecdecError("a tree drafter reads the whole output layer: drop the draft vocabulary limit or the tree gammas")
@@ -112,7 +112,7 @@ class BenchSettings:
 
     def gammas_for(self, method: str) -> tuple[int | str | None, ...]:
         """The gamma labels `method` runs with (None for methods without one)."""
-        return BENCH_METHODS[method].gammas(tuple(self.gammas))
+        return bench_methods()[method].gammas(tuple(self.gammas))
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,7 @@ class Run:
 
 def applicable(method: str, pair: LoadedPair, temperature: float = 0.0) -> bool:
     """Whether `method` can run on `pair` at `temperature` (`BenchMethod.applies`)."""
-    return BENCH_METHODS[method].applies(pair, temperature)
+    return bench_methods()[method].applies(pair, temperature)
 
 
 def plan_runs(pair: LoadedPair, settings: BenchSettings) -> list[Run]:
@@ -187,7 +187,7 @@ def _execute(pair: LoadedPair, run: Run, input_ids: torch.Tensor, settings: Benc
              costs: CostProfile, warmup: bool = False) -> dict | None:
     """Run one method once; return its row (None for a warm-up)."""
     decoding = settings.decoding_for(run)
-    method = BENCH_METHODS[run.method]
+    method = bench_methods()[run.method]
     outcome = method.run(pair, input_ids, decoding, run.gamma, costs, settings)
     if warmup:
         return None
@@ -208,7 +208,7 @@ def _execute(pair: LoadedPair, run: Run, input_ids: torch.Tensor, settings: Benc
         tokens_per_second=row["new_tokens"] / row["wall_time_s"] if row["wall_time_s"] > 0 else None,
         device=str(pair.device), dtype=dtype_name(pair.dtype), torch_version=torch.__version__,
         draft_quantization="none" if method.family else pair.draft_quantization, draft_vocab_limit=settings.draft_vocab_limit,
-        quantization=pair.quantization, draft_dtype=None if pair.draft is None or method.family else dtype_name(pair.draft.dtype),
+        quantization=pair.quantization, draft_dtype=None if pair.draft is None or method.family else dtype_name(pair.precision_of('draft').dtype),
         transformers_version=transformers.__version__, specdec_version=_specdec_version(), engine="specdec",
         python_version=platform.python_version(),
     )

@@ -6,22 +6,22 @@ target step.
 Every method answers the same three questions, so the harness (`specdec.bench.harness`) never asks
 which one it holds:
 
-    method.applies(pair, temperature)   can it run on this pair (a draft model? which tokenizer?) at this temperature
+    method.applies(pair, temperature)   can it run on this pair (a draft model? which tokenizer? which runtime?)
     method.gammas(labels)               which of the benchmark's gamma labels it runs with (`specdec.bench.gammas`)
     method.run(pair, input_ids, decoding, gamma, costs, settings)   one generation: an `Outcome`
 
 - `Speculative` ("speculative"): ours, with the pair's draft (a chain at a fixed gamma or under a named
   schedule, a tree, or the default)
 - `Plain` ("plain"): ours, the target alone
-- `Family`: a drafting method that needs only the target (`specdec.generation.methods`), with its
-  defaults and a fresh drafter per run, so no run learns from another prompt's output
-- `Eagle` ("eagle"): the EAGLE-3 head `specdec heads train` made for the pair's target, drafting its dynamic
-  tree (skipped for a target with no trained head)
+- `Family`: a drafting method of the registry (`specdec.registry`) run with its defaults and a fresh drafter
+  per run, so no run learns from another prompt's output; what it needs beyond the pair (a trained head)
+  is loaded once, where one is at hand for the target, and the method is skipped where none is
 - `Transformers`: transformers' "generate", "assisted", "assisted-dynamic", "assisted-default" and
   "hf-prompt-lookup" (`specdec.bench.hf_baselines`)
 
-`BENCH_METHODS` lists them in the order a benchmark runs them; `FAMILIES` are the ones `--methods all`
-runs side by side (Spec-Bench style): the draft model and every family.
+`bench_methods()` lists them in the order a benchmark runs them, `families()` the ones `--methods all`
+runs side by side (Spec-Bench style): the pair's draft and every family of the registry. Both are read
+from the registry when asked, so a method registered later is benchmarked with no change here.
 """
 
 from __future__ import annotations
@@ -32,17 +32,15 @@ import torch
 
 from specdec.bench.gammas import ADAPTIVE, DEFAULT, is_schedule, tree_settings
 from specdec.bench.hf_baselines import HF_METHODS, hf_generate
-from specdec.drafting.eagle import EagleDrafter
 from specdec.engine.costs import CostProfile
 from specdec.engine.inputs import Decoding
-from specdec.engine.kv_cache import has_sliding_window
 from specdec.engine.results import GenerationResult
 from specdec.engine.schedule import AdaptiveGamma
-from specdec.generation.methods import METHODS, Method, target_only
-from specdec.generation.policy import plan_drafting
+from specdec.generation.policy import plan_drafting, refused
 from specdec.generation.run import run_plan
-from specdec.heads.files import load_head, trained_head
-from specdec.pairing import AUTO, LoadedPair, generate_plain, generate_speculative
+from specdec.pairing import LoadedPair, generate_plain, generate_speculative
+from specdec.registry import DRAFT_MODEL, METHODS, RESOURCES, Method
+from specdec.run_spec import Drafting
 
 
 @dataclass(frozen=True)
@@ -82,10 +80,22 @@ class Speculative(BenchMethod):
         return labels
 
     def run(self, pair, input_ids, decoding, gamma, costs, settings):
-        tree = AUTO if gamma == DEFAULT else tree_settings(gamma)
-        schedule = AdaptiveGamma(costs, settings.max_adaptive_gamma) if gamma == ADAPTIVE else (None if is_schedule(gamma) else gamma)
-        result = generate_speculative(pair, input_ids, decoding, gamma=schedule, draft_vocab_limit=settings.draft_vocab_limit, tree=tree)
+        result = generate_speculative(pair, input_ids, decoding, drafting_for(pair, gamma, costs, settings))
         return Outcome(result.tokens, result.stats.wall_time_s, result)
+
+
+def drafting_for(pair: LoadedPair, gamma: int | str | None, costs: CostProfile, settings) -> Drafting:
+    """How the pair's draft drafts for a gamma label: 'default' as the policy picks, a tree label a tree, else the draft's
+    own chain (a number, the stop rule, our adaptive gamma), with the benchmark's draft vocabulary limit."""
+    if gamma == DEFAULT:
+        return Drafting()
+    tree = tree_settings(gamma)
+    if tree is not None:
+        return Drafting("tree", options=(("budget", str(tree.budget)),))
+    method = pair.method()
+    schedule = AdaptiveGamma(costs, settings.max_adaptive_gamma) if gamma == ADAPTIVE else (None if is_schedule(gamma) else gamma)
+    limit = (("vocab_limit", str(settings.draft_vocab_limit)),) if settings.draft_vocab_limit and method.name == "draft-model" else ()
+    return Drafting(method.name, schedule, limit)
 
 
 class Plain(BenchMethod):
@@ -99,59 +109,58 @@ class Plain(BenchMethod):
 
 
 class Family(BenchMethod):
-    """A drafting method that needs only the target, with its defaults and a fresh drafter per run."""
+    """A drafting method of the registry with its defaults and a fresh drafter per run; what it needs beyond the pair (a trained
+    head) loaded once per target, from where `specdec.registry.RESOURCES` finds one."""
 
     family = True
 
     def __init__(self, method: Method) -> None:
         self.method, self.name = method, method.name
+        self.extra: dict[tuple[int, str], object] = {}     # (id of the target, resource) -> loaded once (kept off the pair)
 
     def applies(self, pair, temperature=0.0):
-        """Not where it needs every cached position (a tree, its own layers) and the target has sliding windows."""
-        return not (self.method.capabilities.full_attention and has_sliding_window(pair.target))
+        """Where the pair has what it needs (or one is at hand for its target) and the target's runtime serves it."""
+        if refused(pair.target, self.method.capabilities, self.name) is not None:
+            return False
+        return all(need in pair.resources or (need in RESOURCES and RESOURCES[need].made_for is not None
+                                              and RESOURCES[need].made_for(pair.target_name)) for need in self.method.needs)
+
+    def resources(self, pair: LoadedPair) -> dict:
+        resources = dict(pair.resources)
+        for need in self.method.needs:
+            if need not in resources:
+                key = (id(pair.target), need)
+                if key not in self.extra:
+                    found = RESOURCES[need]
+                    self.extra[key] = found.load(found.draft_name, pair.target_name, pair.target, "auto")
+                resources[need] = self.extra[key]
+        return resources
 
     def run(self, pair, input_ids, decoding, gamma, costs, settings):
-        plan = plan_drafting(pair.target, self.method.make(pair.target))
-        result = run_plan(pair.target, plan, [input_ids.reshape(-1)], decoding, pair.eos_token_ids)[0]
-        return Outcome(result.tokens, result.stats.wall_time_s, result)
-
-
-class Eagle(BenchMethod):
-    """A trained EAGLE-3 head for the pair's target (the pair's own, or the one `specdec heads train` left in the cache)."""
-
-    name, family = "eagle", True
-
-    def __init__(self) -> None:
-        self.heads: dict[int, object] = {}      # id(target) -> its head, loaded once (kept off the pair: its draft stays its draft)
-
-    def applies(self, pair, temperature=0.0):
-        return (pair.head is not None or trained_head(pair.target_name) is not None) and not has_sliding_window(pair.target)
-
-    def run(self, pair, input_ids, decoding, gamma, costs, settings):
-        head = pair.head
-        if head is None:
-            head = self.heads.get(id(pair.target)) or self.heads.setdefault(id(pair.target), load_head(trained_head(pair.target_name),
-                                                                                                         pair.target))
-        plan = plan_drafting(pair.target, EagleDrafter(head))          # a fresh drafter: no run learns from another
+        drafter = self.method.make(self.resources(pair), self.method.options())     # fresh: no run learns from another
+        plan = plan_drafting(pair.target, drafter)
         result = run_plan(pair.target, plan, [input_ids.reshape(-1)], decoding, pair.eos_token_ids)[0]
         return Outcome(result.tokens, result.stats.wall_time_s, result)
 
 
 class Transformers(BenchMethod):
-    """One of transformers' own: `generate`, assisted generation (three ways) or its prompt lookup."""
+    """One of transformers' own: `generate`, assisted generation (three ways) or its prompt lookup (torch models only)."""
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.uses_draft_model = name.startswith("assisted")
 
     def applies(self, pair, temperature=0.0):
-        """Assisted generation needs a draft model, its prompt lookup none. With a draft of another tokenizer, transformers
-        5.24's assisted generation fails when sampling (AttributeError: 'AssistantToTargetTranslator' object has no attribute
-        'assistant_overlap_token_ids') and once a sliding-window draft passes its window (a size mismatch in attention)."""
+        """Assisted generation needs a draft model, its prompt lookup none; all of them a transformers model. With a draft of another
+        tokenizer, transformers 5.24's assisted generation fails when sampling (AttributeError: 'AssistantToTargetTranslator'
+        object has no attribute 'assistant_overlap_token_ids') and once a sliding-window draft passes its window (a size mismatch
+        in attention)."""
+        if not pair.target.traits.internals:
+            return False
         if self.uses_draft_model:
-            if pair.draft is not None and pair.cross_tokenizer and (temperature > 0 or has_sliding_window(pair.draft)):
+            if pair.draft is not None and pair.cross_tokenizer and (temperature > 0 or pair.draft.traits.sliding_window):
                 return False
-            return pair.draft is not None
+            return pair.draft is not None and pair.draft.traits.internals
         if self.name == "hf-prompt-lookup":
             return pair.draft is None
         return True
@@ -165,12 +174,34 @@ class Transformers(BenchMethod):
 
     def run(self, pair, input_ids, decoding, gamma, costs, settings):
         tokenizers = (pair.tokenizer, pair.draft_tokenizer) if pair.cross_tokenizer else None
-        tokens, wall = hf_generate(self.name, pair.target, pair.draft, input_ids, gamma=None if gamma == ADAPTIVE else gamma,
+        draft = None if pair.draft is None else pair.draft.module
+        tokens, wall = hf_generate(self.name, pair.target.module, draft, input_ids, gamma=None if gamma == ADAPTIVE else gamma,
                                    eos_token_id=pair.eos_token_ids, tokenizers=tokenizers, **decoding.as_kwargs())
         return Outcome(tokens, wall)
 
 
-BENCH_METHODS: dict[str, BenchMethod] = {method.name: method for method in (
-    Speculative(), Plain(), *(Family(METHODS[name]) for name in target_only()), Eagle(), *(Transformers(name) for name in HF_METHODS))}
-FAMILIES = ("speculative",) + tuple(name for name, method in BENCH_METHODS.items() if method.family)
+_FAMILIES: dict[str, Family] = {}        # one object per registered family, kept: a head it loaded is loaded once
+
+
+def _family(method: Method) -> Family:
+    if _FAMILIES.get(method.name) is None or _FAMILIES[method.name].method is not method:
+        _FAMILIES[method.name] = Family(method)
+    return _FAMILIES[method.name]
+
+
+_FIXED = {method.name: method for method in (Speculative(), Plain())}
+_BASELINES = {name: Transformers(name) for name in HF_METHODS}
+
+
+def bench_methods() -> dict[str, BenchMethod]:
+    """Every method a benchmark can run, in the order it runs them: ours, each registered family, transformers' own."""
+    families = {name: _family(method) for name, method in METHODS.items() if method.family}
+    return {**_FIXED, **families, **_BASELINES}
+
+
+def families() -> tuple[str, ...]:
+    """What `--methods all` runs side by side: the pair's draft ('speculative') and every registered family."""
+    return ("speculative",) + tuple(name for name, method in bench_methods().items() if method.family)
+
+
 BASELINE = "generate"       # every speedup is over transformers' generate on the same prompt, temperature and repeat

@@ -93,12 +93,12 @@ def _earlier(method: str) -> str | None:
 
 def _family_rows(frame: pd.DataFrame) -> pd.DataFrame:
     """The speculative rows of every family: the pair's draft model at its default schedule, the target-only methods, a head."""
-    from specdec.bench.methods import FAMILIES
+    from specdec.bench.methods import families
 
     model = frame[(frame["method"] == "speculative") & frame["schedule"].isin(["default", "stop"])]
     if model["schedule"].eq("default").any():
         model = model[model["schedule"] == "default"]
-    return pd.concat([model, frame[frame["method"].isin(FAMILIES[1:])]], ignore_index=True)
+    return pd.concat([model, frame[frame["method"].isin(families()[1:])]], ignore_index=True)
 
 
 def families_by_category(frame: pd.DataFrame, measure: str = "speedup") -> pd.DataFrame:

@@ -42,10 +42,11 @@ from __future__ import annotations
 import itertools
 
 import torch
-from transformers import PreTrainedModel, PreTrainedTokenizerBase
+from transformers import PreTrainedTokenizerBase
 
-from specdec.drafting.draft_model import check_draft_model, model_name
-from specdec.engine.batch_cache import BatchCache, OneRow, rows_cache
+from specdec.drafting.draft_model import check_draft_model
+from specdec.engine.model import Rows
+from specdec.runtime import as_model
 from specdec.engine.contract import Capabilities, DraftRequest, Generation, Verified
 from specdec.engine.sampling import SamplingConfig, probabilities, sample
 from specdec.engine.trees import DraftTree
@@ -81,33 +82,28 @@ class CrossTokenizerDrafter:
 
     capabilities = Capabilities(reports_confidence=True)
 
-    def __init__(self, draft_model: PreTrainedModel, draft_tokenizer: PreTrainedTokenizerBase,
+    def __init__(self, draft_model: object, draft_tokenizer: PreTrainedTokenizerBase,
                  target_tokenizer: PreTrainedTokenizerBase, name: str | None = None, whole: torch.Tensor | None = None) -> None:
-        self.model = self.draft_model = draft_model
+        self.model = self.draft_model = as_model(draft_model)
         self.draft_tokenizer, self.target_tokenizer = draft_tokenizer, target_tokenizer
-        self.name = name or model_name(draft_model)
-        rows = draft_model.get_output_embeddings().out_features
+        self.name = name or self.model.name
+        rows = self.model.vocab_size
         if whole is None:
             whole = whole_character_tokens(draft_tokenizer, min(rows, len(draft_tokenizer)))
         self.whole = torch.zeros(rows, dtype=torch.bool)                   # [V_draft]; ids past the tokenizer: never
         self.whole[:min(rows, whole.numel())] = whole[:rows]
-        self.whole = self.whole.to(draft_model.device)
+        self.whole = self.whole.to(self.model.device)
         if not self.whole.any():
             raise SpecdecError("no token of the draft's vocabulary decodes to whole characters: this draft cannot propose anything")
         self.vocab_size = len(target_tokenizer)
-        self.cache: BatchCache | OneRow | None = None
+        self.cache: Rows | None = None
         self.held: dict[int, list[int]] = {}          # per row: the draft ids in the draft's cache, in order
-        self.steps: dict[int, int] = {}               # draft passes each row took part in
 
     def begin(self, generation: Generation) -> None:
         check_draft_model(self.model, generation, same_tokenizer=False)
         self.vocab_size = generation.vocab_size
-        self.cache = rows_cache(self.model, list(generation.prompts))
+        self.cache = self.model.rows(list(generation.prompts))
         self.held = {row: [] for row in generation.prompts}
-        self.steps = dict.fromkeys(generation.prompts, 0)
-
-    def passes(self, row: int) -> int:
-        return self.steps.get(row, 0)
 
     def draft_text(self, sequence: torch.Tensor) -> list[int]:
         """Step 1: the draft's ids for the target's text `sequence` [n]."""
@@ -131,7 +127,6 @@ class CrossTokenizerDrafter:
                     continue
                 request = requests[row]
                 self.held[row] += pending[row]
-                self.steps[row] += 1
                 d, confidence = self._draw(logits[i, -1], request.sampling, request.generator)
                 drafted[row].append(d)
                 text = self.draft_tokenizer.decode(drafted[row], skip_special_tokens=False, clean_up_tokenization_spaces=False)

@@ -10,7 +10,7 @@ target's resampled or bonus token, and after a full accept the last drafted toke
 of the next round, in the same pass as the first new draft step, so catching up costs no pass.
 
 Several texts draft together: ONE draft pass per step for every row still drafting (its cache is a
-`specdec.engine.batch_cache.BatchCache`; one text's is a plain cache, `OneRow`). Each row stops on its
+`specdec.runtime.batch_cache.BatchCache`; one text's is a plain cache, `OneRow`). Each row stops on its
 own, at its limit or where the stop rule says another token is not worth its cost for that row.
 
 It reports how sure it is of each token (its q of the token), so the stop rule
@@ -27,46 +27,40 @@ Not handled here: a draft with another tokenizer (`specdec.drafting.cross_tokeni
 from __future__ import annotations
 
 import torch
-from transformers import PreTrainedModel
 
-from specdec.engine.batch_cache import BatchCache, OneRow, rows_cache
 from specdec.engine.contract import Capabilities, DraftRequest, Generation, Verified
 from specdec.engine.inputs import check_fits_context
-from specdec.engine.kv_cache import restricted_head
+from specdec.engine.model import Model, Rows
 from specdec.engine.sampling import choose_next, fit_vocabulary
 from specdec.engine.trees import DraftTree
 from specdec.errors import SpecdecError
+from specdec.runtime import as_model
 
 
 class ModelDrafter:
     """A small causal LM as the draft, run incrementally with its own KV cache, every row in one pass per step.
 
-    `vocab_limit=K` makes the draft compute only the first K rows of its output layer, so it can
-    only propose ids below K (in byte-pair vocabularies, roughly the K most frequent tokens). That
-    saves the draft work; its q is still a proper distribution, so the output stays exact.
+    `model` is a transformers model or a model on another runtime (`specdec.engine.model`). `vocab_limit=K`
+    makes the draft compute only the first K rows of its output layer, so it can only propose ids below K
+    (in byte-pair vocabularies, roughly the K most frequent tokens). That saves the draft work; its q is
+    still a proper distribution, so the output stays exact.
     """
 
     capabilities = Capabilities(reports_confidence=True)
 
-    def __init__(self, model: PreTrainedModel, name: str | None = None, vocab_limit: int | None = None) -> None:
+    def __init__(self, model: object, name: str | None = None, vocab_limit: int | None = None) -> None:
+        self.model = self.draft_model = as_model(model)
         if vocab_limit is not None:
-            restricted_head(model, vocab_limit)               # refuse an output layer that cannot be cut, now
-        self.model = self.draft_model = model
-        self.name = name or model_name(model)
+            self.model.rows([0], vocab_limit)                 # refuse an output layer that cannot be cut, now
+        self.name = name or self.model.name
         self.vocab_limit = vocab_limit
-        self.embedding_rows = model.get_input_embeddings().num_embeddings
-        self.cache: BatchCache | OneRow | None = None
+        self.cache: Rows | None = None
         self.vocab_size = 0
-        self.steps: dict[int, int] = {}                       # draft passes each row took part in
 
     def begin(self, generation: Generation) -> None:
         check_draft_model(self.model, generation)
-        self.cache = rows_cache(self.model, list(generation.prompts), self.vocab_limit)
+        self.cache = self.model.rows(list(generation.prompts), self.vocab_limit)
         self.vocab_size = generation.vocab_size
-        self.steps = dict.fromkeys(generation.prompts, 0)
-
-    def passes(self, row: int) -> int:
-        return self.steps.get(row, 0)
 
     def draft(self, requests: dict[int, DraftRequest]) -> dict[int, DraftTree]:
         """A chain for each row: its unseen text and first draft step in one pass, then one pass per token for all rows."""
@@ -86,7 +80,6 @@ class ModelDrafter:
                 tokens[row].append(token)
                 laws[row].append(q)
                 pending[row] = request.sequence.new_tensor([token])                               # [1]; the last one is never fed
-                self.steps[row] += 1
                 if len(tokens[row]) == request.limit or (request.keep_drafting is not None and
                                                          not request.keep_drafting(confidence(row_logits, token, q))):
                     drafting.discard(row)                                                         # the stop rule: not worth another
@@ -97,15 +90,14 @@ class ModelDrafter:
     def observe(self, verified: dict[int, Verified]) -> None:
         """Cut each row's cache to the text the target kept; forget the rows that are done."""
         for row, seen in verified.items():
-            if seen.proposal is not None:
-                self.cache.rollback(row, min(seen.text.numel() - 1, self.cache.length(row)))
+            self.cache.rollback(row, min(seen.text.numel() - 1, self.cache.length(row)))
         self.cache.compact([row for row in self.cache.rows if not (row in verified and verified[row].finished)])
 
     def _unseen(self, sequence: torch.Tensor, cached: int) -> torch.Tensor:
         """The text the draft has not read yet. An id the draft has no embedding row for (only possible when the target has
         more rows) is shown to it as id 0: that can only make its guesses worse, never the output different."""
         pending = sequence[cached:]
-        return pending.masked_fill(pending >= self.embedding_rows, 0)
+        return pending.masked_fill(pending >= self.model.embedding_rows, 0)
 
 
 def confidence(logits: torch.Tensor, token: int, q: torch.Tensor | None) -> float:
@@ -119,12 +111,7 @@ def confidence(logits: torch.Tensor, token: int, q: torch.Tensor | None) -> floa
     return float(torch.softmax(logits.float(), dim=-1)[token])
 
 
-def model_name(model: PreTrainedModel) -> str:
-    """The name a model was loaded under, else its class name: how drafters name themselves in reports."""
-    return getattr(model.config, "_name_or_path", "") or type(model).__name__
-
-
-def check_draft_model(model: PreTrainedModel, generation: Generation, same_tokenizer: bool = True) -> None:
+def check_draft_model(model: Model, generation: Generation, same_tokenizer: bool = True) -> None:
     """Refuse a draft on another device than the target, or (sharing its tokenizer) one whose context cannot hold a text."""
     if model.device != generation.target.device:
         raise SpecdecError(f"the draft is on {model.device} but the target on {generation.target.device}: load both on one device")

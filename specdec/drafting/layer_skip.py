@@ -50,7 +50,8 @@ from transformers import PreTrainedModel
 
 from specdec.drafting.draft_model import ModelDrafter
 from specdec.engine.contract import Capabilities, DraftRequest, Generation, Verified
-from specdec.engine.kv_cache import has_sliding_window
+from specdec.runtime.kv_cache import has_sliding_window
+from specdec.runtime.torch_model import TorchModel
 from specdec.engine.stop_rule import ConfidenceStop
 from specdec.engine.timing import synchronize
 from specdec.engine.trees import DraftTree
@@ -118,8 +119,9 @@ class SkipText:
 class LayerSkipDrafter:
     """The target drafting for itself with layers skipped: `skip` given, or the `fraction` least influential (module docstring)."""
 
-    name, draft_model = "layer-skip", None
-    capabilities = Capabilities(sizes_rounds=True, hidden_states=True, full_attention=True, drafts="chain from its own layers")
+    name = "layer-skip"
+    capabilities = Capabilities(sizes_rounds=True, hidden_states=True, full_attention=True, internals=True,
+                                drafts="chain from its own layers")
 
     def __init__(self, target: PreTrainedModel, skip: Sequence[int] | None = None, fraction: float = 0.5, max_gamma: int = 8,
                  c: float | None = None) -> None:
@@ -132,13 +134,13 @@ class LayerSkipDrafter:
         if not 0 < fraction < 1 or max_gamma < 1 or (c is not None and c < 0):
             raise SpecdecError(f"need 0 < fraction < 1, max_gamma >= 1 and c >= 0, got {fraction}, {max_gamma} and {c}")
         self.target, self.layers = target, len(layers)
+        self.draft_model = TorchModel(target, "layer-skip")     # counts the passes of every text's view of the target
         self.given = None if skip is None else sorted(set(skip))
         self.fraction, self.max_gamma, self.fixed_c = fraction, max_gamma, c
         self.capabilities = replace(LayerSkipDrafter.capabilities, hidden_states=skip is None,
                                     drafts=f"chain from its own layers ({self.layer_count_skipped()} of {self.layers} skipped)")
         self.texts: dict[int, SkipText] = {}
         self.generation: Generation | None = None
-        self.steps: dict[int, int] = {}
         self._step_s: list[float] = []                  # seconds per draft step, these texts
         self._target_step_s: list[float] = []           # seconds per target step, from each verification pass
         self._proposed_at: float | None = None          # when the last proposals went to the target
@@ -162,35 +164,30 @@ class LayerSkipDrafter:
         return 1.0 - self.layer_count_skipped() / self.layers
 
     def begin(self, generation: Generation) -> None:
-        if generation.target is not self.target:
+        if generation.target.module is not self.target:
             raise SpecdecError("a LayerSkipDrafter drafts for the target it was made with: make one for this target")
         self.generation = generation
         self._step_s, self._target_step_s, self._proposed_at = [], [], None
-        self.steps = dict.fromkeys(generation.prompts, 0)
         self.texts = {row: SkipText(prompt, list(self.given or []),
                                     ConfidenceStop(c=self.c, verify_slope=generation.costs.verify_slope, max_gamma=self.max_gamma))
                       for row, prompt in generation.prompts.items()}
-
-    def passes(self, row: int) -> int:
-        return self.steps.get(row, 0)
 
     def draft(self, requests: dict[int, DraftRequest]) -> dict[int, DraftTree]:
         chains = {}
         for row, request in requests.items():
             state = self.texts[row]
             if state.inner is None:                         # the layers are known: the view and its cache
-                state.inner = ModelDrafter(skip_layers(self.target, state.skipped), self.name)
+                state.inner = ModelDrafter(self.draft_model.view(skip_layers(self.target, state.skipped)), self.name)
                 state.inner.begin(replace(self.generation, prompts={row: state.prompt}))
             state.rule.c = self.c
             state.rule.next_gamma()
-            before = state.inner.passes(row)
+            before = self.draft_model.passes
             start = _now(self.target)
             chains[row] = state.inner.draft({row: replace(request, limit=min(request.limit, self.max_gamma),
                                                           keep_drafting=state.rule.keep_drafting)})[row]
-            steps = state.inner.passes(row) - before
+            steps = self.draft_model.passes - before
             if steps:
                 self._step_s.append((_now(self.target) - start) / steps)
-            self.steps[row] = state.inner.passes(row)
         self._proposed_at = _now(self.target)
         return chains
 
@@ -200,7 +197,7 @@ class LayerSkipDrafter:
         longest = 0
         for row, seen in verified.items():
             state = self.texts[row]
-            if seen.proposal is None:                       # the prompt pass: choose the layers from its hidden states
+            if state.inner is None:                         # the first pass: choose the layers from its hidden states
                 if self.given is None and seen.hidden is not None:
                     state.skipped = least_influential_layers(seen.hidden, self.layer_count_skipped())
                 continue

@@ -48,7 +48,6 @@ from dataclasses import dataclass, field, replace
 import torch
 
 from specdec.engine.contract import Capabilities, DraftRequest, Generation, Verified
-from specdec.engine.inputs import context_length
 from specdec.engine.trees import DraftTree, ExtraRows
 from specdec.errors import SpecdecError
 
@@ -88,7 +87,7 @@ class LookaheadDrafter:
         self.context: int | None = None                    # the target's longest position, when its config says
 
     def begin(self, generation: Generation) -> None:
-        self.context = context_length(generation.target)
+        self.context = generation.target.context_length
         self.texts = {row: self.start(prompt.tolist()) for row, prompt in generation.prompts.items()}
 
     def start(self, prompt: list[int]) -> Window:
@@ -99,8 +98,6 @@ class LookaheadDrafter:
                 self._remember(state, prompt[start:start + self.ngram])
         return state
 
-    def passes(self, row: int) -> int:
-        return 0
 
     def draft(self, requests: dict[int, DraftRequest]) -> dict[int, DraftTree]:
         return {row: self.candidates(self.texts[row], request) for row, request in requests.items()}
@@ -146,8 +143,8 @@ class LookaheadDrafter:
 
     def advance(self, state: Window, verified: Verified) -> None:
         """The pass's predictions after the window's newest level: new n-grams for the pool, and the window one level on."""
-        if verified.proposal is None or not state.used or verified.extra_logits is None:
-            return                                          # the prompt pass, or a round without the window
+        if not state.used or verified.extra_logits is None:
+            return                                          # the first pass, or a round without the window
         w, top = self.window, len(state.levels) - 1
         last_level = verified.extra_logits[-w:].argmax(dim=-1).tolist()    # [W]: predictions after level N-2's columns
         root = int(verified.rows[0])

@@ -41,8 +41,6 @@ class PromptLookupDrafter:
     def begin(self, generation: Generation) -> None:
         pass                                                            # nothing to remember: the text is the table
 
-    def passes(self, row: int) -> int:
-        return 0
 
     def lookup(self, text: list[int], gamma: int) -> list[int]:
         """The tokens that followed the most recent earlier occurrence of the longest matching tail."""

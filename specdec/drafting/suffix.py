@@ -88,8 +88,6 @@ class SuffixDrafter:
         tree = SuffixTree(self.session.max_depth)
         return SuffixText(tree, tree.extend(tree.start(), prompt), len(prompt))
 
-    def passes(self, row: int) -> int:
-        return 0
 
     def draft(self, requests: dict[int, DraftRequest]) -> dict[int, DraftTree]:
         return {row: self.speculate(self.texts[row], request) for row, request in requests.items()}

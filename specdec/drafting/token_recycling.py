@@ -132,8 +132,6 @@ class TokenRecyclingDrafter:
         if self.table is None or self.table.shape[0] != generation.vocab_size:
             self.table = torch.full((generation.vocab_size, self.k), -1, dtype=torch.long)
 
-    def passes(self, row: int) -> int:
-        return 0
 
     def draft(self, requests: dict[int, DraftRequest]) -> dict[int, DraftTree]:
         return {row: self.recycle(request) for row, request in requests.items()}
@@ -167,15 +165,14 @@ class TokenRecyclingDrafter:
 
     def remember(self, verified: Verified) -> None:
         """table[token of each row] = the target's top-k after it; rows on the accepted path are written last, so they win."""
-        logits = verified.logits                                             # [R, V]
-        rows = verified.rows[-logits.shape[0]:].cpu()                        # the tokens those logits follow
-        top = logits.topk(min(self.k, logits.shape[-1]), dim=-1).indices.cpu()   # [R, k]
+        logits = verified.logits                                             # [K + N, V]: the last K text rows, then the nodes
+        text = logits.shape[0] - verified.proposal.size                     # K (the root the last of them)
+        rows = verified.rows[verified.text_rows - text:verified.text_rows + verified.proposal.size].cpu()   # the tokens they follow
+        top = logits.topk(min(self.k, logits.shape[-1]), dim=-1).indices.cpu()   # [K + N, k]
         if top.shape[-1] < self.k:
             top = torch.nn.functional.pad(top, (0, self.k - top.shape[-1]), value=-1)
-        order = list(range(rows.numel()))
-        if verified.proposal is not None:                                    # root and accepted nodes last
-            on_path = [0] + [node + 1 for node in verified.path]
-            order = [row for row in order if row not in set(on_path)] + on_path
+        kept = list(range(text)) + [text + node for node in verified.path]  # the text and the accepted nodes, written last
+        order = [row for row in range(rows.numel()) if row not in set(kept)] + kept
         latest: dict[int, int] = {}
         for row in order:
             latest[int(rows[row])] = row                                     # one write per token: the last one

@@ -1,4 +1,4 @@
-"""A draft model that grows a token tree each round, one batched draft pass per level.
+"""Growing a token tree each round: how many children each node gets, and when another level pays.
 
 Notation: q is the draft's distribution, p the target's, c the cost of a draft pass over a target
 step, s the cost of one more token in the target's verification pass (v(n) = 1 + s n). Each round
@@ -28,14 +28,17 @@ of every round (confidence -> accepted or not). How many children a node gets is
 the draft knew before drawing them (never from the children themselves) and from past rounds: that
 keeps the sampled output exactly p.
 
-After the target's verdict (`observe`) the draft's cache keeps the text and the accepted nodes it has
-read, and drops every other branch (`keep_path`); the rest of the path and the target's next token are
-read in the next round's first pass.
+The passes themselves are a reader's (`specdec.drafting.tree_reader`): a draft model's (`ModelReader`,
+made for you when `TreeDrafter` is given a model), or a trained head's (`specdec.heads`). After the
+target's verdict (`observe`) the drafter calibrates on every node the rule tested and the reader keeps
+the text and the accepted nodes it has read, dropping every other branch; the rest of the path and the
+target's next token are read in the next round's first pass.
 
     drafter = TreeDrafter(draft_model)         # c and s estimated from the weights, like the chain's rule
     speculative_generate(target, drafter, input_ids, temperature=0)
+    TreeDrafter.reading(reader, budget=16)     # the same policy over another reader
 
-Several texts each grow their own tree, with a cache and a calibration of their own (`TreeText`), one
+Several texts each grow their own tree, with a calibration (`TreeText`) and a cache of their own, one
 after the other: their draft passes are not shared (by default a batch drafts chains, which are).
 Not handled: a draft with another tokenizer.
 """
@@ -45,12 +48,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 import torch
-from transformers import PreTrainedModel
 
-from specdec.drafting.draft_model import check_draft_model, model_name
+from specdec.drafting.tree_reader import ModelReader, TreeReader
 from specdec.engine.contract import Capabilities, DraftRequest, Generation, Verified
-from specdec.engine.kv_cache import CachedModel
-from specdec.engine.sampling import SamplingConfig, fit_vocabulary, probabilities, sample
+from specdec.engine.sampling import SamplingConfig, probabilities, sample
 from specdec.engine.stop_rule import ConfidenceStop
 from specdec.engine.trees import ROOT, DraftTree
 from specdec.errors import SpecdecError
@@ -78,18 +79,17 @@ class TreeSettings:
 
 @dataclass
 class TreeText:
-    """What the tree drafter keeps for one text: its draft cache, its calibration, and the last tree's bookkeeping."""
+    """What the tree drafter keeps for one text: its calibration, and the confidences of the last tree's nodes."""
 
-    cached: CachedModel
     rule: ConfidenceStop                               # the calibration a(confidence), learned on this text
-    text: int = 0                                      # cached tokens of text when the last tree was grown
-    read: list[int] = field(default_factory=list)     # nodes of the last tree the draft has read, in cache order
     confidences: list[float] = field(default_factory=list)   # q(token) of each node of the last tree
 
 
 class TreeDrafter:
-    """A small causal LM drafting a tree of at most `budget` nodes, `depth` levels and `width` nodes per level.
+    """A tree of at most `budget` nodes, `depth` levels and `width` nodes per level, grown each round over a reader.
 
+    `model` is a draft model (a transformers model, or one on another runtime), read by a `ModelReader`;
+    `TreeDrafter.reading(reader, ...)` grows the same trees over any reader (a trained head's).
     `c` and `verify_slope` (s) price a draft pass and a verified node in target steps; None takes the
     ones `speculative_generate`'s policy estimated from the weights, as for the chain's stop rule. The first
     level always gets one node, so `TreeDrafter(model, budget=1)` is the chain with gamma 1.
@@ -99,79 +99,67 @@ class TreeDrafter:
     capabilities = Capabilities(sizes_rounds=True, full_attention=True, drafts=TreeSettings().describe())
     default_budget = TreeSettings.budget
 
-    def __init__(self, model: PreTrainedModel, name: str | None = None, budget: int = default_budget, depth: int = 12, width: int = 3,
-                 c: float | None = None, verify_slope: float | None = None) -> None:
+    def __init__(self, model: object, name: str | None = None, budget: int = default_budget, depth: int = 12, width: int = 3,
+                 c: float | None = None, verify_slope: float | None = None, reader: TreeReader | None = None,
+                 kind: str = "tree") -> None:
         self.settings = TreeSettings(budget, depth, width)
         if (c is not None and c < 0) or (verify_slope is not None and verify_slope < 0):
             raise SpecdecError(f"the costs c and verify_slope must be >= 0, got {c} and {verify_slope}")
-        self.model = self.draft_model = model
-        self.name = name or model_name(model)
-        self.capabilities = replace(TreeDrafter.capabilities, drafts=self.settings.describe())
+        self.reader = reader if reader is not None else ModelReader(model, name)
+        self.draft_model = self.reader.draft_model
+        self.name = name or self.reader.name
+        self.capabilities = replace(TreeDrafter.capabilities, hidden_layers=self.reader.hidden_layers, internals=self.reader.internals,
+                                    drafts=f"{kind} (budget {budget})")
         self.budget, self.depth, self.width = budget, depth, width
         self.c, self.verify_slope = c, verify_slope
         self.vocab_size = 0                              # the target's, told by `begin`
         self.texts: dict[int, TreeText] = {}
-        self.steps: dict[int, int] = {}                  # draft passes per row
 
     @classmethod
-    def from_settings(cls, model: PreTrainedModel, settings: TreeSettings, name: str | None = None) -> TreeDrafter:
+    def from_settings(cls, model: object, settings: TreeSettings, name: str | None = None) -> TreeDrafter:
         return cls(model, name, settings.budget, settings.depth, settings.width)
 
-    @property
-    def embedding_rows(self) -> int:
-        return self.model.get_input_embeddings().num_embeddings
+    @classmethod
+    def reading(cls, reader: TreeReader, name: str | None = None, settings: TreeSettings = TreeSettings(),
+                kind: str = "tree") -> TreeDrafter:
+        """The tree policy over `reader` (a trained head's, say), with `settings`' limits; `kind` names it in reports."""
+        return cls(None, name, settings.budget, settings.depth, settings.width, reader=reader, kind=kind)
 
     # --- the drafter contract (specdec.engine.contract) --------------------------------------------
 
     def begin(self, generation: Generation) -> None:
-        check_draft_model(self.model, generation)
-        self.price(generation.costs.c, generation.costs.verify_slope)
+        self.reader.begin(generation)
+        c = generation.costs.c if self.c is None else self.c
+        s = generation.costs.verify_slope if self.verify_slope is None else self.verify_slope
         self.vocab_size = generation.vocab_size
-        self.texts = {row: self.start() for row in generation.prompts}
-        self.steps = dict.fromkeys(generation.prompts, 0)
-
-    def passes(self, row: int) -> int:
-        return self.steps.get(row, 0)
+        self.texts = {row: TreeText(ConfidenceStop(c=c, verify_slope=s, max_gamma=self.depth)) for row in generation.prompts}
 
     def draft(self, requests: dict[int, DraftRequest]) -> dict[int, DraftTree]:
-        trees = {}
-        for row, request in requests.items():
-            state = self.texts[row]
-            trees[row] = self.grow(state, request.sequence, request.limit, request.sampling, request.generator)
-            self.steps[row] = state.cached.passes
-        return trees
+        return {row: self.grow(row, request.sequence, request.limit, request.sampling, request.generator)
+                for row, request in requests.items()}
 
     def observe(self, verified: dict[int, Verified]) -> None:
         for row, seen in verified.items():
             if seen.finished:
                 self.texts.pop(row, None)
-            elif seen.proposal is not None and seen.proposal.size:       # (an empty round left the cache as it was)
-                self.keep_path(self.texts[row], seen.path, seen.tested)
+                self.reader.forget(row)
+                continue
+            if seen.proposal.size:
+                self.calibrate(self.texts[row], seen.tested)
+            self.reader.observe(row, seen)
 
     # --- growing the tree --------------------------------------------------------------------------
 
-    def price(self, c: float, verify_slope: float) -> None:
-        """Set the costs the caller did not give (`speculative_generate` does, from the weights)."""
-        self.c = c if self.c is None else self.c
-        self.verify_slope = verify_slope if self.verify_slope is None else self.verify_slope
-
-    def start(self) -> TreeText:
-        """A new text's state: an empty cache, the calibration's prior."""
-        c = 0.3 if self.c is None else self.c
-        return TreeText(CachedModel(self.model), ConfidenceStop(c=c, verify_slope=0.05 if self.verify_slope is None else self.verify_slope,
-                                                                max_gamma=self.depth))
-
     @torch.inference_mode()
-    def grow(self, state: TreeText, sequence: torch.Tensor, max_depth: int, sampling: SamplingConfig,
+    def grow(self, row: int, sequence: torch.Tensor, max_depth: int, sampling: SamplingConfig,
              generator: torch.Generator | None) -> DraftTree:
         """Grow a tree after `sequence` [n] (the whole accepted text), at most `max_depth` levels deep."""
-        state.read, state.confidences = [], []
-        state.text = state.cached.length
+        state = self.texts[row]
+        state.confidences = []
         depth = min(self.depth, max_depth)
         if depth <= 0:
             return DraftTree.empty()
-        logits = self._read_text(state, sequence)                             # [1, V]: q after the root
-        state.text = state.cached.length
+        logits = self.reader.read_text(row, sequence)                           # [1, V]: q after the root
         rule = state.rule
         c, s = rule.c, rule.verify_slope
 
@@ -203,35 +191,19 @@ class TreeDrafter:
             gain = sum(reach[node] * rule.acceptance(state.confidences[node]) for node in best)
             if gain * (passes * c + 1.0 + s * len(tokens)) <= (1.0 + sum(reach)) * (c + s * len(best)):
                 break                                                          # another level would lower the rate
-            logits = self._read_level(state, new, tokens, parents)             # [len(new), V]
+            logits = self.reader.read_level(row, new, tokens, parents)         # [len(new), V]
             passes += 1
             frontier, frontier_reach = new, [reach[node] for node in new]
         q_table = None
         if not sampling.greedy:
             q_table = torch.zeros(len(tokens) + 1, self.vocab_size, device=sequence.device)  # [N + 1, V]
-            for node, row in q_rows.items():
-                q_table[node + 1] = row
+            for node, q_row in q_rows.items():
+                q_table[node + 1] = q_row
         return DraftTree(sequence.new_tensor(tokens, dtype=torch.long), tuple(parents), q_table)
-
-    def keep_path(self, state: TreeText, path: tuple[int, ...], tested: tuple[bool | None, ...]) -> None:
-        """The target accepted `path`: keep the text and the accepted nodes the draft has read, drop the
-        rest; calibrate on every node the rule `tested` (True accepted, False rejected, None untested)."""
-        read = [node for node in path if node in state.read]                  # a prefix of the path
-        columns = list(range(state.text)) + [state.text + state.read.index(node) for node in read]
-        state.cached.keep(columns)
-        self.calibrate(state, tested)
 
     def calibrate(self, state: TreeText, tested: tuple[bool | None, ...]) -> None:
         """Teach the calibration a(confidence) every node the rule tested (True accepted, False rejected, None untested)."""
-        if tested:
-            state.rule.observe([(state.confidences[node], bool(outcome)) for node, outcome in enumerate(tested) if outcome is not None])
-        state.read = []
-
-    def _read_text(self, state: TreeText, sequence: torch.Tensor) -> torch.Tensor:
-        """One draft pass over the text the draft has not read yet (the root last): q's logits after the root, [1, V]."""
-        pending = sequence[state.cached.length:]                               # [m >= 1] unseen text, the root last
-        pending = pending.masked_fill(pending >= self.embedding_rows, 0)      # (as ModelDrafter: only q can suffer)
-        return fit_vocabulary(state.cached.feed(pending, keep=1), self.vocab_size)
+        state.rule.observe([(state.confidences[node], bool(outcome)) for node, outcome in enumerate(tested) if outcome is not None])
 
     def _distributions(self, logits: torch.Tensor, sampling: SamplingConfig) -> torch.Tensor:
         """q at each frontier node, [F, V]: warped like p when sampling; greedy, the plain softmax (for confidences)."""
@@ -266,34 +238,3 @@ class TreeDrafter:
             drawn.append(token)
             remaining[token] = 0.0
         return drawn
-
-    def _read_level(self, state: TreeText, new: list[int], tokens: list[int], parents: list[int]) -> torch.Tensor:
-        """One draft pass over the nodes `new`, each attending to the text and its ancestors; their logits [n, V]."""
-        attend, positions = level_layout(state, new, parents)
-        ids = torch.tensor([tokens[node] for node in new])
-        ids = ids.masked_fill(ids >= self.embedding_rows, 0)
-        logits = state.cached.feed(ids, keep=len(new), attend=attend, positions=positions)   # [n, V_draft]
-        state.read += new
-        return fit_vocabulary(logits, self.vocab_size)
-
-
-def level_layout(state: TreeText, new: list[int], parents: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
-    """What a level's nodes `new` see in the draft's cache, [n, cached + n] (the text, their ancestors, themselves), and their positions [n]."""
-    cached = state.cached.length
-    attend = torch.zeros(len(new), cached + len(new), dtype=torch.bool)
-    attend[:, :state.text] = True
-    for i, node in enumerate(new):
-        attend[i, cached + i] = True
-        ancestor = parents[node]
-        while ancestor != ROOT:
-            attend[i, state.text + state.read.index(ancestor)] = True
-            ancestor = parents[ancestor]
-    return attend, torch.tensor([state.text - 1 + _depth(node, parents) for node in new])
-
-
-def _depth(node: int, parents: list[int]) -> int:
-    """1 for the root's children, 2 for theirs, ..."""
-    depth = 0
-    while node != ROOT:
-        node, depth = parents[node], depth + 1
-    return depth

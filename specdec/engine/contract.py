@@ -12,13 +12,14 @@ meets the loop (`specdec.engine.loop`) through three calls, the same for every m
     drafter.observe(verified)             what the target computed in the pass that just ran, and what the rule kept
 
     one round:   draft ──► ONE target pass over [root, proposal, extra rows] ──► accept/reject ──► caches cut ──► observe
+    first round: (nothing drafted) ONE target pass over the prompt ──► the target's first token ──► observe
 
 Every call speaks about several texts at once, keyed by row: a single text is a batch of one (row 0).
 A method that handles its rows one by one writes `{row: ... for row, request in requests.items()}`; one
 that can share work across rows does (a draft model drafts every row in one pass per step).
 
-`observe` is called after every target pass, the prompt pass included, with the target's logits for
-every row it read (and its hidden states, layer by layer, when the drafter asks): methods that learn
+`observe` is called after every target pass, the first one over the prompt included (a round whose
+proposal is empty: `Verified` has one shape for every pass), with the target's logits for every row it read (and its hidden states, layer by layer, when the drafter asks): methods that learn
 from the target (Token Recycling's adjacency table, a Medusa or EAGLE head) see what it computed, as
 vLLM's proposers receive `target_hidden_states`. A proposal may carry `ExtraRows`: tokens of the
 drafter's own that ride along in the same pass, with attention of their own (lookahead decoding's
@@ -29,10 +30,13 @@ Jacobi window). The proposal's rows never attend to them, so p is untouched; the
 What the loop needs to know about a method is declared once, as data, in `drafter.capabilities`, never
 probed: whether it sizes its own rounds (gamma must then be left out), whether the stop rule may cut its
 chains, whether it wants hidden states (every layer, or the layers it names: an EAGLE-3 head reads three),
-how many prompt rows' logits it wants, and whether it needs full-attention caches. Hidden states come from
-the verification pass that already ran (transformers computes them anyway): no second target pass. `drafter.draft_model` is the model a draft step runs (c is estimated from its
-weights; None for a method without one). The default choices (which drafter, which schedule, c and s)
-and the list of methods live above the loop (`specdec.generation`).
+how many prompt rows' logits it wants, whether it needs full-attention caches, and whether it reaches into
+the target's modules (a runtime without them, llama.cpp, refuses such a method in one line). Hidden states
+come from the verification pass that already ran (transformers computes them anyway): no second target
+pass. `drafter.draft_model` is the model a draft step runs (`specdec.engine.model`): c is estimated from
+its weights and the run counts its forward passes from outside; None for a method without one. The
+default choices (which drafter, which schedule, c and s) live above the loop (`specdec.generation`), the
+list of methods in the registry (`specdec.registry`).
 
 Exactness does not depend on the method. A proposal's q is the law each node was drawn from; with
 `q=None` every node is a fixed candidate, a point mass, checked by recursive rejection (kept with
@@ -45,16 +49,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import torch
 
+from specdec.engine.model import Model
 from specdec.engine.sampling import SamplingConfig
-from specdec.engine.trees import DraftTree
+from specdec.engine.trees import DraftTree, check_token_ids
 from specdec.errors import SpecdecError
-
-if TYPE_CHECKING:                   # a type hint only: the contract itself never needs transformers loaded
-    from transformers import PreTrainedModel
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,7 @@ class Capabilities:
     hidden_layers: tuple[int, ...] = ()        # or only these layers' (0 the embeddings, L after the final norm), in this order
     prompt_rows: int = 1                       # the prompt pass keeps the logits of this many last prompt rows for `observe`
     full_attention: bool = False               # needs every cached position (a tree's cache surgery): no sliding windows
+    internals: bool = False                    # reaches into the target's modules (its layers, its embedding): torch only
     drafts: str = "chain"                      # what a round proposes, in words, for reports ("tree (budget 16)")
 
 
@@ -87,7 +90,7 @@ class Generation:
     """What a drafter learns when texts start (`begin`)."""
 
     prompts: dict[int, torch.Tensor]       # row -> [T_row] long, on the target's device
-    target: PreTrainedModel
+    target: Model                          # the target behind the model contract (`specdec.engine.model`)
     vocab_size: int                        # the width of the target's logits: a q must cover these ids
     max_new_tokens: int
     sampling: SamplingConfig
@@ -107,21 +110,24 @@ class DraftRequest:
 
 @dataclass(frozen=True)
 class Verified:
-    """What one target pass computed for one row and what the rule kept (`observe`).
+    """What one target pass computed for one row and what the rule kept (`observe`): every pass has this one shape.
 
-    For the prompt pass `proposal` is None, `rows` is the prompt and `logits` holds its last
-    `Capabilities.prompt_rows` rows. For a round, `rows` is [root, the proposal's nodes, the extra
-    rows], `logits` the target's logits after the root and after each node, and `extra_logits` after
-    each extra row. `path` is the accepted nodes (a chain's first `len(path)` tokens), `tested` each
-    node's outcome (True accepted, False rejected, None not tested), `text` the accepted text with the
-    target's next token at its end; the target's cache holds every token of it but the last.
+    A pass reads the row's text the target has not cached yet (the whole prompt in the first pass, then
+    just the root: the last token of the text), the proposal's N nodes and the drafter's E extra rows:
+    `rows` is [text rows, nodes, extra rows], the first `text_rows` of them text. The first pass is a
+    round whose proposal is empty. `logits` holds the target's logits after the last K text rows (K is
+    1, or up to `Capabilities.prompt_rows` in the first pass; the root's is the K-th) and after each node;
+    `extra_logits` after each extra row. `path` is the accepted nodes (a chain's first `len(path)`
+    tokens), `tested` each node's outcome (True accepted, False rejected, None not tested), `text` the
+    accepted text with the target's next token at its end; the target's cache holds every token of it but the last.
     """
 
-    rows: torch.Tensor                             # [R] long
-    logits: torch.Tensor                           # [R_kept, V]: prompt pass, the last rows; a round, [1 + N, V]
+    rows: torch.Tensor                             # [R] long: [text rows, N nodes, E extra rows]
+    text_rows: int                                 # the first pass: the prompt's length; then 1 (the root)
+    logits: torch.Tensor                           # [K + N, V]: after the last K text rows (the root last), then each node
     extra_logits: torch.Tensor | None              # [E, V], or None
     hidden: tuple[torch.Tensor, ...] | None        # per layer [R, H]: every layer (the embeddings first), or the declared ones
-    proposal: DraftTree | None                     # None for the prompt pass
+    proposal: DraftTree                            # empty when nothing was drafted (the first pass, plain decoding)
     path: tuple[int, ...]                          # accepted nodes
     tested: tuple[bool | None, ...]                # per node
     next_token: int
@@ -129,15 +135,13 @@ class Verified:
     finished: bool = False                         # the row's text is complete (end-of-sequence or max_new_tokens)
 
     def kept_rows(self) -> list[int]:
-        """Which of `rows` the target kept: the whole prompt, or the root and the accepted nodes (their hidden states stay true).
+        """Which of `rows` the target kept: the text rows and the accepted nodes (their hidden states stay true).
 
-        >>> Verified(torch.tensor([5, 6, 7]), torch.zeros(3, 2), None, None, DraftTree.chain(torch.tensor([6, 7])), (0,), (True, False),
-        ...          1, torch.tensor([5, 6, 1])).kept_rows()
+        >>> Verified(torch.tensor([5, 6, 7]), 1, torch.zeros(3, 2), None, None, DraftTree.chain(torch.tensor([6, 7])), (0,),
+        ...          (True, False), 1, torch.tensor([5, 6, 1])).kept_rows()
         [0, 1]
         """
-        if self.proposal is None:
-            return list(range(self.rows.numel()))
-        return [0] + [1 + node for node in self.path]
+        return list(range(self.text_rows)) + [self.text_rows + node for node in self.path]
 
 
 class Drafter(Protocol):
@@ -145,7 +149,7 @@ class Drafter(Protocol):
 
     name: str
     capabilities: Capabilities
-    draft_model: PreTrainedModel | None         # the model a draft step runs (c is estimated from its weights); None: none
+    draft_model: Model | None                   # the model a draft step runs (c from its weights, its passes counted); None: none
 
     def begin(self, generation: Generation) -> None:
         """Forget the previous texts (a method may keep what it learned across texts); these start."""
@@ -156,8 +160,14 @@ class Drafter(Protocol):
     def observe(self, verified: dict[int, Verified]) -> None:
         """See what the target computed for each row in the pass that just ran, and what the rule kept."""
 
-    def passes(self, row: int) -> int:
-        """Draft-model forward passes row `row` took part in so far (0 for a method without a model)."""
+
+def is_drafter(draft: object) -> bool:
+    """Whether `draft` is a drafter: it declares its `Capabilities` (anything else given as a draft is a model).
+
+    >>> is_drafter(object())
+    False
+    """
+    return isinstance(getattr(draft, "capabilities", None), Capabilities)
 
 
 def check_drafter(draft: object) -> None:
@@ -168,15 +178,22 @@ def check_drafter(draft: object) -> None:
     ...
     specdec.errors.SpecdecError: draft must be a transformers causal LM or a drafter (specdec.engine.contract.Drafter), got object
     """
-    if not isinstance(getattr(draft, "capabilities", None), Capabilities):
+    if not is_drafter(draft):
         raise SpecdecError(f"draft must be a transformers causal LM or a drafter (specdec.engine.contract.Drafter), got {type(draft).__name__}")
 
 
 def check_proposal(proposal: object, limit: int, vocab_size: int, name: str) -> DraftTree:
-    """`proposal` if it is a `DraftTree` no deeper than `limit` whose q covers the target's `vocab_size` ids; else one clear error."""
+    """`proposal` if it is a `DraftTree` no deeper than `limit`, its ids and q within the target's `vocab_size`; else one clear error.
+
+    >>> check_proposal(DraftTree.chain(torch.tensor([3, 4])), 4, 4, "my-drafter")
+    Traceback (most recent call last):
+    ...
+    specdec.errors.SpecdecError: my-drafter drafted token id 4, outside the target's vocabulary [0, 4): a drafter proposes ids the target's logits cover
+    """
     if not isinstance(proposal, DraftTree):
         raise SpecdecError(f"{name} returned a {type(proposal).__name__}; a drafter proposes a specdec.DraftTree "
                            "(DraftTree.chain(tokens, q) for a chain)")
+    check_token_ids(proposal.tokens, vocab_size, name)
     if proposal.depth > limit:
         raise SpecdecError(f"{name} proposed {proposal.depth} tokens on a path where at most {limit} were asked for: a round never "
                            "drafts past the request's limit (max_new_tokens would be overshot)")

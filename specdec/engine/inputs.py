@@ -21,8 +21,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
-from transformers import PreTrainedModel
-
+from specdec.engine.model import Model
 from specdec.engine.sampling import SamplingConfig
 from specdec.errors import SpecdecError
 
@@ -105,14 +104,9 @@ def check_counts(max_new_tokens: int, gamma: int | None = None) -> None:
         raise SpecdecError(f"gamma must be a whole number from 1 to {MAX_GAMMA}, got {gamma}; 4 is a good start")
 
 
-def context_length(model: PreTrainedModel) -> int | None:
-    """The longest sequence the model's position embeddings cover, when its config says."""
-    return getattr(model.config, "max_position_embeddings", None)
-
-
-def check_fits_context(model: PreTrainedModel, prompt_tokens: int, max_new_tokens: int, role: str = "model") -> None:
-    """Refuse a prompt plus new tokens that would run past the model's context window."""
-    limit = context_length(model)
+def check_fits_context(model: Model, prompt_tokens: int, max_new_tokens: int, role: str = "model") -> None:
+    """Refuse a prompt plus new tokens that would run past the model's context window (`Model.context_length`, when known)."""
+    limit = model.context_length
     if limit is None or prompt_tokens + max_new_tokens <= limit:
         return
     if prompt_tokens >= limit:

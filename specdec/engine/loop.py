@@ -4,7 +4,8 @@ Notation: p is the target, q the draft, gamma the drafted tokens per round, alph
 (Leviathan et al. 2023, Algorithm 1; Chen et al. 2023, Algorithm 2). One text is a batch of one row;
 a batch of texts runs the very same steps, row by row, around shared passes:
 
-    1. prompt pass: ONE target pass over every prompt; each row's first new token from its own p
+    1. the first pass: a round whose proposal is empty: ONE target pass over every prompt; each row's first
+       new token from its own p
     2. round, while some row still generates:
        a. draft    each row a proposal (`DraftTree`: a chain is a tree of width one) of at most gamma
                    tokens on any path (fewer near max_new_tokens; a row with no room drafts nothing)
@@ -33,50 +34,32 @@ from collections.abc import Iterator, Sequence
 
 import torch
 
-from specdec.engine.batch_cache import BatchCache, OneRow
-from specdec.engine.contract import DraftCosts, Drafter, DraftRequest, Generation, Verified, check_proposal
+from specdec.engine.contract import DraftCosts, Drafter, DraftRequest, Generation, check_proposal
 from specdec.engine.inputs import Decoding, row_generator
-from specdec.engine.results import Round, TokenOrigin
-from specdec.engine.rounds import judge, kept_columns, layout, text_after, trace
-from specdec.engine.sampling import choose_next
+from specdec.engine.model import Model, Rows
+from specdec.engine.results import Round
+from specdec.engine.rounds import judge, kept_columns, layout, text_after, trace, verified
 from specdec.engine.schedule import GammaSchedule
 from specdec.engine.trees import DraftTree
 
 Decided = list[tuple[int, Round]]      # the rounds one pass decided: (row, its round), in the cache's row order
 
 
-def speculate(target: BatchCache | OneRow, drafter: Drafter, prompts: Sequence[torch.Tensor], decoding: Decoding,
+def speculate(model: Model, target: Rows, drafter: Drafter, prompts: Sequence[torch.Tensor], decoding: Decoding,
               schedules: Sequence[GammaSchedule | None], costs: DraftCosts, stop_ids: frozenset[int]) -> Iterator[Decided]:
-    """Generate after each prompt [T_b] (rows 0..B-1 of `target`, an empty cache); yield each pass's rounds as decided.
+    """Generate after each prompt [T_b] (rows 0..B-1 of `target`, an empty cache of `model`); yield each pass's rounds as decided.
 
     `schedules[b]` picks row b's gamma (None: the drafter sizes its rounds); `costs` are told to the drafter.
     """
-    sampling, rows, capabilities = decoding.sampling, range(len(prompts)), drafter.capabilities
-    generators = [row_generator(decoding.seed, row, prompts[row].device) for row in rows]
-    vocab = target.model.get_output_embeddings().out_features
-    drafter.begin(Generation(dict(zip(rows, prompts)), target.model, vocab, decoding.max_new_tokens, sampling, costs))
-
+    sampling, capabilities, vocab = decoding.sampling, drafter.capabilities, model.vocab_size
+    generators = [row_generator(decoding.seed, row, prompts[row].device) for row in range(len(prompts))]
+    drafter.begin(Generation(dict(enumerate(prompts)), model, vocab, decoding.max_new_tokens, sampling, costs))
     wants_hidden = capabilities.hidden_states or bool(capabilities.hidden_layers)
-    logits, hidden = target.feed(list(prompts), keep=capabilities.prompt_rows, hidden=wants_hidden)   # 1. [B, keep, V]
-    hidden = _declared(hidden, capabilities.hidden_layers)
-    texts, counts, seen, decided = {}, {}, {}, []
-    for i, row in enumerate(target.rows):
-        first, _ = choose_next(logits[i, -1], sampling, generators[row])
-        texts[row], counts[row] = torch.cat([prompts[row], prompts[row].new_tensor([first])]), 1
-        kept = min(capabilities.prompt_rows, prompts[row].numel())
-        seen[row] = Verified(prompts[row], logits[i, -kept:], None, _rows_of(hidden, i, prompts[row].numel()), None, (), (),
-                             first, texts[row], _done(counts[row], first, decoding, stop_ids))
-        decided.append((row, Round((), 0, first, TokenOrigin.TARGET, ((first, TokenOrigin.TARGET),))))
-    drafter.observe(seen)
-    yield decided
-    active = [row for row in target.rows if not seen[row].finished]
-    target.compact(active)
-
-    while active:                                                                      # 2. rounds
+    texts, counts, active = dict(enumerate(prompts)), dict.fromkeys(range(len(prompts)), 0), list(target.rows)
+    while active:                                                                      # 1. the first pass, then 2. rounds
         requests = {}
-        for row in active:
-            room = decoding.max_new_tokens - counts[row] - 1                          # never overshoot
-            schedule = schedules[row]
+        for row in (row for row in active if counts[row]):                           # the first pass drafts nothing
+            room, schedule = decoding.max_new_tokens - counts[row] - 1, schedules[row]  # never overshoot
             limit = room if schedule is None else min(schedule.next_gamma(), room)
             if limit > 0:
                 stop_rule = schedule.keep_drafting if schedule is not None and capabilities.reports_confidence else None
@@ -84,36 +67,32 @@ def speculate(target: BatchCache | OneRow, drafter: Drafter, prompts: Sequence[t
         proposed = drafter.draft(requests) if requests else {}                        # a. every row proposes
         proposals = {row: check_proposal(proposed.get(row), requests[row].limit, vocab, drafter.name) if row in requests
                      else DraftTree.empty() for row in active}
-        layouts = {row: layout(texts[row][-1:], proposals[row]) for row in active}
-        logits, hidden = target.feed([layouts[row].rows for row in target.rows],      # b. one pass, ragged
-                                     keep=max(lay.rows.numel() for lay in layouts.values()),
+        layouts = {row: layout(texts[row][-1:] if counts[row] else texts[row], proposals[row], target.length(row))   # the root, or
+                   for row in active}                                                  # the whole prompt
+        kept = {row: min(capabilities.prompt_rows, lay.text) for row, lay in layouts.items()}   # text rows whose logits are kept
+        logits, hidden = target.feed([layouts[row].rows for row in target.rows],     # b. one pass, ragged
+                                     keep=max(kept[row] + lay.rows.numel() - lay.text for row, lay in layouts.items()),
                                      attend=[layouts[row].attend for row in target.rows],
                                      offsets=[layouts[row].offsets for row in target.rows], hidden=wants_hidden)
         hidden = _declared(hidden, capabilities.hidden_layers)
         seen, decided = {}, []
         for i, row in enumerate(target.rows):                                         # c. the rule, d. the cache, row by row
-            proposal, (rows_fed, _, _, n) = proposals[row], layouts[row]
-            row_logits = logits[i, logits.shape[1] - rows_fed.numel():]              # [R, V]: the row's own rows
-            verdict = judge(proposal, row_logits[:n], sampling, generators[row])
+            proposal, lay = proposals[row], layouts[row]
+            row_logits = logits[i, logits.shape[1] - (kept[row] + lay.rows.numel() - lay.text):]   # [K + N + E, V]
+            verdict = judge(proposal, row_logits[kept[row] - 1:kept[row] + lay.nodes], sampling, generators[row])
             round_ = trace(proposal, verdict, stop_ids)
             target.keep(row, kept_columns(texts[row].numel() - 1, verdict.path))
             texts[row] = text_after(texts[row], proposal, verdict.path, verdict.next_token)
             counts[row] += len(round_.emitted)
             if schedules[row] is not None and proposal.size:
                 schedules[row].update(proposal.size, verdict.accepted)
-            seen[row] = Verified(rows_fed, row_logits[:n], row_logits[n:] if proposal.extra is not None else None,
-                                 _rows_of(hidden, i, rows_fed.numel()), proposal, verdict.path, verdict.tested, verdict.next_token,
-                                 texts[row], _done(counts[row], round_.emitted[-1][0], decoding, stop_ids))
+            finished = counts[row] >= decoding.max_new_tokens or round_.emitted[-1][0] in stop_ids
+            seen[row] = verified(lay, row_logits, kept[row], _rows_of(hidden, i, lay.rows.numel()), proposal, verdict, texts[row], finished)
             decided.append((row, round_))
         drafter.observe(seen)                                                         # e. what the target computed
         yield decided
         active = [row for row in active if not seen[row].finished]
         target.compact(active)                                                        # rows that are done leave the batch
-
-
-def _done(count: int, last: int, decoding: Decoding, stop_ids: frozenset[int]) -> bool:
-    """A row is done once it has max_new_tokens new tokens, or when its last one ends the sequence."""
-    return count >= decoding.max_new_tokens or last in stop_ids
 
 
 def _declared(hidden: tuple[torch.Tensor, ...] | None, layers: tuple[int, ...]) -> tuple[torch.Tensor, ...] | None:

@@ -95,6 +95,8 @@ class Model(Protocol):
     embedding_rows: int                # the ids it can read (a draft may have fewer rows than the target's V)
     context_length: int | None         # the longest text it can read, when known
     device: torch.device
+    eos_token_ids: tuple[int, ...]     # the ids the model itself ends a text with (its tokenizer may name another)
+    passes: int                        # forward passes its caches have made: a run counts a draft's passes from outside
 
     def rows(self, rows: Sequence[int], output_rows: int | None = None) -> Rows:
         """An empty cache for the texts `rows` (ids, in order); `output_rows=K`: logits of the first K ids only (a draft's saving)."""

@@ -145,6 +145,7 @@ class GenerationResult:
     stats: GenerationStats
     rounds: tuple[Round, ...] = field(default=())
     drafting: str = ""                   # how the rounds were drafted, in words ('chain, stop rule'); '' for plain decoding
+    by_default: bool = False             # the policy chose how to draft (a draft model given with gamma left out)
     timeline: tuple[PassTime, ...] = ()  # one per target pass, the prompt pass first (plain decoding too: one per token)
 
     def origins(self) -> list[TokenOrigin]:

@@ -3,13 +3,15 @@
 Notation: p is the target, q the draft, gamma the drafted tokens of a round. The loop
 (`specdec.engine.loop`) runs these steps for every row of a batch around ONE shared target pass:
 
-    layout    the pass's rows for one text: [root, the proposal's N nodes, its E extra rows], with the
-              mask and positions a tree or extra rows need (a plain chain is read causally, no mask)
+    layout    the pass's rows for one text: [the text not cached yet (the root last), the proposal's N nodes,
+              its E extra rows], with the mask and positions a tree or extra rows need (a plain chain is read
+              causally, no mask); the first pass is a round whose proposal is empty: the whole prompt, nothing drafted
     judge     the accept/reject rule on the target's logits after the root and each node: the chain
               rule (`specdec.engine.verification`) for a chain, the walk down a tree
               (`specdec.engine.tree_verification`) otherwise; with the round's trace (`Round`)
     kept      the cached tokens the text keeps: the text, the root, the accepted nodes
     text      the text after the round: the accepted tokens and the target's next token
+    verified  what the drafter is told of the pass (`Verified`), built in one place
 
 A chain is a tree of width one, so one trace serves both: every drafted node with its p, q, u and
 whether it was accepted, the accepted path, and what the round appended to the output, cut after the
@@ -22,6 +24,7 @@ from typing import NamedTuple
 
 import torch
 
+from specdec.engine.contract import Verified
 from specdec.engine.results import DraftedToken, Round, TokenOrigin, TreeTrace
 from specdec.engine.sampling import SamplingConfig, probabilities
 from specdec.engine.tree_verification import verify_tree_greedy, verify_tree_sampled
@@ -30,30 +33,37 @@ from specdec.engine.verification import Verdict, verify_greedy, verify_sampled
 
 
 class Layout(NamedTuple):
-    """What one text feeds the verification pass."""
+    """What one text feeds the verification pass: its text rows, the proposal's nodes, its extra rows."""
 
-    rows: torch.Tensor                  # [R] = [root, N nodes, E extra rows]
-    attend: torch.Tensor | None         # [R, R] among the pass's rows; None: causal (a plain chain)
-    offsets: torch.Tensor | None        # [R] positions after the text; None: 0, 1, 2, ...
-    n: int                              # 1 + N: the rows the rule reads
+    rows: torch.Tensor                  # [R] = [m text rows (the root last), N nodes, E extra rows]
+    attend: torch.Tensor | None         # [R, cached + R] over the cached text and the pass's rows; None: causal (a plain chain)
+    offsets: torch.Tensor | None        # [R] positions after the cached text; None: 0, 1, 2, ...
+    text: int                           # m: the text rows (the whole prompt in the first pass, else the root alone)
+    nodes: int                          # N: the rows after the root whose logits the rule reads
 
 
-def layout(root: torch.Tensor, proposal: DraftTree) -> Layout:
-    """The pass's rows for one text whose last token is `root` [1].
+def layout(text: torch.Tensor, proposal: DraftTree, cached: int = 0) -> Layout:
+    """The pass's rows for one text: `text` [m >= 1] the text the target has not cached yet (the root last), after `cached` tokens.
 
     >>> layout(torch.tensor([7]), DraftTree.chain(torch.tensor([8, 9]))).attend is None       # a chain: causal
     True
     >>> layout(torch.tensor([7]), DraftTree(torch.tensor([8, 9]), (-1, -1), None)).offsets.tolist()   # two guesses
     [0, 1, 1]
+    >>> layout(torch.tensor([5, 6, 7]), DraftTree(torch.tensor([8, 9]), (-1, -1), None), cached=2).attend.int().tolist()[1]
+    [1, 1, 1, 1, 0, 0, 0]
     """
-    nodes = proposal.tokens.to(root.device)                                        # [N]
+    nodes = proposal.tokens.to(text.device)                                        # [N]
     extra = proposal.extra
-    rows = torch.cat([root, nodes] + ([extra.tokens.to(root.device)] if extra is not None else []))   # [1 + N + E]
-    n = nodes.numel() + 1
+    rows = torch.cat([text, nodes] + ([extra.tokens.to(text.device)] if extra is not None else []))   # [m + N + E]
+    m = text.numel()
     if extra is None and proposal.is_chain:
-        return Layout(rows, None, None, n)
-    attend, offsets = pass_attention(0, proposal.parents, extra)                   # [R, R], [R]: no text before the root
-    return Layout(rows, attend, offsets, n)
+        return Layout(rows, None, None, m, nodes.numel())
+    tail, positions = pass_attention(cached + m - 1, proposal.parents, extra)      # [1 + N + E, cached + m + N + E]: the root on
+    attend = torch.zeros(rows.numel(), cached + rows.numel(), dtype=torch.bool)
+    attend[:m - 1, :cached + m - 1] = torch.ones(m - 1, cached + m - 1, dtype=torch.bool).tril(diagonal=cached)   # the text, causal
+    attend[m - 1:] = tail
+    offsets = torch.cat([torch.arange(m - 1), positions - cached])
+    return Layout(rows, attend, offsets, m, nodes.numel())
 
 
 def judge(proposal: DraftTree, logits: torch.Tensor, sampling: SamplingConfig, generator: torch.Generator | None) -> Verdict:
@@ -113,6 +123,15 @@ def kept_columns(text: int, path: tuple[int, ...]) -> list[int]:
     ([0, 1, 2, 3, 4, 5], [0, 1, 2, 3, 5])
     """
     return list(range(text + 1)) + [text + 1 + node for node in path]
+
+
+def verified(row_layout: Layout, logits: torch.Tensor, kept_text: int, hidden: tuple[torch.Tensor, ...] | None, proposal: DraftTree,
+             verdict: Verdict, text: torch.Tensor, finished: bool) -> Verified:
+    """What the drafter is told of one row's pass (`Verified`), built in this one place: `logits` [K + N + E, V] are the row's kept rows."""
+    nodes = kept_text + row_layout.nodes
+    return Verified(rows=row_layout.rows, text_rows=row_layout.text, logits=logits[:nodes],
+                    extra_logits=logits[nodes:] if proposal.extra is not None else None, hidden=hidden, proposal=proposal,
+                    path=verdict.path, tested=verdict.tested, next_token=verdict.next_token, text=text, finished=finished)
 
 
 def text_after(sequence: torch.Tensor, proposal: DraftTree, path: tuple[int, ...], next_token: int) -> torch.Tensor:

@@ -10,7 +10,7 @@ each round picks the gamma that maximises the expected speedup of that round,
 
     E[tokens](alpha, gamma) / (gamma * c + v(gamma))        (specdec.reference.theory.walltime_speedup)
 
-with c and v(gamma) measured for the pair (`specdec.engine.costs.measure_costs`). Choosing gamma never
+with c and v(gamma) measured for the pair (`specdec.runtime.costs.measure_costs`). Choosing gamma never
 touches exactness: the rule is exact for any gamma.
 
 transformers' dynamic schedule, for comparison, adds 2 after a full accept and subtracts 1 after a

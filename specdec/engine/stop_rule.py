@@ -33,10 +33,10 @@ the confidence as it is (6.6 s vs 7.7 s and 13.0 s vs 14.8 s for 128 tokens).
 
 The costs are ratios to one target step, fixed for the generation (so the same seed gives the same
 tokens): c, and the verification slope s, with v(k) = 1 + s k. `speculative_generate` estimates c
-from the models' weight bytes (`specdec.engine.costs.weight_cost_ratio`: decoding on a CPU or a GPU is
+from the models' weight bytes (`specdec.runtime.costs.weight_cost_ratio`: decoding on a CPU or a GPU is
 bound by reading weights) and takes s = 0.5 for float32 on the CPU (a 5-token pass measured at
 about 3 one-token steps on this project's CPU) and 0.05 elsewhere (bfloat16: 0.84-1.19 steps);
-`specdec.engine.costs.measure_costs` gives measured ones.
+`specdec.runtime.costs.measure_costs` gives measured ones.
 
 Exactness: the decision depends only on the draft's own draws and on past rounds, never on the
 target's p for the tokens being decided, so the accept/reject rule stays exact (Leviathan et al.'s

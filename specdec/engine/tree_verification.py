@@ -49,7 +49,7 @@ from __future__ import annotations
 import torch
 
 from specdec.engine.sampling import sample
-from specdec.engine.trees import ROOT, DraftTree
+from specdec.engine.trees import ROOT, DraftTree, check_token_ids
 from specdec.engine.verification import Verdict
 
 
@@ -62,6 +62,7 @@ def verify_tree_greedy(target_logits: torch.Tensor, tree: DraftTree) -> Verdict:
     >>> verdict.path, verdict.next_token, verdict.tested     # node 1 was compared and lost; node 2 never reached
     ((0,), 0, (True, False, None))
     """
+    check_token_ids(tree.tokens, target_logits.shape[-1])
     choices = target_logits.argmax(dim=-1).tolist()                    # [N + 1]: the argmax after each row
     tokens = tree.tokens.tolist()
     tested: list[bool | None] = [None] * tree.size
@@ -100,6 +101,7 @@ def verify_tree_sampled(p: torch.Tensor, tree: DraftTree, generator: torch.Gener
     norm(max(0, p - q)) = [0, 0, 1], has nothing on 1 (q gave 1 all the mass p wanted on it), so 1 is
     rejected too and the target emits 2, exactly as p alone would have: P(1) = 0.5, P(2) = 0.5 overall.
     """
+    check_token_ids(tree.tokens, p.shape[-1])
     tokens = tree.tokens.tolist()
     tested: list[bool | None] = [None] * tree.size
     uniforms: list[float | None] = [None] * tree.size

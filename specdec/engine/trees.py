@@ -44,6 +44,8 @@ from functools import cached_property
 
 import torch
 
+from specdec.errors import SpecdecError
+
 ROOT = -1
 
 
@@ -200,6 +202,21 @@ def tree_attention(cached: int, tree: DraftTree) -> tuple[torch.Tensor, torch.Te
     attend[1:, cached + 1:] = tree.ancestor_mask()                        # each node: itself and its ancestors
     positions = torch.cat([torch.zeros(1, dtype=torch.long), tree.depths]) + cached
     return attend, positions
+
+
+def check_token_ids(tokens: torch.Tensor, vocab_size: int, who: str = "the proposal") -> None:
+    """Refuse a drafted id outside [0, vocab_size) in one line: -1 would wrap to the last id and could be emitted.
+
+    >>> check_token_ids(torch.tensor([0, 3]), 4)
+    >>> check_token_ids(torch.tensor([2, -1]), 4, "my-drafter")
+    Traceback (most recent call last):
+    ...
+    specdec.errors.SpecdecError: my-drafter drafted token id -1, outside the target's vocabulary [0, 4): a drafter proposes ids the target's logits cover
+    """
+    if tokens.numel() and not bool(((tokens >= 0) & (tokens < vocab_size)).all()):
+        bad = int(tokens[(tokens < 0) | (tokens >= vocab_size)][0])
+        raise SpecdecError(f"{who} drafted token id {bad}, outside the target's vocabulary [0, {vocab_size}): a drafter proposes "
+                           "ids the target's logits cover")
 
 
 def chain_parents(length: int) -> tuple[int, ...]:

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import torch
 
 from specdec.engine.sampling import sample
+from specdec.engine.trees import check_token_ids
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,7 @@ def verify_sampled(p: torch.Tensor, q: torch.Tensor | None, drafted: torch.Tenso
     >>> verdict.accepted, verdict.target_probs, verdict.draft_probs
     (0, (0.4000000059604645,), (1.0,))
     """
+    check_token_ids(drafted, p.shape[-1])
     k = drafted.shape[0]
     positions = torch.arange(k, device=drafted.device)
     u = torch.rand(k, generator=generator, device=p.device)            # [k]
@@ -112,6 +114,7 @@ def verify_greedy(target_logits: torch.Tensor, drafted: torch.Tensor) -> Verdict
     >>> verify_greedy(logits, torch.tensor([1, 1])).accepted, verify_greedy(logits, torch.tensor([1, 1])).next_token
     (1, 0)
     """
+    check_token_ids(drafted, target_logits.shape[-1])
     k = drafted.shape[0]
     choices = target_logits.argmax(dim=-1)                             # [k+1]
     matches = (choices[:k] == drafted).tolist() + [False]

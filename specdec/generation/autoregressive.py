@@ -13,7 +13,6 @@ from collections.abc import Callable
 from dataclasses import replace
 
 import torch
-from transformers import PreTrainedModel
 
 from specdec.engine.contract import Capabilities, DraftCosts, DraftRequest, Generation, Verified
 from specdec.engine.inputs import Decoding, prompts_of
@@ -21,6 +20,7 @@ from specdec.engine.results import GenerationResult
 from specdec.engine.trees import DraftTree
 from specdec.generation.policy import DraftingPlan
 from specdec.generation.run import run_plan
+from specdec.runtime import as_model
 
 
 class NoDraft:
@@ -38,15 +38,12 @@ class NoDraft:
     def observe(self, verified: dict[int, Verified]) -> None:
         pass
 
-    def passes(self, row: int) -> int:
-        return 0
-
 
 PLAIN = DraftingPlan(NoDraft(), None, DraftCosts(0.0, 0.0))
 
 
 def autoregressive_generate(
-    model: PreTrainedModel,
+    model: object,
     input_ids: torch.Tensor,
     *,
     max_new_tokens: int = 64,
@@ -74,5 +71,6 @@ def autoregressive_generate(
         callback = lambda row, round_: on_token(row, round_.next_token)      # noqa: E731
     else:
         callback = lambda row, round_: on_token(round_.next_token)           # noqa: E731
-    results = [replace(result, rounds=(), drafting="") for result in run_plan(model, PLAIN, prompts, decoding, eos_token_id, callback)]
+    results = [replace(result, rounds=(), drafting="", by_default=False)
+               for result in run_plan(as_model(model), PLAIN, prompts, decoding, eos_token_id, callback)]
     return results if batched else results[0]

@@ -3,16 +3,17 @@
 Notation: c is a draft step's cost over a target step, s the cost of one more token in a verification
 pass (v(k) = 1 + s k), gamma the tokens drafted per round.
 
-`speculative_generate` asks this module once per generation (`plan_drafting`), and everything that
-reports what a run drafted (the CLI, the dashboard, the benchmark) reads the plan's description
-instead of deciding again:
+`speculative_generate` asks this module once per generation (`plan_drafting`, or `plan_for_draft_model`
+for a plain draft model), and everything that reports what a run drafted (the CLI, the dashboard, the
+benchmark) reads the plan's description, carried onto the result, instead of deciding again:
 
     1. the drafter: the one given; for a plain draft model, a `TreeDrafter` where trees pay (`trees_pay`),
        gamma is left out and there is one text, else a `ModelDrafter` (a chain; several texts draft in
-       one draft pass per step)
+       one draft pass per step); a drafter that needs what the target's runtime does not give (hidden
+       states, layers) is refused in one line naming the runtime that serves it
     2. the costs, computed once: c from the weight bytes of the model a draft step runs
-       (`drafter.draft_model`; 0 for a model-free drafter), s guessed from the target's kind
-       (`specdec.engine.costs`); drafters that price their rounds get both in `Generation.costs`
+       (`drafter.draft_model`; 0 for a model-free drafter), s as the target's runtime guesses it
+       (`Model.verify_slope`); drafters that price their rounds get both in `Generation.costs`
     3. the schedule of a chain drafter: the gamma asked for, else the stop rule (`ConfidenceStop` with
        c and s) for a drafter that reports its confidence, else a fixed `ConfidenceStop.fallback_gamma`;
        a drafter that sizes its own rounds gets none, and a gamma for it is an error
@@ -31,18 +32,16 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 
-from transformers import PreTrainedModel
-
 from specdec.drafting.draft_model import ModelDrafter
 from specdec.drafting.tree_drafter import TreeDrafter
-from specdec.engine.batch_cache import check_batchable
-from specdec.engine.contract import DraftCosts, Drafter, check_drafter
-from specdec.engine.costs import verify_slope_guess, weight_cost_ratio
+from specdec.engine.contract import Capabilities, DraftCosts, Drafter, check_drafter
+from specdec.runtime.costs import weight_cost_ratio
 from specdec.engine.inputs import check_counts
-from specdec.engine.kv_cache import has_sliding_window
+from specdec.engine.model import Model
 from specdec.engine.schedule import FixedGamma, GammaSchedule
 from specdec.engine.stop_rule import ConfidenceStop
 from specdec.errors import SpecdecError
+from specdec.runtime import as_model
 
 TREE_FROM_C = 0.25            # the default drafts a tree when a draft step costs at least this share of a target step ...
 TREE_UP_TO_SLOPE = 0.1        # ... and one more token in a verification pass at most this share (v(k) = 1 + s k)
@@ -50,7 +49,7 @@ TREE_UP_TO_SLOPE = 0.1        # ... and one more token in a verification pass at
 
 @dataclass(frozen=True)
 class DraftingPlan:
-    """What one generation drafts with: decided once, before the prompt pass."""
+    """What one generation drafts with: decided once, before the first pass."""
 
     drafter: Drafter
     schedule: GammaSchedule | None        # None: the drafter sizes its own rounds
@@ -59,8 +58,10 @@ class DraftingPlan:
 
     @property
     def description(self) -> str:
-        """How the rounds are drafted, in words: 'chain, stop rule', 'chain, gamma 4', 'tree (budget 16)', ..."""
-        return self.drafter.capabilities.drafts if self.schedule is None else self.schedule.describe()
+        """How the rounds are drafted, in words, the one wording every report uses: 'chain, stop rule', 'chain, gamma 4',
+        'tree (budget 16), the default here' (the policy's own choice says so)."""
+        words = self.drafter.capabilities.drafts if self.schedule is None else self.schedule.describe()
+        return f"{words}, the default here" if self.by_default else words
 
     def schedules(self, rows: int) -> list[GammaSchedule | None]:
         """One schedule per text: the plan's own for one text, a fresh copy of it for each text of a batch."""
@@ -69,39 +70,67 @@ class DraftingPlan:
         return [copy.deepcopy(self.schedule) for _ in range(rows)]
 
 
-def plan_drafting(target: PreTrainedModel, draft: object, gamma: int | GammaSchedule | None = None, rows: int = 1,
-                  name: str | None = None) -> DraftingPlan:
-    """The plan for generating `rows` texts with `target` and `draft` (a causal LM or a drafter) and `gamma` (module docstring).
+def plan_drafting(target: Model, drafter: Drafter, gamma: int | GammaSchedule | None = None, rows: int = 1,
+                  by_default: bool = False) -> DraftingPlan:
+    """The plan for generating `rows` texts with `target` (a model behind `specdec.engine.model`) drafted by `drafter`.
 
     >>> from transformers import LlamaConfig, LlamaForCausalLM
-    >>> tiny = LlamaForCausalLM(LlamaConfig(hidden_size=8, intermediate_size=8, num_hidden_layers=1, num_attention_heads=1, vocab_size=4))
-    >>> plan = plan_drafting(tiny, tiny)                         # c = 1 (the draft is the target's size), float32 on a CPU
+    >>> tiny = as_model(LlamaForCausalLM(LlamaConfig(hidden_size=8, intermediate_size=8, num_hidden_layers=1, num_attention_heads=1,
+    ...                                              vocab_size=4)))
+    >>> plan = plan_drafting(tiny, ModelDrafter(tiny))           # c = 1 (the draft is the target's size), float32 on a CPU
     >>> plan.description, plan.costs
     ('chain, stop rule', DraftCosts(c=1.0, verify_slope=0.5))
     """
     if gamma is not None and not hasattr(gamma, "next_gamma"):
         check_counts(1, gamma)                                          # a number: 1..64
-    by_default = isinstance(draft, PreTrainedModel) and gamma is None
-    if isinstance(draft, PreTrainedModel):
-        trees = by_default and rows == 1 and _trees_pay(_costs(target, draft), target, draft)
-        drafter = TreeDrafter(draft, name) if trees else ModelDrafter(draft, name)
-    else:
-        check_drafter(draft)
-        drafter = draft
+    check_drafter(drafter)
     costs, capabilities = _costs(target, drafter.draft_model), drafter.capabilities
     if capabilities.sizes_rounds and gamma is not None:
         raise SpecdecError(f"{drafter.name} sizes its own rounds (a tree's budget, a lookup's match): leave gamma out")
+    check_serves(target, drafter)
     models = [target] + ([drafter.draft_model] if drafter.draft_model is not None else [])
-    if capabilities.full_attention and any(has_sliding_window(model) for model in models):
+    if capabilities.full_attention and any(model.traits.sliding_window for model in models[1:]):
         raise SpecdecError(f"{drafter.name} needs full-attention caches ({capabilities.drafts}) and this pair has sliding-window "
                            "layers: draft a chain with a draft model instead")
     if rows > 1:
         for model, role in zip(models, ("target", "draft")):
-            check_batchable(model, role)
+            if not model.traits.batches:
+                raise SpecdecError(f"the {role} has sliding-window layers, which batches do not handle: give one prompt at a time")
     return DraftingPlan(drafter, schedule_for(gamma, drafter, costs), costs, by_default)
 
 
-def default_drafter(target: PreTrainedModel, draft: PreTrainedModel, name: str | None = None) -> ModelDrafter | TreeDrafter:
+def check_serves(target: Model, drafter: Drafter) -> None:
+    """Refuse, in one line naming the runtime that serves it, a drafter that needs what the target's runtime does not give."""
+    refusal = refused(target, drafter.capabilities, drafter.name)
+    if refusal is not None:
+        raise SpecdecError(refusal)
+
+
+def refused(target: Model, capabilities: Capabilities, name: str) -> str | None:
+    """Why a drafter declaring `capabilities` cannot run on `target` (its runtime, its sliding windows), or None when it can."""
+    traits = target.traits
+    if (capabilities.hidden_states or capabilities.hidden_layers) and not traits.hidden_states:
+        return (f"{name} reads the target's hidden states, which the {traits.runtime} runtime does not give: "
+                "run it on the torch runtime (--runtime torch)")
+    if capabilities.internals and not traits.internals:
+        return (f"{name} reaches into the target's layers, which the {traits.runtime} runtime does not expose: "
+                "run it on the torch runtime (--runtime torch)")
+    if capabilities.full_attention and traits.sliding_window:
+        return (f"{name} needs full-attention caches ({capabilities.drafts}) and this target has sliding-window layers: "
+                "draft a chain with a draft model instead")
+    return None
+
+
+def plan_for_draft_model(target: Model, draft: Model, gamma: int | GammaSchedule | None = None, rows: int = 1,
+                         name: str | None = None) -> DraftingPlan:
+    """The plan for a draft model sharing the target's tokenizer: with gamma left out, the policy's choice (a `TreeDrafter`
+    where trees pay and there is one text, else a `ModelDrafter` under the stop rule); with a gamma, a chain of that gamma."""
+    if gamma is None and rows == 1 and trees_pay(target, draft):
+        return plan_drafting(target, TreeDrafter(draft, name), None, rows, by_default=True)
+    return plan_drafting(target, ModelDrafter(draft, name), gamma, rows, by_default=gamma is None)
+
+
+def default_drafter(target: object, draft: object, name: str | None = None) -> ModelDrafter | TreeDrafter:
     """What a draft model drafts by default: a `TreeDrafter` where trees pay, else a chain with the stop rule.
 
     >>> from transformers import LlamaConfig, LlamaForCausalLM
@@ -112,21 +141,18 @@ def default_drafter(target: PreTrainedModel, draft: PreTrainedModel, name: str |
     >>> type(default_drafter(tiny.to(torch.bfloat16), tiny.to(torch.bfloat16))).__name__
     'TreeDrafter'
     """
-    return plan_drafting(target, draft, None, 1, name).drafter
+    return plan_for_draft_model(as_model(target), as_model(draft), None, 1, name).drafter
 
 
-def trees_pay(target: PreTrainedModel, draft: PreTrainedModel) -> bool:
-    """Whether `default_drafter` drafts a tree for this pair: c >= TREE_FROM_C, s <= TREE_UP_TO_SLOPE, no sliding window."""
-    return _trees_pay(_costs(target, draft), target, draft)
-
-
-def _costs(target: PreTrainedModel, draft: PreTrainedModel | None) -> DraftCosts:
-    return DraftCosts(weight_cost_ratio(target, draft), verify_slope_guess(target))
-
-
-def _trees_pay(costs: DraftCosts, target: PreTrainedModel, draft: PreTrainedModel) -> bool:
+def trees_pay(target: Model, draft: Model) -> bool:
+    """Whether the default drafts a tree for this pair: c >= TREE_FROM_C, s <= TREE_UP_TO_SLOPE, no sliding window."""
+    costs = _costs(target, draft)
     dear = costs.c >= TREE_FROM_C and costs.verify_slope <= TREE_UP_TO_SLOPE
-    return dear and not has_sliding_window(target) and not has_sliding_window(draft)
+    return dear and not target.traits.sliding_window and not draft.traits.sliding_window
+
+
+def _costs(target: Model, draft: Model | None) -> DraftCosts:
+    return DraftCosts(weight_cost_ratio(target, draft), target.verify_slope())
 
 
 def schedule_for(gamma: int | GammaSchedule | None, drafter: Drafter, costs: DraftCosts) -> GammaSchedule | None:

@@ -10,7 +10,9 @@ also stamped on the run's clock (`GenerationResult.timeline`: its own draft and 
 ended), which plain decoding keeps though it returns no rounds: the Playground's race is drawn from it.
 
 A batch's rows share one wall clock: each row's times are the batch's (every row waited for the whole
-batch), so a batch's throughput is all its new tokens over one wall time (`batch_throughput`).
+batch), so a batch's throughput is all its new tokens over one wall time (`batch_throughput`). Draft passes
+are counted here too, from outside the drafter: the passes its draft model (`Drafter.draft_model`, a model
+behind `specdec.engine.model`) made during the run, shared by a batch's rows like its time.
 """
 
 from __future__ import annotations
@@ -19,9 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import torch
-from transformers import PreTrainedModel
 
-from specdec.engine.batch_cache import rows_cache
+from specdec.runtime.batch_cache import rows_cache
 from specdec.engine.inputs import Decoding, check_fits_context, eos_ids
 from specdec.engine.loop import speculate
 from specdec.engine.results import GenerationResult, GenerationStats, PassTime, Round, TokenOrigin
@@ -31,29 +32,31 @@ from specdec.generation.policy import DraftingPlan
 DRAFTER_CALLS = ("draft", "observe")      # the drafter's share of a round (setting up for the texts is not a round's)
 
 
-def run_plan(target: PreTrainedModel, plan: DraftingPlan, prompts: Sequence[torch.Tensor], decoding: Decoding,
+def run_plan(target: Model, plan: DraftingPlan, prompts: Sequence[torch.Tensor], decoding: Decoding,
              eos_token_id: int | Sequence[int] | None = None,
              on_round: Callable[[int, Round], None] | None = None) -> list[GenerationResult]:
     """Generate after each prompt [T_b] with `plan`'s drafter and schedule: one result per prompt, in order.
 
-    `on_round(row, round)` is called with every round as soon as it is decided (the prompt pass first).
+    `on_round(row, round)` is called with every round as soon as it is decided (the first pass first).
     """
     prompts = [prompt.to(target.device) for prompt in prompts]
     for prompt in prompts:
         check_fits_context(target, prompt.numel(), decoding.max_new_tokens, "target")
     watch = Stopwatch(target.device)
-    cache = Timed(rows_cache(target, range(len(prompts))), watch, "verify", ("feed",))
+    cache = Timed(target.rows(range(len(prompts))), watch, "verify", ("feed",))
     drafter = Timed(plan.drafter, watch, "draft", DRAFTER_CALLS)
+    draft_model = plan.drafter.draft_model
+    passes_before = 0 if draft_model is None else draft_model.passes        # counted from outside: the draft model's own count
     rounds: list[list[Round]] = [[] for _ in prompts]
     timelines: list[list[PassTime]] = [[] for _ in prompts]
     spent, before = {"draft": 0.0, "verify": 0.0}, {"draft": 0.0, "verify": 0.0}
-    for index, decided in enumerate(speculate(cache, drafter, prompts, decoding, plan.schedules(len(prompts)), plan.costs,
+    for index, decided in enumerate(speculate(target, cache, drafter, prompts, decoding, plan.schedules(len(prompts)), plan.costs,
                                               eos_ids(eos_token_id))):
         end = watch.elapsed()                                                         # the pass's tokens are decided
         window = {bucket: watch.totals[bucket] - before[bucket] for bucket in before}  # this pass's own seconds, for the timeline
         before = {bucket: watch.totals[bucket] for bucket in before}
         seconds = {bucket: watch.totals[bucket] - spent[bucket] for bucket in spent}
-        if index == 0:                      # the prompt pass drafts nothing: the drafter's look at it counts towards round 1
+        if index == 0:                      # the first pass drafts nothing: the drafter's look at it counts towards round 1
             seconds["draft"] = 0.0
         spent = {bucket: spent[bucket] + seconds[bucket] for bucket in spent}
         for row, round_ in decided:
@@ -63,9 +66,11 @@ def run_plan(target: PreTrainedModel, plan: DraftingPlan, prompts: Sequence[torc
             if on_round is not None:
                 on_round(row, round_)
     wall = watch.elapsed()
+    draft_passes = 0 if draft_model is None else draft_model.passes - passes_before   # a batch's rows share them, as they share time
     return [GenerationResult(tokens=[token for round_ in rounds[row] for token, _ in round_.emitted],
-                             stats=run_stats(rounds[row], plan.drafter.passes(row), wall, watch, prompts[row].numel()),
-                             rounds=tuple(rounds[row]), drafting=plan.description, timeline=tuple(timelines[row]))
+                             stats=run_stats(rounds[row], draft_passes, wall, watch, prompts[row].numel()),
+                             rounds=tuple(rounds[row]), drafting=plan.description, by_default=plan.by_default,
+                             timeline=tuple(timelines[row]))
             for row in range(len(prompts))]
 
 

@@ -11,17 +11,17 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
-from transformers import PreTrainedModel
 
 from specdec.engine.inputs import Decoding, prompts_of
 from specdec.engine.results import GenerationResult, Round
 from specdec.engine.schedule import GammaSchedule
-from specdec.generation.policy import plan_drafting
+from specdec.generation.policy import plan_drafting, plan_for_draft_model
 from specdec.generation.run import run_plan
+from specdec.runtime import as_model, is_model
 
 
 def speculative_generate(
-    target: PreTrainedModel,
+    target: object,
     draft: object,
     input_ids: torch.Tensor,
     *,
@@ -37,7 +37,8 @@ def speculative_generate(
 ) -> GenerationResult | list[GenerationResult]:
     """Generate up to `max_new_tokens` tokens after `input_ids` with the target p, drafted by q.
 
-    `draft` is a causal LM sharing the target's tokenizer, or any drafter (`specdec.drafting`): a
+    `target` is a causal LM: a transformers model, or a model on another runtime (`specdec.load_model(...,
+    runtime="llama.cpp")`). `draft` is a causal LM sharing the target's tokenizer, or any drafter (`specdec.drafting`): a
     `ModelDrafter`, a `TreeDrafter`, a draft with its own tokenizer (`CrossTokenizerDrafter(model,
     draft_tokenizer, target_tokenizer)`), the model-free `PromptLookupDrafter()`, `TokenRecyclingDrafter()`,
     `LookaheadDrafter()`, `SuffixDrafter()`, or the target skipping its own layers (`LayerSkipDrafter(target)`).
@@ -58,7 +59,11 @@ def speculative_generate(
     """
     decoding = Decoding(max_new_tokens, temperature, top_k, top_p, seed)
     prompts, batched = prompts_of(input_ids, attention_mask)
-    plan = plan_drafting(target, draft, gamma, rows=len(prompts))
+    target = as_model(target)
+    if is_model(draft):                                                             # a draft model: the policy's default for it
+        plan = plan_for_draft_model(target, as_model(draft), gamma, rows=len(prompts))
+    else:                                                                           # a drafter, as it is (else one clear line)
+        plan = plan_drafting(target, draft, gamma, rows=len(prompts))
     callback = on_round if batched or on_round is None else (lambda row, round_: on_round(round_))
     results = run_plan(target, plan, prompts, decoding, eos_token_id, callback)
     return results if batched else results[0]

@@ -30,7 +30,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file
 
-from specdec.drafting.eagle_head import EagleHead, HeadConfig
+from specdec.heads.head import EagleHead, HeadConfig
 from specdec.errors import SpecdecError
 from specdec.zoo.fetch import cache_dir, file_sha256
 from specdec.zoo.safetensors_writer import write_safetensors
@@ -70,6 +70,21 @@ def find_head(name: str, target_name: str) -> Path:
         raise SpecdecError(f"no EAGLE head is trained for {target_name} yet: run `specdec heads train --target {target_name} "
                            "--minutes 30` (or give a head's folder as the draft)")
     return folder
+
+
+def load_for_target(name: str, target_name: str, target: object, weights: str = "auto") -> EagleHead:
+    """The head a draft name means (`eagle`: the one trained for `target_name`; else a head's folder), bound to `target` (a
+    model behind `specdec.engine.model` with internals), its linear layers in `weights` ("auto": int8 on a CPU, where c falls
+    and the output stays)."""
+    from specdec.kernels.quantization import quantize_linears
+
+    if not target.traits.internals:
+        raise SpecdecError(f"an EAGLE head reads the target's hidden states, which the {target.traits.runtime} runtime does not give: "
+                           "run it on the torch runtime (--runtime torch)")
+    head = load_head(find_head(name, target_name), target.module)
+    chosen = ("int8" if target.device.type == "cpu" else "none") if weights == "auto" else weights
+    quantize_linears(head, chosen)
+    return head
 
 
 def vllm_config(config: HeadConfig, dtype: torch.dtype) -> dict:

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from specdec.drafting.eagle_head import EagleHead
+from specdec.heads.head import EagleHead
 from specdec.errors import SpecdecError
 
 

@@ -20,7 +20,8 @@ from collections.abc import Sequence
 import torch
 from transformers import PreTrainedModel
 
-from specdec.engine.batch_cache import BatchCache
+from specdec.runtime.batch_cache import BatchCache
+from specdec.runtime.torch_model import TorchModel
 from specdec.engine.contract import DraftCosts, Drafter
 from specdec.engine.inputs import Decoding
 from specdec.engine.loop import speculate
@@ -59,8 +60,9 @@ def generate_with_one_count(target: PreTrainedModel, drafter: Drafter, prompts: 
     prompts = [prompt.to(target.device) for prompt in prompts]
     rounds: list[list[Round]] = [[] for _ in prompts]
     schedules = [FixedGamma(gamma) for _ in prompts]
-    for decided in speculate(UniformAdvanceCache(target, len(prompts)), drafter, prompts, decoding, schedules, DraftCosts(0.0, 0.0),
-                             frozenset()):
+    model = TorchModel(target)
+    for decided in speculate(model, UniformAdvanceCache(target, len(prompts)), drafter, prompts, decoding, schedules,
+                             DraftCosts(0.0, 0.0), frozenset()):
         for row, round_ in decided:
             rounds[row].append(round_)
     return rounds

@@ -80,7 +80,7 @@ class ModelEntry:
 @dataclass(frozen=True)
 class PairEntry:
     """A curated pair: the draft is a model of this catalogue, or the name of a drafting method that needs no model of its
-    own ("recycling": `specdec.generation.methods`, which the zoo does not read: to the zoo it is just not a model)."""
+    own ("recycling"). The zoo lists model pairs only; `specdec.registry.pairs` adds each method's (the zoo knows no method)."""
 
     draft: str
     target: str
@@ -147,12 +147,6 @@ MODELS: dict[str, ModelEntry] = {entry.name: entry for entry in _MODELS}
 
 _PAIRS = [
     PairEntry("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b", "Qwen2.5-Coder 0.5B drafts for 1.5B: a real pair that works offline"),
-    PairEntry("prompt-lookup", "qwen2.5-coder-1.5b", "model-free n-gram draft for Qwen2.5-Coder 1.5B (offline)"),
-    PairEntry("recycling", "qwen2.5-coder-1.5b", "Token Recycling: the 1.5B's own runner-up tokens draft a tree (offline, no draft model)"),
-    PairEntry("suffix", "qwen2.5-coder-1.5b", "suffix decoding: what followed the text's end before (offline, no draft model)"),
-    PairEntry("lookahead", "qwen2.5-coder-1.5b", "lookahead decoding: Jacobi iterations in the verification pass (offline, no draft model)"),
-    PairEntry("layer-skip", "qwen2.5-coder-1.5b", "self-speculation: the 1.5B skipping half its layers drafts for itself (offline)"),
-    PairEntry("prompt-lookup", "smollm2-135m", "model-free n-gram draft for SmolLM2-135M (offline, small and quick)"),
     PairEntry("smollm2-135m", "qwen2.5-coder-1.5b", "SmolLM2 135M drafts for Qwen2.5-Coder 1.5B with its own tokenizer (offline)"),
     PairEntry("gemma3-270m", "qwen2.5-coder-1.5b", "Gemma 3 270M drafts for Qwen2.5-Coder 1.5B with its own tokenizer (offline)"),
     PairEntry("smollm2-135m", "qwen2.5-coder-0.5b", "SmolLM2 135M drafts for Qwen2.5-Coder 0.5B with its own tokenizer (offline)"),

@@ -109,10 +109,6 @@ class HeadConfig:
     def as_dict(self) -> dict:
         return asdict(self)
 
-    def get_text_config(self, decoder: bool = True) -> HeadConfig:
-        """As a transformers config answers (the engine asks every draft model whether it has sliding windows: a head has none)."""
-        return self
-
 
 class RMSNorm(nn.Module):
     """x / rms(x) * weight, Llama's normalisation."""

@@ -31,7 +31,7 @@ tests hold every row's greedy output to its own run alone.
 
 Sliding-window layers drop old tokens by their own count and read a mask of their own, so batches
 refuse those models up front (`check_batchable`); one text at a time they run as before
-(`specdec.engine.kv_cache`). The loop and the draft model speak to one kind of cache whatever the
+(`specdec.runtime.kv_cache`). The loop and the draft model speak to one kind of cache whatever the
 number of texts (`rows_cache`): a `BatchCache` for several, a `OneRow` (a `CachedModel` seen as a batch
 of one: no padding, no mask for a causal pass, sliding windows allowed) for one.
 
@@ -43,12 +43,12 @@ of one: no padding, no mask for a causal pass, sliding windows allowed) for one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from transformers import DynamicCache, PreTrainedModel
 
-from specdec.engine.kv_cache import CachedModel, has_sliding_window, restricted_head
+from specdec.runtime.kv_cache import CachedModel, has_sliding_window, restricted_head
 from specdec.errors import SpecdecError
 
 PAD_ID = 0   # the token fed in padding columns; nothing ever attends to them but themselves
@@ -63,8 +63,10 @@ def check_batchable(model: PreTrainedModel, role: str = "model") -> None:
 class BatchCache:
     """A transformers causal LM plus one `DynamicCache` holding B ragged rows, and the count of passes made."""
 
-    def __init__(self, model: PreTrainedModel, rows: int | Sequence[int], output_rows: int | None = None) -> None:
+    def __init__(self, model: PreTrainedModel, rows: int | Sequence[int], output_rows: int | None = None,
+                 on_pass: Callable[[], None] | None = None) -> None:
         check_batchable(model)
+        self.on_pass = on_pass                        # told of every pass (`specdec.runtime.torch_model` counts them)
         self.model = model
         self.cache = DynamicCache(config=model.config)
         self.rows = list(range(rows)) if isinstance(rows, int) else list(rows)   # the caller's row ids, in cache order
@@ -90,9 +92,9 @@ class BatchCache:
              hidden: bool = False) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
         """One forward pass: `tokens[i]` [m_i] (or None: nothing) appended to the i-th row in cache order.
 
-        By default a row's new tokens attend causally; `attend[i]` [m_i, m_i] bool says what they see among
-        themselves instead (a tree, extra rows) and `offsets[i]` [m_i] their positions after the row's
-        length. Returns the last `keep` logits of every row, [B, keep, V] (row i's own tokens are its last
+        By default a row's new tokens attend causally; `attend[i]` [m_i, length_i + m_i] bool says what they see
+        among the row's cached tokens and the new ones instead (a tree, extra rows) and `offsets[i]` [m_i] their
+        positions after the row's length (`specdec.engine.model`). Returns the last `keep` logits of every row, [B, keep, V] (row i's own tokens are its last
         min(keep, m_i)), and, when `hidden`, the hidden states per layer [B, M, H] (row i's last m_i).
         """
         if len(tokens) != len(self.rows):
@@ -111,10 +113,14 @@ class BatchCache:
             if count == 0:
                 continue
             ids[i, start:] = row_tokens.cpu()
-            own = attend[i] if attend is not None and attend[i] is not None else torch.ones(count, count, dtype=torch.bool).tril()
             shift = offsets[i] if offsets is not None and offsets[i] is not None else torch.arange(count)
-            mask[i, 0, start:, :w] = self.valid[i]                                   # the row's text ...
-            mask[i, 0, start:, w + start:] = own.cpu()                               # ... and its own new tokens
+            if attend is None or attend[i] is None:
+                mask[i, 0, start:, :w] = self.valid[i]                               # the row's text ...
+                mask[i, 0, start:, w + start:] = torch.ones(count, count, dtype=torch.bool).tril()   # ... and causally its new tokens
+            else:
+                own = attend[i].cpu()                                                # [m_i, length_i + m_i]
+                mask[i, 0, start:, self.valid[i].nonzero().flatten()] = own[:, :self.lengths[i]]   # the cached tokens it sees ...
+                mask[i, 0, start:, w + start:] = own[:, self.lengths[i]:]           # ... and the new ones
             positions[i, start:] = self.lengths[i] + shift.cpu().long()
         inputs = {"input_ids": ids.to(device), "cache": self.cache, "use_cache": True,
                   "attention_mask": mask.to(device), "position_ids": positions.to(device)}
@@ -135,6 +141,8 @@ class BatchCache:
         self.valid = torch.cat([self.valid, new], dim=1)
         self.ids = torch.cat([self.ids, ids], dim=1)
         self.passes += 1
+        if self.on_pass is not None:
+            self.on_pass()
         return logits, (tuple(output.hidden_states) if hidden else None)
 
     def text(self, row: int) -> list[int]:
@@ -202,10 +210,12 @@ class OneRow:
     get their mask over the whole cached text. Logits come back as [1, keep, V], hidden states per layer [1, M, H].
     """
 
-    def __init__(self, model: PreTrainedModel, row: int = 0, output_rows: int | None = None) -> None:
+    def __init__(self, model: PreTrainedModel, row: int = 0, output_rows: int | None = None,
+                 on_pass: Callable[[], None] | None = None) -> None:
         self.lm = CachedModel(model, output_rows)
         self.model = model
         self.rows = [row]
+        self.on_pass = on_pass
 
     @property
     def passes(self) -> int:
@@ -223,10 +233,11 @@ class OneRow:
         if own is None:
             logits, states = self.lm.feed_with_hidden(new, keep=keep, hidden=hidden)
         else:
-            text = self.lm.length
-            full = torch.cat([torch.ones(new.numel(), text, dtype=torch.bool), own.cpu()], dim=1)     # [m, text + m]
             shift = offsets[0] if offsets is not None and offsets[0] is not None else torch.arange(new.numel())
-            logits, states = self.lm.feed_with_hidden(new, keep=keep, attend=full, positions=text + shift.cpu(), hidden=hidden)
+            logits, states = self.lm.feed_with_hidden(new, keep=keep, attend=own.cpu(), positions=self.lm.length + shift.cpu(),
+                                                      hidden=hidden)
+        if self.on_pass is not None:
+            self.on_pass()
         return logits[None], (None if states is None else tuple(layer[None] for layer in states))
 
     def rollback(self, row: int, length: int) -> None:
@@ -241,7 +252,8 @@ class OneRow:
             self.rows = [row for row in self.rows if row in rows]
 
 
-def rows_cache(model: PreTrainedModel, rows: Sequence[int], output_rows: int | None = None) -> BatchCache | OneRow:
+def rows_cache(model: PreTrainedModel, rows: Sequence[int], output_rows: int | None = None,
+               on_pass: Callable[[], None] | None = None) -> BatchCache | OneRow:
     """The cache for texts `rows` (ids, in order): a `OneRow` for one text, a `BatchCache` for several."""
     rows = list(rows)
-    return OneRow(model, rows[0], output_rows) if len(rows) == 1 else BatchCache(model, rows, output_rows)
+    return OneRow(model, rows[0], output_rows, on_pass) if len(rows) == 1 else BatchCache(model, rows, output_rows, on_pass)

@@ -1,0 +1,326 @@
+"""The one registry of drafting methods: what each needs loaded, its options, and how it makes its drafter.
+
+Notation: p is the target, q the draft, gamma the drafted tokens per round, c a draft step's cost over a
+target step.
+
+Every list of methods in the project is read from here and nowhere else: the command line's choices and
+help (`specdec.cli.parser`), the dashboard's pickers (`pages.common.settings`), the benchmark's
+`--methods all` (`specdec.bench.methods`), the catalogue's pairs (`pairs()`), the Spec-Bench table, the
+docs and the tests. A `Method` says
+
+    needs     what it needs loaded besides the target and its tokenizer: nothing, a draft model sharing
+              the target's tokenizer (DRAFT_MODEL), one with its own (DRAFT_TOKENIZER too), a trained
+              head (HEAD); `uses` what it reads when given (CORPUS)
+    options   a frozen dataclass of its own options, defaults included: the command line (`--option
+              NAME=VALUE`) and the sidebar render its fields, so a new option needs no other change
+    make      how its drafter is made from the loaded resources (`Resources`) and its options
+
+and a `Resource` says how one thing a method needs is loaded (a head: `specdec.heads.files`). The loop never
+reads this registry: it speaks to whatever drafter it is given (`specdec.engine.contract`).
+
+    >>> sorted(name for name, method in METHODS.items() if not method.needs)
+    ['layer-skip', 'lookahead', 'prompt-lookup', 'recycling', 'suffix']
+    >>> METHODS["tree"].options(), METHODS["recycling"].capabilities.sizes_rounds
+    (TreeSettings(budget=16, depth=12, width=3), True)
+
+A new method: its drafter in a module of `specdec/drafting/` and one `register(Method(...))` (a test
+registers its own, `tests/test_registry.py`, and finds it everywhere a method is chosen).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from specdec.drafting.cross_tokenizer import CrossTokenizerDrafter
+from specdec.drafting.draft_model import ModelDrafter
+from specdec.drafting.layer_skip import LayerSkipDrafter
+from specdec.drafting.lookahead import LookaheadDrafter
+from specdec.drafting.prompt_lookup import PromptLookupDrafter
+from specdec.drafting.suffix import SuffixDrafter
+from specdec.drafting.token_recycling import DEFAULT_BUDGET, TokenRecyclingDrafter
+from specdec.drafting.tree_drafter import TreeDrafter, TreeSettings
+from specdec.engine.contract import Capabilities, Drafter
+from specdec.errors import SpecdecError
+from specdec.heads.files import find_head, is_head, load_for_target, trained_head
+from specdec.heads.reader import HEAD_TREE, EagleDrafter
+from specdec.zoo.catalog import DEFAULT_PAIR, PAIRS, PairEntry, split_pair_name
+
+TARGET, TOKENIZER = "target", "tokenizer"                   # always loaded
+DRAFT_MODEL = "draft model"                                 # a model sharing the target's tokenizer ...
+DRAFT_TOKENIZER = "draft tokenizer"                         # ... or one with its own (then both are loaded)
+HEAD = "head"                                               # a head trained for the target (specdec heads train)
+CORPUS = "corpus"                                           # text files whose tokens a method may draft from
+
+Resources = dict                                            # resource name -> what was loaded (the target: a model)
+
+
+@dataclass(frozen=True)
+class NoOptions:
+    """A method without options of its own."""
+
+
+@dataclass(frozen=True)
+class DraftModelOptions:
+    """A draft model's chain."""
+
+    vocab_limit: int = field(default=0, metadata={"help": "compute only the first K rows of the draft's output layer (0: all)"})
+
+    def __post_init__(self) -> None:
+        if self.vocab_limit < 0:
+            raise SpecdecError(f"vocab_limit must be >= 0 (0: the whole output layer), got {self.vocab_limit}")
+
+
+@dataclass(frozen=True)
+class PromptLookupOptions:
+    """Prompt lookup's n-grams."""
+
+    max_ngram: int = field(default=3, metadata={"help": "the longest n-gram looked up"})
+    min_ngram: int = field(default=1, metadata={"help": "the shortest n-gram looked up"})
+
+
+@dataclass(frozen=True)
+class RecyclingOptions:
+    """Token Recycling's table and tree."""
+
+    candidates: int = field(default=8, metadata={"help": "candidates kept per token in the adjacency table"})
+    budget: int = field(default=DEFAULT_BUDGET, metadata={"help": "at most this many nodes of the tree template"})
+
+
+@dataclass(frozen=True)
+class LookaheadOptions:
+    """Lookahead decoding's Jacobi window."""
+
+    window: int = field(default=3, metadata={"help": "columns of the Jacobi window"})
+    ngram: int = field(default=3, metadata={"help": "length of the n-grams it collects"})
+    candidates: int = field(default=3, metadata={"help": "n-grams verified per round"})
+
+
+@dataclass(frozen=True)
+class SuffixOptions:
+    """Suffix decoding's trees."""
+
+    budget: int = field(default=8, metadata={"help": "at most this many nodes per drafted tree"})
+    max_depth: int = field(default=24, metadata={"help": "the deepest path it drafts"})
+    tree: bool = field(default=True, metadata={"help": "draft a tree (else a chain)"})
+
+
+@dataclass(frozen=True)
+class LayerSkipOptions:
+    """Which of the target's layers its draft skips."""
+
+    fraction: float = field(default=0.5, metadata={"help": "share of the layers skipped (the least influential on the prompt)"})
+    max_gamma: int = field(default=8, metadata={"help": "the longest chain a round drafts"})
+
+
+@dataclass(frozen=True)
+class Resource:
+    """One thing a method may need besides the target: which draft names mean it, how it is loaded, where one is at hand."""
+
+    name: str
+    summary: str
+    claims: Callable[[str], bool]                            # whether a draft name means this resource ("eagle", a head's folder)
+    load: Callable[..., object]                              # (draft name, target name, target model, weights) -> it
+    draft_name: str = ""                                     # the draft name that means "the one made for this target"
+    made_for: Callable[[str], bool] | None = None            # whether one is at hand for a target (a pair is offered then)
+    check: Callable[[str, str], object] | None = None        # (draft name, target name): refuse a missing one before loading
+
+
+@dataclass(frozen=True)
+class Method:
+    """One drafting method: its name, its drafter, what it needs, its options and how it makes a drafter (module docstring)."""
+
+    name: str                                                # what the CLI, the dashboard, the benchmark and the pairs call it
+    summary: str                                             # one line, for lists and help
+    drafter: type                                            # the class that drafts (its `capabilities` are declared there)
+    make: Callable[[Resources, object], Drafter]             # (loaded resources, options) -> a fresh drafter
+    needs: tuple[str, ...] = ()                              # resources besides the target and its tokenizer
+    options: type = NoOptions                                # a frozen dataclass of its options, with their defaults
+    uses: tuple[str, ...] = ()                               # resources it reads when given (a corpus), never required
+    family: bool = True                                      # runs in `specdec bench --methods all`, Spec-Bench style
+    targets: tuple[str, ...] = ()                            # curated targets it is offered with (a method needing only the target)
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """What the method's drafters declare (with its defaults)."""
+        return self.drafter.capabilities
+
+    @property
+    def target_only(self) -> bool:
+        """It needs nothing but the target: its name can stand for the draft of a pair ("prompt-lookup->qwen2.5-coder-1.5b")."""
+        return not self.needs
+
+    def parse_options(self, values: dict[str, str]) -> object:
+        """Its options from text ("budget" -> "8"), each converted to its field's type; one clear line for a bad name or value.
+
+        >>> METHODS["tree"].parse_options({"budget": "8"})
+        TreeSettings(budget=8, depth=12, width=3)
+        """
+        fields = {item.name: item for item in dataclasses.fields(self.options)}
+        parsed = {}
+        for name, text in values.items():
+            if name not in fields:
+                known = ", ".join(fields) or "none"
+                raise SpecdecError(f"{self.name} has no option '{name}': its options are {known}")
+            parsed[name] = option_value(fields[name], text, self.name)
+        return self.options(**parsed)
+
+
+def option_value(item: dataclasses.Field, text: str, method: str) -> object:
+    """`text` as the option `item`'s type (int, float, bool or str)."""
+    kind = {"int": int, "float": float, "bool": bool}.get(str(item.type), str)
+    if kind is bool:
+        if text.lower() not in ("true", "false", "1", "0", "yes", "no"):
+            raise SpecdecError(f"{method}'s option {item.name} is true or false, got '{text}'")
+        return text.lower() in ("true", "1", "yes")
+    try:
+        return kind(text)
+    except ValueError:
+        raise SpecdecError(f"{method}'s option {item.name} takes a {kind.__name__}, got '{text}'") from None
+
+
+def _corpus(resources: Resources) -> list[list[int]]:
+    return resources.get(CORPUS, [])
+
+
+RESOURCES: dict[str, Resource] = {HEAD: Resource(
+    HEAD, "EAGLE-3 head trained on this machine (specdec heads train): one decoder layer reading the target's own hidden states",
+    is_head, load_for_target, draft_name="eagle", made_for=lambda target: trained_head(target) is not None, check=find_head)}
+METHODS: dict[str, Method] = {}
+
+
+def register(method: Method) -> Method:
+    """Add a method to the registry (a new name, resources that are known): every list of methods then shows it."""
+    unknown = [name for name in method.needs + method.uses if name not in (DRAFT_MODEL, DRAFT_TOKENIZER, CORPUS, *RESOURCES)]
+    if unknown:
+        raise SpecdecError(f"{method.name} needs {unknown}, which the registry cannot load: register the Resource first")
+    if not dataclasses.is_dataclass(method.options):
+        raise SpecdecError(f"{method.name}'s options must be a dataclass (the command line and the sidebar render its fields)")
+    METHODS[method.name] = method
+    return method
+
+
+def unregister(name: str) -> None:
+    """Take a method out again (for tests that register their own)."""
+    METHODS.pop(name, None)
+
+
+for _method in (
+    Method("draft-model", "a small model of the same family drafts a chain (Leviathan et al. 2023)", ModelDrafter,
+           lambda resources, options: ModelDrafter(resources[DRAFT_MODEL], resources[DRAFT_MODEL].name, options.vocab_limit or None),
+           needs=(DRAFT_MODEL,), options=DraftModelOptions, family=False),
+    Method("tree", "a small model drafts a token tree where it hesitates (SpecInfer, EAGLE-2's idea)", TreeDrafter,
+           lambda resources, options: TreeDrafter.from_settings(resources[DRAFT_MODEL], options, resources[DRAFT_MODEL].name),
+           needs=(DRAFT_MODEL,), options=TreeSettings, family=False),
+    Method("cross-tokenizer", "a model with another tokenizer drafts text, re-encoded", CrossTokenizerDrafter,
+           lambda resources, options: CrossTokenizerDrafter(resources[DRAFT_MODEL], resources[DRAFT_TOKENIZER], resources[TOKENIZER],
+                                                             resources[DRAFT_MODEL].name, resources.get("whole")),
+           needs=(DRAFT_MODEL, DRAFT_TOKENIZER), family=False),
+    Method("prompt-lookup", "n-gram lookup in the prompt and the output (Saxena 2023)", PromptLookupDrafter,
+           lambda resources, options: PromptLookupDrafter(options.max_ngram, options.min_ngram), options=PromptLookupOptions,
+           targets=("qwen2.5-coder-1.5b", "smollm2-135m")),
+    Method("recycling", "the target's runner-up tokens, recycled into a tree (Luo et al. 2024)", TokenRecyclingDrafter,
+           lambda resources, options: TokenRecyclingDrafter(candidates=options.candidates, budget=options.budget),
+           options=RecyclingOptions, targets=("qwen2.5-coder-1.5b",)),
+    Method("lookahead", "Jacobi iterations riding in the verification pass (Fu et al. 2024)", LookaheadDrafter,
+           lambda resources, options: LookaheadDrafter(options.window, options.ngram, options.candidates), options=LookaheadOptions,
+           targets=("qwen2.5-coder-1.5b",)),
+    Method("suffix", "what followed the text's end before, from suffix trees (Oliaro et al. 2024)", SuffixDrafter,
+           lambda resources, options: SuffixDrafter(options.budget, options.max_depth, tree=options.tree, corpus=_corpus(resources)),
+           options=SuffixOptions, uses=(CORPUS,), targets=("qwen2.5-coder-1.5b",)),
+    Method("eagle", "a trained EAGLE-3 head reads the target's hidden states and drafts a dynamic tree (Li et al. 2024-25)",
+           EagleDrafter, lambda resources, options: EagleDrafter(resources[HEAD], None, options.budget, options.depth, options.width),
+           needs=(HEAD,), options=type(HEAD_TREE)),
+    Method("layer-skip", "the target skipping its quietest layers drafts for itself (SWIFT)", LayerSkipDrafter,
+           lambda resources, options: LayerSkipDrafter(resources[TARGET].module, fraction=options.fraction, max_gamma=options.max_gamma),
+           options=LayerSkipOptions, targets=("qwen2.5-coder-1.5b",)),
+):
+    register(_method)
+
+
+def target_only() -> tuple[str, ...]:
+    """The methods that need nothing but the target: a pair's draft may be one of these names.
+
+    >>> target_only()[:2]
+    ('prompt-lookup', 'recycling')
+    """
+    return tuple(name for name, method in METHODS.items() if method.target_only)
+
+
+def draft_methods() -> tuple[str, ...]:
+    """The methods that draft with the pair's draft model (it shares the target's tokenizer): a sidebar's choice for such a pair.
+
+    >>> draft_methods()
+    ('draft-model', 'tree')
+    """
+    return tuple(name for name, method in METHODS.items() if method.needs == (DRAFT_MODEL,))
+
+
+def needs_of(draft: str) -> tuple[Method | None, tuple[str, ...]]:
+    """What a draft name means: (the method it names, or None for a draft model) and the resources to load for it.
+
+    >>> needs_of("prompt-lookup")[1], needs_of("qwen2.5-coder-0.5b")
+    ((), (None, ('draft model',)))
+    """
+    method = METHODS.get(draft)
+    if method is not None and method.target_only:
+        return method, ()
+    for resource in RESOURCES.values():
+        if resource.claims(draft):
+            return next((m for m in METHODS.values() if resource.name in m.needs), None), (resource.name,)
+    if method is not None:
+        raise SpecdecError(f"{draft} drafts with {', '.join(method.needs)}: give a draft model as the draft and choose {draft} as the "
+                           "method (--method)")
+    return None, (DRAFT_MODEL,)
+
+
+def method_for(draft: str, resources: Resources, name: str | None = None) -> Method:
+    """The method a run uses: the one named, else the one the draft implies (a draft model: its chain, or the cross-tokenizer
+    method when its tokenizer differs); one clear line when the named method cannot run on what is loaded."""
+    if name is None:
+        implied, _ = needs_of(draft)
+        if implied is not None:
+            return implied
+        return METHODS["cross-tokenizer" if DRAFT_TOKENIZER in resources else "draft-model"]
+    if name not in METHODS:
+        raise SpecdecError(f"unknown drafting method '{name}': choose from {', '.join(METHODS)}")
+    method = METHODS[name]
+    missing = [need for need in method.needs if need not in resources]
+    if DRAFT_TOKENIZER in resources and DRAFT_TOKENIZER not in method.needs and DRAFT_MODEL in method.needs:
+        missing.append("a draft sharing the target's tokenizer")
+    if missing:
+        raise SpecdecError(f"{name} needs {', '.join(missing)}, which this pair does not have: pick another method or another draft")
+    return method
+
+
+def pairs() -> dict[str, PairEntry]:
+    """The catalogue's pairs: the zoo's model pairs, each method needing only the target beside its curated targets, and a
+    trained head beside each target it was trained for ("eagle->TARGET")."""
+    found = dict(PAIRS)
+    for method in METHODS.values():
+        for target in method.targets if method.target_only else ():
+            entry = PairEntry(method.name, target, f"{method.summary} (no draft model)")
+            found.setdefault(entry.name, entry)
+    for resource in RESOURCES.values():
+        for target in dict.fromkeys(pair.target for pair in PAIRS.values()):
+            if resource.made_for is not None and resource.made_for(target):
+                entry = PairEntry(resource.draft_name, target, f"the {resource.summary}, for {target}")
+                found.setdefault(entry.name, entry)
+    return found
+
+
+DEFAULT_DRAFT, DEFAULT_TARGET = split_pair_name(DEFAULT_PAIR)
+
+
+def corpus_files(paths: tuple[str, ...] | list[str]) -> list[str]:
+    """The text of each corpus file (one clear line when one cannot be read)."""
+    texts = []
+    for path in paths:
+        try:
+            texts.append(Path(path).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as error:
+            raise SpecdecError(f"cannot read the corpus file {path}: {error.strerror if isinstance(error, OSError) else error}; "
+                               "give UTF-8 text files") from None
+    return texts

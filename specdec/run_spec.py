@@ -1,0 +1,97 @@
+"""One run, described once: the pair, how each model runs, how it drafts, how it decodes.
+
+Notation: p is the target, q the draft, gamma the drafted tokens per round.
+
+The command line's arguments (`specdec run`), the dashboard's sidebar (and the link that reproduces it)
+and the benchmark each build a `RunSpec`; loading (`specdec.pairing.load_spec`) and generating
+(`specdec.pairing.generate`) read it, and nothing re-derives a choice it holds. What the policy then
+decides (a tree or a chain, the stop rule) comes back on the result (`GenerationResult.drafting`,
+`by_default`): one wording of how a run drafted, and one range for gamma (1 to `MAX_GAMMA`).
+
+    spec = RunSpec(target="qwen2.5-coder-1.5b", draft="qwen2.5-coder-0.5b",
+                   drafting=Drafting(method="tree", options=(("budget", "8"),)),
+                   decoding=Decoding(max_new_tokens=64, temperature=0))
+    spec.check()                         # refuses a bad gamma, method, option or corpus in one line, before loading
+
+    >>> RunSpec(drafting=Drafting(gamma=65)).check()
+    Traceback (most recent call last):
+    ...
+    specdec.errors.SpecdecError: gamma must be a whole number from 1 to 64, got 65; 4 is a good start
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from specdec.engine.inputs import MAX_GAMMA, Decoding, check_counts
+from specdec.errors import SpecdecError
+from specdec.registry import CORPUS, DEFAULT_DRAFT, DEFAULT_TARGET, METHODS, needs_of
+
+GAMMA_RANGE = (1, MAX_GAMMA)                 # every picker of gamma reads this one range
+RUNTIMES = ("auto", "torch", "llama.cpp")    # auto: llama.cpp for a GGUF model on a CPU where it passes its self-test, else torch
+
+
+@dataclass(frozen=True)
+class ModelChoices:
+    """How the models run, as chosen ("auto" anywhere: the fastest exact choice, resolved at load)."""
+
+    device: str = "auto"
+    dtype: str = "auto"
+    quantization: str = "auto"               # the target's weights: auto, none, int8, int4, w8a8
+    draft_quantization: str = "auto"         # the draft's weights
+    runtime: str = "auto"                    # auto, torch or llama.cpp
+
+
+@dataclass(frozen=True)
+class Drafting:
+    """How a run drafts, as chosen: the method (None: what the draft implies), gamma (None: the policy's), the method's options."""
+
+    method: str | None = None
+    gamma: int | None = None
+    options: tuple[tuple[str, str], ...] = ()    # the method's options by name, as text (`Method.parse_options`)
+    corpus: tuple[str, ...] = ()                  # text files a method that reads a corpus drafts from (suffix decoding)
+
+    def option(self, name: str, default: str = "") -> str:
+        """One option's text, or `default`."""
+        return dict(self.options).get(name, default)
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """A run: the draft and target names, their precision, the drafting, the decoding."""
+
+    target: str = DEFAULT_TARGET
+    draft: str = DEFAULT_DRAFT
+    models: ModelChoices = field(default_factory=ModelChoices)
+    drafting: Drafting = field(default_factory=Drafting)
+    decoding: Decoding = field(default_factory=Decoding)
+
+    @property
+    def pair_name(self) -> str:
+        return f"{self.draft}->{self.target}"
+
+    def check(self) -> RunSpec:
+        """Refuse, in one line and before anything loads, what cannot run: a bad gamma, runtime, method, option or corpus."""
+        if not self.target.strip() or not self.draft.strip():
+            raise SpecdecError("give both a draft and a target")
+        if self.drafting.gamma is not None:
+            check_counts(1, self.drafting.gamma)
+        if self.models.runtime not in RUNTIMES:
+            raise SpecdecError(f"unknown runtime '{self.models.runtime}': choose from {', '.join(RUNTIMES)}")
+        if self.target in METHODS:
+            raise SpecdecError(f"{self.target} can only be the draft: give a model as the target")
+        implied, _ = needs_of(self.draft)
+        name = self.drafting.method or (implied.name if implied is not None else None)
+        if self.drafting.method is not None and self.drafting.method not in METHODS:
+            raise SpecdecError(f"unknown drafting method '{self.drafting.method}': choose from {', '.join(METHODS)}")
+        method = METHODS.get(name) if name is not None else None
+        if method is not None:
+            method.parse_options(dict(self.drafting.options))           # a bad option name or value: one line, now
+            if self.drafting.gamma is not None and method.capabilities.sizes_rounds:
+                raise SpecdecError(f"{method.name} sizes its own rounds (a tree's budget, a lookup's match): leave gamma out")
+        elif self.drafting.options:
+            raise SpecdecError("options belong to a drafting method: name it (--method) or drop the options")
+        if self.drafting.corpus and (method is None or CORPUS not in method.uses):
+            readers = [name for name, entry in METHODS.items() if CORPUS in entry.uses]
+            raise SpecdecError(f"a corpus is for methods that draft from one ({', '.join(readers)}): choose one, or drop the corpus")
+        return self
