@@ -30,6 +30,7 @@ from specdec.engine.trees import DraftTree
 from specdec.heads.files import load_head, save_head
 from specdec.heads.training import TrainingSettings, train_head
 from specdec.kernels.quantization import quantize_linears
+from specdec.store import MANIFEST
 
 NEW_TOKENS = 40
 SETTINGS = TrainingSettings(chunk=64, learning_rate=3e-3, draft_vocab=18)
@@ -108,7 +109,7 @@ def test_training_lowers_the_loss_and_raises_tokens_per_pass():
     texts = own_texts(target, seed=1)
     losses = []
     barely = train_head(target, texts, steps=1, settings=SETTINGS)
-    trained = train_head(target, texts, steps=150, settings=SETTINGS, progress=lambda report: losses.append(report.loss))
+    trained = train_head(target, texts, steps=150, settings=SETTINGS, progress=lambda report: losses.append(report.numbers["loss"]))
     assert sum(losses[-10:]) / 10 < 0.6 * sum(losses[:10]) / 10, (losses[:10], losses[-10:])
     before, after = tokens_per_pass(target, barely), tokens_per_pass(target, trained)
     assert after > before + 0.3, (before, after)
@@ -244,7 +245,7 @@ def test_a_published_checkpoint_loads(trained, tmp_path):
 
     target, head = trained["llama"]
     folder = save_head(head, tmp_path / "published")
-    (folder / "manifest.json").unlink()
+    (folder / MANIFEST).unlink()
     config = json.loads((folder / "config.json").read_text())
     del config["specdec"], config["eagle_aux_hidden_state_layer_ids"]
     (folder / "config.json").write_text(json.dumps(config))
