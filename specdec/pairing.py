@@ -42,11 +42,10 @@ from specdec.generation.run import run_plan
 from specdec.heads.files import find_head, is_head, load_head
 from specdec.kernels.precision import Precision, read_off, resolve_pair_precision
 from specdec.kernels.quantization import precision_summary, quantize_linears
-from specdec.zoo import load_progress
+from specdec.store import Progress, Reporter
 from specdec.zoo.gguf_files import parsed_once
 from specdec.zoo.kernel_library import require_w8a8
-from specdec.zoo.load_progress import LoadStep
-from specdec.zoo.loading import load_model, load_tokenizer, same_tokenizer, same_tokenizer_files
+from specdec.zoo.loading import TOKENIZERS, load_model, load_tokenizer, same_tokenizer, same_tokenizer_files
 
 AUTO = "auto"   # `generate_speculative(tree=AUTO)`: draft as `speculative_generate` does by default
 
@@ -190,7 +189,7 @@ class LoadedPair:
 
 def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: str = "auto",
               progress: Callable[[str], None] | None = None, draft_quantization: str = "none",
-              quantization: str = "none", steps: Callable[[LoadStep], None] | None = None) -> LoadedPair:
+              quantization: str = "none", steps: Callable[[Progress], None] | None = None) -> LoadedPair:
     """Load the target, the draft (unless it is a method that needs no model: `specdec.generation.methods`) and the tokenizers.
 
     `quantization` is the target's weights, `draft_quantization` the draft's: "none", "int8",
@@ -198,8 +197,8 @@ def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: st
     draft's precision changes c, never the output; the target's changes the target itself, and
     exactness then holds against that target as loaded. An int4 draft runs in bfloat16 whatever
     `dtype` says: its kernel is fast only there, and a draft's rounding cannot change the output.
-    `progress` gets a line per model; `steps` a `LoadStep` per tokenizer read, GGUF tensor dequantized and layer
-    quantized (`specdec.zoo.load_progress`), for a progress bar with the time left.
+    `progress` gets a line per model; `steps` a `specdec.store.Progress` per tokenizer read, GGUF tensor dequantized
+    and layer quantized, for a progress bar with the time left.
     """
     if is_target_only(target_name):
         raise SpecdecError(f"{target_name} can only be the draft: give a model as the target")
@@ -213,12 +212,11 @@ def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: st
         start = time.perf_counter()
         head_folder = find_head(draft_name, target_name) if is_head(draft_name) else None   # refuse a missing head before loading
         names = [target_name] if is_target_only(draft_name) or head_folder or same_tokenizer_files(target_name, draft_name) else [target_name, draft_name]
-        with load_progress.reporting(steps):           # seconds each from a GGUF file on a first load: a stage of its own
-            tokenizers = []
-            for done, name in enumerate(names):
-                load_progress.report(target_name, load_progress.TOKENIZERS, done, len(names))
-                tokenizers.append(load_tokenizer(name))
-            load_progress.report(target_name, load_progress.TOKENIZERS, len(names), len(names))
+        report, tokenizers = Reporter(target_name, steps), []    # seconds each from a GGUF file on a first load: a stage of its own
+        for done, name in enumerate(names):
+            report(TOKENIZERS, done, len(names))
+            tokenizers.append(load_tokenizer(name))
+        report(TOKENIZERS, len(names), len(names))
         tokenizer, draft_tokenizer = tokenizers[0], (tokenizers[1] if len(tokenizers) > 1 else None)
         if draft_tokenizer is not None and same_tokenizer(tokenizer, draft_tokenizer):
             draft_tokenizer = None
@@ -229,8 +227,7 @@ def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: st
                 continue
             say(f"Loading {role} {name} …")
             start = time.perf_counter()
-            with load_progress.reporting(steps):
-                models[role] = load_model(name, precision=precisions[role], role=role)
+            models[role] = load_model(name, precision=precisions[role], role=role, progress=steps)
             precisions[role] = precisions[role].as_loaded(models[role])    # "auto" keeps a model int8/int4 cannot handle as it is
             seconds[role] = time.perf_counter() - start
             say(f"Loaded {role} {name} in {seconds[role]:.1f} s")
