@@ -19,6 +19,7 @@ sooner of the two. Nothing is smoothed, and nothing is guessed before the first 
 
 A callback may raise (the dashboard's Stop does): the job then ends at that report. Reporters read the
 clock only when someone listens. `check_run_length` is the one check of a run's minutes and steps.
+Nothing here draws: the CLI and the dashboard draw the bar from `fraction` and `describe()`.
 """
 
 from __future__ import annotations

@@ -173,13 +173,13 @@ def _path_or_hub(name_or_path: str, name: str) -> Source:
 
 
 def _hub(hub_id: str, name: str) -> Source:
-    """A hub id: from the hub cache when it holds the model's config, else from the hub, if it can be reached."""
-    if hub_snapshot(hub_id) is not None:
-        return Source(name, hub_id, hub=True, offline=True)
-    if not hub_reachable():
+    """A hub id: from the hub cache first, then from the hub when it can be reached; refused at once when neither can serve."""
+    if hub_reachable():
+        return Source(name, hub_id, hub=True, offline=False)
+    if hub_snapshot(hub_id) is None:
         raise SpecdecError(f"cannot load '{hub_id}': it is not cached here and the model hub cannot be reached; "
                            "use a local folder or .gguf file, or a model from `specdec models list`")
-    return Source(name, hub_id, hub=True, offline=False)
+    return Source(name, hub_id, hub=True, offline=True)
 
 
 @functools.lru_cache(maxsize=1)
