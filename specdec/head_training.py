@@ -21,10 +21,10 @@ import torch
 from transformers import PreTrainedTokenizerBase
 
 from specdec.heads.head import EagleHead
-from specdec.errors import SpecdecError
 from specdec.heads.files import heads_dir, load_head, load_training, save_head
-from specdec.heads.training import TrainingProgress, TrainingSettings, train_head
+from specdec.heads.training import TrainingSettings, train_head
 from specdec.pairing import LoadedPair, load_pair
+from specdec.store import Progress, check_run_length
 
 CONVERSATIONS = 800          # conversations read by default: about a million tokens, more than an hour on a 2-core CPU reads
 MAX_TOKENS = 1024            # tokens kept of each conversation
@@ -36,7 +36,7 @@ class HeadRun:
 
     head: EagleHead
     folder: Path
-    history: list[TrainingProgress] = field(default_factory=list)
+    history: list[Progress] = field(default_factory=list)   # each step's report, its `numbers` the step's measurements
     resumed_from: int = 0                 # the step a checkpoint had reached (0: a fresh head)
 
 
@@ -56,15 +56,15 @@ def training_sequences(tokenizer: PreTrainedTokenizerBase, conversations: Iterab
     return sequences
 
 
-def history_rows(history: Sequence[TrainingProgress]) -> list[dict]:
+def history_rows(history: Sequence[Progress]) -> list[dict]:
     """The progress of every step as plain rows (for a checkpoint's progress.json and the acceptance-by-minutes curve)."""
-    return [{"step": p.step, "tokens": p.tokens, "minutes": round(p.elapsed_s / 60, 3), "loss": round(p.loss, 4),
-             "accuracy": round(p.accuracy, 4)} for p in history]
+    return [{"step": p.numbers["step"], "tokens": p.numbers["tokens"], "minutes": round(p.elapsed_s / 60, 3),
+             "loss": round(p.numbers["loss"], 4), "accuracy": round(p.numbers["accuracy"], 4)} for p in history]
 
 
 def train_pair_head(pair: LoadedPair, sequences: Sequence[torch.Tensor], folder: Path, *, minutes: float | None = None,
                     steps: int | None = None, resume: bool = True, seed: int = 0, settings: TrainingSettings = TrainingSettings(),
-                    progress: Callable[[TrainingProgress], None] | None = None, stop: Callable[[], bool] | None = None,
+                    progress: Callable[[Progress], None] | None = None, stop: Callable[[], bool] | None = None,
                     checkpoint_every_s: float = 300.0, snapshots: str | Path | None = None) -> HeadRun:
     """Train (or go on training) the head in `folder` for `pair.target` on `sequences`, saving checkpoints there.
 
@@ -78,14 +78,15 @@ def train_pair_head(pair: LoadedPair, sequences: Sequence[torch.Tensor], folder:
     run = HeadRun(head, folder, resumed_from=start)       # type: ignore[arg-type]  (the head is set when training returns)
     offset = earlier[-1]["minutes"] * 60 if earlier else 0.0
 
-    def seen(report: TrainingProgress) -> None:
+    def seen(report: Progress) -> None:
         run.history.append(report)
         if progress is not None:
             progress(report)
 
-    def write(trained: EagleHead, report: TrainingProgress, optimizer: torch.optim.Optimizer) -> None:
+    def write(trained: EagleHead, report: Progress, optimizer: torch.optim.Optimizer) -> None:
         rows = earlier + [row | {"minutes": round(row["minutes"] + offset / 60, 3)} for row in history_rows(run.history)]
-        save_head(trained, folder, training={"step": report.step, "tokens": report.tokens + (earlier[-1]["tokens"] if earlier else 0),
+        done = report.numbers
+        save_head(trained, folder, training={"step": done["step"], "tokens": done["tokens"] + (earlier[-1]["tokens"] if earlier else 0),
                                              "history": rows}, optimizer=optimizer.state_dict())
         if snapshots is not None:
             save_head(trained, Path(snapshots) / f"{rows[-1]['minutes']:05.1f}min")
@@ -98,16 +99,13 @@ def train_pair_head(pair: LoadedPair, sequences: Sequence[torch.Tensor], folder:
 
 def train_for_target(target_name: str, *, minutes: float | None = None, steps: int | None = None, out: str | Path | None = None,
                      resume: bool = True, conversations: int = CONVERSATIONS, seed: int = 0, device: str = "auto",
-                     quantization: str = "auto", progress: Callable[[TrainingProgress], None] | None = None,
+                     quantization: str = "auto", progress: Callable[[Progress], None] | None = None,
                      stop: Callable[[], bool] | None = None, say: Callable[[str], None] | None = None,
                      checkpoint_every_s: float = 300.0, snapshots: str | Path | None = None) -> HeadRun:
     """Load `target_name`, read ShareGPT, train its head for `minutes` (and/or `steps`) into `out` (default: the cache)."""
     from specdec.zoo.sharegpt import fetch_sharegpt, read_conversations
 
-    if minutes is None and steps is None:
-        raise SpecdecError("say how long to train: --minutes M (or --steps N)")
-    if (minutes is not None and not minutes > 0) or (steps is not None and steps < 1):
-        raise SpecdecError(f"--minutes must be more than 0 and --steps at least 1, got {minutes} and {steps}")
+    check_run_length(minutes, steps)
     say = say or (lambda message: None)
     folder = Path(out) if out is not None else heads_dir() / Path(target_name).name
     pair = load_pair(target_name, "prompt-lookup", device, "auto", progress=say, quantization=quantization)

@@ -40,11 +40,10 @@ from specdec.registry import (CORPUS, DRAFT_MODEL, DRAFT_TOKENIZER, METHODS, RES
                               corpus_files, method_for, needs_of)
 from specdec.run_spec import Drafting, RunSpec
 from specdec.runtime.torch_model import TorchModel
-from specdec.zoo import load_progress
+from specdec.store import Progress, Reporter
 from specdec.zoo.gguf_files import parsed_once
 from specdec.zoo.kernel_library import require_w8a8
-from specdec.zoo.load_progress import LoadStep
-from specdec.zoo.loading import load_model, load_tokenizer, same_tokenizer, same_tokenizer_files
+from specdec.zoo.loading import TOKENIZERS, load_model, load_tokenizer, same_tokenizer, same_tokenizer_files
 
 WHOLE = "draft vocabulary"      # a resource made when the draft has its own tokenizer: which of its tokens are whole characters
 
@@ -177,7 +176,7 @@ class LoadedPair:
 
 
 def load_spec(spec: RunSpec, progress: Callable[[str], None] | None = None,
-              steps: Callable[[LoadStep], None] | None = None) -> LoadedPair:
+              steps: Callable[[Progress], None] | None = None) -> LoadedPair:
     """The pair a run spec names, with the precision it chose (checked first: a bad choice costs no load)."""
     spec.check()
     models = spec.models
@@ -187,7 +186,7 @@ def load_spec(spec: RunSpec, progress: Callable[[str], None] | None = None,
 
 def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: str = "auto",
               progress: Callable[[str], None] | None = None, draft_quantization: str = "none",
-              quantization: str = "none", steps: Callable[[LoadStep], None] | None = None,
+              quantization: str = "none", steps: Callable[[Progress], None] | None = None,
               corpus: Sequence[str] = ()) -> LoadedPair:
     """Load the target, its tokenizer and what the draft name asks for (`specdec.registry.needs_of`).
 
@@ -197,8 +196,8 @@ def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: st
     exactness then holds against that target as loaded. An int4 draft runs in bfloat16 whatever
     `dtype` says: its kernel is fast only there, and a draft's rounding cannot change the output.
     `corpus`: text files a method that reads a corpus drafts from. `progress` gets a line per model; `steps` a
-    `LoadStep` per tokenizer read, GGUF tensor dequantized and layer quantized (`specdec.zoo.load_progress`), for a
-    progress bar with the time left.
+    `specdec.store.Progress` per tokenizer read, GGUF tensor dequantized and layer quantized, for a progress bar with
+    the time left.
     """
     if target_name in METHODS:
         raise SpecdecError(f"{target_name} can only be the draft: give a model as the target")
@@ -216,12 +215,11 @@ def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: st
         seconds: dict[str, float] = {}
         start = time.perf_counter()
         names = [target_name] + ([draft_name] if with_draft and not same_tokenizer_files(target_name, draft_name) else [])
-        with load_progress.reporting(steps):           # seconds each from a GGUF file on a first load: a stage of its own
-            tokenizers = []
-            for done, name in enumerate(names):
-                load_progress.report(target_name, load_progress.TOKENIZERS, done, len(names))
-                tokenizers.append(load_tokenizer(name))
-            load_progress.report(target_name, load_progress.TOKENIZERS, len(names), len(names))
+        report, tokenizers = Reporter(target_name, steps), []    # seconds each from a GGUF file on a first load: a stage of its own
+        for done, name in enumerate(names):
+            report(TOKENIZERS, done, len(names))
+            tokenizers.append(load_tokenizer(name))
+        report(TOKENIZERS, len(names), len(names))
         resources: Resources = {TOKENIZER: tokenizers[0]}
         if len(tokenizers) > 1 and not same_tokenizer(tokenizers[0], tokenizers[1]):
             resources[DRAFT_TOKENIZER] = tokenizers[1]
@@ -231,8 +229,7 @@ def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: st
                 continue
             say(f"Loading {role} {name} …")
             start = time.perf_counter()
-            with load_progress.reporting(steps):
-                module = load_model(name, precision=precisions[role], role=role)
+            module = load_model(name, precision=precisions[role], role=role, progress=steps)
             precisions[role] = precisions[role].as_loaded(module)    # "auto" keeps a model int8/int4 cannot handle as it is
             resources[TARGET if role == "target" else DRAFT_MODEL] = TorchModel(module, name)
             seconds[role] = time.perf_counter() - start

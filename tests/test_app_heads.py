@@ -149,10 +149,10 @@ def test_training_shows_each_step_and_stop_keeps_the_checkpoint_then_train_goes_
     app = open_training(10.0)
     button(app, "Train").click().run()
     job = app.session_state[TRAINING]
-    wait_for(lambda: job.progress.get("training") is not None and job.progress["training"].step >= 3)
+    wait_for(lambda: job.progress.get("training") is not None and job.progress["training"].numbers["step"] >= 3)
     app.run()
     bar = [element.proto for element in app.get("progress") if element.proto.text.startswith("step ")]
-    assert bar and "top-1 agreement" in bar[0].text and "min left" in bar[0].text                # TrainingProgress.describe()
+    assert bar and "top-1 agreement" in bar[0].text and "min left" in bar[0].text                # the training's Progress.describe()
     assert bar[0].value < 100                                                                    # 10 minutes are far from spent
     app.button(key=f"{TRAINING}:stop").click().run()
     finish_jobs(app)

@@ -156,15 +156,15 @@ def test_only_the_runs_own_stop_ends_it_and_the_text_so_far_stays(monkeypatch):
 def test_stop_during_a_load_says_so_once_and_the_next_generate_loads(monkeypatch):
     """A Stop while the pair loads ends the load at its next step: the page says so, once, and Generate loads again."""
     import pages.common.models as models
-    from specdec.zoo.load_progress import LoadStep
+    from specdec.store import Progress
 
     real_load, gate, started = models.pairing.load_pair, threading.Event(), threading.Event()
 
     def load_held_after_its_first_step(*args, steps=None, **kwargs):
-        steps(LoadStep("tiny-target", "dequantizing GGUF tensors", 1, 10, 0.1))
+        steps(Progress("tiny-target", "dequantizing GGUF tensors", 1, 10, 0.1))
         started.set()
         gate.wait(60)
-        steps(LoadStep("tiny-target", "dequantizing GGUF tensors", 2, 10, 0.2))      # where the Stop lands
+        steps(Progress("tiny-target", "dequantizing GGUF tensors", 2, 10, 0.2))      # where the Stop lands
         return real_load(*args, steps=steps, **kwargs)
 
     monkeypatch.setattr(models.pairing, "load_pair", load_held_after_its_first_step)

@@ -312,7 +312,7 @@ def write_slow_catalogue(folder: Path) -> Path:
     Tiny models load in a blink, too fast to click Stop. A deep tiny GGUF does not: transformers matches
     its tensor names once per module against a table as long as the model is deep, so the load time
     grows with the square of the depth (32 layers: about 5-9 s on a busy 2-core machine, 40 layers 8-14 s),
-    and the load reports every module (`specdec.zoo.load_progress`), which is where a Stop lands.
+    and the load reports every module (`specdec.zoo.gguf_files`), which is where a Stop lands.
     """
     folder.mkdir(parents=True, exist_ok=True)
     model = write_tiny_gguf(folder / "slow.gguf", layers=SLOW_LAYERS)

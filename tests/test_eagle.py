@@ -12,6 +12,7 @@ Against the trusted references, on tiny targets built from configs:
 
 import copy
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -30,6 +31,7 @@ from specdec.engine.trees import DraftTree
 from specdec.heads.files import load_head, save_head
 from specdec.heads.training import TrainingSettings, train_head
 from specdec.kernels.quantization import quantize_linears
+from specdec.store import MANIFEST, VERIFIED
 
 NEW_TOKENS = 40
 SETTINGS = TrainingSettings(chunk=64, learning_rate=3e-3, draft_vocab=18)
@@ -108,7 +110,7 @@ def test_training_lowers_the_loss_and_raises_tokens_per_pass():
     texts = own_texts(target, seed=1)
     losses = []
     barely = train_head(target, texts, steps=1, settings=SETTINGS)
-    trained = train_head(target, texts, steps=150, settings=SETTINGS, progress=lambda report: losses.append(report.loss))
+    trained = train_head(target, texts, steps=150, settings=SETTINGS, progress=lambda report: losses.append(report.numbers["loss"]))
     assert sum(losses[-10:]) / 10 < 0.6 * sum(losses[:10]) / 10, (losses[:10], losses[-10:])
     before, after = tokens_per_pass(target, barely), tokens_per_pass(target, trained)
     assert after > before + 0.3, (before, after)
@@ -244,7 +246,7 @@ def test_a_published_checkpoint_loads(trained, tmp_path):
 
     target, head = trained["llama"]
     folder = save_head(head, tmp_path / "published")
-    (folder / "manifest.json").unlink()
+    (folder / MANIFEST).unlink()
     config = json.loads((folder / "config.json").read_text())
     del config["specdec"], config["eagle_aux_hidden_state_layer_ids"]
     (folder / "config.json").write_text(json.dumps(config))
@@ -256,6 +258,36 @@ def test_a_published_checkpoint_loads(trained, tmp_path):
 
 
 # --- bad input -----------------------------------------------------------------------------------------
+
+def test_a_head_saved_by_the_previous_version_loads_checked_once(tmp_path):
+    """Before `specdec.store`, a head's manifest was manifest.json holding SHA-256s only: such a head loads, checked
+    against it, and its manifest becomes the store's; a damaged one is refused in one line. A folder of other files
+    is never replaced by a head."""
+    import shutil
+
+    target = tiny_model("llama", layers=2)
+    head = EagleHead.for_target(target, torch.arange(10), name="tiny")
+    folder = save_head(head, tmp_path / "head", training={"step": 1}, optimizer={"state": {}, "param_groups": []})
+    files = json.loads((folder / MANIFEST).read_text())["files"]
+    for name in (MANIFEST, VERIFIED):
+        (folder / name).unlink()
+    (folder / "manifest.json").write_text(json.dumps({"files": {name: recorded["sha256"] for name, recorded in files.items()}}))
+    damaged = Path(shutil.copytree(folder, tmp_path / "damaged"))
+    data = bytearray((damaged / "model.safetensors").read_bytes())
+    data[-5] ^= 0xFF
+    (damaged / "model.safetensors").write_bytes(bytes(data))
+    with pytest.raises(SpecdecError, match="model.safetensors does not match its checksum") as refused:
+        load_head(damaged, target)
+    assert "\n" not in str(refused.value)
+    loaded = load_head(folder, target)
+    assert all(torch.equal(a, b) for a, b in zip(head.state_dict().values(), loaded.state_dict().values()))
+    assert not (folder / "manifest.json").exists() and json.loads((folder / MANIFEST).read_text())["files"] == files
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "todo.txt").write_text("mine")
+    with pytest.raises(SpecdecError, match="holds files that are not a head"):
+        save_head(head, tmp_path / "notes")
+    assert (tmp_path / "notes" / "todo.txt").read_text() == "mine"
+
 
 def test_a_corrupted_checkpoint_is_refused_in_one_line(trained, tmp_path, capsys):
     target, head = trained["gpt2"]

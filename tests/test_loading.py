@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import specdec.kernels.devices
-import specdec.zoo.loading
+import specdec.zoo.fetch
 from specdec import SpecdecError, check_same_tokenizer, load_model, load_tokenizer, resolve_device, resolve_dtype
 from specdec.pairing import encode_prompt, load_pair
 from tiny_models import save_tiny_model, tiny_model, tiny_pair, tiny_tokenizer
@@ -50,7 +50,7 @@ def test_missing_paths_fail_clearly(tmp_path):
 
 
 def test_unreachable_hub_fails_at_once(monkeypatch):
-    monkeypatch.setattr(specdec.zoo.loading, "hub_reachable", lambda: False)
+    monkeypatch.setattr(specdec.zoo.fetch, "hub_reachable", lambda: False)
     start = time.perf_counter()
     with pytest.raises(SpecdecError, match="model hub cannot be reached"):
         load_model("some-org/some-model")

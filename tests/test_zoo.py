@@ -14,8 +14,11 @@ from fake_wheels import package_model
 from safetensors import safe_open
 from tiny_gguf import TOKENS, write_tiny_gguf
 
+import specdec.store.progress
+import specdec.store.wheels
+import specdec.zoo.converted
 import specdec.zoo.fetch
-import specdec.zoo.loading
+import specdec.zoo.gguf_files
 from specdec import SpecdecError, load_model, load_tokenizer
 from specdec.cli import main
 from specdec.zoo import catalog
@@ -57,14 +60,14 @@ def test_a_fetch_downloads_part_by_part_and_says_the_time_left(wheel_index, monk
 
     entry = package_model(wheel_index, "tiny-eta", PAYLOAD, parts=3)
     seconds = iter(range(100))
-    monkeypatch.setattr(specdec.zoo.fetch, "time", SimpleNamespace(perf_counter=lambda: float(next(seconds))))
-    calls, real_pip = [], specdec.zoo.fetch.pip_download
+    monkeypatch.setattr(specdec.store.progress, "time", SimpleNamespace(perf_counter=lambda: float(next(seconds))))
+    calls, real_pip = [], specdec.store.wheels.pip_download
 
     def one_part_at_a_time(requirements, dest, *args):
         calls.append((requirements, sorted(path.name for path in dest.glob("*.whl")) if dest.exists() else []))
         real_pip(requirements, dest, *args)
 
-    monkeypatch.setattr(specdec.zoo.fetch, "pip_download", one_part_at_a_time)
+    monkeypatch.setattr(specdec.store.wheels, "pip_download", one_part_at_a_time)
     updates = []
     assert fetch_model(entry, progress=updates.append).read_bytes() == PAYLOAD
     assert calls == [([f"tiny-eta-part{number}==0.1.0"], []) for number in (1, 2, 3)]      # no wheel left from the part before
@@ -98,7 +101,7 @@ def test_an_interrupted_fetch_leaves_nothing_that_looks_complete(wheel_index):
     entry = package_model(wheel_index, "tiny-cut", PAYLOAD, parts=3)
 
     def interrupt_midway(update):
-        if update.stage == "assemble" and update.done_bytes > len(PAYLOAD) // 2:
+        if update.stage == "assemble" and update.done > len(PAYLOAD) // 2:
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
@@ -158,7 +161,7 @@ def test_gguf_model_fetches_loads_and_keeps_a_converted_copy(tiny_gguf_entry, mo
     def gguf_forbidden(*args, **kwargs):
         raise AssertionError("the second load must come from the converted copy")
 
-    monkeypatch.setattr(specdec.zoo.loading, "_from_pretrained", gguf_forbidden)
+    monkeypatch.setattr(specdec.zoo.gguf_files, "_from_gguf", gguf_forbidden)
     second = load_model(entry.name, device="cpu", dtype="float32")
     tokenizer = load_tokenizer(entry.name)
     ids = tokenizer("ab cd abc", return_tensors="pt").input_ids
@@ -186,8 +189,8 @@ def test_a_quantized_copy_is_kept_under_its_precisions_name_and_loads_quickly(ti
     def nothing_but_the_copy(*args, **kwargs):
         raise AssertionError("the second load must come from the quantized copy")
 
-    monkeypatch.setattr(specdec.zoo.loading, "apply_quantization", nothing_but_the_copy)
-    monkeypatch.setattr(specdec.zoo.loading, "_from_pretrained", nothing_but_the_copy)
+    monkeypatch.setattr(specdec.zoo.converted, "apply_quantization", nothing_but_the_copy)
+    monkeypatch.setattr(specdec.zoo.gguf_files, "_from_gguf", nothing_but_the_copy)
     second = load_model(entry.name, device="cpu", dtype="float32", quantization=quantization)
     assert quantization_of(second) == quantization
     shared = [getattr(m, "_shared", None) is not None for m in second.modules()]        # int8 siblings packed as one call
@@ -208,8 +211,8 @@ def test_a_quantized_first_load_keeps_one_copy_that_also_serves_the_tokenizer(ti
     fetch_model(entry)
     load_model(entry.name, device="cpu", dtype="float32", quantization="int8")
     assert sorted(path.name for path in checkpoint_path(entry).parent.iterdir()) == ["converted-float32-int8", entry.package.filename]
-    monkeypatch.setattr(specdec.zoo.loading, "_GGUF_TOKENIZERS", {})                 # as in a new process
-    monkeypatch.setattr(specdec.zoo.loading, "_from_pretrained", lambda *a, **k: pytest.fail("the GGUF file was read again"))
+    monkeypatch.setattr(specdec.zoo.gguf_files, "_TOKENIZERS", {})                   # as in a new process
+    monkeypatch.setattr(specdec.zoo.gguf_files, "_from_gguf", lambda *a, **k: pytest.fail("the GGUF file was read again"))
     assert load_tokenizer(entry.name)("ab cd abc").input_ids
 
 
@@ -257,7 +260,6 @@ def test_rows_looked_up_in_a_gguf_file_have_the_bits_of_the_whole_table_dequanti
 
 def test_an_older_versions_unquantized_intermediate_is_removed_and_an_asked_for_copy_kept(tiny_gguf_entry):
     """Migration: before manifest format 2 every quantized first load also kept the unquantized model (6 GB for the 1.5B)."""
-    from specdec.zoo import load_progress
     from specdec.zoo.converted import FORMAT, find_converted, remove_superseded
 
     entry = tiny_gguf_entry
@@ -272,8 +274,7 @@ def test_an_older_versions_unquantized_intermediate_is_removed_and_an_asked_for_
     manifest_path.write_text(json.dumps(manifest))
     size = sum(path.stat().st_size for path in converted_dir(entry, torch.float32).rglob("*") if path.is_file())
     steps = []
-    with load_progress.reporting(steps.append):
-        load_model(entry.name, device="cpu", dtype="float32", quantization="int8")  # the next quantized load cleans up
+    load_model(entry.name, device="cpu", dtype="float32", quantization="int8", progress=steps.append)  # the next quantized load cleans up
     assert not converted_dir(entry, torch.float32).exists() and find_converted(entry, torch.float32, "int8") is not None
     assert [s.stage for s in steps][-1] == f"removed the unquantized copy an older version kept ({size / 1e6:,.0f} MB)"
     assert remove_superseded(entry) == 0                                           # nothing left to remove
@@ -281,8 +282,7 @@ def test_an_older_versions_unquantized_intermediate_is_removed_and_an_asked_for_
 
 def test_a_draft_whose_copy_has_the_targets_tokenizer_files_is_not_parsed_again(tiny_gguf_entry, wheel_index, tmp_path, monkeypatch):
     import specdec.pairing
-    from specdec.zoo import load_progress
-    from specdec.zoo.loading import same_tokenizer_files
+    from specdec.zoo.loading import TOKENIZERS, same_tokenizer_files
 
     draft = package_model(wheel_index, "tiny-gguf-draft", write_tiny_gguf(tmp_path / "draft.gguf", seed=1).read_bytes(),
                           parts=1, filename="tiny-gguf-draft.gguf")
@@ -298,15 +298,15 @@ def test_a_draft_whose_copy_has_the_targets_tokenizer_files_is_not_parsed_again(
     steps = []
     pair = specdec.pairing.load_pair(tiny_gguf_entry.name, draft.name, device="cpu", dtype="float32", steps=steps.append)
     assert parsed == [tiny_gguf_entry.name] and pair.draft_tokenizer is None      # the draft's copy was never parsed
-    assert [(s.done, s.total) for s in steps if s.stage == load_progress.TOKENIZERS] == [(0, 1), (1, 1)]   # a stage on the bar
+    assert [(s.done, s.total) for s in steps if s.stage == TOKENIZERS] == [(0, 1), (1, 1)]   # a stage on the bar
     (converted_dir(draft, torch.float32) / "tokenizer.json").write_text("{}")     # a damaged copy: its checksum no longer matches
     assert not same_tokenizer_files(tiny_gguf_entry.name, draft.name)
 
 
 def test_a_gguf_files_tokenizer_is_parsed_once_per_process(tiny_gguf_entry, monkeypatch):
     fetch_model(tiny_gguf_entry)
-    parsed, original = [], specdec.zoo.loading._from_pretrained
-    monkeypatch.setattr(specdec.zoo.loading, "_from_pretrained",
+    parsed, original = [], specdec.zoo.gguf_files._from_gguf
+    monkeypatch.setattr(specdec.zoo.gguf_files, "_from_gguf",
                         lambda loader, *args, **kwargs: parsed.append(loader.__name__) or original(loader, *args, **kwargs))
     tokenizer = load_tokenizer(tiny_gguf_entry.name)                              # what load_pair asks for first
     load_model(tiny_gguf_entry.name, device="cpu", dtype="float32")               # a first load saves the tokenizer in its copy
@@ -404,40 +404,38 @@ def test_extra_models_join_the_catalogue(tmp_path, monkeypatch):
 
 
 def test_a_first_load_reports_every_tensor_and_layer_with_the_time_left(tiny_gguf_entry):
-    """The dashboard's progress bar: a LoadStep per GGUF tensor dequantized and per linear layer quantized."""
+    """The dashboard's progress bar: a Progress per GGUF tensor dequantized and per linear layer quantized."""
     from gguf import GGUFReader
 
-    from specdec.zoo import load_progress
+    from specdec.store import Reporter
+    from specdec.zoo import gguf_files
 
     entry = tiny_gguf_entry
     fetch_model(entry)
     steps = []
-    with load_progress.reporting(steps.append):
-        model = load_model(entry.name, device="cpu", dtype="float32", quantization="int8")
+    model = load_model(entry.name, device="cpu", dtype="float32", quantization="int8", progress=steps.append)
     tensors = [s for s in steps if s.stage == "dequantizing GGUF tensors"]
     layers = [s for s in steps if s.stage == "quantizing linear layers to int8"]
     assert [s.done for s in tensors] == list(range(len(GGUFReader(checkpoint_path(entry)).tensors) + 1))
-    assert {s.total for s in tensors} == {len(tensors) - 1} and {s.model for s in steps} == {entry.name}
+    assert {s.total for s in tensors} == {len(tensors) - 1} and {s.what for s in steps} == {entry.name}
     linear = sum(1 for m in model.modules() if type(m).__name__ == "Int8Linear")
     assert [s.done for s in layers] == list(range(1, linear + 1)) and layers[-1].fraction == 1.0
     assert all(s.seconds_left is not None and s.seconds_left >= 0 for s in tensors[1:])
     sizes = [tensor.n_elements for tensor in GGUFReader(checkpoint_path(entry)).tensors]     # the pace goes by weights
     assert [s.share for s in tensors] == pytest.approx([sum(sizes[:done]) / sum(sizes) for done in range(len(sizes) + 1)])
     assert tensors[-1].describe().endswith(f"{len(sizes)}/{len(sizes)}, finishing")
-    names = [s for s in steps if s.stage == load_progress.GGUF_NAMES]          # before any tensor: one step per module
+    names = [s for s in steps if s.stage == gguf_files.GGUF_NAMES]          # before any tensor: one step per module
     assert [s.done for s in names] == list(range(len(list(model.modules())) + 1)) and names[-1].fraction == 1.0
-    reads = [(s.done, s.total) for s in steps if s.stage == load_progress.GGUF_READ]   # the config's read, then the tensors'
+    reads = [(s.done, s.total) for s in steps if s.stage == gguf_files.GGUF_READ]   # the config's read, then the tensors'
     assert reads == [(0, 2), (1, 2), (2, 2)]
     assert list(dict.fromkeys(s.stage for s in steps)) == [
-        load_progress.GGUF_READ, load_progress.GGUF_NAMES, load_progress.GGUF_TENSORS,
+        gguf_files.GGUF_READ, gguf_files.GGUF_NAMES, gguf_files.GGUF_TENSORS,
         "quantizing linear layers to int8", "saving the int8 copy for next time"]             # one copy saved: the one asked for
     assert not [s for s in steps if not s.total]                                 # every stage counts its way to the end
     again = []
-    with load_progress.reporting(again.append):
-        load_model(entry.name, device="cpu", dtype="float32", quantization="int8")
+    load_model(entry.name, device="cpu", dtype="float32", quantization="int8", progress=again.append)
     assert [s.stage for s in again] == ["loading the saved int8 copy"]                # the copy: one quick step
-    with load_progress.reporting(None):
-        load_progress.report("x", "y", 1, 2)                                           # nobody listening: nothing happens
+    Reporter("x")("y", 1, 2)                                                           # nobody listening: nothing happens
 
 
 def _transformers_gguf_names_restored() -> bool:
@@ -460,7 +458,6 @@ def _transformers_writer_restored() -> bool:
 def test_a_load_stopped_part_way_leaves_no_copy_and_the_next_load_works(tiny_gguf_entry, stage, stop_when, restored):
     """The dashboard's Stop raises from the progress callback: the load ends there, nothing half-made is kept,
     the names `specdec` wrapped inside transformers for the load are its own again, and the next load saves the copy."""
-    from specdec.zoo import load_progress
     from specdec.zoo.converted import find_converted
 
     class Stopped(Exception):
@@ -474,8 +471,8 @@ def test_a_load_stopped_part_way_leaves_no_copy_and_the_next_load_works(tiny_ggu
     fetch_model(entry)
     folder = checkpoint_path(entry).parent
     before = sorted(folder.iterdir())
-    with pytest.raises(Stopped), load_progress.reporting(stop):
-        load_model(entry.name, device="cpu", dtype="float32")
+    with pytest.raises(Stopped):
+        load_model(entry.name, device="cpu", dtype="float32", progress=stop)
     assert find_converted(entry, torch.float32) is None and sorted(folder.iterdir()) == before
     assert restored()
     load_model(entry.name, device="cpu", dtype="float32")
@@ -486,15 +483,13 @@ def test_saving_a_copy_reports_the_bytes_written_up_to_the_total(tiny_gguf_entry
     """The save after a first load moves the progress bar: bytes of weights written, never backwards, ending at the total."""
     import struct
 
-    from specdec.zoo import load_progress
     from specdec.zoo.converted import saving_stage
 
     entry = tiny_gguf_entry
     fetch_model(entry)
     steps = []
-    with load_progress.reporting(steps.append):
-        for quantization in ("none", "int8"):
-            load_model(entry.name, device="cpu", dtype="float32", quantization=quantization)
+    for quantization in ("none", "int8"):
+        load_model(entry.name, device="cpu", dtype="float32", quantization=quantization, progress=steps.append)
     for quantization in ("none", "int8"):
         saved = [s for s in steps if s.stage == saving_stage(quantization)]
         done, (total,) = [s.done for s in saved], {s.total for s in saved}

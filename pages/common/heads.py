@@ -7,7 +7,7 @@
 A head is the draft `eagle` of `specdec.pairing.load_pair`: the one `specdec heads train` (or this page) saved
 for the target in the cache (`specdec.heads.files.trained_head`). Training is `specdec.head_training.train_for_target`,
 run as a job (`pages.common.jobs`) so the page stays usable: it waits its turn like any heavy work
-(`pages.common.turns`), reports every step (`TrainingProgress`: loss, agreement, time left), and its Stop asks the
+(`pages.common.turns`), reports every step (a `specdec.store.Progress`: loss, agreement, time left), and its Stop asks the
 run to end after the current step, which then writes its checkpoint (a head, AdamW's state, the steps so far); Train
 again goes on from it.
 """
@@ -89,8 +89,9 @@ class Trained:
 
     @classmethod
     def of(cls, target: str, run: HeadRun, stopped: bool) -> Trained:
-        last = run.history[-1]
-        return cls(target, run.folder, last.step, last.tokens, last.loss, last.accuracy, last.elapsed_s / 60, run.resumed_from, stopped)
+        last, done = run.history[-1], run.history[-1].numbers
+        return cls(target, run.folder, done["step"], done["tokens"], done["loss"], done["accuracy"], last.elapsed_s / 60,
+                   run.resumed_from, stopped)
 
 
 def training_work(settings: Settings, minutes: float, resume: bool, turns: Turns):

@@ -37,9 +37,9 @@ from specdec.heads.files import is_head
 from specdec.kernels.devices import dtype_name
 from specdec.kernels.precision import resolve_pair_precision
 from specdec.pairing import LoadedPair
+from specdec.store import Progress
 from specdec.zoo import converted, status
 from specdec.zoo.catalog import MODELS, PAIRS, ModelEntry, resolve_model
-from specdec.zoo.fetch import FetchProgress
 
 
 @contextmanager
@@ -95,7 +95,7 @@ def _fetch_each(names: list[str]) -> None:
     for name in names:
         bar = st.progress(0.0, text=f"{name}: starting")
 
-        def report(update: FetchProgress, bar=bar) -> None:
+        def report(update: Progress, bar=bar) -> None:
             bar.progress(update.fraction, text=update.describe())     # "qwen: downloading part 3 of 6, 100 / 500 MB, about 40 s left"
 
         status.fetch(name, progress=report)

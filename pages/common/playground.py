@@ -33,7 +33,7 @@ from specdec import pairing
 from specdec.bench.comparison import GreedyCheck, greedy_check_of_pair
 from specdec.engine.results import GenerationResult
 from specdec.pairing import LoadedPair
-from specdec.zoo import time_left
+from specdec.store import about, seconds_left
 
 RESULT = "playground_run"
 RUN = "job:playground"
@@ -86,7 +86,7 @@ def _bar(total: int):
         if not first:
             first.append((done, now))
         start_done, start_time = first[0]
-        left = time_left.about(time_left.seconds_left(done - start_done, total - start_done, now - start_time))
+        left = about(seconds_left(done - start_done, total - start_done, now - start_time))
         return min(done / total, 1.0), f"{done}/{total} tokens{left}"
 
     return bar

@@ -11,8 +11,6 @@ through these functions, so their tables agree.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -20,6 +18,7 @@ import pandas as pd
 from specdec.bench.gammas import is_schedule
 from specdec.errors import SpecdecError
 from specdec.kernels.quantization import precision_name, precision_summary
+from specdec.store import write_file
 
 COLUMNS = [
     "timestamp", "pair", "draft", "target", "method", "schedule", "gamma", "mean_gamma", "category", "prompt_id", "temperature", "top_k",
@@ -91,18 +90,9 @@ def best_gammas(frame: pd.DataFrame, method: str = "speculative") -> pd.DataFram
 
 
 def save_csv(frame: pd.DataFrame, path: str | Path) -> Path:
-    """Write `frame` to `path` atomically (a temporary file, then a rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w") as out:
-            frame.to_csv(out, index=False)
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-    return path
+    """Write `frame` to `path` whole or not at all (`specdec.store.write_file`: a file beside it, then a rename)."""
+    write_file(path, lambda temporary: frame.to_csv(temporary, index=False))
+    return Path(path)
 
 
 def load_csv(path_or_buffer) -> pd.DataFrame:

@@ -279,8 +279,8 @@ def _fetch_progress(update) -> None:
     bar = "#" * round(update.fraction * 30)
     end = "\n" if update.stage in ("done", "cached") or not sys.stderr.isatty() else ""
     left = "" if update.seconds_left is None else f"~{update.seconds_left:.0f} s left"
-    print(f"\r{update.model:<22} [{bar:<30}] {update.fraction:4.0%}  {update.done_bytes / 1e6:7,.0f}/"
-          f"{update.total_bytes / 1e6:,.0f} MB  {left:<12}  {update.message[:60]:<60}", end=end, file=sys.stderr, flush=True)
+    print(f"\r{update.what:<22} [{bar:<30}] {update.fraction:4.0%}  {update.done / 1e6:7,.0f}/"
+          f"{update.total / 1e6:,.0f} MB  {left:<12}  {update.message[:60]:<60}", end=end, file=sys.stderr, flush=True)
 
 
 def _progress(message: str) -> None:

@@ -10,15 +10,12 @@ import argparse
 import signal
 import sys
 
-from specdec.errors import SpecdecError
+from specdec.store import check_run_length
 
 
 def heads(args: argparse.Namespace) -> int:
     """`specdec heads train`: load the target, read ShareGPT, train, save; one line per checkpointable step on stderr."""
-    if args.minutes is None and args.steps is None:
-        raise SpecdecError("say how long to train: --minutes M (or --steps N)")
-    if args.minutes is not None and not args.minutes > 0:
-        raise SpecdecError(f"--minutes must be more than 0, got {args.minutes:g}")
+    check_run_length(args.minutes, args.steps, ("--minutes", "--steps"))     # before the target loads
     from specdec.head_training import train_for_target
 
     stopping = {"asked": False}
@@ -40,8 +37,9 @@ def heads(args: argparse.Namespace) -> int:
     last = run.history[-1] if run.history else None
     print(f"head: {run.folder}" + (f"   (went on from step {run.resumed_from})" if run.resumed_from else ""))
     if last is not None:
-        print(f"trained: {last.step} steps, {last.tokens:,} tokens in {last.elapsed_s / 60:.1f} min; last loss {last.loss:.3f}, "
-              f"top-1 agreement {last.accuracy:.0%}")
+        done = last.numbers
+        print(f"trained: {done['step']} steps, {done['tokens']:,} tokens in {last.elapsed_s / 60:.1f} min; last loss {done['loss']:.3f}, "
+              f"top-1 agreement {done['accuracy']:.0%}")
     print(f"use it: specdec run --target {args.target} --draft {run.folder}")
     print(f"in vLLM (a GPU): vllm serve <the target's hub id> --speculative-config "
           f"'{{\"method\": \"eagle3\", \"model\": \"{run.folder}\", \"num_speculative_tokens\": 4}}'")
@@ -50,5 +48,5 @@ def heads(args: argparse.Namespace) -> int:
 
 def _bar(report) -> None:
     end = "" if sys.stderr.isatty() else "\n"
-    if sys.stderr.isatty() or report.step % 10 == 0 or report.step == 1:
+    if sys.stderr.isatty() or report.done % 10 == 0 or report.done == 1:
         print(f"\r{report.describe():<100}", end=end, file=sys.stderr, flush=True)

@@ -5,13 +5,16 @@
                              "specdec" block (the target's layer count and name)
     DIR/model.safetensors    fc.weight, midlayer.*, norm.weight, lm_head.weight, d2t, t2d (the names of
                              SafeAILab/EAGLE and SpecForge; vLLM maps midlayer. to model.layers.0.)
-    DIR/manifest.json        SHA-256 of every file above, written last
     DIR/training/            a checkpoint's extras: optimizer.pt (AdamW's state), progress.json
+    DIR/specdec-manifest.json  the store's manifest: size and SHA-256 of every file above (`specdec.store`)
 
-Every file is written beside its final name and renamed into place (a crash leaves the old file or
-the new one, never half of one), the manifest last; `load_head` refuses a folder whose files do not
-match it, in one line. A published EAGLE-3 checkpoint (no manifest) loads too: `midlayer.` or
-`layers.0.` names, `embed_tokens.weight` ignored (the target's own table is used).
+The folder is written whole (`specdec.store.new_folder`: built beside it, then renamed into place; a
+crash leaves the old head or the new one, never a mix of their files), and `load_head` refuses, in one
+line, a folder whose files do not match its manifest; the manifest's stamps spare a load from hashing
+the files again (425 MB for the 1.5B's head) while they are unchanged. A head an earlier specdec saved
+(its manifest `manifest.json`, SHA-256s only) loads too: it is checked once against that manifest,
+which is then replaced by the store's. A published EAGLE-3 checkpoint (no manifest) loads too: `midlayer.`
+or `layers.0.` names, `embed_tokens.weight` ignored (the target's own table is used).
 
     save_head(head, "heads/qwen")      # then: vllm serve Qwen/Qwen2.5-Coder-1.5B-Instruct \\
     head = load_head("heads/qwen")     #   --speculative-config '{"method": "eagle3", "model": "heads/qwen", "num_speculative_tokens": 4}'
@@ -22,8 +25,6 @@ Not handled: heads with more than one decoder layer, checkpoints in pickle (.bin
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import torch
@@ -32,10 +33,11 @@ from safetensors.torch import load_file
 
 from specdec.heads.head import EagleHead, HeadConfig
 from specdec.errors import SpecdecError
-from specdec.zoo.fetch import cache_dir, file_sha256
+from specdec.store import MANIFEST, cache_dir, check_folder, file_sha256, new_folder, settle, write_manifest
 from specdec.zoo.safetensors_writer import write_safetensors
 
-WEIGHTS, CONFIG, MANIFEST, TRAINING = "model.safetensors", "config.json", "manifest.json", "training"
+WEIGHTS, CONFIG, TRAINING = "model.safetensors", "config.json", "training"
+OLD_MANIFEST = "manifest.json"      # {"files": {name: sha256}}: the manifest of heads saved before `specdec.store`
 
 
 def heads_dir() -> Path:
@@ -57,7 +59,7 @@ def is_head(name: str) -> bool:
 
 def trained_head(target_name: str) -> Path | None:
     """The folder of the head `specdec heads train` made for `target_name` in the cache, or None."""
-    folder = heads_dir() / Path(target_name).name
+    folder = settle(heads_dir() / Path(target_name).name)
     return folder if (folder / CONFIG).is_file() and (folder / WEIGHTS).is_file() else None
 
 
@@ -108,24 +110,27 @@ def head_tensors(head: EagleHead) -> dict[str, torch.Tensor]:
 
 
 def save_head(head: EagleHead, folder: str | Path, training: dict | None = None, optimizer: dict | None = None) -> Path:
-    """Write `head` to `folder` (created if needed) in vLLM's EAGLE-3 layout; `training`/`optimizer`: a checkpoint's extras."""
-    folder = Path(folder)
-    (folder / TRAINING).mkdir(parents=True, exist_ok=True)
-    dtype = head.dtype
-    files = {WEIGHTS: _replace_with(folder / WEIGHTS, lambda path: write_safetensors(head_tensors(head), path)),
-             CONFIG: _write_text(folder / CONFIG, json.dumps(vllm_config(head.config, dtype), indent=2))}
-    if training is not None:
-        files[f"{TRAINING}/progress.json"] = _write_text(folder / TRAINING / "progress.json", json.dumps(training, indent=2))
-    if optimizer is not None:
-        files[f"{TRAINING}/optimizer.pt"] = _replace_with(folder / TRAINING / "optimizer.pt",
-                                                          lambda path: (torch.save(optimizer, path), file_sha256(Path(path)))[1])
-    _write_text(folder / MANIFEST, json.dumps({"files": files}, indent=2))
+    """Write `head` to `folder` in vLLM's EAGLE-3 layout, whole (it replaces what was there); `training`/`optimizer`: a
+    checkpoint's extras. A folder that holds something other than a head is refused, not replaced."""
+    folder = settle(folder)
+    if folder.is_dir() and any(folder.iterdir()) and not _holds_a_head(folder):
+        raise SpecdecError(f"{folder} holds files that are not a head: save the head into an empty folder or a head's folder")
+    with new_folder(folder) as work:
+        sha256 = {WEIGHTS: write_safetensors(head_tensors(head), work / WEIGHTS)}
+        (work / CONFIG).write_text(json.dumps(vllm_config(head.config, head.dtype), indent=2))
+        if training is not None or optimizer is not None:
+            (work / TRAINING).mkdir()
+        if training is not None:
+            (work / TRAINING / "progress.json").write_text(json.dumps(training, indent=2))
+        if optimizer is not None:
+            torch.save(optimizer, work / TRAINING / "optimizer.pt")
+        write_manifest(work, known=sha256)
     return folder
 
 
 def load_head(folder: str | Path, target: torch.nn.Module | None = None) -> EagleHead:
     """Read a head saved by `save_head` (checked against its manifest) or a published EAGLE-3 checkpoint; bound to `target` if given."""
-    folder = Path(folder)
+    folder = settle(folder)
     if not (folder / CONFIG).is_file() or not (folder / WEIGHTS).is_file():
         raise SpecdecError(f"{folder} does not hold a head (config.json and model.safetensors): train one with "
                            "`specdec heads train --target NAME --out DIR`")
@@ -146,26 +151,42 @@ def load_head(folder: str | Path, target: torch.nn.Module | None = None) -> Eagl
 
 def load_training(folder: str | Path) -> tuple[dict, dict] | None:
     """A checkpoint's (progress, optimizer state) to resume from, or None when the folder has none."""
-    folder = Path(folder)
+    folder = settle(folder)
     progress, optimizer = folder / TRAINING / "progress.json", folder / TRAINING / "optimizer.pt"
     if not progress.is_file() or not optimizer.is_file():
         return None
-    check_manifest(folder)
+    check_manifest(folder)                       # the stamps make a second check (by `load_head`) cost nothing
     return json.loads(progress.read_text()), torch.load(optimizer, weights_only=True)
 
 
 def check_manifest(folder: Path) -> None:
-    """Refuse, in one line, a folder whose files do not match the SHA-256 its manifest recorded (no manifest: a published head)."""
+    """Refuse, in one line, a folder whose files do not match its manifest (no manifest: a published head)."""
     if not (folder / MANIFEST).is_file():
-        return
+        if not (folder / OLD_MANIFEST).is_file():
+            return
+        _upgrade_old_manifest(folder)
+    problem = check_folder(folder)
+    if problem is not None:
+        raise SpecdecError(f"{folder}: {problem} (corrupted or half-written): train the head again or copy it anew")
+
+
+def _upgrade_old_manifest(folder: Path) -> None:
+    """Check a head an earlier specdec saved against its own manifest ({"files": {name: sha256}}), hashing each file once,
+    then record it in the store's manifest instead (so later loads need not hash it again)."""
     try:
-        files = json.loads((folder / MANIFEST).read_text())["files"]
-    except (ValueError, KeyError):
-        raise SpecdecError(f"{folder}/manifest.json is damaged: train the head again") from None
-    for name, sha256 in files.items():
+        recorded = json.loads((folder / OLD_MANIFEST).read_text())["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise SpecdecError(f"{folder}/{OLD_MANIFEST} is damaged: train the head again") from None
+    for name, sha256 in recorded.items():
         if not (folder / name).is_file() or file_sha256(folder / name) != sha256:
-            raise SpecdecError(f"{folder / name} does not match its checksum (corrupted or half-written): train the head again "
-                               "or copy it anew")
+            raise SpecdecError(f"{folder}: {name} does not match its checksum (corrupted or half-written): train the head "
+                               "again or copy it anew")
+    write_manifest(folder, known=recorded, files=sorted(recorded))
+    (folder / OLD_MANIFEST).unlink()
+
+
+def _holds_a_head(folder: Path) -> bool:
+    return any((folder / name).is_file() for name in (MANIFEST, OLD_MANIFEST)) or is_head(str(folder))
 
 
 def config_from(raw: dict, tensors: dict[str, torch.Tensor]) -> HeadConfig:
@@ -184,21 +205,3 @@ def config_from(raw: dict, tensors: dict[str, torch.Tensor]) -> HeadConfig:
 
 def _our_name(name: str) -> str:
     return name.replace("layers.0.", "midlayer.").removeprefix("model.")
-
-
-def _write_text(path: Path, text: str) -> str:
-    return _replace_with(path, lambda temporary: (Path(temporary).write_text(text), file_sha256(Path(temporary)))[1])
-
-
-def _replace_with(path: Path, write) -> str:
-    """Write through `write(temporary_path) -> sha256` beside `path`, then rename into place; the SHA-256."""
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(handle)
-    try:
-        sha256 = write(temporary)
-        os.chmod(temporary, 0o644)                      # mkstemp makes it private; a head is meant to be shared (vLLM, SGLang)
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.remove(temporary)
-    return sha256

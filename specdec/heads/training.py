@@ -29,14 +29,14 @@ The loss is sum_k 0.8^k CE(p_{i+1+k}, q^k_i), averaged over positions (EAGLE-3's
     EagleDrafter(head)
 
 It runs on whatever device the target is on (a CUDA target trains on CUDA). `progress` is told after
-every step (`TrainingProgress`: step, loss, accuracy, time left); `stop()` returning True ends the
+every step (a `specdec.store.Progress` whose `numbers` hold the step, tokens, loss and accuracy, and which tells the
+time left); `stop()` returning True ends the
 run after the current step; `checkpoint(head, progress, optimizer)` is called every `checkpoint_every_s`
 and at the end (the file layer, `specdec.heads.files`, writes it atomically). No I/O here.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -47,6 +47,7 @@ from torch import nn
 
 from specdec.heads.head import EagleHead
 from specdec.errors import SpecdecError
+from specdec.store import Progress, check_run_length
 
 
 @dataclass(frozen=True)
@@ -66,22 +67,6 @@ class TrainingSettings:
 
     def loss_weights(self) -> list[float]:
         return [self.decay ** k for k in range(self.unroll)]
-
-
-@dataclass(frozen=True)
-class TrainingProgress:
-    """Where a training run stands after a step."""
-
-    step: int
-    tokens: int                          # tokens of features read so far
-    loss: float                          # this step's loss
-    accuracy: float                      # this step's share of step-0 positions where q's top token is p's
-    elapsed_s: float
-    seconds_left: float | None           # None: no limit known
-
-    def describe(self) -> str:
-        left = "" if self.seconds_left is None else f", about {math.ceil(self.seconds_left / 60)} min left"
-        return f"step {self.step}: loss {self.loss:.3f}, top-1 agreement {self.accuracy:.0%}, {self.tokens:,} tokens{left}"
 
 
 def draft_vocabulary(sequences: Sequence[torch.Tensor], size: int, vocab_size: int) -> torch.Tensor:
@@ -156,8 +141,8 @@ def chunks(sequences: Sequence[torch.Tensor], length: int) -> list[torch.Tensor]
 
 def train_head(target: nn.Module, sequences: Sequence[torch.Tensor], *, steps: int | None = None, minutes: float | None = None,
                seed: int = 0, head: EagleHead | None = None, settings: TrainingSettings = TrainingSettings(),
-               progress: Callable[[TrainingProgress], None] | None = None, stop: Callable[[], bool] | None = None,
-               checkpoint: Callable[[EagleHead, TrainingProgress, torch.optim.Optimizer], None] | None = None,
+               progress: Callable[[Progress], None] | None = None, stop: Callable[[], bool] | None = None,
+               checkpoint: Callable[[EagleHead, Progress, torch.optim.Optimizer], None] | None = None,
                checkpoint_every_s: float = 300.0, optimizer_state: dict | None = None, start_step: int = 0,
                name: str = "") -> EagleHead:
     """Train an EAGLE-3 head for `target` on `sequences` ([T] token ids each) for `steps` steps and/or `minutes`.
@@ -166,10 +151,7 @@ def train_head(target: nn.Module, sequences: Sequence[torch.Tensor], *, steps: i
     taken). A fresh head (`head=None`) takes its draft vocabulary from the sequences' most frequent tokens. Resume
     with the head, the optimizer's state and the step a checkpoint recorded. Deterministic for a seed on a CPU.
     """
-    if steps is None and minutes is None:
-        raise SpecdecError("say how long to train: steps=N or minutes=M")
-    if (steps is not None and steps < 1) or (minutes is not None and not minutes > 0):
-        raise SpecdecError(f"steps must be >= 1 and minutes > 0, got steps={steps} and minutes={minutes}")
+    check_run_length(minutes, steps)
     pieces = chunks(list(sequences), settings.chunk)
     if not pieces:
         raise SpecdecError("no training text: give sequences of at least 3 tokens")
@@ -196,7 +178,7 @@ def train_head(target: nn.Module, sequences: Sequence[torch.Tensor], *, steps: i
         optimizer.step()
         step, tokens = step + 1, tokens + piece.numel()
         elapsed = time.monotonic() - started
-        report = TrainingProgress(step, tokens, loss.item(), accuracy, elapsed, _seconds_left(step - start_step, steps, elapsed, minutes))
+        report = training_progress(step, tokens, loss.item(), accuracy, elapsed, step - start_step, steps, minutes)
         if progress is not None:
             progress(report)
         slowest = max(slowest, time.monotonic() - began)
@@ -211,9 +193,16 @@ def train_head(target: nn.Module, sequences: Sequence[torch.Tensor], *, steps: i
     return head.eval()
 
 
-def _seconds_left(done: int, steps: int | None, elapsed: float, minutes: float | None) -> float | None:
-    """The time left: by the step count (from the pace so far) or the minutes, whichever ends first."""
-    by_steps = None if steps is None else elapsed / done * (steps - done)
-    by_minutes = None if minutes is None else max(0.0, minutes * 60 - elapsed)
-    known = [value for value in (by_steps, by_minutes) if value is not None]
-    return min(known) if known else None
+def training_progress(step: int, tokens: int, loss: float, accuracy: float, elapsed_s: float, done: int, steps: int | None,
+                      minutes: float | None) -> Progress:
+    """Where a run stands after a step: its numbers, and the time left by the step count (at the pace of the `done` steps
+    of this run) or by the minutes, whichever ends first.
+
+    >>> report = training_progress(12, 3072, 2.0, 0.25, 30.0, 2, 10, 60)
+    >>> report.describe(), report.numbers["loss"], report.seconds_left
+    ('step 12: loss 2.000, top-1 agreement 25%, 3,072 tokens, about 2 min left', 2.0, 120.0)
+    """
+    return Progress(f"step {step}", "training", step, elapsed_s=elapsed_s, share=None if steps is None else done / steps,
+                    limit_s=None if minutes is None else minutes * 60,
+                    message=f"loss {loss:.3f}, top-1 agreement {accuracy:.0%}, {tokens:,} tokens",
+                    numbers={"step": step, "tokens": tokens, "loss": loss, "accuracy": accuracy})

@@ -29,11 +29,9 @@ and where. Where W8A8 is refused, every other kind runs as before, and asking fo
 from __future__ import annotations
 
 import json
-import os
 import platform
 import subprocess
 import sys
-import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -42,6 +40,7 @@ import torch
 from specdec.kernels.invariant_attention import use_invariant_attention
 from specdec.kernels.quantization import apply_quantization
 from specdec.kernels.w8a8 import REFERENCE, Kernel, W8A8Linear, kernel_in_use, use_kernel, vllm_kernel
+from specdec.store import write_text
 
 NEEDED_FLAGS = ("avx512f", "avx512_vnni")     # the library's build and its int8 dot products
 PASSES = (2, 6, 17)                           # tokens per pass: a chain of 1, of 5, a tree of 16
@@ -200,11 +199,7 @@ def check_machine(library: Path, library_sha256: str, verdict_path: Path) -> Ver
             verdict = Verdict(False, f"this machine's test of vLLM's CPU kernel failed: {tail}")
         else:
             verdict = Verdict(**json.loads(lines[-1]))
-    verdict_path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{verdict_path.name}.", dir=verdict_path.parent)
-    with os.fdopen(handle, "w") as out:
-        json.dump({"key": key, "verdict": asdict(verdict)}, out, indent=2)
-    os.replace(temporary, verdict_path)                               # whole or absent
+    write_text(verdict_path, json.dumps({"key": key, "verdict": asdict(verdict)}, indent=2))   # whole or absent
     return verdict
 
 

