@@ -312,7 +312,28 @@ KERNELS = ("python benchmarks/weight_kernels.py --llama-bench ~/.cache/specdec/l
 LLAMA_CPP = ("python benchmarks/llama_cpp.py --specdec plain:bfloat16:none plain:float32:int8 plain:bfloat16:int4 speculative:float32:int8:int4 "
              "speculative:float32:int8:int4:tree speculative:bfloat16:int4:int4 --out benchmarks/llama-cpp.csv")
 
-SPEC_BENCH = "https://github.com/hemingkx/Spec-Bench/blob/main/Leaderboard.md"   # A100 table, Vicuna-7B-v1.3
+# Spec-Bench: one revision of its leaderboard, read from the one table in the code (`specdec.bench.spec_bench`); every
+# Spec-Bench number of every chapter is built from it below, so two chapters cannot quote two values for one row.
+from specdec.bench.spec_bench import A100_VICUNA_7B, EAGLE3_VICUNA_13B  # noqa: E402
+from specdec.bench.spec_bench import LEADERBOARD as SPEC_BENCH  # noqa: E402
+
+
+def spec_bench(row: str, what: str = "overall", category: str | None = None) -> str:
+    """A number of the cited revision's A100 table as a chapter writes it: '2.10x' (overall or a category's speedup) or
+    '3.58' (mean accepted tokens per step). `row` is the leaderboard's name ('EAGLE-3' is the Vicuna-13B row).
+
+    >>> spec_bench("PLD", category="summarization"), spec_bench("PLD", "tokens")
+    ('2.66x', '1.75')
+    """
+    published = EAGLE3_VICUNA_13B if row == "EAGLE-3" else A100_VICUNA_7B[row]
+    if what == "tokens":
+        return f"{published.mean_accepted:.2f}"
+    return f"{published.speedup[category] if category else published.overall:.2f}x"
+
+
+def spec_bench_row(label: str, row: str, *extra: str) -> str:
+    """A table row of the chapters: '| label | 2.10x | 3.58 |' (and any extra cells)."""
+    return "| " + " | ".join([label, spec_bench(row), spec_bench(row, "tokens"), *extra]) + " |"
 CHEN = "https://arxiv.org/abs/2302.01318"
 PROMPT_LOOKUP = "https://github.com/apoorvumang/prompt-lookup-decoding"
 SPECINFER = "https://arxiv.org/abs/2305.09781"
@@ -324,34 +345,34 @@ SMARTSPEC = "https://arxiv.org/abs/2406.14066"
 HETEROGENEOUS = "https://arxiv.org/abs/2502.05202"
 
 NUMBERS += [
-    Reported(METHODS, "The same method can give 2.43x on one task and 1.04x on another", SPEC_BENCH),
+    Reported(METHODS, f"The same method can give {spec_bench('PLD', category='summarization')} on one task and "
+                      f"{spec_bench('PLD', category='translation')} on another", SPEC_BENCH),
     Reported(METHODS, "a 2X-3X acceleration compared to the standard T5X implementation, with identical outputs", LEVIATHAN),
     Reported(METHODS, "a 2-2.5x decoding speedup in a distributed setup", CHEN),
-    Reported(METHODS, "| EAGLE | 2.29x | 3.61 |", SPEC_BENCH),
-    Reported(METHODS, "| Hydra | 2.09x | 3.24 |", SPEC_BENCH),
-    Reported(METHODS, "| Medusa | 1.78x | 2.32 |", SPEC_BENCH),
-    Reported(METHODS, "| prompt lookup (PLD) | 1.59x | 1.73 |", SPEC_BENCH),
-    Reported(METHODS, "| small draft model (SpS) | 1.49x | 2.28 |", SPEC_BENCH),
-    Reported(METHODS, "| REST | 1.48x | 1.82 |", SPEC_BENCH),
-    Reported(METHODS, "| lookahead | 1.27x | 1.66 |", SPEC_BENCH),
-    Reported(METHODS, "(2.28 against 1.73)", SPEC_BENCH),
+    *[Reported(METHODS, spec_bench_row(label, row), SPEC_BENCH)
+      for label, row in (("EAGLE-2", "EAGLE-2"), ("Token Recycling", "Recycling"), ("EAGLE", "EAGLE"), ("Hydra", "Hydra"), ("Medusa", "Medusa"),
+                         ("prompt lookup (PLD)", "PLD"), ("small draft model (SpS)", "SpS"), ("REST", "REST"), ("lookahead", "Lookahead"))],
+    Reported(METHODS, f"SAM-Decoding built on EAGLE-2 ({spec_bench('SAMD[EAGLE2]')})", SPEC_BENCH),
+    Reported(METHODS, f"({spec_bench('SpS', 'tokens')} against {spec_bench('PLD', 'tokens')})", SPEC_BENCH),
     Reported(METHODS, "Saxena: \"2x-4x\" on input-grounded tasks", PROMPT_LOOKUP),
-    Reported(METHODS, "2.43x on summarization but 1.04x on translation", SPEC_BENCH),
+    Reported(METHODS, f"{spec_bench('PLD', category='summarization')} on summarization but {spec_bench('PLD', category='translation')} "
+                      "on translation", SPEC_BENCH),
     Reported(METHODS, "1.5-2.8x for distributed LLM inference and 2.6-3.5x for offloading-based inference", SPECINFER),
     Reported(METHODS, "2.18x for Medusa-1 and 2.83x for Medusa-2 (the paper's abstract: \"over 2.2x\" and \"2.3-3.6x\" across models)", MEDUSA),
-    Reported(METHODS, "Spec-Bench's A100 leaderboard: 1.78x.", SPEC_BENCH),
+    Reported(METHODS, f"Spec-Bench's A100 leaderboard: {spec_bench('Medusa')}.", SPEC_BENCH),
     Reported(METHODS, "a latency speedup of 2.7x-3.5x for LLaMA2-Chat 70B (abstract)", EAGLE),
     Reported(METHODS, "LLaMA2-Chat 7B decodes at 160.4 tokens/s on a single RTX 3090", EAGLE),
-    Reported(METHODS, "Spec-Bench's A100 leaderboard: 2.29x for Vicuna-7B", SPEC_BENCH),
+    Reported(METHODS, f"Spec-Bench's A100 leaderboard: {spec_bench('EAGLE')} for Vicuna-7B, and {spec_bench('EAGLE-2')} for EAGLE-2",
+             SPEC_BENCH),
     Reported(METHODS, "a speedup of up to 6.5x, about 1.4x over EAGLE-2, and a 1.38x throughput improvement at batch size 64", EAGLE3),
     Reported(METHODS, "Up to 1.8x on MT-bench, and 4x with strong scaling on multiple GPUs", LOOKAHEAD),
-    Reported(METHODS, "Spec-Bench's A100 leaderboard: 1.27x.", SPEC_BENCH),
+    Reported(METHODS, f"Spec-Bench's A100 leaderboard: {spec_bench('Lookahead')}.", SPEC_BENCH),
     Reported(METHODS, "up to 1.99x on LLaMA-2 and its fine-tuned variants", DRAFT_AND_VERIFY),
     Reported(METHODS, "up to 2.16x on CNN/DM summarization, 1.82x on coding and 2.0x on the TOPv2 semantic parsing task", LAYERSKIP),
     Reported(METHODS, "it reduces average request latency by up to 3.2x", SMARTSPEC),
     Reported(METHODS, "Up to 2.8x over autoregressive decoding", HETEROGENEOUS),
-    Reported(METHODS, "Spec-Bench measured 1.59x overall", SPEC_BENCH),
-    Reported(METHODS, "1.73 accepted tokens per step for prompt lookup", SPEC_BENCH),
+    Reported(METHODS, f"Spec-Bench measured {spec_bench('PLD')} overall", SPEC_BENCH),
+    Reported(METHODS, f"{spec_bench('PLD', 'tokens')} accepted tokens per step for prompt lookup", SPEC_BENCH),
     Computed(METHODS, r"$\alpha = <<.1f>>$ at $\gamma = <<d>>$, what speedup", lambda: (0.6, 4)),
     Computed(METHODS, r"With $c = 0$ the speedup equals the tokens per pass: $(1 - <<.1f>>^{<<d>>}) / (1 - <<.1f>>) = <<.2f>>$",
              lambda: (0.6, 5, 0.6, walltime_speedup(0.6, 4, 0.0))),
@@ -636,7 +657,7 @@ NUMBERS += [
              FAMILIES_BENCH, "families-int8.csv",
              lambda saved: (lambda tpp, v, s: (tpp, v, tpp / v, s))(*_family(saved, "recycling_tokens_per_target_pass", "recycling_v",
                                                                                "recycling_speedup"))),
-    Reported(BEYOND, "so its 2.73 tokens per step become a large gain", "https://github.com/hemingkx/Spec-Bench/blob/main/Leaderboard.md"),
+    Reported(BEYOND, f"so its {spec_bench('Recycling', 'tokens')} tokens per step become a large gain", SPEC_BENCH),
     Measured(BEYOND, "(<<.2f>> tokens per pass), but each of its steps costs $c = <<.2f>>$", FAMILIES_BENCH, "families-int8.csv",
              lambda saved: _family(saved, "speculative_tokens_per_target_pass", "speculative_c")),
     Measured(BEYOND, "half the layers still cost $c = <<.2f>>$", FAMILIES_BENCH, "families-int8.csv",
@@ -819,10 +840,8 @@ NUMBERS += [
                      "<<.1f>> million. A draft step runs the decoder layer and the output layer: <<.1f>>% of the weights a target step reads",
              lambda: (lambda w: (w["head"], w["fc"], w["layer"], w["output"], TrainingSettings().draft_vocab, w["target"], w["share"]))(
                  head_weights())),
-    Reported(BEYOND, "| Medusa | 1.71x | 2.31 | Vicuna-7B |", SPEC_BENCH),
-    Reported(BEYOND, "| EAGLE | 2.10x | 3.58 | Vicuna-7B |", SPEC_BENCH),
-    Reported(BEYOND, "| EAGLE-2 | 2.36x | 4.34 | Vicuna-7B |", SPEC_BENCH),
-    Reported(BEYOND, "| EAGLE-3 | 3.02x | 5.71 | Vicuna-13B |", SPEC_BENCH),
+    *[Reported(BEYOND, spec_bench_row(row, row, target), SPEC_BENCH)
+      for row, target in (("Medusa", "Vicuna-7B"), ("EAGLE", "Vicuna-7B"), ("EAGLE-2", "Vicuna-7B"), ("EAGLE-3", "Vicuna-13B"))],
     Reported(BEYOND, "LLaMA-3.1-8B in SGLang on one H100 went from 158 to 373 tokens/s", EAGLE3),
     Computed(BEYOND, r"(<<,d>> of Qwen's <<,d>>), which makes it <<.1f>>x smaller",
              lambda: (TrainingSettings().draft_vocab, QWEN_VOCABULARY, QWEN_VOCABULARY / TrainingSettings().draft_vocab)),
@@ -873,5 +892,5 @@ NUMBERS += [
              lambda saved: _curve_row(saved, "speculative", paired=False)),
     *[Measured(BEYOND, f"| head, {minutes} minutes | <<.2f>> | <<.3f>> | <<.3f>> | <<.2f>>x | <<.2f>>x |", HEAD_CURVE, "eagle-curve.csv",
                lambda saved, m=minutes: _curve_row(saved, f"eagle-{m}")) for minutes in (10, 32, 60)],
-    Reported(BEYOND, "EAGLE-3's published heads, which reach 5.71 tokens per step", SPEC_BENCH),
+    Reported(BEYOND, f"EAGLE-3's published heads, which reach {spec_bench('EAGLE-3', 'tokens')} tokens per step", SPEC_BENCH),
 ]

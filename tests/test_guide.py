@@ -334,3 +334,52 @@ def test_explainer_is_one_self_contained_file():
     assert "<script src" not in page and "<link" not in page and "@import" not in page
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page), "the explainer must not load anything"
     assert "fetch(" not in page and "XMLHttpRequest" not in page
+
+
+# --- one Spec-Bench revision, read from one table --------------------------------------------------------
+
+def spec_bench_numbers() -> set[str]:
+    """Every number of the cited revision's table, as the chapters write them ('2.10x', '3.58')."""
+    from specdec.bench.spec_bench import A100_VICUNA_7B, EAGLE3_VICUNA_13B
+
+    numbers = set()
+    for row in (*A100_VICUNA_7B.values(), EAGLE3_VICUNA_13B):
+        numbers |= {f"{value:.2f}x" for value in (row.overall, *row.speedup.values())} | {f"{row.mean_accepted:.2f}"}
+    return numbers
+
+
+def spec_bench_problems(texts: dict[str, str], entries) -> list[str]:
+    """Spec-Bench links to another revision, and Spec-Bench numbers that are not in the table of `specdec.bench.spec_bench`."""
+    from specdec.bench.spec_bench import LEADERBOARD
+
+    problems = [f"{name} links a Spec-Bench leaderboard other than {LEADERBOARD}: {link}"
+                for name, text in texts.items() for link in re.findall(r"https://github\.com/hemingkx/Spec-Bench/\S*?(?=\)|\s|$)", text)
+                if link != LEADERBOARD]
+    known = spec_bench_numbers()
+    for entry in entries:
+        if isinstance(entry, guide_numbers.Reported) and "Spec-Bench" in entry.source:
+            if entry.source != LEADERBOARD:
+                problems.append(f"{entry.text!r} cites {entry.source}, not the table's revision {LEADERBOARD}")
+            stray = [number for number in NUMBER.findall(entry.text) if "." in number and number not in known]
+            if stray:
+                problems.append(f"{entry.text!r} quotes {stray}, which are not in specdec/bench/spec_bench.py's table")
+    return problems
+
+
+def test_every_spec_bench_number_comes_from_the_one_table_in_the_code():
+    """Chapters 3 and 4 quote one revision (file and commit), through `lesson_numbers.spec_bench`, and the Compare page reads
+    the same table (`families_table`, `LEADERBOARD`, `SETTING`)."""
+    from specdec.bench.spec_bench import LEADERBOARD, REVISION
+
+    assert guide_numbers.SPEC_BENCH == LEADERBOARD and REVISION in LEADERBOARD
+    problems = spec_bench_problems({name: read(name) for name in CHAPTERS + EXTRAS}, guide_numbers.NUMBERS)
+    assert not problems, "\n".join(problems)
+    assert sum(isinstance(e, guide_numbers.Reported) and e.source == LEADERBOARD for e in guide_numbers.NUMBERS) >= 15
+    compare = (ROOT / "pages" / "views" / "compare.py").read_text(encoding="utf-8")
+    assert "from specdec.bench.spec_bench import LEADERBOARD, SETTING, families_figures, families_table" in compare
+
+
+def test_the_spec_bench_check_can_fail():
+    stale = guide_numbers.Reported("03-methods.md", "| EAGLE | 2.29x | 3.61 |", "https://github.com/hemingkx/Spec-Bench/blob/main/Leaderboard.md")
+    problems = spec_bench_problems({"x.md": "[board](https://github.com/hemingkx/Spec-Bench/blob/main/Leaderboard.md)"}, [stale])
+    assert len(problems) == 3, problems
