@@ -391,12 +391,34 @@ NUMBERS += [
 BEYOND = "04-beyond-the-chain.md"
 TREE_P = (0.60, 0.30, 0.10)       # the tree bugs' table and exercise 1: a target ...
 TREE_Q = (0.10, 0.20, 0.70)       # ... and a draft that loves C
+def top_k_tested_as_drawn(p, q, guesses: int) -> np.ndarray:
+    """EAGLE-2's tree ported to sampling as it is: a node's children are q's `guesses` most likely tokens (no draw at
+    all), but the rule tests them as draws without replacement from q. Exactly what one node emits, by enumeration.
+
+    The guesses are fixed, so the only randomness is the rule's: keep x with min(1, r(x) / s(x)), else move r to
+    norm(max(0, r - s)) and s to s without x; after the last rejection emit a sample of r.
+    """
+    r, s = np.asarray(p, dtype=np.float64), np.asarray(q, dtype=np.float64)
+    output, reach = np.zeros_like(r), 1.0
+    for x in np.argsort(-s, kind="stable")[:guesses]:
+        keep = min(1.0, r[x] / s[x]) if s[x] > 0 else float(r[x] > 0)
+        output[x] += reach * keep
+        reach *= 1.0 - keep
+        left = np.maximum(r - s, 0.0)
+        r = left / left.sum() if left.sum() > 0 else r
+        s = s.copy()
+        s[x] = 0.0
+        s = s / s.sum() if s.sum() > 0 else s
+    return output + reach * r
+
+
 TREE_BUG_TABLE = [   # (row label, exact output of one node with two guesses)
     ("none (the rule above)", lambda p, q: tree_bugs.node_output(p, q, 2)),
     ("testing every guess against p and q", lambda p, q: tree_bugs.same_test_for_every_guess(p, q, 2)),
     ("forgetting the guesses were drawn without replacement", lambda p, q: tree_bugs.forgot_without_replacement(p, q, 2)),
     ("removing guesses that were drawn with replacement", lambda p, q: tree_bugs.removed_after_drawing_with_replacement(p, q, 2)),
     ("sampling p when every guess failed", lambda p, q: tree_bugs.fallback_from_target(p, q, 2)),
+    ("the top-2 tokens tested as if drawn (EAGLE-2's tree, sampled)", lambda p, q: top_k_tested_as_drawn(p, q, 2)),
 ]
 TOLD_Q = (0.90, 0.50)             # the cross-tokenizer bug: the draft's own probability of its token, told as q(x)
 CROSS_BUG_TABLE = [   # (row label, exact output of one position for CROSS_P and the proposal x)
@@ -527,10 +549,10 @@ NUMBERS += [
     Measured(BEYOND, "With a bfloat16 draft it ran at <<.2f>>x against <<.2f>>x", TREE_BENCH_BF16, "trees-bf16.csv",
              lambda saved: (lambda t: (t["stop"], t["chain"]))(tree_against_chain(saved))),
     # exercise 5: the stop rule by hand
-    Computed(BEYOND, r"costs $c = <<.1f>>$ and $s = <<.2f>>$", lambda: (STOP_C, STOP_S)),
+    Computed(BEYOND, r"costs $c = <<.1f>>$ and $\beta = <<.2f>>$", lambda: (STOP_C, STOP_S)),
     Computed(BEYOND, r"two tokens with confidence <<.2f>> each", lambda: STOP_SURE),
     Computed(BEYOND, r"The two tokens are worth $a_1 = a_2 = <<.1f>>$, $P_2 = <<.2f>>$, $E_2 = <<.2f>>$ and $T_2 = <<.1f>>$. The gain side is "
-                     r"$P_2 a_3 T_2 = <<.2f>> \cdot <<.1f>> \cdot <<.1f>> = <<.2f>>$, the rate side $E_2 (c + s) = <<.2f>> \cdot <<.2f>> = <<.2f>>$",
+                     r"$P_2 a_3 T_2 = <<.2f>> \cdot <<.1f>> \cdot <<.1f>> = <<.2f>>$, the rate side $E_2 (c + \beta) = <<.2f>> \cdot <<.2f>> = <<.2f>>$",
              lambda: (lambda a, p2, e2, t2, gain, rate: (a, p2, e2, t2, p2, a, t2, gain, e2, STOP_C + STOP_S, rate))(*stop_by_hand(STOP_SURE))),
     Computed(BEYOND, r"With confidence <<.2f>> each, $a = <<.1f>>$: the gain side is <<.4f>> and the rate side <<.4f>>",
              lambda: (lambda a, p2, e2, t2, gain, rate: (STOP_UNSURE, a, gain, rate))(*stop_by_hand(STOP_UNSURE))),
@@ -893,4 +915,33 @@ NUMBERS += [
     *[Measured(BEYOND, f"| head, {minutes} minutes | <<.2f>> | <<.3f>> | <<.3f>> | <<.2f>>x | <<.2f>>x |", HEAD_CURVE, "eagle-curve.csv",
                lambda saved, m=minutes: _curve_row(saved, f"eagle-{m}")) for minutes in (10, 32, 60)],
     Reported(BEYOND, f"EAGLE-3's published heads, which reach {spec_bench('EAGLE-3', 'tokens')} tokens per step", SPEC_BENCH),
+]
+
+
+# ---- chapter 4, the tree's growth rule as a formula, with a worked number checked against TreeDrafter itself (issue 45)
+
+from lesson_entries import tree_growth_example  # noqa: E402
+
+
+def _tree_growth() -> tuple:
+    t = tree_growth_example()
+    first, second, third = t["steps"]
+    assert [step["taken"] for step in t["steps"]] == [True, True, False] and t["level"]["more"], t
+    level = t["level"]
+    return (0.2, 0.05, 0.81, 0.09, 0.0049, *t["a"], first["E"], first["T"], second["worth"], first["T"], second["gain"],
+            first["E"], 0.05, second["price"], second["E"], second["T"], third["worth"], second["T"], third["gain"], second["E"], 0.05,
+            third["price"], *t["reach"], t["reach"][0], t["reach"][0], t["reach"][1], t["reach"][1], level["G"], level["G"], level["T"],
+            level["left"], level["E"], 0.2, 0.05, level["right"], t["parents"])
+
+
+NUMBERS += [
+    Computed(BEYOND, r"A worked number, with $c = <<.1f>>$ and $\beta = <<.2f>>$ and a fresh calibration. The draft's three likeliest "
+                     r"tokens after the root have $q$ = <<.2f>>, <<.2f>> and <<.4f>>, so $a$ = <<.2f>>, <<.2f>> and <<.2f>>. The first slot is "
+                     r"taken: $E = <<.2f>>$, $T = <<.2f>>$ (one draft pass and one node). The second slot's test, its worth times $T$ against "
+                     r"$E$ times $\beta$: $<<.2f>> \cdot <<.2f>> = <<.3f>>$ against $<<.2f>> \cdot <<.2f>> = <<.3f>>$, taken, $E = <<.2f>>$, "
+                     r"$T = <<.2f>>$. The third: $<<.2f>> \cdot <<.2f>> = <<.3f>>$ against $<<.2f>> \cdot <<.2f>> = <<.3f>>$, refused. The root "
+                     r"gets two children, of reach <<.2f>> and <<.2f>>. Another level predicts $G = <<.2f>> \cdot <<.2f>> + <<.2f>> \cdot "
+                     r"<<.2f>> = <<.2f>>$, and $<<.2f>> \cdot <<.2f>> = <<.2f>>$ beats $<<.2f>> \cdot (<<.1f>> + <<.2f>> \cdot 2) = <<.2f>>$: a "
+                     r"second draft pass reads both. Given the level's own $q$, `TreeDrafter.grow` then grew the tree with parents <<s>>",
+             _tree_growth),
 ]

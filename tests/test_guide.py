@@ -383,3 +383,27 @@ def test_the_spec_bench_check_can_fail():
     stale = guide_numbers.Reported("03-methods.md", "| EAGLE | 2.29x | 3.61 |", "https://github.com/hemingkx/Spec-Bench/blob/main/Leaderboard.md")
     problems = spec_bench_problems({"x.md": "[board](https://github.com/hemingkx/Spec-Bench/blob/main/Leaderboard.md)"}, [stale])
     assert len(problems) == 3, problems
+
+
+def test_the_eagle2_porting_bug_is_computed_as_the_engine_runs_it():
+    """Chapter 4's row 'the top-2 tokens tested as if drawn': the engine's tree rule, handed q's two likeliest tokens as
+    children instead of draws, emits what `lesson_numbers.top_k_tested_as_drawn` computes, which is not p."""
+    import numpy as np
+    import torch
+
+    from specdec.engine.tree_verification import verify_tree_sampled
+    from specdec.engine.trees import DraftTree
+    from specdec.reference.stats import binomial_standard_error
+
+    p, q = np.array(guide_numbers.TREE_P), np.array(guide_numbers.TREE_Q)
+    expected = guide_numbers.top_k_tested_as_drawn(p, q, 2)
+    top = [int(x) for x in np.argsort(-q, kind="stable")[:2]]
+    tree = DraftTree(torch.tensor(top), (-1, -1), torch.tensor(np.stack([q, np.zeros(3), np.zeros(3)]), dtype=torch.float32))
+    rows = torch.tensor(np.stack([p, p, p]), dtype=torch.float32)
+    generator, trials, counts = torch.Generator().manual_seed(0), 20_000, np.zeros(3)
+    for _ in range(trials):
+        verdict = verify_tree_sampled(rows, tree, generator)
+        counts[top[verdict.path[0]] if verdict.path else verdict.next_token] += 1
+    for token in range(3):
+        assert abs(counts[token] / trials - expected[token]) <= 5 * binomial_standard_error(expected[token], trials) + 1e-9
+    assert np.abs(expected - p).max() > 0.05                       # the bug is visible: the output is not p
