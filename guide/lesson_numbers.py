@@ -122,12 +122,23 @@ NUMBERS: list[Computed | Measured | Reported] = [
                         "c = <<.1f>>, the whole thing is <<.2f>>x faster than the target alone.",
              lambda: (0.8, 4, expected_tokens_per_pass(0.8, 4), 0.1, walltime_speedup(0.8, 4, 0.1))),
     Computed(INTUITION, "c = <<.1f>>, and alpha = <<.1f>>, the same gamma gives only <<.2f>>x", lambda: (0.4, 0.7, walltime_speedup(0.7, 4, 0.4))),
-    Measured(INTUITION, "The draft's guesses were kept <<.1f>> % of the time, each target pass produced <<.2f>> tokens, and the "
-                        "wall clock said <<.2f>>x faster than the target alone. Why only <<.2f>>x when each pass gave <<.2f>> tokens?",
+    Measured(INTUITION, "The draft guessed <<d>> tokens and <<d>> were kept: an *acceptance rate* (accepted/drafted) of <<.3f>>.",
              RUN_JSON, "qwen-greedy-bf16.json",
-             lambda saved: (100 * stats(saved, "acceptance_rate"), stats(saved, "tokens_per_target_pass"),
-                            json.loads(saved)["compare"]["wall_clock_speedup"], json.loads(saved)["compare"]["wall_clock_speedup"],
-                            stats(saved, "tokens_per_target_pass"))),
+             lambda saved: (stats(saved, "drafted"), stats(saved, "accepted"), stats(saved, "acceptance_rate"))),
+    Measured(INTUITION, "the target checked <<d>> guesses and kept <<d>>, so alpha, the chance that a *checked* guess is kept, was about "
+                        "<<.2f>> (accepted/tested). Each target pass produced <<.2f>> tokens, and the wall clock said <<.2f>>x faster than "
+                        "the target alone. Why only <<.2f>>x when each pass gave <<.2f>> tokens?",
+             RUN_JSON, "qwen-greedy-bf16.json",
+             lambda saved: (stats(saved, "accepted") + stats(saved, "rejections"), stats(saved, "accepted"), stats(saved, "alpha_estimate"),
+                            stats(saved, "tokens_per_target_pass"), json.loads(saved)["compare"]["wall_clock_speedup"],
+                            json.loads(saved)["compare"]["wall_clock_speedup"], stats(saved, "tokens_per_target_pass"))),
+    Measured(INTUITION, "the saved run says `identical_tokens: <<s>>`", RUN_JSON, "qwen-greedy-bf16.json",
+             lambda saved: str(json.loads(saved)["compare"]["identical_tokens"]).lower()),
+    Measured(INTUITION, "its text parted from the target's greedy text at token <<d>>", RUN_TEXT, "qwen-greedy-bf16-busy.txt",
+             lambda saved: int(report_line(saved, r"they part at token (\d+)"))),
+    Measured(INTUITION, "the same command wrote the target's own text for all <<d>> tokens", "specdec run --temperature 0 --compare --chat --dtype float32",
+             "qwen-greedy-fp32.txt",
+             lambda saved: int(report_line(saved, r"new tokens: (\d+)")) if "greedy output: yes" in saved else -1),
     Measured(INTUITION, "each draft step cost about <<.2f>> of a target step", RUN_JSON, "qwen-greedy-bf16.json", draft_cost_ratio),
     Measured(INTUITION, "reported <<.2f>>x", RUN_TEXT, "qwen-greedy-bf16-busy.txt",
              lambda saved: report_line(saved, r"wall-clock speedup: ([\d.]+)x")),
@@ -155,6 +166,17 @@ def verification_cost(saved: str) -> float:
     verify_pass = stats(saved, "verify_time_s") / stats(saved, "target_passes")
     target_step = stats(saved, "verify_time_s", baseline=True) / stats(saved, "target_passes", baseline=True)
     return verify_pass / target_step
+
+
+def _formula_against_run(saved: str) -> tuple:
+    """Chapter 1: the run's c, v and tokens per pass in the speedup formula, at the run's gamma and at the drafts per pass it made."""
+    c, v, tpp = draft_cost_ratio(saved), verification_cost(saved), stats(saved, "tokens_per_target_pass")
+    gamma = json.loads(saved)["settings"]["gamma"]
+    drafted, passes = stats(saved, "drafted"), stats(saved, "target_passes")
+    per_pass = drafted / passes
+    speedup = json.loads(saved)["compare"]["wall_clock_speedup"]
+    return (gamma, tpp, tpp, gamma, c, v, tpp / (gamma * c + v), speedup, gamma, per_pass, drafted, passes,
+            tpp, per_pass, c, v, tpp / (per_pass * c + v))
 
 
 def smallest_gamma_reaching(alpha: float, tokens: float) -> int:
@@ -185,6 +207,21 @@ NUMBERS += [
     Computed(MATH, r"where the check costs $v = <<.1f>>$ instead of 1: $S = <<.2f>>$", lambda: (1.2, walltime_speedup(0.7, 4, 0.4, 1.2))),
     Measured(MATH, r"a draft step cost $c \approx <<.2f>>$ target steps", RUN_JSON, "qwen-greedy-bf16.json", draft_cost_ratio),
     Measured(MATH, r"a verification pass cost $v \approx <<.2f>>$ target steps", RUN_JSON, "qwen-greedy-bf16.json", verification_cost),
+    Measured(MATH, r"Put into the formula with $\gamma = <<d>>$ and its <<.2f>> tokens per pass, they predict $<<.2f>> / (<<d>> \cdot <<.3f>> + "
+                   r"<<.3f>>) = <<.2f>>$, below the measured <<.2f>>x: the run did not draft <<d>> tokens per target pass but <<.2f>> (<<d>> "
+                   r"drafts in <<d>> passes: the prompt pass drafts nothing, and the last round drafts only what is still wanted), and "
+                   r"$<<.2f>> / (<<.2f>> \cdot <<.3f>> + <<.3f>>) = <<.2f>>$",
+             RUN_JSON, "qwen-greedy-bf16.json", lambda saved: _formula_against_run(saved)),
+    Measured(MATH, "in chapter 0's run, alpha was <<.2f>> (<<d>> of <<d>> tested) and the acceptance rate <<.3f>> (<<d>> of <<d>> drafted)",
+             RUN_JSON, "qwen-greedy-bf16.json",
+             lambda saved: (stats(saved, "alpha_estimate"), stats(saved, "accepted"), stats(saved, "accepted") + stats(saved, "rejections"),
+                            stats(saved, "acceptance_rate"), stats(saved, "accepted"), stats(saved, "drafted"))),
+    Computed(MATH, r"For $\alpha = <<.1f>>$, $c = <<.1f>>$ the best $\gamma$ is <<d>> at $v = 1$ and at $v = <<.1f>>$, and <<d>> at $v = 2$. Only a "
+                   r"cost that grows with $\gamma$, as it does on CPUs, $v(\gamma) = 1 + \beta \gamma$, shrinks it: with $\beta = <<.1f>>$ the best "
+                   r"$\gamma$ is <<d>>",
+             lambda: (0.8, 0.1, best_gamma(0.8, 0.1)[0], 1.2, best_gamma(0.8, 0.1, verify_cost=2.0)[0], 0.2,
+                      max(range(1, 65), key=lambda g: walltime_speedup(0.8, g, 0.1, 1 + 0.2 * g)))
+             if best_gamma(0.8, 0.1)[0] == best_gamma(0.8, 0.1, verify_cost=1.2)[0] else "the best gamma at v = 1.2 changed: rewrite"),
     Computed(MATH, r"with $\alpha = <<.1f>>$ and $c = <<.1f>>$ even the best $\gamma$ gives $S = <<.2f>>$: `pays_off(<<.1f>>, <<.1f>>)` is `<<s>>`",
              lambda: (0.3, 0.4, best_gamma(0.3, 0.4)[1], 0.3, 0.4, str(pays_off(0.3, 0.4)))),
     *[Computed(MATH, r"$\alpha = <<.1f>>$, $c = <<.1f>>$: best $\gamma = <<d>>$, speedup <<.2f>>.",
