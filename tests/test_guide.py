@@ -286,7 +286,8 @@ def test_every_chapter_opens_with_its_own_time(chapter):
 
 @pytest.mark.parametrize("readme", [GUIDE / "README.md", GUIDE.parent / "README.md"])
 def test_the_course_states_its_time_as_computed(readme):
-    """Words at 200 a minute plus the exercises' and labs' own estimates, as `python guide/reading_time.py` prints."""
+    """Prose at 150 words a minute, code, tables and formulas at 10 lines a minute, plus the exercises' and labs' own
+    estimates, as `python guide/reading_time.py` prints."""
     phrase = reading_time.course_time().phrase()
     stated = re.findall(r"about [\w ]+ hours?: \d+ minutes of reading, \d+ of exercises and \d+ of labs", squash(readme.read_text(encoding="utf-8")))
     assert stated == [phrase], f"{readme.name} must state the course's time as '{phrase}', not {stated}"
@@ -295,7 +296,24 @@ def test_the_course_states_its_time_as_computed(readme):
 def test_the_time_checker_catches_an_exercise_without_minutes():
     text = "# T\n\n## Exercises\n\n**1.** *(10 min)* Compute alpha.\n\n**2.** Prove it.\n\n**Lab.** Write it.\n"
     assert len(reading_time.missing_estimates("t.md", text)) == 2
-    assert reading_time.CourseTime(words=6_000, exercise_minutes=20, lab_minutes=0).phrase().startswith("about 1 hour: 30 minutes")
+    assert reading_time.CourseTime(words=3_000, exercise_minutes=20, lab_minutes=0, lines=100).phrase().startswith("about 1 hour: 30 minutes")
+
+
+def test_code_and_tables_are_read_at_their_own_speed():
+    """A chapter's code blocks, tables and display formulas count by the line, its prose by the word."""
+    text = "One two three.\n\n```python\na = 1\nb = 2\n```\n\n| x | y |\n|---|---|\n| 1 | 2 |\n\n$$\nE = mc^2\n$$\n"
+    assert reading_time.reading_parts(text) == (3, 6)
+    assert reading_time.chapter_time(text).reading_minutes == round(3 / reading_time.PROSE_WORDS_PER_MINUTE + 6 / reading_time.CODE_LINES_PER_MINUTE)
+
+
+def test_the_one_hour_path_is_stated_on_the_first_page_and_in_chapter_0():
+    """The guide's first page and chapter 0 list the one-hour path as `reading_time.path_lines()` counts it, and it is about an hour."""
+    lines = reading_time.path_lines()
+    total = sum(minutes for _, _, minutes in reading_time.path_minutes())
+    assert 50 <= total <= 65, f"the one-hour path takes {total} minutes of reading: choose its sections again (reading_time.ONE_HOUR_PATH)"
+    for page in (GUIDE / "README.md", GUIDE / "00-intuition.md"):
+        block = re.search(r"<!-- one-hour path: start -->\n(.*?)<!-- one-hour path: end -->", page.read_text(encoding="utf-8"), re.DOTALL)
+        assert block and block.group(1).splitlines() == lines, f"{page.name} must state the one-hour path as computed: python guide/reading_time.py --write"
 
 
 def test_intuition_ends_with_try_it_and_chapters_have_titles():
