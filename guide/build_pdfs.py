@@ -221,10 +221,10 @@ def table_to_typst(rows: list[str], operators: set[str], where: str) -> str:
 
 PREAMBLE = r"""
 #set document(title: chapter, author: "specdec", date: none)
-#set page(paper: "a4", margin: (x: 2.0cm, top: 2.3cm, bottom: 2.3cm), numbering: "1",
+#set page(paper: "a4", margin: (x: 1.8cm, top: 2.0cm, bottom: 2.0cm), numbering: "1",
   header: context { if counter(page).get().first() > 1 { set text(8pt, fill: luma(120)); [#course #h(1fr) #chapter] } })
 #set text(font: "Libertinus Serif", size: 10.5pt, lang: "en")
-#set par(justify: false, leading: 0.62em, spacing: 1.05em)
+#set par(justify: false, leading: 0.6em, spacing: 1.0em)
 #show math.equation: set text(font: "New Computer Modern Math")
 #show raw: set text(font: "DejaVu Sans Mono", size: 7.4pt)
 #show raw.where(block: false): box.with(fill: luma(243), inset: (x: 2pt), outset: (y: 2.5pt), radius: 2pt)

@@ -351,3 +351,70 @@ def batch_bug_demo() -> dict[str, float]:
             "bug_rows": len(differing), "bug_tokens": sum(a != b for row, own in zip(bug, alone) for a, b in zip(row, own)),
             "first": min(differing) + 1 if differing else 0,
             "same_round": int(all(d >= f for d, f in zip(differing, first_round)))}
+
+
+def tree_growth_example(c: float = 0.2, beta: float = 0.05, root=(0.81, 0.09, 0.0049)) -> dict[str, object]:
+    """Chapter 4's worked number for `TreeDrafter`'s growth rule, by hand and then by the drafter itself.
+
+    A fresh calibration (a = sqrt(q)), a draft whose three likeliest tokens after the root have probabilities
+    `root`. By hand: each slot's worth and the test it faces, E and T after each, the children the root gets,
+    and the next level's predicted gain against its cost. Then `TreeDrafter._children_counts` must give the
+    same children and `TreeDrafter.grow`, run on a stand-in cache that hands out fixed draft distributions
+    (greedy, a 64-token vocabulary), must read a second level; "parents" is the tree it grows.
+    """
+    import numpy as np
+    import torch
+
+    from specdec.drafting.tree_drafter import TreeDrafter, TreeText
+    from specdec.engine.sampling import SamplingConfig
+    from specdec.engine.stop_rule import ConfidenceStop
+
+    vocabulary = 64
+
+    def law(*top: float) -> np.ndarray:
+        q = np.full(vocabulary, (1 - sum(top)) / (vocabulary - len(top)))
+        q[:len(top)] = top
+        return q
+
+    rule = ConfidenceStop(c=c, verify_slope=beta, max_gamma=12)
+    a = [rule.acceptance(value) for value in root]
+    expected, cost, steps, children = 1.0, c + 1.0, [], 0
+    for rank, worth in enumerate(a):                         # the root's reach is 1: a slot is worth a(q)
+        taken = rank == 0 or worth * cost > expected * beta
+        steps.append({"worth": worth, "gain": worth * cost, "price": expected * beta, "taken": taken})
+        if not taken:
+            break
+        children += 1
+        expected, cost = expected + worth, cost + beta
+        steps[-1] |= {"E": expected, "T": cost}
+    reach = a[:children]
+    gain = sum(r * r for r in reach)                         # R(n) a(q(n)): a child as sure as its parent
+    level_cost = c + beta * children                        # one more draft pass, and the next level's nodes
+    level = {"G": gain, "T": cost, "E": expected, "left": gain * cost, "right": expected * level_cost, "more": gain * cost > expected * level_cost}
+
+    class Embeddings:
+        num_embeddings = vocabulary
+
+    class Model:
+        def get_input_embeddings(self):
+            return Embeddings()
+
+    class Cache:                                             # stands in for CachedModel: fixed distributions, one per pass
+        def __init__(self, rows):
+            self.rows, self.length, self.passes = rows, 0, 0
+
+        def feed(self, ids, keep=1, attend=None, positions=None):
+            logits = torch.log(torch.tensor(np.array(self.rows[min(self.passes, len(self.rows) - 1)][:keep]), dtype=torch.float32))
+            self.length, self.passes = self.length + len(ids), self.passes + 1
+            return logits
+
+    drafter = TreeDrafter(Model(), name="worked example", c=c, verify_slope=beta)
+    drafter.vocab_size = vocabulary
+    counts = drafter._children_counts(rule, torch.tensor(law(*root), dtype=torch.float32)[None], [1.0], expected=1.0,
+                                      cost=c + 1.0, room=drafter.budget, first_level=True)
+    assert counts == [children], (counts, children)
+    rows = [[law(*root)], [law(0.64, 0.2, 0.1), law(0.36, 0.3, 0.2)], [law(0.5, 0.3, 0.1)] * 3]
+    state = TreeText(Cache(rows), ConfidenceStop(c=c, verify_slope=beta, max_gamma=drafter.depth))
+    tree = drafter.grow(state, torch.tensor([5, 7]), drafter.depth, SamplingConfig(temperature=0), None)
+    assert tree.parents[:children] == (-1,) * children and (state.cached.passes > 1) == level["more"], (tree.parents, state.cached.passes)
+    return {"a": a, "steps": steps, "children": children, "reach": reach, "level": level, "parents": str(tree.parents)}

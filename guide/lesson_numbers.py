@@ -122,12 +122,23 @@ NUMBERS: list[Computed | Measured | Reported] = [
                         "c = <<.1f>>, the whole thing is <<.2f>>x faster than the target alone.",
              lambda: (0.8, 4, expected_tokens_per_pass(0.8, 4), 0.1, walltime_speedup(0.8, 4, 0.1))),
     Computed(INTUITION, "c = <<.1f>>, and alpha = <<.1f>>, the same gamma gives only <<.2f>>x", lambda: (0.4, 0.7, walltime_speedup(0.7, 4, 0.4))),
-    Measured(INTUITION, "The draft's guesses were kept <<.1f>> % of the time, each target pass produced <<.2f>> tokens, and the "
-                        "wall clock said <<.2f>>x faster than the target alone. Why only <<.2f>>x when each pass gave <<.2f>> tokens?",
+    Measured(INTUITION, "The draft guessed <<d>> tokens and <<d>> were kept: an *acceptance rate* (accepted/drafted) of <<.3f>>.",
              RUN_JSON, "qwen-greedy-bf16.json",
-             lambda saved: (100 * stats(saved, "acceptance_rate"), stats(saved, "tokens_per_target_pass"),
-                            json.loads(saved)["compare"]["wall_clock_speedup"], json.loads(saved)["compare"]["wall_clock_speedup"],
-                            stats(saved, "tokens_per_target_pass"))),
+             lambda saved: (stats(saved, "drafted"), stats(saved, "accepted"), stats(saved, "acceptance_rate"))),
+    Measured(INTUITION, "the target checked <<d>> guesses and kept <<d>>, so alpha, the chance that a *checked* guess is kept, was about "
+                        "<<.2f>> (accepted/tested). Each target pass produced <<.2f>> tokens, and the wall clock said <<.2f>>x faster than "
+                        "the target alone. Why only <<.2f>>x when each pass gave <<.2f>> tokens?",
+             RUN_JSON, "qwen-greedy-bf16.json",
+             lambda saved: (stats(saved, "accepted") + stats(saved, "rejections"), stats(saved, "accepted"), stats(saved, "alpha_estimate"),
+                            stats(saved, "tokens_per_target_pass"), json.loads(saved)["compare"]["wall_clock_speedup"],
+                            json.loads(saved)["compare"]["wall_clock_speedup"], stats(saved, "tokens_per_target_pass"))),
+    Measured(INTUITION, "the saved run says `identical_tokens: <<s>>`", RUN_JSON, "qwen-greedy-bf16.json",
+             lambda saved: str(json.loads(saved)["compare"]["identical_tokens"]).lower()),
+    Measured(INTUITION, "its text parted from the target's greedy text at token <<d>>", RUN_TEXT, "qwen-greedy-bf16-busy.txt",
+             lambda saved: int(report_line(saved, r"they part at token (\d+)"))),
+    Measured(INTUITION, "the same command wrote the target's own text for all <<d>> tokens", "specdec run --temperature 0 --compare --chat --dtype float32",
+             "qwen-greedy-fp32.txt",
+             lambda saved: int(report_line(saved, r"new tokens: (\d+)")) if "greedy output: yes" in saved else -1),
     Measured(INTUITION, "each draft step cost about <<.2f>> of a target step", RUN_JSON, "qwen-greedy-bf16.json", draft_cost_ratio),
     Measured(INTUITION, "reported <<.2f>>x", RUN_TEXT, "qwen-greedy-bf16-busy.txt",
              lambda saved: report_line(saved, r"wall-clock speedup: ([\d.]+)x")),
@@ -155,6 +166,17 @@ def verification_cost(saved: str) -> float:
     verify_pass = stats(saved, "verify_time_s") / stats(saved, "target_passes")
     target_step = stats(saved, "verify_time_s", baseline=True) / stats(saved, "target_passes", baseline=True)
     return verify_pass / target_step
+
+
+def _formula_against_run(saved: str) -> tuple:
+    """Chapter 1: the run's c, v and tokens per pass in the speedup formula, at the run's gamma and at the drafts per pass it made."""
+    c, v, tpp = draft_cost_ratio(saved), verification_cost(saved), stats(saved, "tokens_per_target_pass")
+    gamma = json.loads(saved)["settings"]["gamma"]
+    drafted, passes = stats(saved, "drafted"), stats(saved, "target_passes")
+    per_pass = drafted / passes
+    speedup = json.loads(saved)["compare"]["wall_clock_speedup"]
+    return (gamma, tpp, tpp, gamma, c, v, tpp / (gamma * c + v), speedup, gamma, per_pass, drafted, passes,
+            tpp, per_pass, c, v, tpp / (per_pass * c + v))
 
 
 def smallest_gamma_reaching(alpha: float, tokens: float) -> int:
@@ -185,6 +207,21 @@ NUMBERS += [
     Computed(MATH, r"where the check costs $v = <<.1f>>$ instead of 1: $S = <<.2f>>$", lambda: (1.2, walltime_speedup(0.7, 4, 0.4, 1.2))),
     Measured(MATH, r"a draft step cost $c \approx <<.2f>>$ target steps", RUN_JSON, "qwen-greedy-bf16.json", draft_cost_ratio),
     Measured(MATH, r"a verification pass cost $v \approx <<.2f>>$ target steps", RUN_JSON, "qwen-greedy-bf16.json", verification_cost),
+    Measured(MATH, r"Put into the formula with $\gamma = <<d>>$ and its <<.2f>> tokens per pass, they predict $<<.2f>> / (<<d>> \cdot <<.3f>> + "
+                   r"<<.3f>>) = <<.2f>>$, below the measured <<.2f>>x: the run did not draft <<d>> tokens per target pass but <<.2f>> (<<d>> "
+                   r"drafts in <<d>> passes: the prompt pass drafts nothing, and the last round drafts only what is still wanted), and "
+                   r"$<<.2f>> / (<<.2f>> \cdot <<.3f>> + <<.3f>>) = <<.2f>>$",
+             RUN_JSON, "qwen-greedy-bf16.json", lambda saved: _formula_against_run(saved)),
+    Measured(MATH, "in chapter 0's run, alpha was <<.2f>> (<<d>> of <<d>> tested) and the acceptance rate <<.3f>> (<<d>> of <<d>> drafted)",
+             RUN_JSON, "qwen-greedy-bf16.json",
+             lambda saved: (stats(saved, "alpha_estimate"), stats(saved, "accepted"), stats(saved, "accepted") + stats(saved, "rejections"),
+                            stats(saved, "acceptance_rate"), stats(saved, "accepted"), stats(saved, "drafted"))),
+    Computed(MATH, r"For $\alpha = <<.1f>>$, $c = <<.1f>>$ the best $\gamma$ is <<d>> at $v = 1$ and at $v = <<.1f>>$, and <<d>> at $v = 2$. Only a "
+                   r"cost that grows with $\gamma$, as it does on CPUs, $v(\gamma) = 1 + \beta \gamma$, shrinks it: with $\beta = <<.1f>>$ the best "
+                   r"$\gamma$ is <<d>>",
+             lambda: (0.8, 0.1, best_gamma(0.8, 0.1)[0], 1.2, best_gamma(0.8, 0.1, verify_cost=2.0)[0], 0.2,
+                      max(range(1, 65), key=lambda g: walltime_speedup(0.8, g, 0.1, 1 + 0.2 * g)))
+             if best_gamma(0.8, 0.1)[0] == best_gamma(0.8, 0.1, verify_cost=1.2)[0] else "the best gamma at v = 1.2 changed: rewrite"),
     Computed(MATH, r"with $\alpha = <<.1f>>$ and $c = <<.1f>>$ even the best $\gamma$ gives $S = <<.2f>>$: `pays_off(<<.1f>>, <<.1f>>)` is `<<s>>`",
              lambda: (0.3, 0.4, best_gamma(0.3, 0.4)[1], 0.3, 0.4, str(pays_off(0.3, 0.4)))),
     *[Computed(MATH, r"$\alpha = <<.1f>>$, $c = <<.1f>>$: best $\gamma = <<d>>$, speedup <<.2f>>.",
@@ -312,7 +349,28 @@ KERNELS = ("python benchmarks/weight_kernels.py --llama-bench ~/.cache/specdec/l
 LLAMA_CPP = ("python benchmarks/llama_cpp.py --specdec plain:bfloat16:none plain:float32:int8 plain:bfloat16:int4 speculative:float32:int8:int4 "
              "speculative:float32:int8:int4:tree speculative:bfloat16:int4:int4 --out benchmarks/llama-cpp.csv")
 
-SPEC_BENCH = "https://github.com/hemingkx/Spec-Bench/blob/main/Leaderboard.md"   # A100 table, Vicuna-7B-v1.3
+# Spec-Bench: one revision of its leaderboard, read from the one table in the code (`specdec.bench.spec_bench`); every
+# Spec-Bench number of every chapter is built from it below, so two chapters cannot quote two values for one row.
+from specdec.bench.spec_bench import A100_VICUNA_7B, EAGLE3_VICUNA_13B  # noqa: E402
+from specdec.bench.spec_bench import LEADERBOARD as SPEC_BENCH  # noqa: E402
+
+
+def spec_bench(row: str, what: str = "overall", category: str | None = None) -> str:
+    """A number of the cited revision's A100 table as a chapter writes it: '2.10x' (overall or a category's speedup) or
+    '3.58' (mean accepted tokens per step). `row` is the leaderboard's name ('EAGLE-3' is the Vicuna-13B row).
+
+    >>> spec_bench("PLD", category="summarization"), spec_bench("PLD", "tokens")
+    ('2.66x', '1.75')
+    """
+    published = EAGLE3_VICUNA_13B if row == "EAGLE-3" else A100_VICUNA_7B[row]
+    if what == "tokens":
+        return f"{published.mean_accepted:.2f}"
+    return f"{published.speedup[category] if category else published.overall:.2f}x"
+
+
+def spec_bench_row(label: str, row: str, *extra: str) -> str:
+    """A table row of the chapters: '| label | 2.10x | 3.58 |' (and any extra cells)."""
+    return "| " + " | ".join([label, spec_bench(row), spec_bench(row, "tokens"), *extra]) + " |"
 CHEN = "https://arxiv.org/abs/2302.01318"
 PROMPT_LOOKUP = "https://github.com/apoorvumang/prompt-lookup-decoding"
 SPECINFER = "https://arxiv.org/abs/2305.09781"
@@ -324,34 +382,34 @@ SMARTSPEC = "https://arxiv.org/abs/2406.14066"
 HETEROGENEOUS = "https://arxiv.org/abs/2502.05202"
 
 NUMBERS += [
-    Reported(METHODS, "The same method can give 2.43x on one task and 1.04x on another", SPEC_BENCH),
+    Reported(METHODS, f"The same method can give {spec_bench('PLD', category='summarization')} on one task and "
+                      f"{spec_bench('PLD', category='translation')} on another", SPEC_BENCH),
     Reported(METHODS, "a 2X-3X acceleration compared to the standard T5X implementation, with identical outputs", LEVIATHAN),
     Reported(METHODS, "a 2-2.5x decoding speedup in a distributed setup", CHEN),
-    Reported(METHODS, "| EAGLE | 2.29x | 3.61 |", SPEC_BENCH),
-    Reported(METHODS, "| Hydra | 2.09x | 3.24 |", SPEC_BENCH),
-    Reported(METHODS, "| Medusa | 1.78x | 2.32 |", SPEC_BENCH),
-    Reported(METHODS, "| prompt lookup (PLD) | 1.59x | 1.73 |", SPEC_BENCH),
-    Reported(METHODS, "| small draft model (SpS) | 1.49x | 2.28 |", SPEC_BENCH),
-    Reported(METHODS, "| REST | 1.48x | 1.82 |", SPEC_BENCH),
-    Reported(METHODS, "| lookahead | 1.27x | 1.66 |", SPEC_BENCH),
-    Reported(METHODS, "(2.28 against 1.73)", SPEC_BENCH),
+    *[Reported(METHODS, spec_bench_row(label, row), SPEC_BENCH)
+      for label, row in (("EAGLE-2", "EAGLE-2"), ("Token Recycling", "Recycling"), ("EAGLE", "EAGLE"), ("Hydra", "Hydra"), ("Medusa", "Medusa"),
+                         ("prompt lookup (PLD)", "PLD"), ("small draft model (SpS)", "SpS"), ("REST", "REST"), ("lookahead", "Lookahead"))],
+    Reported(METHODS, f"SAM-Decoding built on EAGLE-2 ({spec_bench('SAMD[EAGLE2]')})", SPEC_BENCH),
+    Reported(METHODS, f"({spec_bench('SpS', 'tokens')} against {spec_bench('PLD', 'tokens')})", SPEC_BENCH),
     Reported(METHODS, "Saxena: \"2x-4x\" on input-grounded tasks", PROMPT_LOOKUP),
-    Reported(METHODS, "2.43x on summarization but 1.04x on translation", SPEC_BENCH),
+    Reported(METHODS, f"{spec_bench('PLD', category='summarization')} on summarization but {spec_bench('PLD', category='translation')} "
+                      "on translation", SPEC_BENCH),
     Reported(METHODS, "1.5-2.8x for distributed LLM inference and 2.6-3.5x for offloading-based inference", SPECINFER),
     Reported(METHODS, "2.18x for Medusa-1 and 2.83x for Medusa-2 (the paper's abstract: \"over 2.2x\" and \"2.3-3.6x\" across models)", MEDUSA),
-    Reported(METHODS, "Spec-Bench's A100 leaderboard: 1.78x.", SPEC_BENCH),
+    Reported(METHODS, f"Spec-Bench's A100 leaderboard: {spec_bench('Medusa')}.", SPEC_BENCH),
     Reported(METHODS, "a latency speedup of 2.7x-3.5x for LLaMA2-Chat 70B (abstract)", EAGLE),
     Reported(METHODS, "LLaMA2-Chat 7B decodes at 160.4 tokens/s on a single RTX 3090", EAGLE),
-    Reported(METHODS, "Spec-Bench's A100 leaderboard: 2.29x for Vicuna-7B", SPEC_BENCH),
+    Reported(METHODS, f"Spec-Bench's A100 leaderboard: {spec_bench('EAGLE')} for Vicuna-7B, and {spec_bench('EAGLE-2')} for EAGLE-2",
+             SPEC_BENCH),
     Reported(METHODS, "a speedup of up to 6.5x, about 1.4x over EAGLE-2, and a 1.38x throughput improvement at batch size 64", EAGLE3),
     Reported(METHODS, "Up to 1.8x on MT-bench, and 4x with strong scaling on multiple GPUs", LOOKAHEAD),
-    Reported(METHODS, "Spec-Bench's A100 leaderboard: 1.27x.", SPEC_BENCH),
+    Reported(METHODS, f"Spec-Bench's A100 leaderboard: {spec_bench('Lookahead')}.", SPEC_BENCH),
     Reported(METHODS, "up to 1.99x on LLaMA-2 and its fine-tuned variants", DRAFT_AND_VERIFY),
     Reported(METHODS, "up to 2.16x on CNN/DM summarization, 1.82x on coding and 2.0x on the TOPv2 semantic parsing task", LAYERSKIP),
     Reported(METHODS, "it reduces average request latency by up to 3.2x", SMARTSPEC),
     Reported(METHODS, "Up to 2.8x over autoregressive decoding", HETEROGENEOUS),
-    Reported(METHODS, "Spec-Bench measured 1.59x overall", SPEC_BENCH),
-    Reported(METHODS, "1.73 accepted tokens per step for prompt lookup", SPEC_BENCH),
+    Reported(METHODS, f"Spec-Bench measured {spec_bench('PLD')} overall", SPEC_BENCH),
+    Reported(METHODS, f"{spec_bench('PLD', 'tokens')} accepted tokens per step for prompt lookup", SPEC_BENCH),
     Computed(METHODS, r"$\alpha = <<.1f>>$ at $\gamma = <<d>>$, what speedup", lambda: (0.6, 4)),
     Computed(METHODS, r"With $c = 0$ the speedup equals the tokens per pass: $(1 - <<.1f>>^{<<d>>}) / (1 - <<.1f>>) = <<.2f>>$",
              lambda: (0.6, 5, 0.6, walltime_speedup(0.6, 4, 0.0))),
@@ -370,12 +428,34 @@ NUMBERS += [
 BEYOND = "04-beyond-the-chain.md"
 TREE_P = (0.60, 0.30, 0.10)       # the tree bugs' table and exercise 1: a target ...
 TREE_Q = (0.10, 0.20, 0.70)       # ... and a draft that loves C
+def top_k_tested_as_drawn(p, q, guesses: int) -> np.ndarray:
+    """EAGLE-2's tree ported to sampling as it is: a node's children are q's `guesses` most likely tokens (no draw at
+    all), but the rule tests them as draws without replacement from q. Exactly what one node emits, by enumeration.
+
+    The guesses are fixed, so the only randomness is the rule's: keep x with min(1, r(x) / s(x)), else move r to
+    norm(max(0, r - s)) and s to s without x; after the last rejection emit a sample of r.
+    """
+    r, s = np.asarray(p, dtype=np.float64), np.asarray(q, dtype=np.float64)
+    output, reach = np.zeros_like(r), 1.0
+    for x in np.argsort(-s, kind="stable")[:guesses]:
+        keep = min(1.0, r[x] / s[x]) if s[x] > 0 else float(r[x] > 0)
+        output[x] += reach * keep
+        reach *= 1.0 - keep
+        left = np.maximum(r - s, 0.0)
+        r = left / left.sum() if left.sum() > 0 else r
+        s = s.copy()
+        s[x] = 0.0
+        s = s / s.sum() if s.sum() > 0 else s
+    return output + reach * r
+
+
 TREE_BUG_TABLE = [   # (row label, exact output of one node with two guesses)
     ("none (the rule above)", lambda p, q: tree_bugs.node_output(p, q, 2)),
     ("testing every guess against p and q", lambda p, q: tree_bugs.same_test_for_every_guess(p, q, 2)),
     ("forgetting the guesses were drawn without replacement", lambda p, q: tree_bugs.forgot_without_replacement(p, q, 2)),
     ("removing guesses that were drawn with replacement", lambda p, q: tree_bugs.removed_after_drawing_with_replacement(p, q, 2)),
     ("sampling p when every guess failed", lambda p, q: tree_bugs.fallback_from_target(p, q, 2)),
+    ("the top-2 tokens tested as if drawn (EAGLE-2's tree, sampled)", lambda p, q: top_k_tested_as_drawn(p, q, 2)),
 ]
 TOLD_Q = (0.90, 0.50)             # the cross-tokenizer bug: the draft's own probability of its token, told as q(x)
 CROSS_BUG_TABLE = [   # (row label, exact output of one position for CROSS_P and the proposal x)
@@ -428,7 +508,7 @@ NUMBERS += [
                                        t["nodes"]))(tree_against_chain(saved))),
     Measured(BEYOND, "On translation, where the draft agrees least, the tree gave <<.2f>>x against the chain's <<.2f>>x",
              TREE_BENCH_BF16, "trees-bf16.csv", lambda saved: (lambda t: (t["translation_tree"], t["translation_chain"]))(tree_against_chain(saved))),
-    Measured(BEYOND, "(c is about <<.2f>> here with a bfloat16 draft)", TREE_BENCH_BF16, "trees-bf16.csv",
+    Measured(BEYOND, "(c is about <<.2f>> here: a bfloat16 draft step over a bfloat16 target step", TREE_BENCH_BF16, "trees-bf16.csv",
              lambda saved: tree_against_chain(saved)["c"]),
     Measured(BEYOND, "a draft pass is cheaper (c about <<.2f>>), and the tree ran <<.2f>>x faster than the target alone against "
                       "<<.2f>>x for the best fixed chain (gamma <<d>>): <<.2f>>x. It still lost on code (<<.2f>>x against the stop rule's "
@@ -453,13 +533,15 @@ NUMBERS += [
                  kernel_costs(saved))),
     Measured(BEYOND, "unpacks the weights again for every token of a pass (v(5) = <<.2f>>)", KERNELS, "kernels.csv",
              lambda saved: kernel_costs(saved)["bfloat16 int4_v5"]),
-    Measured(BEYOND, "llama.cpp's speculative tool ran at <<.1f>> tokens/s against <<.1f>> for its plain decoding; specdec's default "
-                      "ran at <<.1f>> tokens/s, <<.2f>>x its own int8 target alone (<<.1f>>)",
+    Measured(BEYOND, "llama.cpp's speculative tool ran at <<.1f>> tokens/s against <<.1f>> for its plain decoding (both its Q4_K_M files); "
+                      "specdec's default (an int8 target, an int4 draft) ran at <<.1f>> tokens/s, <<.2f>>x its own int8 target alone (<<.1f>>)",
              LLAMA_CPP, "llama-cpp.csv", lambda saved: (lambda v: (v["speculative Q4_K_M n-max 16"], v["plain Q4_K_M"],
                                                                    v["speculative float32 int8 / int4"], v["default_vs_own_plain"],
                                                                    v["plain float32 int8"]))(side_by_side(saved))),
-    Measured(BEYOND, "our default made <<.2f>>x of llama.cpp's plain rate", LLAMA_CPP, "llama-cpp.csv",
-             lambda saved: side_by_side(saved)["default_vs_best"]),
+    Measured(BEYOND, "our default made <<.2f>> of llama.cpp's plain rate (<<.1f>> over <<.1f>>, the medians; the median of the per-prompt "
+                     "ratios is <<.2f>>)", LLAMA_CPP, "llama-cpp.csv",
+             lambda saved: (lambda v: (v["speculative float32 int8 / int4"] / v["plain Q4_K_M"], v["speculative float32 int8 / int4"],
+                                       v["plain Q4_K_M"], v["default_vs_plain"]))(side_by_side(saved))),
     *[Measured(BEYOND, f"| {label} | {tokenizer} | <<.2f>> | <<.2f>> | <<.2f>> | <<.2f>>x | <<.2f>>x |", CROSS_BENCH, "cross-tokenizer.csv",
                lambda saved, d=draft: (lambda m: (m[f"{d}_c"], m[f"{d}_alpha"], m[f"{d}_tpp"], m[f"{d}_code"], m[f"{d}_speedup"]))(
                    drafts_for_one_target(saved)))
@@ -497,7 +579,7 @@ NUMBERS += [
     # drafts that know when to stop
     Computed(BEYOND, "the output is (<<s>>) instead of (<<s>>)",
              lambda: (vector(bugs.stop_where_target_disagrees(TOY_P, TOY_Q), 3), vector(TOY_P))),
-    Measured(BEYOND, "with an int8 draft the stop rule ran <<.2f>>x faster than the target alone against <<.2f>>x for the best fixed "
+    Measured(BEYOND, "with an int8 draft (PyTorch's dynamic int8) the stop rule ran <<.2f>>x faster than the target alone against <<.2f>>x for the best fixed "
                      "chain (gamma <<d>>), drafting <<.1f>> tokens per round, and reached <<.2f>> of the oracle bound",
              TREE_BENCH_INT8, "trees-int8.csv",
              lambda saved: (lambda t: (t["stop"], t["chain"], t["gamma"], t["stop_gamma"], t["stop_oracle"]))(tree_against_chain(saved))),
@@ -506,10 +588,10 @@ NUMBERS += [
     Measured(BEYOND, "With a bfloat16 draft it ran at <<.2f>>x against <<.2f>>x", TREE_BENCH_BF16, "trees-bf16.csv",
              lambda saved: (lambda t: (t["stop"], t["chain"]))(tree_against_chain(saved))),
     # exercise 5: the stop rule by hand
-    Computed(BEYOND, r"costs $c = <<.1f>>$ and $s = <<.2f>>$", lambda: (STOP_C, STOP_S)),
+    Computed(BEYOND, r"costs $c = <<.1f>>$ and $\beta = <<.2f>>$", lambda: (STOP_C, STOP_S)),
     Computed(BEYOND, r"two tokens with confidence <<.2f>> each", lambda: STOP_SURE),
     Computed(BEYOND, r"The two tokens are worth $a_1 = a_2 = <<.1f>>$, $P_2 = <<.2f>>$, $E_2 = <<.2f>>$ and $T_2 = <<.1f>>$. The gain side is "
-                     r"$P_2 a_3 T_2 = <<.2f>> \cdot <<.1f>> \cdot <<.1f>> = <<.2f>>$, the rate side $E_2 (c + s) = <<.2f>> \cdot <<.2f>> = <<.2f>>$",
+                     r"$P_2 a_3 T_2 = <<.2f>> \cdot <<.1f>> \cdot <<.1f>> = <<.2f>>$, the rate side $E_2 (c + \beta) = <<.2f>> \cdot <<.2f>> = <<.2f>>$",
              lambda: (lambda a, p2, e2, t2, gain, rate: (a, p2, e2, t2, p2, a, t2, gain, e2, STOP_C + STOP_S, rate))(*stop_by_hand(STOP_SURE))),
     Computed(BEYOND, r"With confidence <<.2f>> each, $a = <<.1f>>$: the gain side is <<.4f>> and the rate side <<.4f>>",
              lambda: (lambda a, p2, e2, t2, gain, rate: (STOP_UNSURE, a, gain, rate))(*stop_by_hand(STOP_UNSURE))),
@@ -581,7 +663,7 @@ NUMBERS += [
     Computed(BEYOND, r"keeps the template's <<d>> nodes of highest prior chance (the $i$-th candidate counts $<<.1f>> \cdot <<.1f>>^i$",
              lambda: (token_recycling.DEFAULT_BUDGET, token_recycling.PRIOR_TOP, token_recycling.PRIOR_DECAY)),
     Computed(BEYOND, "node filled, the parents are <<s>>, -1 the root", recycling_parents),
-    Computed(BEYOND, "(shares below <<.1f>> are never proposed)", lambda: SuffixDrafter().min_chance),
+    Computed(BEYOND, "(shares below `min_chance` = <<.1f>> are never proposed)", lambda: SuffixDrafter().min_chance),
     Computed(BEYOND, "computed with the toy, counts of (<<s>>) make the output (<<s>>) instead of $p$",
              lambda: (vector(LOOKUP_COUNTS), vector(candidate_bugs.told_it_was_drawn(TOY_P, LOOKUP_COUNTS, A)))),
     Computed(BEYOND, "the output is the skipped model's distribution: with the toy, (<<s>>) instead of (<<s>>)",
@@ -636,7 +718,7 @@ NUMBERS += [
              FAMILIES_BENCH, "families-int8.csv",
              lambda saved: (lambda tpp, v, s: (tpp, v, tpp / v, s))(*_family(saved, "recycling_tokens_per_target_pass", "recycling_v",
                                                                                "recycling_speedup"))),
-    Reported(BEYOND, "so its 2.73 tokens per step become a large gain", "https://github.com/hemingkx/Spec-Bench/blob/main/Leaderboard.md"),
+    Reported(BEYOND, f"so its {spec_bench('Recycling', 'tokens')} tokens per step become a large gain", SPEC_BENCH),
     Measured(BEYOND, "(<<.2f>> tokens per pass), but each of its steps costs $c = <<.2f>>$", FAMILIES_BENCH, "families-int8.csv",
              lambda saved: _family(saved, "speculative_tokens_per_target_pass", "speculative_c")),
     Measured(BEYOND, "half the layers still cost $c = <<.2f>>$", FAMILIES_BENCH, "families-int8.csv",
@@ -715,6 +797,19 @@ def _batch(saved: str, *keys: str) -> tuple:
     return tuple(values[key] for key in keys)
 
 
+def _plain_batch_of_8(saved: str) -> tuple:
+    """A plain pass over the batch of 8 in one-row steps, the rows it held on average, and a token's cost in one-row steps."""
+    import io
+
+    import pandas as pd
+
+    frame = pd.read_csv(io.StringIO(saved))
+    plain = frame[frame["method"] == "plain"].set_index("batch_size")
+    step = plain.loc[8, "seconds_per_target_pass"] / plain.loc[1, "seconds_per_target_pass"]
+    rows = plain.loc[8, "new_tokens"] / plain.loc[8, "target_passes"]
+    return step, rows, int(plain.loc[8, "new_tokens"]), int(plain.loc[8, "target_passes"]), step / rows
+
+
 def _server_speedups(saved: str) -> tuple:
     import io
 
@@ -747,8 +842,9 @@ NUMBERS += [
 NUMBERS += [
     Measured(BEYOND, "Plain decoding's throughput grows <<.2f>>x from batch 1 to batch 8", BATCH_BENCH, "batches-int8.csv",
              lambda saved: _batch(saved, "plain_scaling_8")[0]),
-    Measured(BEYOND, "(a plain step over 8 rows costs <<.2f>> steps of one row)", BATCH_BENCH, "batches-int8.csv",
-             lambda saved: (lambda a, b: b / a)(*_batch(saved, "plain_seconds_1", "plain_seconds_8"))),
+    Measured(BEYOND, "A plain pass of the batch of 8 costs <<.2f>> one-row steps, and holds fewer than 8 rows on average (<<.1f>>: <<d>> "
+                     "tokens in <<d>> passes, since a row that reaches its end leaves the batch), so a token costs <<.2f>> of a one-row step",
+             BATCH_BENCH, "batches-int8.csv", _plain_batch_of_8),
     Measured(BEYOND, "<<.2f>>x its batch-1 rate at batch 4 and <<.2f>>x at batch 8; with gamma 1, <<.2f>>x at batch 4", BATCH_BENCH,
              "batches-int8.csv", lambda saved: _batch(saved, "stop_scaling_4", "stop_scaling_8", "g1_scaling_4")),
     Measured(BEYOND, "its $c$ goes from <<.2f>> alone to <<.2f>> at batch 8", BATCH_BENCH, "batches-int8.csv",
@@ -819,10 +915,8 @@ NUMBERS += [
                      "<<.1f>> million. A draft step runs the decoder layer and the output layer: <<.1f>>% of the weights a target step reads",
              lambda: (lambda w: (w["head"], w["fc"], w["layer"], w["output"], TrainingSettings().draft_vocab, w["target"], w["share"]))(
                  head_weights())),
-    Reported(BEYOND, "| Medusa | 1.71x | 2.31 | Vicuna-7B |", SPEC_BENCH),
-    Reported(BEYOND, "| EAGLE | 2.10x | 3.58 | Vicuna-7B |", SPEC_BENCH),
-    Reported(BEYOND, "| EAGLE-2 | 2.36x | 4.34 | Vicuna-7B |", SPEC_BENCH),
-    Reported(BEYOND, "| EAGLE-3 | 3.02x | 5.71 | Vicuna-13B |", SPEC_BENCH),
+    *[Reported(BEYOND, spec_bench_row(row, row, target), SPEC_BENCH)
+      for row, target in (("Medusa", "Vicuna-7B"), ("EAGLE", "Vicuna-7B"), ("EAGLE-2", "Vicuna-7B"), ("EAGLE-3", "Vicuna-13B"))],
     Reported(BEYOND, "LLaMA-3.1-8B in SGLang on one H100 went from 158 to 373 tokens/s", EAGLE3),
     Computed(BEYOND, r"(<<,d>> of Qwen's <<,d>>), which makes it <<.1f>>x smaller",
              lambda: (TrainingSettings().draft_vocab, QWEN_VOCABULARY, QWEN_VOCABULARY / TrainingSettings().draft_vocab)),
@@ -871,7 +965,38 @@ NUMBERS += [
     Measured(BEYOND, "ran <<d>> prompts of the bench suite", HEAD_CURVE, "eagle-curve.csv", lambda saved: eagle_curve(saved)["prompts"]),
     Measured(BEYOND, "| 0.5B draft model (default) | <<.2f>> | <<.2f>> | <<.2f>> | <<.2f>>x | |", HEAD_CURVE, "eagle-curve.csv",
              lambda saved: _curve_row(saved, "speculative", paired=False)),
+    Measured(BEYOND, "it is not alpha, and <<.2f>> tokens per pass beside <<.2f>> is no contradiction", HEAD_CURVE, "eagle-curve.csv",
+             lambda saved: _curve_row(saved, "speculative", paired=False)[:2]),
     *[Measured(BEYOND, f"| head, {minutes} minutes | <<.2f>> | <<.3f>> | <<.3f>> | <<.2f>>x | <<.2f>>x |", HEAD_CURVE, "eagle-curve.csv",
                lambda saved, m=minutes: _curve_row(saved, f"eagle-{m}")) for minutes in (10, 32, 60)],
-    Reported(BEYOND, "EAGLE-3's published heads, which reach 5.71 tokens per step", SPEC_BENCH),
+    Reported(BEYOND, f"EAGLE-3's published heads, which reach {spec_bench('EAGLE-3', 'tokens')} tokens per step", SPEC_BENCH),
+]
+
+
+# ---- chapter 4, the tree's growth rule as a formula, with a worked number checked against TreeDrafter itself (issue 45)
+
+from lesson_entries import tree_growth_example  # noqa: E402
+
+
+def _tree_growth() -> tuple:
+    t = tree_growth_example()
+    first, second, third = t["steps"]
+    assert [step["taken"] for step in t["steps"]] == [True, True, False] and t["level"]["more"], t
+    level = t["level"]
+    return (0.2, 0.05, 0.81, 0.09, 0.0049, *t["a"], first["E"], first["T"], second["worth"], first["T"], second["gain"],
+            first["E"], 0.05, second["price"], second["E"], second["T"], third["worth"], second["T"], third["gain"], second["E"], 0.05,
+            third["price"], *t["reach"], t["reach"][0], t["reach"][0], t["reach"][1], t["reach"][1], level["G"], level["G"], level["T"],
+            level["left"], level["E"], 0.2, 0.05, level["right"], t["parents"])
+
+
+NUMBERS += [
+    Computed(BEYOND, r"A worked number, with $c = <<.1f>>$ and $\beta = <<.2f>>$ and a fresh calibration. The draft's three likeliest "
+                     r"tokens after the root have $q$ = <<.2f>>, <<.2f>> and <<.4f>>, so $a$ = <<.2f>>, <<.2f>> and <<.2f>>. The first slot is "
+                     r"taken: $E = <<.2f>>$, $T = <<.2f>>$ (one draft pass and one node). The second slot's test, its worth times $T$ against "
+                     r"$E$ times $\beta$: $<<.2f>> \cdot <<.2f>> = <<.3f>>$ against $<<.2f>> \cdot <<.2f>> = <<.3f>>$, taken, $E = <<.2f>>$, "
+                     r"$T = <<.2f>>$. The third: $<<.2f>> \cdot <<.2f>> = <<.3f>>$ against $<<.2f>> \cdot <<.2f>> = <<.3f>>$, refused. The root "
+                     r"gets two children, of reach <<.2f>> and <<.2f>>. Another level predicts $G = <<.2f>> \cdot <<.2f>> + <<.2f>> \cdot "
+                     r"<<.2f>> = <<.2f>>$, and $<<.2f>> \cdot <<.2f>> = <<.2f>>$ beats $<<.2f>> \cdot (<<.1f>> + <<.2f>> \cdot 2) = <<.2f>>$: a "
+                     r"second draft pass reads both. Given the level's own $q$, `TreeDrafter.grow` then grew the tree with parents <<s>>",
+             _tree_growth),
 ]

@@ -1,21 +1,32 @@
-"""How long the course takes: its words at 200 a minute, plus the minutes its exercises and labs say they take.
+"""How long the course takes: its prose at one speed, its code, tables and formulas at another, plus the minutes its
+exercises and labs say they take.
 
-A reader plans by the course's stated time, so the statement is computed, not guessed. Every exercise opens
-with its own estimate and every lab pointer with its own:
+A reader plans by the course's stated time, so the statement is computed, not guessed. The text is counted in two
+parts, each with its own stated speed:
+
+- prose, the chapters' sentences (inline math included, link targets left out): `PROSE_WORDS_PER_MINUTE` words a
+  minute, the pace of a careful first read of technical text;
+- code blocks, tables and display formulas, read line by line: `CODE_LINES_PER_MINUTE` non-empty lines a minute.
+
+Every exercise opens with its own estimate and every lab pointer with its own:
 
     **2.** *(10 min)* A draft is accepted with ...
     **Lab.** *(30 min)* Write the accept/reject rule ...
 
-and `course_time()` adds them to the reading time of the chapters' prose (code blocks and link targets left
-out; a reader skims code, and the labs' minutes pay for reading it properly):
+and `course_time()` adds them to the reading time:
 
-    >>> time = CourseTime(words=24_000, exercise_minutes=300, lab_minutes=120)
+    >>> time = CourseTime(words=30_000, exercise_minutes=300, lab_minutes=120, lines=300)
     >>> time.reading_minutes, time.total_minutes, time.phrase()
-    (120, 540, 'about 9 hours: 120 minutes of reading, 300 of exercises and 120 of labs')
+    (230, 650, 'about 11 hours: 230 minutes of reading, 300 of exercises and 120 of labs')
+
+The course is long; its first page (`guide/README.md`) and chapter 0 state a one-hour path through it,
+`ONE_HOUR_PATH`, whose minutes are counted the same way (`path_minutes()`). `python guide/reading_time.py --write`
+writes every stated time anew after a chapter changed.
 
 `tests/test_guide.py` checks that every exercise and lab carries an estimate, that every chapter opens with
-`chapter_phrase()` of its own time, and that `guide/README.md` and the project README state `phrase()` as it is today. The estimates are ours: ten minutes for a question worked on
-paper, fifteen to thirty for a proof or a page of code, thirty to forty-five for a lab.
+`chapter_phrase()` of its own time, that `guide/README.md` and the project README state `phrase()` as it is today,
+and that the one-hour path is stated as `path_lines()` gives it. The estimates are ours: ten minutes for a question
+worked on paper, fifteen to thirty for a proof or a page of code, thirty to forty-five for a lab.
 """
 
 from __future__ import annotations
@@ -26,20 +37,52 @@ from pathlib import Path
 
 GUIDE = Path(__file__).resolve().parent
 CHAPTERS = ("00-intuition.md", "01-math.md", "02-algorithm.md", "03-methods.md", "04-beyond-the-chain.md")
-WORDS_PER_MINUTE = 200
+PROSE_WORDS_PER_MINUTE = 150
+CODE_LINES_PER_MINUTE = 10
 
 FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+DISPLAY_MATH = re.compile(r"^\$\$[ \t]*\n(.*?)^\$\$[ \t]*$", re.MULTILINE | re.DOTALL)
+TABLE_LINE = re.compile(r"^\|.*\|[ \t]*$", re.MULTILINE)
 LINK = re.compile(r"(!?)\[([^\]]*)\]\(([^)\s]+)\)")
 EXERCISE = re.compile(r"^\*\*\d+\.\*\*", re.MULTILINE)
 EXERCISE_ESTIMATE = re.compile(r"^\*\*\d+\.\*\* \*\((\d+) min\)\*", re.MULTILINE)
 LAB = re.compile(r"^\*\*Lab\.\*\*", re.MULTILINE)
 LAB_ESTIMATE = re.compile(r"^\*\*Lab\.\*\* \*\((\d+) min\)\*", re.MULTILINE)
 
+# The one-hour path: chapter -> the "## " sections to read, in order (None: the whole chapter). The core of the
+# course: the idea, the rule and its proof, what the speedup depends on, and the loop that runs it.
+ONE_HOUR_PATH: tuple[tuple[str, tuple[str, ...] | None], ...] = (
+    ("00-intuition.md", None),
+    ("01-math.md", ("The setting", "The rule for one drafted token", "Proof that the output is distributed as p",
+                    "Alpha is one minus the total variation", "Many tokens per round", "Expected tokens per target pass",
+                    "Wall-clock speedup", "When does it pay off?", "Choosing gamma", "Greedy decoding is the temperature-0 limit")),
+    ("02-algorithm.md", ("The loop in one screen", "KV caches: why each pass only reads the new tokens", "Step b: one target pass over the drafts",
+                         "Step c: the accept/reject rule", "Step d: roll the caches back", "The bonus token", "Stopping rules",
+                         "The classic bugs")),
+    ("03-methods.md", ("A common yardstick: Spec-Bench", "Prompt lookup and n-gram drafting", "Token trees and tree attention (SpecInfer)")),
+)
+
 
 def prose(text: str) -> str:
-    """The chapter without code blocks and link targets: what a reader reads as sentences."""
+    """The chapter without code blocks and link targets: what the number checks read (tables and formulas stay)."""
     text = FENCE.sub(" ", text)
     return LINK.sub(lambda match: match.group(1) + "[" + match.group(2) + "]", text)
+
+
+def reading_parts(text: str) -> tuple[int, int]:
+    """(words of prose, lines of code, tables and display formulas) of a piece of a chapter.
+
+    >>> reading_parts("Two words.\\n\\n```python\\nx = 1\\n\\ny = 2\\n```\\n\\n| a | b |\\n|---|---|\\n")
+    (2, 4)
+    """
+    blocks = [body for _, body in FENCE.findall(text)]
+    text = FENCE.sub(" ", text)
+    blocks += DISPLAY_MATH.findall(text)
+    text = DISPLAY_MATH.sub(" ", text)
+    blocks += TABLE_LINE.findall(text)
+    text = TABLE_LINE.sub(" ", text)
+    lines = sum(1 for block in blocks for line in block.splitlines() if line.strip())
+    return len(LINK.sub(lambda match: match.group(2), text).split()), lines
 
 
 def exercises_section(text: str) -> str:
@@ -59,13 +102,14 @@ def missing_estimates(name: str, text: str) -> list[str]:
 
 @dataclass(frozen=True)
 class CourseTime:
-    words: int
+    words: int                 # prose, at PROSE_WORDS_PER_MINUTE
     exercise_minutes: int
     lab_minutes: int
+    lines: int = 0             # code, tables and display formulas, at CODE_LINES_PER_MINUTE
 
     @property
     def reading_minutes(self) -> int:
-        return round(self.words / WORDS_PER_MINUTE)
+        return round(self.words / PROSE_WORDS_PER_MINUTE + self.lines / CODE_LINES_PER_MINUTE)
 
     @property
     def total_minutes(self) -> int:
@@ -81,9 +125,10 @@ class CourseTime:
 
 
 def chapter_time(text: str) -> CourseTime:
-    """One chapter's words and the estimates its exercises and lab open with."""
+    """One chapter's prose words, its lines of code, tables and formulas, and the estimates its exercises and lab open with."""
     exercises = sum(int(m) for m in EXERCISE_ESTIMATE.findall(exercises_section(text)))
-    return CourseTime(words=len(prose(text).split()), exercise_minutes=exercises,
+    words, lines = reading_parts(text)
+    return CourseTime(words=words, lines=lines, exercise_minutes=exercises,
                       lab_minutes=sum(int(m) for m in LAB_ESTIMATE.findall(text)))
 
 
@@ -94,14 +139,89 @@ def chapter_phrase(time: CourseTime) -> str:
 
 
 def course_time(guide: Path = GUIDE) -> CourseTime:
-    """Count the chapters' words and add up the estimates their exercises and labs open with."""
+    """Count the chapters' prose and code and add up the estimates their exercises and labs open with."""
     times = [chapter_time((guide / name).read_text(encoding="utf-8")) for name in CHAPTERS]
-    return CourseTime(words=sum(t.words for t in times), exercise_minutes=sum(t.exercise_minutes for t in times),
-                      lab_minutes=sum(t.lab_minutes for t in times))
+    return CourseTime(words=sum(t.words for t in times), lines=sum(t.lines for t in times),
+                      exercise_minutes=sum(t.exercise_minutes for t in times), lab_minutes=sum(t.lab_minutes for t in times))
+
+
+def section(text: str, heading: str) -> str:
+    """The '## heading' section of a chapter, up to the next '## ' heading."""
+    match = re.search(rf"^## {re.escape(heading)}\n(.*?)(?=^## |\Z)", text, re.MULTILINE | re.DOTALL)
+    if not match:
+        raise ValueError(f"no section '## {heading}'")
+    return match.group(1)
+
+
+def reading_minutes_of(text: str) -> float:
+    words, lines = reading_parts(text)
+    return words / PROSE_WORDS_PER_MINUTE + lines / CODE_LINES_PER_MINUTE
+
+
+def chapter_body(text: str) -> str:
+    """A chapter without its exercises: what the one-hour path reads of a whole chapter."""
+    return text.split("\n## Exercises\n", 1)[0]
+
+
+def path_minutes(guide: Path = GUIDE) -> list[tuple[str, tuple[str, ...] | None, int]]:
+    """(chapter, its sections or None, minutes to read them) for every step of the one-hour path."""
+    steps = []
+    for name, headings in ONE_HOUR_PATH:
+        text = (guide / name).read_text(encoding="utf-8")
+        parts = [chapter_body(text)] if headings is None else [section(text, heading) for heading in headings]
+        steps.append((name, headings, round(sum(reading_minutes_of(part) for part in parts))))
+    return steps
+
+
+def path_lines(guide: Path = GUIDE) -> list[str]:
+    """The one-hour path as the guide's first page and chapter 0 state it: one markdown list item a step, then the total."""
+    lines = []
+    for name, headings, minutes in path_minutes(guide):
+        what = "all of it, without the exercises" if headings is None else ", ".join(f"*{heading}*" for heading in headings)
+        lines.append(f"- `{name}`: {what} ({minutes} min)")
+    total = sum(minutes for _, _, minutes in path_minutes(guide))
+    lines.append(f"- together {total} minutes of reading")
+    return lines
+
+
+PATH_BLOCK = re.compile(r"(<!-- one-hour path: start -->\n).*?(<!-- one-hour path: end -->)", re.DOTALL)
+PATH_PAGES = (GUIDE / "README.md", GUIDE / "00-intuition.md")
+PHRASE = re.compile(r"about [\w ]+ hours?: \d+ minutes of reading, \d+ of exercises and \d+ of labs")
+CHAPTER_PHRASE = re.compile(r"^\*About \d+ minutes to read, \d+ for the exercises(?: and \d+ for the lab)?\.", re.MULTILINE)
+
+
+def write(guide: Path = GUIDE) -> list[Path]:
+    """Write today's times where the course states them: each chapter's third line, the one-hour path on the guide's
+    first page and in chapter 0, the course's total in both READMEs. Repeated until nothing changes (chapter 0's
+    minutes count its own statement of the path). Returns the files it changed."""
+    changed: set[Path] = set()
+    for _ in range(5):
+        before = {path: path.read_text(encoding="utf-8") for path in (*(guide / name for name in CHAPTERS), *PATH_PAGES,
+                                                                       guide.parent / "README.md")}
+        for name in CHAPTERS:
+            path = guide / name
+            text = path.read_text(encoding="utf-8")
+            path.write_text(CHAPTER_PHRASE.sub("*" + chapter_phrase(chapter_time(text)), text, count=1), encoding="utf-8")
+        block = "\n".join(path_lines(guide)) + "\n"
+        for path in PATH_PAGES:
+            text = path.read_text(encoding="utf-8")
+            path.write_text(PATH_BLOCK.sub(lambda match: match.group(1) + block + match.group(2), text), encoding="utf-8")
+        for path in (guide / "README.md", guide.parent / "README.md"):
+            path.write_text(PHRASE.sub(course_time(guide).phrase(), path.read_text(encoding="utf-8")), encoding="utf-8")
+        now = {path: path.read_text(encoding="utf-8") for path in before}
+        changed |= {path for path in before if before[path] != now[path]}
+        if now == before:
+            return sorted(changed)
+    raise RuntimeError("the stated times did not settle in 5 rounds")
 
 
 if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:] == ["--write"]:
+        print(*(f"wrote {path}" for path in write()), sep="\n")
     for name in CHAPTERS:
         print(f"{name}: {chapter_phrase(chapter_time((GUIDE / name).read_text(encoding='utf-8')))}")
     time = course_time()
-    print(f"the course, {time.words} words: {time.phrase()}")
+    print(f"the course, {time.words} words of prose and {time.lines} lines of code, tables and formulas: {time.phrase()}")
+    print("the one-hour path:", *path_lines(), sep="\n")

@@ -1,7 +1,8 @@
 """specdec: lossless speculative decoding you can read, run and measure.
 
 Notation everywhere: p = target model, q = draft model, gamma = drafted tokens per round,
-alpha = acceptance rate, c = draft cost / target cost.
+alpha = the chance a drafted token is accepted when tested (measured: accepted/tested, `alpha_estimate`; the
+acceptance rate, accepted/drafted, is another number), c = draft cost / target cost.
 
     import specdec
     target = specdec.load_model("gpt2")

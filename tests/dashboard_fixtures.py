@@ -55,7 +55,7 @@ def write_tiny_catalogue(folder: Path) -> Path:
 
 CHAPTER_0 = """# Welcome to the guide
 
-The acceptance rate is $\\alpha = \\sum_x \\min(p(x), q(x))$, and a round yields
+Alpha, the chance a tested draft is kept, is $\\alpha = \\sum_x \\min(p(x), q(x))$, and a round yields
 
 $$\\frac{1 - \\alpha^{\\gamma + 1}}{1 - \\alpha}$$
 

@@ -60,7 +60,7 @@ def test_run_prints_the_report(capsys, model_folders):
     assert code == 0
     assert out.startswith("Device: cpu")
     for marker in ("--- OUTPUT ---", "--- STATS ---", "avg tokens per target pass:", "(>1 means speedup)",
-                   "acceptance rate (alpha):", "wall-clock speedup:", "identical to the target's own greedy output: yes"):
+                   "acceptance rate (accepted/drafted):", "alpha (accepted/tested):", "wall-clock speedup:", "identical to the target's own greedy output: yes"):
         assert marker in out
 
 

@@ -286,7 +286,8 @@ def test_every_chapter_opens_with_its_own_time(chapter):
 
 @pytest.mark.parametrize("readme", [GUIDE / "README.md", GUIDE.parent / "README.md"])
 def test_the_course_states_its_time_as_computed(readme):
-    """Words at 200 a minute plus the exercises' and labs' own estimates, as `python guide/reading_time.py` prints."""
+    """Prose at 150 words a minute, code, tables and formulas at 10 lines a minute, plus the exercises' and labs' own
+    estimates, as `python guide/reading_time.py` prints."""
     phrase = reading_time.course_time().phrase()
     stated = re.findall(r"about [\w ]+ hours?: \d+ minutes of reading, \d+ of exercises and \d+ of labs", squash(readme.read_text(encoding="utf-8")))
     assert stated == [phrase], f"{readme.name} must state the course's time as '{phrase}', not {stated}"
@@ -295,7 +296,24 @@ def test_the_course_states_its_time_as_computed(readme):
 def test_the_time_checker_catches_an_exercise_without_minutes():
     text = "# T\n\n## Exercises\n\n**1.** *(10 min)* Compute alpha.\n\n**2.** Prove it.\n\n**Lab.** Write it.\n"
     assert len(reading_time.missing_estimates("t.md", text)) == 2
-    assert reading_time.CourseTime(words=6_000, exercise_minutes=20, lab_minutes=0).phrase().startswith("about 1 hour: 30 minutes")
+    assert reading_time.CourseTime(words=3_000, exercise_minutes=20, lab_minutes=0, lines=100).phrase().startswith("about 1 hour: 30 minutes")
+
+
+def test_code_and_tables_are_read_at_their_own_speed():
+    """A chapter's code blocks, tables and display formulas count by the line, its prose by the word."""
+    text = "One two three.\n\n```python\na = 1\nb = 2\n```\n\n| x | y |\n|---|---|\n| 1 | 2 |\n\n$$\nE = mc^2\n$$\n"
+    assert reading_time.reading_parts(text) == (3, 6)
+    assert reading_time.chapter_time(text).reading_minutes == round(3 / reading_time.PROSE_WORDS_PER_MINUTE + 6 / reading_time.CODE_LINES_PER_MINUTE)
+
+
+def test_the_one_hour_path_is_stated_on_the_first_page_and_in_chapter_0():
+    """The guide's first page and chapter 0 list the one-hour path as `reading_time.path_lines()` counts it, and it is about an hour."""
+    lines = reading_time.path_lines()
+    total = sum(minutes for _, _, minutes in reading_time.path_minutes())
+    assert 50 <= total <= 65, f"the one-hour path takes {total} minutes of reading: choose its sections again (reading_time.ONE_HOUR_PATH)"
+    for page in (GUIDE / "README.md", GUIDE / "00-intuition.md"):
+        block = re.search(r"<!-- one-hour path: start -->\n(.*?)<!-- one-hour path: end -->", page.read_text(encoding="utf-8"), re.DOTALL)
+        assert block and block.group(1).splitlines() == lines, f"{page.name} must state the one-hour path as computed: python guide/reading_time.py --write"
 
 
 def test_intuition_ends_with_try_it_and_chapters_have_titles():
@@ -334,3 +352,76 @@ def test_explainer_is_one_self_contained_file():
     assert "<script src" not in page and "<link" not in page and "@import" not in page
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page), "the explainer must not load anything"
     assert "fetch(" not in page and "XMLHttpRequest" not in page
+
+
+# --- one Spec-Bench revision, read from one table --------------------------------------------------------
+
+def spec_bench_numbers() -> set[str]:
+    """Every number of the cited revision's table, as the chapters write them ('2.10x', '3.58')."""
+    from specdec.bench.spec_bench import A100_VICUNA_7B, EAGLE3_VICUNA_13B
+
+    numbers = set()
+    for row in (*A100_VICUNA_7B.values(), EAGLE3_VICUNA_13B):
+        numbers |= {f"{value:.2f}x" for value in (row.overall, *row.speedup.values())} | {f"{row.mean_accepted:.2f}"}
+    return numbers
+
+
+def spec_bench_problems(texts: dict[str, str], entries) -> list[str]:
+    """Spec-Bench links to another revision, and Spec-Bench numbers that are not in the table of `specdec.bench.spec_bench`."""
+    from specdec.bench.spec_bench import LEADERBOARD
+
+    problems = [f"{name} links a Spec-Bench leaderboard other than {LEADERBOARD}: {link}"
+                for name, text in texts.items() for link in re.findall(r"https://github\.com/hemingkx/Spec-Bench/\S*?(?=\)|\s|$)", text)
+                if link != LEADERBOARD]
+    known = spec_bench_numbers()
+    for entry in entries:
+        if isinstance(entry, guide_numbers.Reported) and "Spec-Bench" in entry.source:
+            if entry.source != LEADERBOARD:
+                problems.append(f"{entry.text!r} cites {entry.source}, not the table's revision {LEADERBOARD}")
+            stray = [number for number in NUMBER.findall(entry.text) if "." in number and number not in known]
+            if stray:
+                problems.append(f"{entry.text!r} quotes {stray}, which are not in specdec/bench/spec_bench.py's table")
+    return problems
+
+
+def test_every_spec_bench_number_comes_from_the_one_table_in_the_code():
+    """Chapters 3 and 4 quote one revision (file and commit), through `lesson_numbers.spec_bench`, and the Compare page reads
+    the same table (`families_table`, `LEADERBOARD`, `SETTING`)."""
+    from specdec.bench.spec_bench import LEADERBOARD, REVISION
+
+    assert guide_numbers.SPEC_BENCH == LEADERBOARD and REVISION in LEADERBOARD
+    problems = spec_bench_problems({name: read(name) for name in CHAPTERS + EXTRAS}, guide_numbers.NUMBERS)
+    assert not problems, "\n".join(problems)
+    assert sum(isinstance(e, guide_numbers.Reported) and e.source == LEADERBOARD for e in guide_numbers.NUMBERS) >= 15
+    compare = (ROOT / "pages" / "views" / "compare.py").read_text(encoding="utf-8")
+    assert "from specdec.bench.spec_bench import LEADERBOARD, SETTING, families_figures, families_table" in compare
+
+
+def test_the_spec_bench_check_can_fail():
+    stale = guide_numbers.Reported("03-methods.md", "| EAGLE | 2.29x | 3.61 |", "https://github.com/hemingkx/Spec-Bench/blob/main/Leaderboard.md")
+    problems = spec_bench_problems({"x.md": "[board](https://github.com/hemingkx/Spec-Bench/blob/main/Leaderboard.md)"}, [stale])
+    assert len(problems) == 3, problems
+
+
+def test_the_eagle2_porting_bug_is_computed_as_the_engine_runs_it():
+    """Chapter 4's row 'the top-2 tokens tested as if drawn': the engine's tree rule, handed q's two likeliest tokens as
+    children instead of draws, emits what `lesson_numbers.top_k_tested_as_drawn` computes, which is not p."""
+    import numpy as np
+    import torch
+
+    from specdec.engine.tree_verification import verify_tree_sampled
+    from specdec.engine.trees import DraftTree
+    from specdec.reference.stats import binomial_standard_error
+
+    p, q = np.array(guide_numbers.TREE_P), np.array(guide_numbers.TREE_Q)
+    expected = guide_numbers.top_k_tested_as_drawn(p, q, 2)
+    top = [int(x) for x in np.argsort(-q, kind="stable")[:2]]
+    tree = DraftTree(torch.tensor(top), (-1, -1), torch.tensor(np.stack([q, np.zeros(3), np.zeros(3)]), dtype=torch.float32))
+    rows = torch.tensor(np.stack([p, p, p]), dtype=torch.float32)
+    generator, trials, counts = torch.Generator().manual_seed(0), 20_000, np.zeros(3)
+    for _ in range(trials):
+        verdict = verify_tree_sampled(rows, tree, generator)
+        counts[top[verdict.path[0]] if verdict.path else verdict.next_token] += 1
+    for token in range(3):
+        assert abs(counts[token] / trials - expected[token]) <= 5 * binomial_standard_error(expected[token], trials) + 1e-9
+    assert np.abs(expected - p).max() > 0.05                       # the bug is visible: the output is not p

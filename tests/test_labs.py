@@ -2,7 +2,11 @@
 
 A broken answer is the lab's solution with one line of it wrong, a classic bug of its chapter (resampling from
 p instead of the residual, drafting every round from the start, the wrong occurrence, one length for a ragged
-batch): a grader that let it through could not teach anything.
+batch), or a plausible wrong solution whose output law is right (a sample that ignores q, a round that never
+drafts or drops the bonus token, plain decoding in a batch): a grader that let it through could not teach
+anything. Each is the negative control of the check that catches it. Correct answers written another way (a
+last round shortened instead of cut, a prompt pass as a round of its own) must pass, and a loop that never
+ends must be stopped with a verdict.
 """
 
 from __future__ import annotations
@@ -17,18 +21,34 @@ sys.path.insert(0, str(LABS))
 
 import grade as labs  # noqa: E402  (guide/labs/grade.py)
 
-# lab -> the chapter's classic bugs, each (name, a line of the solution, the same line with the bug)
+# lab -> wrong answers, each (name, a line of the solution or None, the line with the bug or code appended to the file):
+# the chapter's classic one-line bugs, and the plausible wrong solutions a law-only grader let through (issue 45)
 BROKEN = {
     "01-rule": [
         ("resample from p", "    return int(rng.choice(len(p), p=residual(p, q)))",
          "    return int(rng.choice(len(p), p=p))                  # resample from p: skips the residual"),
         ("no normalising", "    return excess / excess.sum()", "    return excess"),
+        ("the sample ignores q and draws from p", None,
+         "def speculative_sample(p, q, rng):\n    return int(rng.choice(len(p), p=p))"),
+        ("accept probability 0, p as the residual", None,
+         "def accept_probability(p, q, x):\n    return 0.0\n\n\ndef residual(p, q):\n    return p"),
     ],
     "02-toy": [
-        ("resample from p", "            tokens.append(int(rng.choice(len(p), p=excess / excess.sum())))   # the residual",
-         "            tokens.append(int(rng.choice(len(p), p=p)))"),
-        ("every round drafts from the start", "        drafted, state = [], previous", "        drafted, state = [], start"),
+        ("resample from p", "        emitted.append(int(rng.choice(len(p), p=excess / excess.sum())))   # the residual",
+         "        emitted.append(int(rng.choice(len(p), p=p)))"),
+        ("every round drafts from the start", "        previous = tokens[-1] if tokens else start", "        previous = start"),
         ("the start token ignored", "        previous = tokens[-1] if tokens else start", "        previous = tokens[-1] if tokens else 0"),
+        ("plain sampling from P, no draft", None,
+         "def speculative_round(P, Q, previous, gamma, rng):\n    return [int(rng.choice(len(P), p=P[previous]))]"),
+        ("the bonus token dropped", "    emitted.append(int(rng.choice(len(P), p=P[context])))       # the bonus token", "    pass"),
+        ("zero-probability sequences left out", "        distribution[sequence] = float(probability)",
+         "        if probability > 0:\n            distribution[sequence] = float(probability)"),
+        ("a round that emits nothing", None, "def speculative_round(P, Q, previous, gamma, rng):\n    return []"),
+        ("drafts from P, tested as if q were p", "        state = int(rng.choice(len(Q), p=Q[state]))",
+         "        state = int(rng.choice(len(P), p=P[state]))\n        Q = P"),
+        ("the generator does not use its rounds", None,
+         "def speculative_generate(P, Q, start, length, gamma, rng):\n    tokens = []\n    while len(tokens) < length:\n"
+         "        tokens.append(int(rng.choice(len(P), p=P[tokens[-1] if tokens else start])))\n    return tokens"),
     ],
     "03-lookup": [
         ("the first occurrence", "        for start in range(len(text) - n - 1, -1, -1):                    # the most recent occurrence first",
@@ -43,8 +63,52 @@ BROKEN = {
          "        buffer[b, lengths[0]:lengths[0] + len(new)] = new"),
         ("the limit ignored", "        new = (drafts[:kept] + [target_next(text + drafts[:kept])])[:limit - lengths[b]]",
          "        new = drafts[:kept] + [target_next(text + drafts[:kept])]"),
+        ("plain decoding, the draft never asked", None,
+         "def batch_round(buffer, lengths, gamma, limit, draft_next, target_next):\n    for b in range(len(lengths)):\n"
+         "        if lengths[b] < limit:\n            buffer[b, lengths[b]] = target_next(buffer[b, :lengths[b]].tolist())\n"
+         "            lengths[b] += 1"),
+        ("the bonus token skipped", "        new = (drafts[:kept] + [target_next(text + drafts[:kept])])[:limit - lengths[b]]",
+         "        new = (drafts[:kept] + ([target_next(text + drafts[:kept])] if kept < gamma else []))[:limit - lengths[b]]"),
     ],
 }
+
+# lab -> correct answers written another way, each (name, line or None, replacement): the graders must pass them
+OTHER_WAYS = {
+    "01-rule": [
+        ("the draft by inverting q's cumulative sum, the test inline", None,
+         "def speculative_sample(p, q, rng):\n    x = min(int(np.searchsorted(np.cumsum(q), rng.random(), side='right')), len(q) - 1)\n"
+         "    if rng.random() < min(1.0, p[x] / q[x]):\n        return x\n"
+         "    left = np.maximum(p - q, 0.0)\n    return int(rng.choice(len(p), p=left / left.sum()))"),
+    ],
+    "02-toy": [
+        ("the last round shortened instead of cut", "        tokens += speculative_round(P, Q, previous, gamma, rng)  # a full round; the last one is cut below",
+         "        tokens += speculative_round(P, Q, previous, min(gamma, length - len(tokens) - 1), rng)"),
+        ("a prompt pass first: a round with gamma 0", "    tokens: list[int] = []",
+         "    tokens: list[int] = speculative_round(P, Q, start, 0, rng)"),
+    ],
+    "04-batch": [
+        ("every row drafts first, then every row is verified", None,
+         "def batch_round(buffer, lengths, gamma, limit, draft_next, target_next):\n"
+         "    active = [b for b in range(len(lengths)) if lengths[b] < limit]\n"
+         "    drafts = {}\n    for b in active:\n        text, mine = buffer[b, :lengths[b]].tolist(), []\n"
+         "        for _ in range(gamma):\n            mine.append(draft_next(text + mine))\n        drafts[b] = mine\n"
+         "    for b in active:\n        text, mine, new = buffer[b, :lengths[b]].tolist(), drafts[b], []\n"
+         "        for x in mine:\n            want = target_next(text + new)\n            new.append(want)\n"
+         "            if want != x:\n                break\n        else:\n            new.append(target_next(text + new))\n"
+         "        new = new[:limit - lengths[b]]\n        buffer[b, lengths[b]:lengths[b] + len(new)] = new\n        lengths[b] += len(new)"),
+    ],
+}
+
+
+def variant(lab: str, line: str | None, change: str) -> str:
+    """The lab's solution with `line` replaced by `change`, or with `change` appended (it then redefines a function)."""
+    source = (LABS / lab / "solution.py").read_text(encoding="utf-8")
+    if line is None:
+        return source + "\n\n" + change + "\n"
+    assert line in source, f"{lab}: the line to change is no longer in solution.py: {line!r}"
+    return source.replace(line, change)
+
+
 BUGS = [(lab, name, line, broken) for lab, bugs in sorted(BROKEN.items()) for name, line, broken in bugs]
 
 
@@ -67,11 +131,28 @@ def test_the_starter_fails_its_grader(lab):
 
 @pytest.mark.parametrize("lab, name, line, broken", BUGS, ids=[f"{lab}: {name}" for lab, name, _, _ in BUGS])
 def test_a_broken_answer_fails_its_grader(lab, name, line, broken, tmp_path):
-    source = (LABS / lab / "solution.py").read_text(encoding="utf-8")
-    assert line in source, f"{lab}: the line to break is no longer in solution.py"
-    (tmp_path / "broken.py").write_text(source.replace(line, broken), encoding="utf-8")
+    (tmp_path / "broken.py").write_text(variant(lab, line, broken), encoding="utf-8")
     problems = labs.grade(lab, tmp_path / "broken.py")
-    assert problems and not problems[0].startswith("your code raised"), problems
+    assert problems and not problems[0].startswith(("your code raised", "your code did not finish")), problems
+
+
+OTHERS = [(lab, name, line, change) for lab, ways in sorted(OTHER_WAYS.items()) for name, line, change in ways]
+
+
+@pytest.mark.parametrize("lab, name, line, change", OTHERS, ids=[f"{lab}: {name}" for lab, name, _, _ in OTHERS])
+def test_a_correct_answer_written_another_way_passes(lab, name, line, change, tmp_path):
+    (tmp_path / "other.py").write_text(variant(lab, line, change), encoding="utf-8")
+    assert labs.grade(lab, tmp_path / "other.py") == []
+
+
+def test_a_loop_that_never_ends_is_stopped_with_a_verdict(tmp_path):
+    """A generator whose text never grows would hang a grader without a time limit."""
+    (tmp_path / "hangs.py").write_text(variant("02-toy", None, "def speculative_generate(P, Q, start, length, gamma, rng):\n"
+                                                               "    tokens = []\n    while len(tokens) < length:\n"
+                                                               "        tokens += []\n    return tokens"), encoding="utf-8")
+    problems = labs.grade("02-toy", tmp_path / "hangs.py", time_limit=8)
+    assert len(problems) == 1 and "time limit of 8 s" in problems[0], problems
+    assert labs.verdict("02-toy", "hangs.py", problems).startswith("FAIL (02-toy): your code did not finish")
 
 
 def test_the_batch_lab_really_is_ragged():
@@ -93,8 +174,14 @@ def test_the_batch_lab_really_is_ragged():
     assert any(0 in kept for kept in kept_per_round) and any(batch.GAMMA in kept for kept in kept_per_round), kept_per_round
 
 
-def test_the_command_line_says_pass_or_fail(capsys):
+def test_every_lab_has_a_time_limit():
+    for lab in labs.NAMES:
+        assert 0 < labs.checks(lab).TIME_LIMIT_S <= 120, lab
+
+
+def test_the_command_line_says_pass_or_fail_in_one_line(capsys):
     assert labs.main(["03-lookup", str(LABS / "03-lookup" / "solution.py")]) == 0
     assert labs.main(["03-lookup", str(LABS / "03-lookup" / "starter.py")]) == 1
     assert labs.main(["no-such-lab", "x.py"]) == 2
-    assert "PASS" in capsys.readouterr().out
+    passed, failed, usage = capsys.readouterr().out.splitlines()
+    assert passed.startswith("PASS (03-lookup)") and failed.startswith("FAIL (03-lookup): not written yet"), (passed, failed)

@@ -1,23 +1,35 @@
-"""Grade a lab: run its checks on your file and say, in plain words, what is wrong.
+"""Grade a lab: run its checks on your file, within a time limit, and say in one line what is wrong.
 
-    python guide/labs/grade.py 01-rule guide/labs/01-rule/starter.py      # after you wrote the functions
+    cp guide/labs/01-rule/starter.py my_rule.py              # write the functions in your copy
+    python guide/labs/grade.py 01-rule my_rule.py             # PASS (01-rule): ..., or FAIL (01-rule): ...
     python guide/labs/grade.py 01-rule guide/labs/01-rule/solution.py     # the reference answer passes
 
 Each lab folder holds `starter.py` (the functions to write, with what they must return), `solution.py`
 and `checks.py`, whose `grade(module)` returns a list of problems: empty means the lab is done. The checks
-compare your code with `specdec` or with an exact enumeration, never with a copy of the solution's output.
+compare your code with `specdec` or with an exact enumeration, never with a copy of the solution's output,
+and they check the algorithm as well as its output law: a function that never drafts can have the right law.
+
+Your code runs in a process of its own, stopped after the lab's `TIME_LIMIT_S` seconds (a loop that never
+ends, such as a round that emits no token, is a finding like any other). The verdict is one line: PASS, or
+FAIL with the first problem found (and how many more there were).
 Exit code 0: passed; 1: a problem was found; 2: the lab or the file does not exist.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from types import ModuleType
 
 LABS = Path(__file__).resolve().parent
+ROOT = LABS.parents[1]                      # the checkout, so that `specdec` imports without an install
 NAMES = tuple(sorted(path.name for path in LABS.iterdir() if (path / "checks.py").exists()))
+TIME_LIMIT_S = 60                           # a lab's checks.py may set its own
 
 
 def load(path: Path, name: str) -> ModuleType:
@@ -27,26 +39,61 @@ def load(path: Path, name: str) -> ModuleType:
     return module
 
 
-def grade(lab: str, path: Path) -> list[str]:
-    """The problems the lab's checks find in the module at `path` (empty: passed)."""
-    checks = load(LABS / lab / "checks.py", f"lab_checks_{lab.replace('-', '_')}")
+def checks(lab: str) -> ModuleType:
+    return load(LABS / lab / "checks.py", f"lab_checks_{lab.replace('-', '_')}")
+
+
+def grade_here(lab: str, path: Path) -> list[str]:
+    """The problems the lab's checks find in the module at `path`, in this process (no time limit)."""
     try:
-        return checks.grade(load(Path(path), "learner"))
+        return checks(lab).grade(load(Path(path), "learner"))
     except NotImplementedError as error:
         return [f"not written yet: {error}"]
     except Exception as error:                                   # a learner's crash is a finding, not a traceback
         return [f"your code raised {type(error).__name__}: {error}"]
 
 
+def grade(lab: str, path: Path, time_limit: float | None = None) -> list[str]:
+    """The problems the lab's checks find in the module at `path` (empty: passed), the code stopped after `time_limit` s."""
+    limit = time_limit if time_limit is not None else getattr(checks(lab), "TIME_LIMIT_S", TIME_LIMIT_S)
+    with tempfile.TemporaryDirectory() as folder:
+        report = Path(folder) / "problems.json"
+        environment = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+        command = [sys.executable, str(Path(__file__).resolve()), "--inside", lab, str(Path(path).resolve()), str(report)]
+        try:
+            done = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=limit)
+        except subprocess.TimeoutExpired:
+            return [f"your code did not finish within the lab's time limit of {limit:g} s: a loop that never ends? "
+                    "(for example a round that emits no token, so the text never grows)"]
+        if not report.exists():
+            last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+            return [f"your code stopped the grader before it could finish (exit code {done.returncode}): {last}"]
+        return json.loads(report.read_text(encoding="utf-8"))
+
+
+def verdict(lab: str, path: str, problems: list[str]) -> str:
+    """The one line the grader prints.
+
+    >>> verdict("01-rule", "my_rule.py", [])
+    'PASS (01-rule): my_rule.py does what the lab asks'
+    >>> verdict("01-rule", "my_rule.py", ["residual is wrong", "and so is the law"])
+    'FAIL (01-rule): residual is wrong (and 1 more problem)'
+    """
+    if not problems:
+        return f"PASS ({lab}): {path} does what the lab asks"
+    more = len(problems) - 1
+    return f"FAIL ({lab}): {problems[0]}" + (f" (and {more} more problem{'s' if more > 1 else ''})" if more else "")
+
+
 def main(argv: list[str]) -> int:
+    if len(argv) == 4 and argv[0] == "--inside":                    # the child process: grade, write the problems
+        Path(argv[3]).write_text(json.dumps(grade_here(argv[1], Path(argv[2]))), encoding="utf-8")
+        return 0
     if len(argv) != 2 or argv[0] not in NAMES or not Path(argv[1]).is_file():
         print(f"usage: python guide/labs/grade.py LAB FILE, with LAB one of {', '.join(NAMES)} and FILE your .py file")
         return 2
     problems = grade(argv[0], Path(argv[1]))
-    for problem in problems:
-        print(f"FAIL: {problem}")
-    if not problems:
-        print(f"PASS: {argv[1]} does what lab {argv[0]} asks")
+    print(verdict(argv[0], argv[1], problems))
     return 1 if problems else 0
 
 

@@ -76,10 +76,10 @@ def monte_carlo(p: tuple[float, ...], q: tuple[float, ...]) -> None:
 def speedup_calculator(alpha_now: float) -> None:
     """The speedup formula for chosen alpha, c and gamma: a fragment, so its sliders rerun only it."""
     st.subheader("Speedup calculator")
-    st.markdown("With acceptance rate α, γ drafted tokens per round and a draft that costs c of a target pass, one round "
+    st.markdown("With α the chance a tested draft is kept, γ drafted tokens per round and a draft that costs c of a target pass, one round "
                 "yields (1 − α^(γ+1)) / (1 − α) tokens on average and costs γc + 1 target passes.")
     left, right = st.columns([1, 3])
-    alpha = left.slider("α: acceptance rate", 0.0, 1.0, step=0.01, **remember("explainer_alpha", round(alpha_now, 2)))
+    alpha = left.slider("α: chance a tested draft is kept", 0.0, 1.0, step=0.01, **remember("explainer_alpha", round(alpha_now, 2)))
     c = left.slider("c: draft cost / target cost", 0.0, 1.0, step=0.01, **remember("explainer_c", 0.3))
     gamma = left.slider("γ: drafted tokens per round", 1, 16, **remember("explainer_gamma", 4))
     curve = speedup_curve(alpha, c, max_gamma=16)

@@ -22,7 +22,7 @@ st.markdown(
     "them in a single forward pass. "
     "Each guess is kept with probability min(1, p/q); at the first rejection the target draws a replacement from "
     "norm(max(0, p − q)), so the text is distributed exactly as if *p* had written it alone. "
-    "When the draft agrees often (acceptance rate *α*) and costs little (cost ratio *c*), one expensive pass yields "
+    "When the draft agrees often (*α*, the chance a draft is kept) and costs little (cost ratio *c*), one expensive pass yields "
     "several tokens, and the wall clock shows it."
 )
 

@@ -60,7 +60,7 @@ def acceptance_figure(frame: pd.DataFrame) -> go.Figure:
         rate, alpha = _per_gamma(rows, "acceptance_rate"), _per_gamma(rows, "alpha_estimate")
         figure.add_scatter(x=rate.index, y=rate.values, name=f"{pair}: accepted / drafted", mode="lines+markers",
                            line=dict(color=_colour(pairs, pair)))
-        figure.add_scatter(x=alpha.index, y=alpha.values, name=f"{pair}: alpha (per tested token)", mode="lines",
+        figure.add_scatter(x=alpha.index, y=alpha.values, name=f"{pair}: alpha (accepted / tested)", mode="lines",
                            line=dict(color=_colour(pairs, pair), dash="dot"))
     for pair in pairs:
         _stop_rule_level(figure, frame, pairs, pair, "acceptance_rate")

@@ -1,7 +1,7 @@
 """One speculative run judged against the target alone: speedup, where the time went, and exactness.
 
-Notation: p is the target, q the draft, gamma the drafted tokens per round, alpha the acceptance
-rate. The numbers a person wants after one run, side by side with plain decoding:
+Notation: p is the target, q the draft, gamma the drafted tokens per round, alpha the chance a tested
+draft is accepted. The numbers a person wants after one run, side by side with plain decoding:
 
     comparison = RunComparison(speculative.stats, plain.stats, gamma=4)
     comparison.wall_clock_speedup          # plain wall time / speculative wall time
@@ -234,7 +234,7 @@ class PositionAcceptance:
 
 
 def acceptance_by_position(rounds: Sequence[Round]) -> list[PositionAcceptance]:
-    """alpha_1, alpha_2, ...: the acceptance rate at each position of a chain round (tree rounds are left out).
+    """alpha_1, alpha_2, ...: alpha at each position of a chain round, accepted / tested (tree rounds are left out).
 
     Chapter 1's formulas take one alpha for every position, each token accepted independently. A
     measured run shows where that holds: a draft that is right on easy stretches keeps high alpha

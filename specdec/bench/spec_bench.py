@@ -11,13 +11,15 @@ same six categories plus code, and these functions lay the rows out the leaderbo
     families_figures(frame)                 # speedup per category (Spec-Bench's as diamonds), tokens per pass, c
     families_figure(frame)                  # the three on one canvas
 
-Spec-Bench's numbers (`PUBLISHED`) are copied from its leaderboard, "Leaderboard on A100": a single A100
-80 GB, PyTorch 2.5.1, greedy, FP16, batch size 1, Vicuna-7B-v1.3 (`LEADERBOARD`). Suffix decoding and
-layer skipping have no row there: suffix decoding sits beside REST, the retrieval method it grew from;
-layer skipping beside nothing (SWIFT reports 1.3-1.6x in its own paper). The EAGLE-3 head sits beside
-EAGLE-3, which the leaderboard runs on Vicuna-13B-v1.3 only (its row says so); Spec-Bench's EAGLE-2 and
-EAGLE, on Vicuna-7B, are listed beside it as earlier versions of the family (`EARLIER`). Ours differ by
-design: a 1.5B target on 2 CPU cores, where a verification pass over many tokens is not free (v(gamma)
+Spec-Bench's numbers are copied from one revision of its leaderboard, `Leaderboard.md` at commit `REVISION`
+(fd2c1cd, "Leaderboard updated", 2025-04-22), "Leaderboard on A100": a single A100 80 GB, PyTorch 2.5.1, greedy,
+FP16, batch size 1. `A100_VICUNA_7B` holds that table's Vicuna-7B-v1.3 rows whole, `EAGLE3_VICUNA_13B` the one
+EAGLE-3 row (on Vicuna-13B-v1.3 only); every Spec-Bench number the course, the Compare page and the tests quote
+is read from these, so the figures cannot disagree between chapters. `PUBLISHED` puts a row beside each of our
+families: suffix decoding sits beside REST, the retrieval method it grew from; layer skipping beside nothing
+(SWIFT reports 1.3-1.6x in its own paper); the EAGLE-3 head beside EAGLE-3 (its row says Vicuna-13B), with
+Spec-Bench's EAGLE-2 and EAGLE, on Vicuna-7B, beside it as earlier versions of the family (`EARLIER`). Ours
+differ by design: a 1.5B target on 2 CPU cores, where a verification pass over many tokens is not free (v(gamma)
 grows) and a draft model's step is dear (c about 0.3), so the model-free methods (c about 0) gain ground.
 
 Nothing here runs a model.
@@ -33,8 +35,9 @@ from plotly.subplots import make_subplots
 
 from specdec.bench.charts import COLOURS
 
-LEADERBOARD = "https://github.com/hemingkx/Spec-Bench/blob/main/Leaderboard.md"
-SETTING = "Spec-Bench leaderboard, A100 80 GB, Vicuna-7B-v1.3, greedy, FP16, batch 1"
+REVISION = "fd2c1cd7d2201ef71db4c5f4e455008f017967bf"       # hemingkx/Spec-Bench, "Leaderboard updated", 2025-04-22
+LEADERBOARD = f"https://github.com/hemingkx/Spec-Bench/blob/{REVISION}/Leaderboard.md"
+SETTING = f"Spec-Bench leaderboard at commit {REVISION[:7]}, A100 80 GB, Vicuna-7B-v1.3, greedy, FP16, batch 1"
 
 # our prompt categories -> the leaderboard's columns (code has no column there)
 CATEGORIES = {"chat": "Multi-turn Conversation", "translation": "Translation", "summarization": "Summarization",
@@ -63,22 +66,31 @@ class Published:
 
 _ORDER = ("chat", "translation", "summarization", "qa", "math", "rag")
 
-# The A100 tables of `LEADERBOARD` (Vicuna-7B-v1.3, and Vicuna-13B-v1.3 for EAGLE-3, which has no 7B row), in their
-# column order (chat, translation, summarization, qa, math, rag); as of the leaderboard's commit fd2c1cd ("Leaderboard updated").
+# The A100 table of `LEADERBOARD` for Vicuna-7B-v1.3, every row as the revision `REVISION` lists it (best first), in its
+# column order (chat, translation, summarization, qa, math, rag), then mean accepted tokens per step and overall speedup.
+A100_VICUNA_7B: dict[str, Published] = {row.row: row for row in (
+    Published("SAMD[EAGLE2]", dict(zip(_ORDER, (3.30, 2.01, 3.19, 2.36, 2.96, 2.52))), 4.58, 2.73),
+    Published("EAGLE-2", dict(zip(_ORDER, (2.84, 1.88, 2.34, 2.15, 2.79, 2.13))), 4.34, 2.36),
+    Published("Recycling", dict(zip(_ORDER, (2.37, 2.02, 2.27, 2.08, 2.53, 2.02))), 2.73, 2.22),
+    Published("EAGLE", dict(zip(_ORDER, (2.45, 1.77, 2.08, 1.93, 2.44, 1.87))), 3.58, 2.10),
+    Published("Hydra", dict(zip(_ORDER, (2.43, 1.89, 1.83, 1.97, 2.45, 1.80))), 3.26, 2.07),
+    Published("Medusa", dict(zip(_ORDER, (1.97, 1.65, 1.57, 1.65, 1.94, 1.49))), 2.31, 1.71),
+    Published("PLD", dict(zip(_ORDER, (1.60, 1.06, 2.66, 1.19, 1.62, 1.86))), 1.75, 1.66),
+    Published("SpS", dict(zip(_ORDER, (1.66, 1.13, 1.71, 1.50, 1.47, 1.66))), 2.28, 1.52),
+    Published("REST", dict(zip(_ORDER, (1.63, 1.31, 1.36, 1.66, 1.21, 1.73))), 1.82, 1.48),
+    Published("Lookahead", dict(zip(_ORDER, (1.47, 1.14, 1.36, 1.25, 1.57, 1.22))), 1.64, 1.34),
+)}
+# EAGLE-3 has a row on the same revision's A100 table for Vicuna-13B-v1.3 only.
+EAGLE3_VICUNA_13B = Published("EAGLE-3", dict(zip(_ORDER, (3.48, 2.36, 3.14, 2.94, 3.42, 2.78))), 5.71, 3.02, model="Vicuna-13B-v1.3")
+
+# Our family -> the leaderboard row beside it.
 PUBLISHED: dict[str, Published] = {
-    "speculative": Published("SpS", dict(zip(_ORDER, (1.66, 1.13, 1.71, 1.50, 1.47, 1.66))), 2.28, 1.52),
-    "prompt-lookup": Published("PLD", dict(zip(_ORDER, (1.60, 1.06, 2.66, 1.19, 1.62, 1.86))), 1.75, 1.66),
-    "recycling": Published("Recycling", dict(zip(_ORDER, (2.37, 2.02, 2.27, 2.08, 2.53, 2.02))), 2.73, 2.22),
-    "lookahead": Published("Lookahead", dict(zip(_ORDER, (1.47, 1.14, 1.36, 1.25, 1.57, 1.22))), 1.64, 1.34),
-    "suffix": Published("REST", dict(zip(_ORDER, (1.63, 1.31, 1.36, 1.66, 1.21, 1.73))), 1.82, 1.48),
-    "eagle": Published("EAGLE-3", dict(zip(_ORDER, (3.48, 2.36, 3.14, 2.94, 3.42, 2.78))), 5.71, 3.02, model="Vicuna-13B-v1.3"),
+    "speculative": A100_VICUNA_7B["SpS"], "prompt-lookup": A100_VICUNA_7B["PLD"], "recycling": A100_VICUNA_7B["Recycling"],
+    "lookahead": A100_VICUNA_7B["Lookahead"], "suffix": A100_VICUNA_7B["REST"], "eagle": EAGLE3_VICUNA_13B,
 }
 
 # Earlier versions of a family on the same leaderboard, listed beside it (A100, Vicuna-7B-v1.3).
-EARLIER: dict[str, tuple[Published, ...]] = {
-    "eagle": (Published("EAGLE-2", dict(zip(_ORDER, (2.84, 1.88, 2.34, 2.15, 2.79, 2.13))), 4.34, 2.36),
-              Published("EAGLE", dict(zip(_ORDER, (2.45, 1.77, 2.08, 1.93, 2.44, 1.87))), 3.58, 2.10)),
-}
+EARLIER: dict[str, tuple[Published, ...]] = {"eagle": (A100_VICUNA_7B["EAGLE-2"], A100_VICUNA_7B["EAGLE"])}
 
 
 def _earlier(method: str) -> str | None:

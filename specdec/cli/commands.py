@@ -359,6 +359,8 @@ def _report_text(pair, text, result, baseline, check, gamma: int | None, draftin
 
     stats = result.stats
     acceptance = "n/a (nothing drafted)" if stats.drafted == 0 else f"{stats.acceptance_rate:.1%}"
+    tested = stats.accepted + stats.rejections
+    alpha = "n/a (nothing tested)" if tested == 0 else f"{stats.alpha_estimate:.1%}"
     lines = [
         f"Device: {pair.device}   target: {pair.precision}   draft: {pair.draft_precision}"
         + (" (auto: the fastest exact choice here)" if auto else "") + f"   drafting: {drafting}"
@@ -368,7 +370,9 @@ def _report_text(pair, text, result, baseline, check, gamma: int | None, draftin
         text,
         "--- STATS ---",
         f"avg tokens per target pass: {stats.tokens_per_target_pass:.2f}   (>1 means speedup)",
-        f"acceptance rate (alpha): {acceptance}   ({stats.accepted} of {stats.drafted} drafted tokens accepted)",
+        f"acceptance rate (accepted/drafted): {acceptance}   ({stats.accepted} of {stats.drafted} drafted tokens accepted)",
+        f"alpha (accepted/tested): {alpha}   ({stats.accepted} of {tested} tested; drafts after a rejection are never "
+        "tested: this estimates the formulas' alpha)",
         *([f"tree: {stats.drafted / max(stats.target_passes - 1, 1):.1f} nodes per round on average, "
            f"{stats.accepted / max(stats.target_passes - 1, 1):.2f} accepted"] if any(r.tree for r in result.rounds) else []),
         f"new tokens: {stats.new_tokens}   target passes: {stats.target_passes}   draft passes: {stats.draft_passes}",

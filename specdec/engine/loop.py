@@ -1,7 +1,7 @@
 """The loop: draft, verify every draft in ONE target pass, keep what the rule accepts, for every text at once.
 
-Notation: p is the target, q the draft, gamma the drafted tokens per round, alpha the acceptance rate
-(Leviathan et al. 2023, Algorithm 1; Chen et al. 2023, Algorithm 2). One text is a batch of one row;
+Notation: p is the target, q the draft, gamma the drafted tokens per round, alpha the chance a tested draft
+is accepted (Leviathan et al. 2023, Algorithm 1; Chen et al. 2023, Algorithm 2). One text is a batch of one row;
 a batch of texts runs the very same steps, row by row, around shared passes:
 
     1. the first pass: a round whose proposal is empty: ONE target pass over every prompt; each row's first

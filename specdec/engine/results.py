@@ -2,7 +2,8 @@
 
     result = speculative_generate(target, draft, input_ids, gamma=4)
     result.tokens                       # [int, ...] the new tokens only
-    result.stats.acceptance_rate        # alpha measured: accepted / drafted
+    result.stats.acceptance_rate        # the acceptance rate: accepted / drafted (what serving engines report)
+    result.stats.alpha_estimate         # alpha: accepted / tested, the estimate of the formulas' alpha
     result.stats.tokens_per_target_pass # new tokens / target forward passes (prompt pass included)
     result.rounds[0].drafted[0].p       # p(x) of the first drafted token of the first round
     result.origins()                    # how each new token arose, for colouring text
@@ -93,7 +94,9 @@ class GenerationStats:
 
     @property
     def acceptance_rate(self) -> float:
-        """Accepted / drafted (NaN when nothing was drafted), as serving engines report it.
+        """The acceptance rate, accepted / drafted (NaN when nothing was drafted), as serving engines report it.
+
+        Shown as "acceptance rate (accepted/drafted)" by the CLI, the dashboard and the course.
 
         Drafted tokens after a rejection (or after an accepted end-of-sequence token) never reach
         the output but count as drafted here, so this is lower than the per-token alpha of the
@@ -103,7 +106,9 @@ class GenerationStats:
 
     @property
     def alpha_estimate(self) -> float:
-        """The per-token acceptance alpha the formulas assume: accepted / (accepted + rejections).
+        """Alpha, the per-token chance of acceptance the formulas assume: accepted / (accepted + rejections).
+
+        Shown as "alpha (accepted/tested)" by the CLI, the dashboard and the course.
 
         Each round tests drafted tokens until the first rejection, so accepted + rejections is the
         number of tokens the rule actually tested (the maximum-likelihood estimate of alpha).

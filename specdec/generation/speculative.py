@@ -1,6 +1,7 @@
 """`speculative_generate`: the target p writes, a draft q guesses ahead, and the output is exactly p's.
 
-Notation: p is the target, q the draft, gamma the drafted tokens per round, alpha the acceptance rate.
+Notation: p is the target, q the draft, gamma the drafted tokens per round, alpha the chance a tested
+draft is accepted.
 This is the front door: it checks the arguments, asks the policy once what to draft with
 (`specdec.generation.policy`), and runs the loop (`specdec.engine.loop`) through `run_plan`. One prompt
 is a batch of one; a batch of prompts runs the same loop, every row exact on its own.

@@ -1,6 +1,7 @@
 """One chain round, step by step: what the Explainer lets you step through, and where E[tokens] comes from.
 
-Notation: p is the target, q the draft, gamma the drafted tokens per round, alpha the acceptance rate.
+Notation: p is the target, q the draft, gamma the drafted tokens per round, alpha the chance a tested
+draft is accepted.
 
 The Explainer keeps one p and one q at every position (a stationary toy: the same next-token odds after
 every prefix), so a round is easy to follow:

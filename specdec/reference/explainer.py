@@ -1,7 +1,7 @@
 """The numbers behind the interactive explainer: one position's accept/reject picture and the speedup calculator.
 
 Notation: p is the target's next-token distribution, q the draft's, gamma the drafted tokens per
-round, alpha the acceptance rate, c the draft cost / target cost.
+round, alpha the chance a tested draft is accepted, c the draft cost / target cost.
 
     picture = accept_reject_picture(weights_p, weights_q)    # any non-negative weights; normalised here
     picture.overlap, picture.alpha, picture.residual, picture.accept_probability

@@ -5,7 +5,9 @@ Notation, used everywhere in this project:
     p      the target model's next-token distribution (the big, accurate model)
     q      the draft model's next-token distribution (the small, fast model)
     gamma  the number of tokens the draft proposes per round
-    alpha  the acceptance rate: the chance that one drafted token is accepted
+    alpha  the chance that one drafted token is accepted when the rule tests it; measured as accepted / tested
+           (`GenerationStats.alpha_estimate`). `acceptance_rate(p, q)` below computes it: the function is older
+           than the name "acceptance rate" for accepted / drafted, which counts drafts after a rejection too
     c      the cost ratio: one draft forward pass / one target forward pass
 
 Every number a lesson or the dashboard quotes about expected speed comes from these functions, so
@@ -46,7 +48,7 @@ def acceptance_rate(p: Sequence[float], q: Sequence[float]) -> float:
 
 
 def total_variation(p: Sequence[float], q: Sequence[float]) -> float:
-    """TV(p, q) = sum(|p - q|) / 2. The acceptance rate is exactly 1 - TV(p, q).
+    """TV(p, q) = sum(|p - q|) / 2. Alpha is exactly 1 - TV(p, q).
 
     >>> round(total_variation([0.3, 0.4, 0.3], [0.6, 0.2, 0.2]), 6)
     0.3

@@ -2,7 +2,7 @@
 
 A target p and a draft q over three tokens A, B, C that disagree. Run the accept/reject rule many
 times at one position and compare how often each token comes out with p. A correct rule matches p
-to within sampling noise, however wrong the draft is; only the acceptance rate depends on q.
+to within sampling noise, however wrong the draft is; only alpha, the chance a draft is kept, depends on q.
 
 The pass/fail threshold is statistical, not a magic number: every token's measured frequency
 must lie within 5 binomial standard errors of its target probability (a correct rule fails that

@@ -1,12 +1,19 @@
-"""Checks for lab 1: the output law of the rule, computed exactly from your functions, must be p.
+"""Checks for lab 1: the rule's two functions hold their values, its output law is p, and the sample really drafts from q.
 
-For each pair (p, q) the law of the emitted token is
+1. `accept_probability(p, q, x)` equals min(1, p(x) / q(x)) for every token q can draft, and `residual(p, q)`
+   equals norm(max(0, p - q)), on the hand-picked and random pairs below (an accept probability of 0 with p as
+   the "residual" has the right law, so the law alone cannot catch it).
+2. The law of the emitted token, computed exactly from your two functions,
 
-    out(y) = q(y) a(y) + (1 - sum_x q(x) a(x)) r(y),    a = accept_probability, r = residual
+       out(y) = q(y) a(y) + (1 - sum_x q(x) a(x)) r(y),    a = accept_probability, r = residual
 
-which must equal p(y) for every y: random pairs (some with zeros in q), q with zeros where p is not, p with
-zeros where q is not, p == q, disjoint supports. Then `speculative_sample` itself is held to p by a chi-square
-test on the hand-picked pairs (a fixed seed, so the grade is repeatable).
+   equals p(y) for every y: random pairs (some with zeros in q), q with zeros where p is not, p with zeros
+   where q is not, p == q, disjoint supports.
+3. `speculative_sample` drafts from q: with the same seed and the same p, two different q must give
+   different tokens somewhere (a sample that ignores q and draws from p directly has the law p too).
+4. `speculative_sample` itself is held to p by a chi-square test on the hand-picked pairs.
+
+Fixed seeds throughout, so the grade is repeatable.
 """
 
 from __future__ import annotations
@@ -14,8 +21,11 @@ from __future__ import annotations
 import numpy as np
 
 from specdec.reference.stats import chi_square_test
+from specdec.reference.theory import residual_distribution
 
+TIME_LIMIT_S = 60
 HAND_PICKED, SAMPLES = 5, 2_000          # speculative_sample is run SAMPLES times on each hand-picked pair
+SAME_SEED = 200                          # draws compared between two q's under one seed
 
 
 def pairs(rng: np.random.Generator) -> list[tuple[str, np.ndarray, np.ndarray]]:
@@ -41,16 +51,49 @@ def exact_output(module, p: np.ndarray, q: np.ndarray) -> np.ndarray:
     return keep + rejected * np.asarray(module.residual(p, q), dtype=np.float64)
 
 
+def value_problems(module, cases) -> list[str]:
+    """accept_probability and residual against their definitions, token by token."""
+    for name, p, q in cases:
+        for x in np.flatnonzero(q > 0):
+            want, yours = min(1.0, p[x] / q[x]), module.accept_probability(p, q, int(x))
+            if not np.isclose(float(yours), want, atol=1e-9):
+                return [f"{name}: accept_probability(p, q, {x}) should be min(1, p(x) / q(x)) = {want:.3f}, yours is "
+                        f"{float(yours):.3f} (p = {np.round(p, 3)}, q = {np.round(q, 3)})"]
+        if not np.allclose(p, q):
+            want, yours = residual_distribution(p, q), np.asarray(module.residual(p, q), dtype=np.float64)
+            if yours.shape != want.shape or not np.allclose(yours, want, atol=1e-9):
+                return [f"{name}: residual(p, q) should be norm(max(0, p - q)) = {np.round(want, 3)}, yours is {np.round(yours, 3)}"]
+    return []
+
+
+def drafts_from_q(module) -> list[str]:
+    """The same seed, the same p, two different q: a sample that drafts from q cannot give the same tokens."""
+    p, q_a, q_b = np.array([0.3, 0.4, 0.3]), np.array([0.6, 0.2, 0.2]), np.array([0.2, 0.2, 0.6])
+    rng_a, rng_b = np.random.default_rng(5), np.random.default_rng(5)
+    with_a = [int(module.speculative_sample(p, q_a, rng_a)) for _ in range(SAME_SEED)]
+    with_b = [int(module.speculative_sample(p, q_b, rng_b)) for _ in range(SAME_SEED)]
+    if with_a == with_b:
+        return [f"speculative_sample gave the same {SAME_SEED} tokens for q = {q_a} and q = {q_b} under one seed: it never "
+                "drafts from q. The rule draws x from q first, then keeps it with accept_probability"]
+    return []
+
+
 def grade(module) -> list[str]:
-    problems = []
-    for name, p, q in pairs(np.random.default_rng(0)):
+    cases = pairs(np.random.default_rng(0))
+    problems = value_problems(module, cases)
+    if problems:
+        return problems
+    for name, p, q in cases:
         out = exact_output(module, p, q)
         if not np.allclose(out, p, atol=1e-9):
             problems.append(f"{name}: p = {np.round(p, 3)}, q = {np.round(q, 3)}: your rule outputs {np.round(out, 3)}, not p")
     if problems:
         return problems[:3]
+    problems = drafts_from_q(module)
+    if problems:
+        return problems
     rng = np.random.default_rng(1)
-    for name, p, q in pairs(np.random.default_rng(0))[:HAND_PICKED]:
+    for name, p, q in cases[:HAND_PICKED]:
         counts = np.bincount([module.speculative_sample(p, q, rng) for _ in range(SAMPLES)], minlength=len(p))
         fit = chi_square_test(counts, p)
         if fit.p_value < 1e-4:

@@ -1,9 +1,10 @@
 """Lab 1 (chapter 1): the accept/reject rule for one drafted token.
 
 Write the three functions. p is the target's distribution, q the draft's, both 1-D numpy arrays over the
-same vocabulary that sum to 1. Grade with
+same vocabulary that sum to 1. Grade your copy with
 
-    python guide/labs/grade.py 01-rule guide/labs/01-rule/starter.py
+    cp guide/labs/01-rule/starter.py my_rule.py        # work on a copy; this file stays as it is
+    python guide/labs/grade.py 01-rule my_rule.py
 """
 
 import numpy as np

@@ -6,6 +6,7 @@ import numpy as np
 
 from specdec.drafting.prompt_lookup import PromptLookupDrafter
 
+TIME_LIMIT_S = 60
 HAND = [([7, 8, 9, 4, 5, 7, 8], 3, 3, 1), ([1, 2, 3], 4, 3, 1), ([5, 5, 5, 5], 2, 3, 1), ([1, 2, 1, 3, 1, 2], 5, 3, 2),
         ([4], 3, 3, 1), ([1, 2, 3, 9, 2, 3, 8, 1, 2, 3], 3, 3, 1)]
 

@@ -2,9 +2,10 @@
 
 Find the most recent earlier occurrence of the text's last n tokens, for n from max_ngram down to
 min_ngram (the longest tail that occurred before wins), and propose up to gamma tokens that followed it.
-Grade with
+Grade your copy with
 
-    python guide/labs/grade.py 03-lookup guide/labs/03-lookup/starter.py
+    cp guide/labs/03-lookup/starter.py my_lookup.py        # work on a copy; this file stays as it is
+    python guide/labs/grade.py 03-lookup my_lookup.py
 """
 
 

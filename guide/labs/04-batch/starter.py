@@ -2,9 +2,10 @@
 
 `buffer` is a numpy int array [B, W]; row b's text (prompt and everything accepted so far) is
 buffer[b, :lengths[b]], and the rest of the row is free space. The models are greedy and take one row's
-text as a list of ints: `draft_next(text)` and `target_next(text)` return the next token. Grade with
+text as a list of ints: `draft_next(text)` and `target_next(text)` return the next token. Grade your copy with
 
-    python guide/labs/grade.py 04-batch guide/labs/04-batch/starter.py
+    cp guide/labs/04-batch/starter.py my_batch.py        # work on a copy; this file stays as it is
+    python guide/labs/grade.py 04-batch my_batch.py
 """
 
 import numpy as np
