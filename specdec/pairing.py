@@ -36,17 +36,15 @@ from specdec.generation.policy import DraftingPlan, plan_drafting, plan_for_draf
 from specdec.generation.run import run_plan
 from specdec.kernels.precision import Precision, read_off, resolve_pair_precision
 from specdec.kernels.quantization import precision_summary
-from specdec.registry import (CORPUS, DRAFT_MODEL, DRAFT_TOKENIZER, METHODS, RESOURCES, TARGET, TOKENIZER, Method, Resources,
+from specdec.registry import (CORPUS, DRAFT_MODEL, DRAFT_TOKENIZER, METHODS, RESOURCES, TARGET, TOKENIZER, WHOLE, Method, Resources,
                               corpus_files, method_for, needs_of)
 from specdec.run_spec import Drafting, RunSpec
+from specdec.runtime import as_model
 from specdec.runtime.torch_model import TorchModel
 from specdec.store import Progress, Reporter
 from specdec.zoo.gguf_files import parsed_once
 from specdec.zoo.kernel_library import require_w8a8
 from specdec.zoo.loading import TOKENIZERS, load_model, load_tokenizer, same_tokenizer, same_tokenizer_files
-
-WHOLE = "draft vocabulary"      # a resource made when the draft has its own tokenizer: which of its tokens are whole characters
-
 
 @dataclass
 class LoadedPair:
@@ -64,6 +62,21 @@ class LoadedPair:
     load_seconds: dict[str, float] = field(default_factory=dict)
     resolved: dict[str, Precision] = field(default_factory=dict)  # "target", "draft": how each was loaded (`specdec.kernels.precision`)
     drafters: dict[tuple, Drafter] = field(default_factory=dict)
+
+    @classmethod
+    def from_models(cls, target_name: str, draft_name: str, target: object, draft: object | None, tokenizer: PreTrainedTokenizerBase,
+                    device: torch.device | None = None, dtype: torch.dtype | None = None,
+                    draft_tokenizer: PreTrainedTokenizerBase | None = None, whole: torch.Tensor | None = None) -> LoadedPair:
+        """A pair put together by hand from models already loaded (transformers models or runtime models); its precision is read
+        off the models when asked."""
+        resources: Resources = {TARGET: as_model(target), TOKENIZER: tokenizer}
+        if draft is not None:
+            resources[DRAFT_MODEL] = as_model(draft)
+        if draft_tokenizer is not None:
+            resources[DRAFT_TOKENIZER] = draft_tokenizer
+            resources[WHOLE] = whole if whole is not None else whole_character_tokens(draft_tokenizer, resources[DRAFT_MODEL].vocab_size)
+        model = resources[TARGET]
+        return cls(target_name, draft_name, resources, device or model.device, dtype or next(model.module.parameters()).dtype)
 
     @property
     def target(self) -> Model:
@@ -181,13 +194,13 @@ def load_spec(spec: RunSpec, progress: Callable[[str], None] | None = None,
     spec.check()
     models = spec.models
     return load_pair(spec.target, spec.draft, models.device, models.dtype, progress, models.draft_quantization, models.quantization,
-                     steps, corpus=spec.drafting.corpus)
+                     steps, corpus=spec.drafting.corpus, runtime=models.runtime)
 
 
 def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: str = "auto",
               progress: Callable[[str], None] | None = None, draft_quantization: str = "none",
               quantization: str = "none", steps: Callable[[Progress], None] | None = None,
-              corpus: Sequence[str] = ()) -> LoadedPair:
+              corpus: Sequence[str] = (), runtime: str = "auto") -> LoadedPair:
     """Load the target, its tokenizer and what the draft name asks for (`specdec.registry.needs_of`).
 
     `quantization` is the target's weights, `draft_quantization` the draft's: "none", "int8",

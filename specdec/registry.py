@@ -53,6 +53,7 @@ DRAFT_MODEL = "draft model"                                 # a model sharing th
 DRAFT_TOKENIZER = "draft tokenizer"                         # ... or one with its own (then both are loaded)
 HEAD = "head"                                               # a head trained for the target (specdec heads train)
 CORPUS = "corpus"                                           # text files whose tokens a method may draft from
+WHOLE = "draft vocabulary"                                  # with a draft tokenizer: which of its tokens are whole characters
 
 Resources = dict                                            # resource name -> what was loaded (the target: a model)
 
@@ -216,7 +217,7 @@ for _method in (
            needs=(DRAFT_MODEL,), options=TreeSettings, family=False),
     Method("cross-tokenizer", "a model with another tokenizer drafts text, re-encoded", CrossTokenizerDrafter,
            lambda resources, options: CrossTokenizerDrafter(resources[DRAFT_MODEL], resources[DRAFT_TOKENIZER], resources[TOKENIZER],
-                                                             resources[DRAFT_MODEL].name, resources.get("whole")),
+                                                             resources[DRAFT_MODEL].name, resources.get(WHOLE)),
            needs=(DRAFT_MODEL, DRAFT_TOKENIZER), family=False),
     Method("prompt-lookup", "n-gram lookup in the prompt and the output (Saxena 2023)", PromptLookupDrafter,
            lambda resources, options: PromptLookupDrafter(options.max_ngram, options.min_ngram), options=PromptLookupOptions,

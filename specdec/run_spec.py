@@ -85,6 +85,9 @@ class RunSpec:
         if self.drafting.method is not None and self.drafting.method not in METHODS:
             raise SpecdecError(f"unknown drafting method '{self.drafting.method}': choose from {', '.join(METHODS)}")
         method = METHODS.get(name) if name is not None else None
+        if implied is not None and method is not None and method is not implied and implied.target_only:
+            raise SpecdecError(f"{self.draft} drafts without a draft model, and {method.name} needs one: drop the method "
+                               f"(--method {method.name}, --tree), or give a draft model")
         if method is not None:
             method.parse_options(dict(self.drafting.options))           # a bad option name or value: one line, now
             if self.drafting.gamma is not None and method.capabilities.sizes_rounds:

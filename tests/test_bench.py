@@ -3,7 +3,7 @@
 Nothing here times anything against a threshold: speed is measured by `specdec bench`, not asserted.
 """
 
-from dataclasses import replace
+
 
 import pandas as pd
 import pytest
@@ -20,13 +20,13 @@ from specdec.reference.theory import walltime_speedup
 @pytest.fixture(scope="module")
 def tiny_loaded_pair():
     target, draft = tiny_pair("gpt2")
-    return LoadedPair("tiny-target", "tiny-draft", target, draft, tiny_tokenizer(24), torch.device("cpu"), torch.float32)
+    return LoadedPair.from_models("tiny-target", "tiny-draft", target, draft, tiny_tokenizer(24), torch.device("cpu"), torch.float32)
 
 
 @pytest.fixture(scope="module")
 def lookup_pair(tiny_loaded_pair):
     p = tiny_loaded_pair
-    return LoadedPair("tiny-target", "prompt-lookup", p.target, None, p.tokenizer, p.device, p.dtype)
+    return LoadedPair.from_models("tiny-target", "prompt-lookup", p.target, None, p.tokenizer, p.device, p.dtype)
 
 
 SETTINGS = BenchSettings(methods=("speculative", "plain", "assisted"), gammas=(2, 4, "adaptive"),
@@ -248,7 +248,7 @@ def test_trees_run_next_to_the_chain_and_skip_pairs_without_a_draft_model(tiny_l
     trees = frame[frame["schedule"].isin(["tree", "tree-4"])]
     assert len(trees) == 2 and trees["gamma"].isna().all() and (trees["tokens_per_target_pass"] > 1).all()
     assert {"speculative tree", "speculative tree-4", "speculative gamma=2"} <= set(by_category(frame)["variant"])
-    lookup = replace(tiny_loaded_pair, draft=None, draft_name="prompt-lookup")
+    lookup = LoadedPair.from_models("tiny-target", "prompt-lookup", tiny_loaded_pair.target, None, tiny_loaded_pair.tokenizer)
     assert {run.gamma for run in plan_runs(lookup, settings)} == {None, 2}
     with pytest.raises(SpecdecError, match="tree-N"):
         BenchSettings(gammas=("tree-0",))
@@ -266,7 +266,7 @@ def test_a_draft_with_another_tokenizer_is_benchmarked_against_transformers_univ
     target_tokenizer, draft_tokenizer = tiny_bpe_tokenizer(TARGET_PIECES, TARGET_MERGES), tiny_bpe_tokenizer(NEAR_PIECES, NEAR_MERGES)
     target = tiny_model("llama", len(TARGET_PIECES), seed=1)
     draft = borrowed_draft(target, TARGET_PIECES, NEAR_PIECES, noise=0.3)
-    pair = LoadedPair("tiny-target", "tiny-near", target, draft, target_tokenizer, torch.device("cpu"), torch.float32,
+    pair = LoadedPair.from_models("tiny-target", "tiny-near", target, draft, target_tokenizer, torch.device("cpu"), torch.float32,
                       draft_tokenizer=draft_tokenizer, whole=whole_character_tokens(draft_tokenizer, len(NEAR_PIECES)))
     settings = BenchSettings(methods=("speculative", "assisted-dynamic"), gammas=("stop", "tree", "adaptive"), categories=("code",),
                              prompts_per_category=1, temperatures=(0.0, 0.7), decoding=Decoding(max_new_tokens=16, seed=0))
@@ -282,7 +282,8 @@ def test_a_draft_with_another_tokenizer_is_benchmarked_against_transformers_univ
 
     for name in ("acceptance", "tokens_per_pass", "speedup"):    # no fixed gamma ran: the stop rule is drawn as a level
         assert any("stop rule" in trace.name for trace in benchmark_figures(frame)[name].data), name
-    sliding = replace(pair, draft=tiny_model("gemma3", len(NEAR_PIECES), seed=2))     # transformers 5.24 fails past its window
+    sliding = LoadedPair.from_models("tiny-target", "tiny-near", pair.target, tiny_model("gemma3", len(NEAR_PIECES), seed=2),
+                                     target_tokenizer, draft_tokenizer=draft_tokenizer)          # transformers 5.24 fails past its window
     assert applicable("assisted-dynamic", pair) and not applicable("assisted-dynamic", sliding)
 
 
@@ -291,12 +292,12 @@ def test_transformers_assisted_generation_as_it_ships_gives_the_targets_greedy_t
     from specdec.bench.hf_baselines import hf_generate
 
     pair = tiny_loaded_pair
-    before = pair.draft.generation_config.to_dict()
+    before = pair.draft.module.generation_config.to_dict()
     kwargs = dict(gamma=None, max_new_tokens=24, temperature=0.0, top_k=0, top_p=1.0, seed=0, eos_token_id=[])
-    plain, _ = hf_generate("generate", pair.target, None, torch.tensor([[2, 3, 5]]), **kwargs)
-    shipped, _ = hf_generate("assisted-default", pair.target, pair.draft, torch.tensor([[2, 3, 5]]), **kwargs)
+    plain, _ = hf_generate("generate", pair.target.module, None, torch.tensor([[2, 3, 5]]), **kwargs)
+    shipped, _ = hf_generate("assisted-default", pair.target.module, pair.draft.module, torch.tensor([[2, 3, 5]]), **kwargs)
     assert shipped == plain and len(plain) == 24
-    assert pair.draft.generation_config.to_dict() == before
+    assert pair.draft.module.generation_config.to_dict() == before
     settings = BenchSettings(methods=("speculative", "assisted-default"), gammas=("stop",), categories=("code",), prompts_per_category=1,
                              decoding=Decoding(max_new_tokens=16, temperature=0.0, seed=0))
     frame = run_benchmark([pair], settings)

@@ -80,7 +80,7 @@ def test_load_pair_with_quantized_weights(tmp_path):
     pair = load_pair(target_path, draft_path, device="cpu", quantization="int8", draft_quantization="int4")
     assert (pair.quantization, pair.draft_quantization) == ("int8", "int4")
     assert (pair.precision, pair.draft_precision) == ("float32 int8", "bfloat16 int4")   # an int4 draft runs where its kernel is fast
-    assert type(pair.target.lm_head).__name__ == "Int8Linear" and type(pair.draft.lm_head).__name__ == "Int4Linear"
+    assert type(pair.target.module.lm_head).__name__ == "Int8Linear" and type(pair.draft.module.lm_head).__name__ == "Int4Linear"
     auto = load_pair(target_path, draft_path, device="cpu", quantization="auto", draft_quantization="auto")
     assert (auto.precision, auto.draft_precision) == ("float32 int8", "bfloat16 int4")
     plain = load_pair(target_path, draft_path, device="cpu")                             # the Python API's default: as saved

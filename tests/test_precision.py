@@ -35,7 +35,7 @@ def test_a_pair_resolves_each_models_precision_once_and_loading_does_not_resolve
                      "specdec.kernels.precision.check_quantization": 2}                # once per model, nowhere else
     target_precision, draft_precision = pair.precision_of("target"), pair.precision_of("draft")
     assert (target_precision.name, draft_precision.name) == ("float32 int8", "bfloat16 int4")
-    assert type(pair.target.lm_head).__name__ == "Int8Linear" and type(pair.draft.lm_head).__name__ == "Int4Linear"
+    assert type(pair.target.module.lm_head).__name__ == "Int8Linear" and type(pair.draft.module.lm_head).__name__ == "Int4Linear"
     assert pair.kernels.startswith("target float32 int8 on cpu (fbgemm int8 x int8, one activation scale per token): int8 weights")
     with pytest.raises(dataclasses.FrozenInstanceError):
         target_precision.weights = "int4"
@@ -62,10 +62,10 @@ def test_auto_that_cannot_quantize_a_model_says_so_in_the_precision_it_carries(t
 
 def test_a_pair_built_by_hand_reads_its_precision_off_its_models():
     target, draft = tiny_pair("llama")
-    pair = LoadedPair("t", "d", target, draft, tiny_tokenizer(24), torch.device("cpu"), torch.float32)
+    pair = LoadedPair.from_models("t", "d", target, draft, tiny_tokenizer(24), torch.device("cpu"), torch.float32)
     assert pair.precision_of("target") == Precision(torch.device("cpu"), torch.float32, "none", "float32 GEMM (MKL/oneDNN)",
                                                     "read off the target as built")
-    assert LoadedPair("t", "prompt-lookup", target, None, tiny_tokenizer(24), torch.device("cpu"), torch.float32).precision_of("draft") is None
+    assert LoadedPair.from_models("t", "prompt-lookup", target, None, tiny_tokenizer(24), torch.device("cpu"), torch.float32).precision_of("draft") is None
 
 
 @pytest.mark.parametrize("arguments, fragment", [

@@ -24,7 +24,8 @@ COMMANDS = {"toy": commands.toy, "run": commands.run, "bench": commands.bench, "
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `specdec` and `python -m specdec`; returns the exit code."""
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(argv[0] if argv else None).parse_args(argv)
     try:
         return COMMANDS[args.command](args)
     except SpecdecError as error:

@@ -107,7 +107,8 @@ def _bench_specdec(args: argparse.Namespace):
                              max_adaptive_gamma=args.max_adaptive_gamma)
     names = [split_pair_name(text) for text in args.pairs]
     pairs = [pairing.load_pair(target, draft, args.device, args.dtype, progress=_progress, quantization=args.quantization,
-                               draft_quantization=args.draft_quantization, steps=_LoadSteps()) for draft, target in names]
+                               draft_quantization=args.draft_quantization, steps=_LoadSteps(), runtime=args.runtime)
+             for draft, target in names]
     rows: list[dict] = []
     try:
         return run_benchmark(pairs, settings, progress=_counted_progress, on_row=rows.append)
@@ -130,7 +131,7 @@ def _bench_batches(args: argparse.Namespace):
         raise SpecdecError("--batch-sizes runs one pair at one temperature: pass one --pairs value and one --temperatures value")
     draft, target = split_pair_name(args.pairs[0])
     pair = pairing.load_pair(target, draft, args.device, args.dtype, progress=_progress, quantization=args.quantization,
-                             draft_quantization=args.draft_quantization, steps=_LoadSteps())
+                             draft_quantization=args.draft_quantization, steps=_LoadSteps(), runtime=args.runtime)
     decoding = Decoding(max_new_tokens=args.max_new_tokens, temperature=args.temperatures[0], seed=args.seed)
     return batch_benchmark(pair, sizes, decoding, progress=_counted_progress, gammas=args.gammas or ("stop",))
 
@@ -188,9 +189,15 @@ def models(args: argparse.Namespace) -> int:
             rows.append((entry.name, entry.parameters, f"{entry.download_bytes / 1e6:,.0f} MB", found.sources, on_disk, entry.license))
         print(_table(rows))
         print()
+        from specdec import registry
+
         rows = [("pair (draft->target)", "state", "about")]
         rows += [(pair.name + (" (default)" if pair.name == catalog.DEFAULT_PAIR else ""), status.pair_availability(pair),
-                  pair.description) for pair in catalog.PAIRS.values()]
+                  pair.description) for pair in registry.pairs().values()]
+        print(_table(rows))
+        print()
+        rows = [("drafting method", "needs besides the target", "about")]
+        rows += [(name, ", ".join(method.needs) or "nothing", method.summary) for name, method in registry.METHODS.items()]
         print(_table(rows))
         return 0
     if args.action == "fetch":
@@ -213,34 +220,52 @@ def models(args: argparse.Namespace) -> int:
     return 0
 
 
-def run(args: argparse.Namespace) -> int:
-    """`specdec run`: one prompt through a real pair, with the target alone beside it when --compare."""
-    from specdec.engine.inputs import Decoding, check_counts
+def run_spec(args: argparse.Namespace):
+    """The `RunSpec` `specdec run`'s arguments describe (`--tree` and `--tree-budget` are the tree method and its budget),
+    checked before anything loads."""
+    from specdec.engine.inputs import Decoding
+    from specdec.run_spec import Drafting, ModelChoices, RunSpec
 
-    check_counts(args.max_new_tokens, args.gamma)                  # refuse bad numbers before loading anything
-    tree = _tree(args)
-    if tree is not None and args.gamma is not None:
+    method, options = args.method, dict(_options(args.option))
+    if args.tree or args.tree_budget is not None:
+        if method not in (None, "tree"):
+            raise SpecdecError(f"--tree drafts with the tree method, --method asked for {method}: drop one")
+        method = "tree"
+        if args.tree_budget is not None:
+            options["budget"] = str(args.tree_budget)
+    if method == "tree" and args.gamma is not None:
         raise SpecdecError("--gamma sizes a chain draft; a tree sizes its own rounds: drop --gamma (or set --tree-budget)")
-    decoding = Decoding(args.max_new_tokens, args.temperature, args.top_k, args.top_p, args.seed)
     if not args.prompt.strip():
         raise SpecdecError("the prompt is empty: pass some text with --prompt")
+    models = ModelChoices(args.device, args.dtype, args.quantization, args.draft_quantization, args.runtime)
+    drafting = Drafting(method, args.gamma, tuple(options.items()), tuple(args.corpus or ()))
+    decoding = Decoding(args.max_new_tokens, args.temperature, args.top_k, args.top_p, args.seed)
+    return RunSpec(args.target, args.draft, models, drafting, decoding).check()
+
+
+def _options(texts: list[str] | None) -> list[tuple[str, str]]:
+    """`--option NAME=VALUE` pairs, in order (one clear line for one without '=')."""
+    pairs = []
+    for text in texts or ():
+        name, equals, value = text.partition("=")
+        if not equals or not name.strip():
+            raise SpecdecError(f"--option takes NAME=VALUE (a field of the method's options), got '{text}'")
+        pairs.append((name.strip(), value.strip()))
+    return pairs
+
+
+def run(args: argparse.Namespace) -> int:
+    """`specdec run`: one prompt through a real pair, with the target alone beside it when --compare."""
+    spec = run_spec(args)                                          # refuse bad choices before loading anything
 
     from specdec import pairing
 
-    if args.corpus and args.draft != "suffix":
-        raise SpecdecError("--corpus is for suffix decoding: add --draft suffix, or drop --corpus")
-    corpus = _read_corpus(args.corpus) if args.corpus else None
-    pair = pairing.load_pair(args.target, args.draft, args.device, args.dtype, progress=_progress,
-                             quantization=args.quantization, draft_quantization=args.draft_quantization, steps=_LoadSteps())
+    pair = pairing.load_spec(spec, progress=_progress, steps=_LoadSteps())
     input_ids = pairing.encode_prompt(pair.tokenizer, args.prompt, chat=args.chat)
-    if corpus is not None:
-        from specdec.drafting import SuffixDrafter
-
-        pair.drafters["suffix"] = SuffixDrafter(corpus=[pair.tokenizer(text).input_ids for text in corpus])
-    result = pairing.generate_speculative(pair, input_ids, decoding, gamma=args.gamma, tree=pairing.AUTO if tree is None else tree)
-    baseline = pairing.generate_plain(pair, input_ids, decoding) if args.compare else None
+    result = pairing.generate(pair, input_ids, spec)
+    baseline = pairing.generate_plain(pair, input_ids, spec.decoding) if args.compare else None
     check = None
-    if baseline is not None and decoding.sampling.greedy:
+    if baseline is not None and spec.decoding.sampling.greedy:
         from specdec.bench.comparison import greedy_check_of_pair
 
         check = greedy_check_of_pair(pair, input_ids, result.tokens, baseline.tokens)
@@ -249,22 +274,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(_report_json(args, pair, text, result, baseline), indent=2))
     else:
-        print(_report_text(pair, text, result, baseline, check, gamma=args.gamma, drafting=_drafting(args, result),
-                           auto=_auto_precision(args)))
+        print(_report_text(pair, text, result, baseline, check, gamma=args.gamma, auto=_auto_precision(args)))
     return 0
-
-
-def _read_corpus(paths: list[str]) -> list[str]:
-    """The text of each --corpus file (one clear line when one cannot be read)."""
-    texts = []
-    for path in paths:
-        try:
-            with open(path, encoding="utf-8") as handle:
-                texts.append(handle.read())
-        except (OSError, UnicodeDecodeError) as error:
-            raise SpecdecError(f"cannot read the corpus file {path}: {error.strerror if isinstance(error, OSError) else error}; "
-                               "give UTF-8 text files") from None
-    return texts
 
 
 def _table(rows: list[tuple[str, ...]]) -> str:
@@ -320,7 +331,8 @@ def _report_json(args, pair, text, result, baseline) -> dict:
                               if (precision := pair.precision_of(role)) is not None},
         "draft_tokenizer": pair.tokenizer_note,
         "settings": {key: getattr(args, key) for key in ("gamma", "max_new_tokens", "temperature", "top_k", "top_p", "seed", "chat",
-                                                          "dtype", "quantization", "draft_quantization")} | {"drafting": _drafting(args, result)},
+                                                          "dtype", "quantization", "draft_quantization", "method", "runtime")}
+                    | {"drafting": result.drafting, "drafted_by_default": result.by_default},
         "text": text,
         "tokens": result.tokens,
         "stats": result.stats.to_dict(),
@@ -334,27 +346,11 @@ def _report_json(args, pair, text, result, baseline) -> dict:
     return report
 
 
-def _tree(args):
-    """The `TreeSettings` --tree and --tree-budget ask for, or None for a chain."""
-    from specdec.drafting.tree_drafter import TreeSettings
-
-    if args.tree_budget is not None:
-        return TreeSettings(budget=args.tree_budget)
-    return TreeSettings() if args.tree else None
-
-
-def _drafting(args, result) -> str:
-    """How the run drafted, as the engine's plan says ('tree (budget 16)', 'chain, gamma 4', 'chain, stop rule', 'recycled
-    tree (up to 24 nodes)'); a tree the default chose for a pair whose draft step is dear reads 'tree (budget 16, the default here)'."""
-    chose = result.drafting.startswith("tree (") and not args.tree and args.tree_budget is None and args.gamma is None
-    return result.drafting[:-1] + ", the default here)" if chose else result.drafting
-
-
 def _auto_precision(args) -> bool:
     return "auto" in (args.dtype, args.quantization, args.draft_quantization)
 
 
-def _report_text(pair, text, result, baseline, check, gamma: int | None, drafting: str = "", auto: bool = False) -> str:
+def _report_text(pair, text, result, baseline, check, gamma: int | None, auto: bool = False) -> str:
     from specdec.bench.comparison import RunComparison
 
     stats = result.stats
@@ -363,7 +359,7 @@ def _report_text(pair, text, result, baseline, check, gamma: int | None, draftin
     alpha = "n/a (nothing tested)" if tested == 0 else f"{stats.alpha_estimate:.1%}"
     lines = [
         f"Device: {pair.device}   target: {pair.precision}   draft: {pair.draft_precision}"
-        + (" (auto: the fastest exact choice here)" if auto else "") + f"   drafting: {drafting}"
+        + (" (auto: the fastest exact choice here)" if auto else "") + f"   drafting: {result.drafting}"
         + (f"   draft tokenizer: {pair.tokenizer_note}" if pair.cross_tokenizer else ""),
         f"Kernels: {pair.kernels}",
         "--- OUTPUT ---",

@@ -73,7 +73,28 @@ def _gamma(text: str) -> int | None:
         raise argparse.ArgumentTypeError(f"expected a whole number or 'auto', got '{text}'") from None
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _listed(names) -> str:
+    return ", ".join(names)
+
+
+def _fields(method) -> list[str]:
+    """A method's option names, for help."""
+    import dataclasses
+
+    return [item.name for item in dataclasses.fields(method.options)]
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The grammar, built when asked: the methods and the benchmark's choices are read from the registry then (which loads
+    torch); for `command` "toy" it is not read, so `specdec toy` starts at once."""
+    if command == "toy":
+        registry = bench_methods = families = None
+        GAMMA_RANGE, RUNTIMES = (1, 64), ("auto",)
+    else:
+        from specdec import registry
+        from specdec.bench.methods import bench_methods, families
+        from specdec.run_spec import GAMMA_RANGE, RUNTIMES
+
     parser = _Parser(prog="specdec", description="Lossless speculative decoding you can read, run and measure.")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
@@ -85,22 +106,32 @@ def build_parser() -> argparse.ArgumentParser:
     toy.add_argument("--theory", action="store_true", help="also print alpha = sum(min(p, q)), predicted and measured")
 
     run = commands.add_parser("run", help="generate with a real draft/target pair and print the statistics")
+    if registry is None:
+        return parser
     run.add_argument("--target", default="qwen2.5-coder-1.5b",
                      help="target model p: a zoo name (specdec models list), hub id, local folder or .gguf file")
     run.add_argument("--draft", default="qwen2.5-coder-0.5b",
-                     help="draft model q (any tokenizer), or a method that needs no draft model: prompt-lookup, recycling "
-                          "(Token Recycling), lookahead, suffix (suffix decoding) or layer-skip (the target skipping half its layers); "
-                          "or a trained EAGLE-3 head: eagle (the one `specdec heads train` made for the target) or a head's folder")
+                     help="draft model q (any tokenizer), or a method that needs no draft model: "
+                          f"{_listed(registry.target_only())}; or a trained EAGLE-3 head: eagle (the one `specdec heads train` made "
+                          "for the target) or a head's folder")
+    run.add_argument("--method", default=None, choices=list(registry.METHODS), metavar="METHOD",
+                     help="how to draft (default: what the draft implies; for a draft model the policy's choice): "
+                          + "; ".join(f"{name}: {method.summary}" for name, method in registry.METHODS.items()))
+    run.add_argument("--option", action="append", default=None, metavar="NAME=VALUE",
+                     help="an option of the method (repeatable), e.g. --method tree --option budget=8; "
+                          + "; ".join(f"{name}: {', '.join(_fields(method))}" for name, method in registry.METHODS.items()
+                                      if _fields(method)))
     run.add_argument("--corpus", nargs="+", default=None, metavar="FILE",
-                     help="with --draft suffix: text files whose tokens the suffix tree also drafts from")
+                     help="text files whose tokens a method that reads a corpus also drafts from: "
+                          f"{_listed(name for name, method in registry.METHODS.items() if registry.CORPUS in method.uses)}")
     run.add_argument("--prompt", default=DEFAULT_PROMPT, help="the text to continue")
     run.add_argument("--gamma", type=_gamma, default=None, metavar="GAMMA",
-                     help="drafted tokens per round, 1..64, or auto (default): draft while another token is worth its cost, "
-                          "a token tree where a draft step is dear (a bfloat16 draft; specdec.default_drafter)")
+                     help=f"drafted tokens per round, {GAMMA_RANGE[0]}..{GAMMA_RANGE[1]}, or auto (default): draft while another token "
+                          "is worth its cost, a token tree where a draft step is dear (a bfloat16 draft; specdec.default_drafter)")
     run.add_argument("--tree", action="store_true",
-                     help="draft a token tree instead of a chain (specdec.TreeDrafter), verified in one target pass")
+                     help="draft a token tree instead of a chain (--method tree), verified in one target pass")
     run.add_argument("--tree-budget", type=_positive_int, default=None, metavar="N",
-                     help="at most N drafted nodes per tree (implies --tree; default 16)")
+                     help="at most N drafted nodes per tree (implies --tree; --option budget=N; default 16)")
     run.add_argument("--max-new-tokens", type=int, default=64, help="tokens to generate at most (default 64)")
     run.add_argument("--temperature", type=float, default=1.0, help="0 is greedy (default 1.0)")
     run.add_argument("--top-k", type=int, default=0, help="keep the k most likely tokens; 0 keeps all (default)")
@@ -114,6 +145,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "exactness holds against the target as loaded")
     run.add_argument("--draft-quantization", default="auto",
                      help="the draft's weights: auto (default: int4 on a CPU, none elsewhere), none, int8 or int4 (cheaper drafts, same output)")
+    run.add_argument("--runtime", default="auto", choices=RUNTIMES,
+                     help="what runs the models: auto (default: llama.cpp for a GGUF model on a CPU where its self-test passes, "
+                          "else torch), torch (transformers: any model, CUDA, MPS, hidden states) or llama.cpp (GGUF files)")
     run.add_argument("--chat", action="store_true", help="wrap the prompt in the target's chat template")
     run.add_argument("--compare", action="store_true", help="also run the target alone and report the wall-clock speedup")
     run.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
@@ -122,10 +156,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--pairs", nargs="+", default=["qwen2.5-coder-0.5b->qwen2.5-coder-1.5b"], metavar="DRAFT->TARGET",
                        help="pairs as 'draft->target' (zoo names, hub ids or paths; draft may be prompt-lookup)")
     bench.add_argument("--methods", type=_names, default=("speculative",),
-                       help="comma-separated: speculative (the pair's draft), plain, generate, prompt-lookup, recycling, lookahead, "
-                            "suffix, layer-skip (drafting methods that need only the target), assisted, assisted-dynamic, "
-                            "assisted-default, hf-prompt-lookup; 'all' for every family side by side, Spec-Bench style "
-                            "(generate, the baseline, always runs)")
+                       help=f"comma-separated: {_listed(bench_methods())}; 'all' for every family side by side, Spec-Bench style "
+                            f"({_listed(families())}; generate, the baseline, always runs)")
     bench.add_argument("--gammas", type=_gammas, default=None,
                        help="comma-separated gammas, 'default' (what speculative_generate drafts by default), 'adaptive', "
                             "'stop' (a chain under the stop rule; default stop), 'tree' "
@@ -144,6 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--draft-quantization", default="auto",
                        help="the draft's weights for every method that uses it: auto (int4 on a CPU), none, int8 or int4")
     bench.add_argument("--seed", type=int, default=0)
+    bench.add_argument("--runtime", default="auto", choices=RUNTIMES, help="what runs the models (as for `specdec run`; a CSV column)")
     bench.add_argument("--device", default="auto")
     bench.add_argument("--dtype", default="auto")
     bench.add_argument("--out", default=None, help="write one row per run to this CSV file")
