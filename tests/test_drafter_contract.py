@@ -34,9 +34,6 @@ class BigramDrafter:
     def begin(self, generation: Generation) -> None:
         self.after = {}                               # one table for every text: what the target picked after each token
 
-    def passes(self, row: int) -> int:
-        return 0                                      # no draft model
-
     def draft(self, requests: dict[int, DraftRequest]) -> dict[int, DraftTree]:
         return {row: self.follow(int(request.sequence[-1]), request.limit) for row, request in requests.items()}
 
@@ -140,3 +137,48 @@ def test_negative_control_the_same_test_catches_a_broken_point_mass_rule(monkeyp
     monkeypatch.setattr(specdec.engine.rounds, "verify_sampled", broken_point_mass_rule)
     fit, _ = speculative_fit(target, BigramDrafter, SamplingConfig(temperature=1.0), prompt=[2, 3, 4, 2, 3], gamma_factory=lambda: None, runs=RUNS)
     assert fit.p_value < SIGNIFICANCE, fit
+
+
+class OutOfVocabulary(BigramDrafter):
+    """Proposes `bad` (an id outside [0, V)) as its first guess."""
+
+    def __init__(self, bad: int) -> None:
+        super().__init__()
+        self.bad = bad
+
+    def follow(self, token, limit):
+        return DraftTree.chain(torch.tensor([self.bad]))
+
+
+@pytest.mark.parametrize("bad", [-1, 24, 99])
+def test_a_drafted_id_outside_the_vocabulary_is_one_error_in_every_rule(pairs, bad):
+    """vLLM's `test_raises_when_vocab_oob`, asked of our rules: -1 would wrap to the last id and could be emitted."""
+    from specdec.engine.tree_verification import verify_tree_greedy, verify_tree_sampled
+    from specdec.engine.verification import verify_greedy, verify_sampled
+
+    vocab = 24
+    p, logits, drafted = torch.full((2, vocab), 1 / vocab), torch.zeros(2, vocab), torch.tensor([bad])
+    tree = DraftTree(torch.tensor([3, bad]), (-1, -1), None)
+    for rule in (lambda: verify_greedy(logits, drafted), lambda: verify_sampled(p, None, drafted, None),
+                 lambda: verify_sampled(p, p[:1], drafted, None),
+                 lambda: verify_tree_greedy(torch.zeros(3, vocab), tree), lambda: verify_tree_sampled(torch.full((3, vocab), 1 / vocab), tree, None)):
+        with pytest.raises(SpecdecError, match=f"drafted token id {bad}, outside the target's vocabulary \\[0, {vocab}\\)"):
+            rule()
+    target, _ = pairs["llama"]
+    for temperature in (0.0, 1.0):                    # a custom drafter's proposal: the error names it
+        with pytest.raises(SpecdecError, match=f"bigram drafted token id {bad}"):
+            speculative_generate(target, OutOfVocabulary(bad), torch.tensor([2, 3]), max_new_tokens=4, temperature=temperature)
+
+
+def test_token_ids_are_taken_as_lists_or_tensors_alike(pairs):
+    from specdec import autoregressive_generate, train_head
+    from specdec.runtime.costs import measure_costs
+
+    target, draft = pairs["llama"]
+    as_tensor = speculative_generate(target, draft, torch.tensor([[2, 3, 4]]), max_new_tokens=6, temperature=0)
+    assert speculative_generate(target, draft, [2, 3, 4], max_new_tokens=6, temperature=0).tokens == as_tensor.tokens
+    assert autoregressive_generate(target, [2, 3, 4], max_new_tokens=6, temperature=0).tokens == as_tensor.tokens
+    assert measure_costs(target, draft, [2, 3, 4], gammas=[1], repeats=1).c > 0
+    assert train_head(target, [[2, 3, 4, 5, 6, 7], torch.tensor([7, 6, 5, 4])], steps=1) is not None
+    with pytest.raises(SpecdecError, match="must be token ids"):
+        speculative_generate(target, draft, "2 3 4", max_new_tokens=6)

@@ -28,32 +28,52 @@ from specdec.errors import SpecdecError
 MAX_GAMMA = 64
 
 
-def as_prompt(input_ids: torch.Tensor) -> torch.Tensor:
-    """A 1-D or [1, T] LongTensor of token ids as a 1-D tensor [T].
+def as_ids(ids: object, what: str = "input_ids") -> torch.Tensor:
+    """Token ids as a 1-D LongTensor [T]: a [T] or [1, T] tensor of integers, or a list (or tuple) of ints; else one clear line.
 
-    >>> as_prompt(torch.tensor([[1, 2, 3]])).tolist()
-    [1, 2, 3]
+    >>> as_ids(torch.tensor([[1, 2, 3]])).tolist(), as_ids([4, 5]).tolist()
+    ([1, 2, 3], [4, 5])
+    >>> as_ids("hello")
+    Traceback (most recent call last):
+    ...
+    specdec.errors.SpecdecError: input_ids must be token ids (a LongTensor [T] or a list of ints), got str: use tokenizer(text).input_ids
     """
-    if not isinstance(input_ids, torch.Tensor):
-        raise SpecdecError(f"input_ids must be a torch LongTensor, got {type(input_ids).__name__}: "
-                           "use tokenizer(text, return_tensors='pt').input_ids")
-    if input_ids.ndim == 2 and input_ids.shape[0] == 1:
-        input_ids = input_ids[0]
-    if input_ids.ndim != 1:
-        raise SpecdecError(f"input_ids must have shape [T] or [1, T] (one prompt), got {tuple(input_ids.shape)}")
+    if isinstance(ids, (list, tuple)) and all(isinstance(token, int) and not isinstance(token, bool) for token in ids):
+        ids = torch.tensor(list(ids), dtype=torch.long)
+    if not isinstance(ids, torch.Tensor):
+        raise SpecdecError(f"{what} must be token ids (a LongTensor [T] or a list of ints), got {type(ids).__name__}: "
+                           "use tokenizer(text).input_ids")
+    if ids.ndim == 2 and ids.shape[0] == 1:
+        ids = ids[0]
+    if ids.ndim != 1:
+        raise SpecdecError(f"{what} must have shape [T] or [1, T] (one sequence), got {tuple(ids.shape)}")
+    if ids.numel() and ids.dtype not in (torch.int64, torch.int32):
+        raise SpecdecError(f"{what} must hold integer token ids, got dtype {ids.dtype}")
+    return ids.long()
+
+
+def as_prompt(input_ids: object) -> torch.Tensor:
+    """One prompt's token ids (`as_ids`) as a 1-D tensor [T], refused when empty.
+
+    >>> as_prompt(torch.tensor([[1, 2, 3]])).tolist(), as_prompt([1, 2]).tolist()
+    ([1, 2, 3], [1, 2])
+    """
+    input_ids = as_ids(input_ids)
     if input_ids.numel() == 0:
         raise SpecdecError("the prompt is empty: give at least one token")
-    if input_ids.dtype not in (torch.int64, torch.int32):
-        raise SpecdecError(f"input_ids must hold integer token ids, got dtype {input_ids.dtype}")
-    return input_ids.long()
+    return input_ids
 
 
 def prompts_of(input_ids: object, attention_mask: torch.Tensor | None = None) -> tuple[list[torch.Tensor], bool]:
     """The prompts [T_b] of a call and whether it was a batch (a list of results comes back) or one prompt.
 
+    One prompt is a [T] or [1, T] tensor or a list of ints; a batch is a list of prompts or a padded [B, T] tensor.
+
     >>> prompts, batched = prompts_of(torch.tensor([[5, 6]]))
     >>> [prompt.tolist() for prompt in prompts], batched
     ([[5, 6]], False)
+    >>> prompts_of([5, 6])[1], prompts_of([[5, 6], [7]])[1]
+    (False, True)
     """
     batch = as_batch(input_ids, attention_mask)
     return (batch, True) if batch is not None else ([as_prompt(input_ids)], False)
@@ -70,6 +90,8 @@ def as_batch(input_ids: object, attention_mask: torch.Tensor | None = None) -> l
     >>> as_batch(torch.tensor([[5, 6]])) is None, [row.tolist() for row in as_batch([[5, 6], [7]])]
     (True, [[5, 6], [7]])
     """
+    if isinstance(input_ids, (list, tuple)) and input_ids and isinstance(input_ids[0], int):
+        return None                                                       # a list of ints: one prompt
     if isinstance(input_ids, (list, tuple)):
         if attention_mask is not None:
             raise SpecdecError("give either a list of prompts or a padded [B, T] tensor with its attention_mask, not both")

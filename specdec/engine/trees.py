@@ -1,4 +1,4 @@
-"""Token trees: several drafted continuations per round, verified by the target in ONE pass.
+r"""Token trees: several drafted continuations per round, verified by the target in ONE pass.
 
 A chain draft x_1..x_gamma loses the rest of its round at the first wrong guess. A tree keeps
 several guesses where the draft is unsure (SpecInfer, Miao et al. 2024; Sequoia; EAGLE-2), and the

@@ -45,8 +45,10 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from specdec.heads.head import EagleHead
+from specdec.engine.inputs import as_ids
 from specdec.errors import SpecdecError
+from specdec.heads.head import EagleHead
+from specdec.runtime import as_model
 from specdec.store import Progress, check_run_length
 
 
@@ -129,6 +131,15 @@ def unrolled_loss(head: EagleHead, ids: torch.Tensor, features: tuple[torch.Tens
     return total, accuracy
 
 
+def training_target(target: object) -> nn.Module:
+    """The transformers model a head trains on: the target's own modules, which only the torch runtime reaches (one line else)."""
+    model = as_model(target)
+    if not model.traits.internals:
+        raise SpecdecError(f"training a head reads the target's hidden states, which the {model.traits.runtime} runtime does not give: "
+                           "load the target on the torch runtime")
+    return model.module
+
+
 def chunks(sequences: Sequence[torch.Tensor], length: int) -> list[torch.Tensor]:
     """Every sequence cut into pieces of at most `length` tokens (pieces under 3 tokens teach nothing and are dropped).
 
@@ -139,20 +150,22 @@ def chunks(sequences: Sequence[torch.Tensor], length: int) -> list[torch.Tensor]
     return [piece for piece in pieces if piece.numel() >= 3]
 
 
-def train_head(target: nn.Module, sequences: Sequence[torch.Tensor], *, steps: int | None = None, minutes: float | None = None,
+def train_head(target: object, sequences: Sequence[torch.Tensor | Sequence[int]], *, steps: int | None = None, minutes: float | None = None,
                seed: int = 0, head: EagleHead | None = None, settings: TrainingSettings = TrainingSettings(),
                progress: Callable[[Progress], None] | None = None, stop: Callable[[], bool] | None = None,
                checkpoint: Callable[[EagleHead, Progress, torch.optim.Optimizer], None] | None = None,
                checkpoint_every_s: float = 300.0, optimizer_state: dict | None = None, start_step: int = 0,
                name: str = "") -> EagleHead:
-    """Train an EAGLE-3 head for `target` on `sequences` ([T] token ids each) for `steps` steps and/or `minutes`.
+    """Train an EAGLE-3 head for `target` on `sequences` (token ids each: a [T] tensor or a list of ints) for `steps` steps
+    and/or `minutes`. `target` is a transformers model (or a torch runtime's model: its hidden states are read).
 
     With `minutes`, it stops before a step that would not end in time (so it never runs over; at least one step is
     taken). A fresh head (`head=None`) takes its draft vocabulary from the sequences' most frequent tokens. Resume
     with the head, the optimizer's state and the step a checkpoint recorded. Deterministic for a seed on a CPU.
     """
     check_run_length(minutes, steps)
-    pieces = chunks(list(sequences), settings.chunk)
+    target = training_target(target)
+    pieces = chunks([as_ids(sequence, "each training sequence") for sequence in sequences], settings.chunk)
     if not pieces:
         raise SpecdecError("no training text: give sequences of at least 3 tokens")
     vocab = target.get_output_embeddings().out_features
