@@ -11,23 +11,35 @@ acceptance rate, accepted/drafted, is another number), c = draft cost / target c
     result.tokens, result.stats.acceptance_rate, result.stats.tokens_per_target_pass
     results = specdec.speculative_generate(target, draft, [ids_a, ids_b], temperature=0)   # a batch: one result per row
 
-The folders are the layers; each imports only from the layers listed before it:
+The folders are the layers, each importing only from those listed below it (`pyproject.toml` holds the
+contract, `tests/test_layers.py` proves it can fail):
 
-    specdec/reference/   the rule, its formulas, its classic bugs and statistics, in NumPy
-    specdec/             the engine: the loop (speculative.py), the rule in torch (verification.py),
-                         token trees (trees.py, tree_verification.py), KV caches, sampling, gamma
-                         schedules and the stop rule, costs, plain decoding, batches of texts
-                         (batched.py, batch_cache.py)
-    specdec/drafting/    the drafting methods, one per module, the contract the loop speaks to them,
-                         and the default policy (which drafter, which schedule, the costs)
-    specdec/zoo/         models: the catalogue, fetching, converted copies, loading, pairs
-    specdec/bench/       measurement: prompts, the harness, transformers' baselines, tables, charts
-    specdec/cli/         the `specdec` command
+    specdec/cli/           the `specdec` command: its grammar and what each command does
+    specdec/bench/         measurement: prompts, the harness and its methods, tables, charts, Spec-Bench, vLLM
+    specdec/head_training.py   training a head for a loaded pair on ShareGPT
+    specdec/pairing.py     a pair loaded from a run spec: resources, plans, generation
+    specdec/run_spec.py    one run described once: pair, precision, drafting, decoding
+    specdec/registry.py    the one list of drafting methods: what each needs, its options, how it drafts
+    specdec/heads/         trained EAGLE-3 heads: the network, its tree reader, training, files
+    specdec/generation/    the front doors (speculative_generate, autoregressive_generate), the default
+                           policy, running a plan with its timing
+    specdec/zoo/           models: the catalogue, fetching, converted copies, loading
+    specdec/drafting/      the drafting methods, one per module, each written against the contract;
+                           the tree policy and the reader it grows trees with
+    specdec/kernels/       int8 / int4 / W8A8 / packed bfloat16 layers, invariant attention, precision
+    specdec/reference/     the lessons' classic bugs (which break the engine's pieces on purpose), and
+                           below the engine the rule, its formulas and statistics in NumPy
+    specdec/runtime/       what runs a model behind the model contract: transformers on torch (its KV
+                           caches), llama.cpp for GGUF files; measured costs
+    specdec/engine/        the pieces: the one loop (loop.py) and a round's steps (rounds.py), the drafter
+                           contract (contract.py) and the model contract (model.py), token trees, the rule
+                           in torch, sampling, schedules and the stop rule, inputs and results, timing
+    specdec/store/         files kept on disk: atomic folders, manifests, wheels, progress with time left
+    specdec/errors.py      `SpecdecError`: one line a person can act on
 
-One exception, on purpose: `reference.bugs.warp` borrows the engine's warping, so the lessons
-warp exactly as a run does. A new drafter belongs in `drafting/` (one module), a new model in
-`zoo/catalog.py`, a new benchmark method in `bench/harness.py`. The dashboard (`app.py`,
-`pages/`) sits on top, and `specdec` never imports streamlit.
+A new drafting method is a module in `drafting/` and one `register(Method(...))` in `registry.py`; a
+new runtime implements `engine/model.py`; a new model is an entry in `zoo/catalog.py`. The dashboard
+(`app.py`, `pages/`) sits on top, and `specdec` never imports streamlit.
 
 The public API is what this module exports; everything else may change.
 """
