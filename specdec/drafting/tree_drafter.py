@@ -1,27 +1,27 @@
 """Growing a token tree each round: how many children each node gets, and when another level pays.
 
 Notation: q is the draft's distribution, p the target's, c the cost of a draft pass over a target
-step, s the cost of one more token in the target's verification pass (v(n) = 1 + s n). Each round
+step, v(n) the cost of the target's verification pass over n nodes (measured, or 1 + s n). Each round
 the drafter grows a tree (`specdec.engine.trees`) from the root, the last token of the text, level by
 level, with the arithmetic of the chain's stop rule (`specdec.engine.stop_rule`) extended to trees:
 
     a(x)     the calibrated chance a node drafted with confidence q(x) is accepted (ConfidenceStop)
     R(n)     = a(x_1) a(x_2) ... a(n)    the chance the target walks from the root down to node n
     E        = 1 + sum of R(n)           expected tokens the round emits (the accepted path + one)
-    T        = L c + 1 + s N             the round's cost in target steps: L draft passes, N nodes
+    T        = L c + v(N)                the round's cost in target steps: L draft passes, N nodes
 
     1. one draft pass gives q at every frontier node (at the first level: the root, read together
        with the text the draft has not seen yet)
     2. every frontier node f offers "slots" for children, the j-th worth R(f) a(j-th largest q_f);
        slots are taken best first, at most `width` per level and `budget` in all, while a slot
-       adds more expected tokens per unit of cost than the round has so far (R * T > E * s): where
+       adds more expected tokens per unit of cost than the round has so far (R * T > E * (v(N+1) - v(N))): where
        the draft is sure the tree stays a chain, where it hesitates it branches (EAGLE-2's idea,
        Li et al. 2024, with a cost model instead of a fixed size)
     3. each chosen node draws its children: greedy, its most likely tokens; sampling, draws from q
        without replacement (what the acceptance rule needs, `specdec.engine.tree_verification`)
     4. another level is read (one draft pass over the new nodes, each attending to the text and its
        ancestors through a tree mask) while its predicted gain, sum of R(n) a(n) over the new nodes
-       (easy stretches stay easy), beats its cost: gain * T > E * (c + s * nodes), and `depth` allows
+       (easy stretches stay easy), beats its cost: gain * T > E * (c + v(N + n) - v(N)), and `depth` allows
 
 With width 1 this is exactly the chain's stop rule. The calibration learns from every tested node
 of every round (confidence -> accepted or not). How many children a node gets is decided from what
@@ -132,7 +132,8 @@ class TreeDrafter:
         c = generation.costs.c if self.c is None else self.c
         s = generation.costs.verify_slope if self.verify_slope is None else self.verify_slope
         self.vocab_size = generation.vocab_size
-        self.texts = {row: TreeText(ConfidenceStop(c=c, verify_slope=s, max_gamma=self.depth)) for row in generation.prompts}
+        self.texts = {row: TreeText(ConfidenceStop(c=c, verify_slope=s, max_gamma=self.depth, verify=generation.costs.verify))
+                      for row in generation.prompts}
 
     def draft(self, requests: dict[int, DraftRequest]) -> dict[int, DraftTree]:
         return {row: self.grow(row, request.sequence, request.limit, request.sampling, request.generator)
@@ -161,7 +162,7 @@ class TreeDrafter:
             return DraftTree.empty()
         logits = self.reader.read_text(row, sequence)                           # [1, V]: q after the root
         rule = state.rule
-        c, s = rule.c, rule.verify_slope
+        c = rule.c
 
         tokens: list[int] = []
         parents: list[int] = []
@@ -173,8 +174,8 @@ class TreeDrafter:
             q = self._distributions(logits, sampling)                          # [F, V]
             if not sampling.greedy:
                 q_rows |= {node: q[i] for i, node in enumerate(frontier)}
-            cost = passes * c + 1.0 + s * len(tokens)                          # T so far
-            counts = self._children_counts(rule, q, frontier_reach, expected=1.0 + sum(reach), cost=cost,
+            cost = passes * c + rule.v(len(tokens))                            # T so far
+            counts = self._children_counts(rule, q, frontier_reach, expected=1.0 + sum(reach), cost=cost, nodes=len(tokens),
                                            room=self.budget - len(tokens), first_level=level == 0)
             new = []
             for i, count in enumerate(counts):
@@ -189,7 +190,8 @@ class TreeDrafter:
                 break
             best = sorted(new, key=lambda node: -reach[node])[:self.width]
             gain = sum(reach[node] * rule.acceptance(state.confidences[node]) for node in best)
-            if gain * (passes * c + 1.0 + s * len(tokens)) <= (1.0 + sum(reach)) * (c + s * len(best)):
+            n = len(tokens)
+            if gain * (passes * c + rule.v(n)) <= (1.0 + sum(reach)) * (c + rule.v(n + len(best)) - rule.v(n)):
                 break                                                          # another level would lower the rate
             logits = self.reader.read_level(row, new, tokens, parents)         # [len(new), V]
             passes += 1
@@ -212,7 +214,7 @@ class TreeDrafter:
         return probabilities(logits, sampling)
 
     def _children_counts(self, rule: ConfidenceStop, q: torch.Tensor, frontier_reach: list[float], expected: float, cost: float,
-                         room: int, first_level: bool) -> list[int]:
+                         nodes: int, room: int, first_level: bool) -> list[int]:
         """How many children each frontier node gets: the best slots while each beats the round's rate (module docstring)."""
         width = min(self.width, room, q.shape[-1])
         top = q.topk(width, dim=-1).values.tolist()                            # [F, width], rows decreasing
@@ -220,10 +222,11 @@ class TreeDrafter:
                         for value in row if value > 0), reverse=True)[:width]
         counts = [0] * len(frontier_reach)
         for rank, (value, f) in enumerate(slots):
-            if not (first_level and rank == 0) and value * cost <= expected * rule.verify_slope:
+            extra = rule.v(nodes + 1) - rule.v(nodes)                          # what one more verified node costs
+            if not (first_level and rank == 0) and value * cost <= expected * extra:
                 break
             counts[f] += 1                    # only the count matters: `_draw` picks (or draws) the children
-            expected, cost = expected + value, cost + rule.verify_slope
+            expected, cost, nodes = expected + value, cost + extra, nodes + 1
         return counts
 
     def _draw(self, q: torch.Tensor, count: int, sampling: SamplingConfig, generator: torch.Generator | None) -> list[int]:

@@ -79,10 +79,26 @@ class Capabilities:
 
 @dataclass(frozen=True)
 class DraftCosts:
-    """The costs the default policy prices rounds with, in target steps: c per draft step, s per verified token."""
+    """The costs the default policy prices rounds with, in target steps: c per draft step, and what a verification pass over
+    k drafted tokens costs, v(k): measured (`verify`, v(0) = 1 first) where the pair was timed, else 1 + s k.
+
+    >>> DraftCosts(0.4, 0.05).v(4), DraftCosts(0.4, 0.05, (1.0, 1.72, 1.95)).v(2)
+    (1.2, 1.95)
+    """
 
     c: float
     verify_slope: float
+    verify: tuple[float, ...] = ()               # measured v(0), v(1), ... (non-decreasing), or () for the slope's line
+
+    def v(self, k: int) -> float:
+        """The cost of a verification pass over k drafted tokens (k + 1 rows), in target steps; past the table, its last slope."""
+        if not self.verify:
+            return 1.0 + self.verify_slope * k
+        last = len(self.verify) - 1
+        if k <= last:
+            return self.verify[k]
+        slope = self.verify[last] - self.verify[last - 1] if last else self.verify_slope
+        return self.verify[last] + slope * (k - last)
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,9 @@ draft, greedy) this prior drafted longer runs on code and fewer wasted ones on c
 the confidence as it is (6.6 s vs 7.7 s and 13.0 s vs 14.8 s for 128 tokens).
 
 The costs are ratios to one target step, fixed for the generation (so the same seed gives the same
-tokens): c, and the verification slope s, with v(k) = 1 + s k. `speculative_generate` estimates c
+tokens): c, and v(k), measured for the pair where it was timed (`verify`, kept per model, runtime,
+CPU and threads: `specdec.runtime.costs`), else the line v(k) = 1 + s k; one more token then costs
+c + v(k + 1) - v(k). `speculative_generate` estimates c
 from the models' weight bytes (`specdec.runtime.costs.weight_cost_ratio`: decoding on a CPU or a GPU is
 bound by reading weights) and takes s = 0.5 for float32 on the CPU (a 5-token pass measured at
 about 3 one-token steps on this project's CPU) and 0.05 elsewhere (bfloat16: 0.84-1.19 steps);
@@ -55,6 +57,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from specdec.engine.contract import DraftCosts
+
 
 class ConfidenceStop:
     """Draft while one more token raises the round's expected tokens per unit of time (see the module docstring).
@@ -72,10 +76,11 @@ class ConfidenceStop:
     fallback_gamma = 4   # for drafters that report no confidence
 
     def __init__(self, c: float = 0.3, verify_slope: float = 0.05, max_gamma: int = 16, bins: int = 10,
-                 prior_weight: float = 4.0, decay: float = 0.98) -> None:
+                 prior_weight: float = 4.0, decay: float = 0.98, verify: tuple[float, ...] = ()) -> None:
         if c < 0 or verify_slope < 0 or max_gamma < 1:
             raise ValueError(f"need c >= 0, verify_slope >= 0 and max_gamma >= 1, got {c}, {verify_slope}, {max_gamma}")
         self.c, self.verify_slope, self.max_gamma = c, verify_slope, max_gamma
+        self.verify = tuple(verify)      # measured v(0), v(1), ... (`DraftCosts.verify`); () for 1 + s k
         self.prior_weight, self.decay = prior_weight, decay
         self.hits = np.zeros(bins)       # accepted tested tokens per confidence bin (decayed counts)
         self.tests = np.zeros(bins)      # tested tokens per confidence bin
@@ -123,9 +128,13 @@ class ConfidenceStop:
         chances = [self.acceptance(confidence) for confidence in confidences]
         all_accepted = np.cumprod(chances)                          # P_1 .. P_k
         expected_tokens = 1.0 + float(all_accepted.sum())           # E_k
-        round_cost = k * self.c + 1.0 + self.verify_slope * k       # T_k = k c + v(k), in target steps
+        round_cost = k * self.c + self.v(k)                         # T_k = k c + v(k), in target steps
         gain = float(all_accepted[-1]) * chances[-1]                # P_k * a_{k+1}, a_{k+1} predicted by a_k
-        return gain * round_cost > expected_tokens * (self.c + self.verify_slope)
+        return gain * round_cost > expected_tokens * (self.c + self.v(k + 1) - self.v(k))
+
+    def v(self, k: int) -> float:
+        """A verification pass over k drafted tokens, in target steps: measured where given, else 1 + s k."""
+        return DraftCosts(self.c, self.verify_slope, self.verify).v(k)
 
     def describe(self) -> str:
         return "chain, stop rule"

@@ -169,4 +169,4 @@ def schedule_for(gamma: int | GammaSchedule | None, drafter: Drafter, costs: Dra
         return FixedGamma(gamma) if isinstance(gamma, int) else gamma
     if not drafter.capabilities.reports_confidence:
         return FixedGamma(ConfidenceStop.fallback_gamma)
-    return ConfidenceStop(c=costs.c, verify_slope=costs.verify_slope)
+    return ConfidenceStop(c=costs.c, verify_slope=costs.verify_slope, verify=costs.verify)
