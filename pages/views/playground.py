@@ -22,7 +22,7 @@ from pages.common.heads import training_section
 from pages.common.models import draw_loading, is_chat_model, resolved_precision, stopped_while_loading
 from pages.common.playground import RESULT, RUN, UPDATES_PER_SECOND, PlaygroundRun, draw_run, playground_work
 from pages.common.replay import replay_step
-from pages.common.settings import Settings
+from pages.common.settings import Settings, asked_for
 from pages.common.sidebar import current_settings
 from pages.common.state import keep, remember
 from pages.common.tokens_html import legend_html, plain_text_html, tokens_html
@@ -65,7 +65,7 @@ def _prompt_controls(settings: Settings) -> tuple[str, bool, bool, bool]:
 
 def _metrics(run: PlaygroundRun) -> None:
     stats = run.speculative.stats
-    comparison = RunComparison(stats, run.plain.stats if run.plain else None, run.settings.schedule)
+    comparison = RunComparison(stats, run.plain.stats if run.plain else None, run.settings.spec.drafting.gamma)
     columns = st.columns(5)
     alpha, kept = stats.alpha_estimate, stats.acceptance_rate
     columns[0].metric("α: accepted / tested", "n/a" if math.isnan(alpha) else f"{alpha:.0%}",
@@ -147,7 +147,7 @@ def _keep_run(job: jobs.Job) -> None:
 def show_run(run: PlaygroundRun, settings: Settings) -> None:
     """Everything about the last run: coloured text, the target's own text, metrics, checks and rounds."""
     s, d = run.settings, run.settings.decoding
-    drafting = run.speculative.drafting if run.speculative is not None else s.drafting      # what the engine drafted
+    drafting = run.speculative.drafting if run.speculative is not None else f"asked for {asked_for(s)}"   # what the engine drafted
     st.caption(f"{s.draft} → {s.target} on {run.device} ({run.precision}) · {drafting} · temperature {d.temperature} · "
                f"top-k {d.top_k} · top-p {d.top_p} · seed {d.seed} · {run.prompt_tokens} prompt tokens"
                + (" · the sidebar has changed since this run" if s != settings else ""))
