@@ -294,6 +294,7 @@ def test_the_playground_runs_a_batch_and_shows_each_rows_rounds():
     assert metrics["Gain over plain decoding of the same batch"].endswith("×")
     assert float(metrics["Speculative throughput"].split()[0]) > 0
     assert sum("identical to the target alone's" in success.value for success in app.success) == 3
+    assert "Drafted: chain, stop rule, the default here" in [caption.value for caption in app.caption]   # the runs' own words
     rounds = [frame.value for frame in app.dataframe][-3:]                                # one round table per row
     assert [table["tokens out"].sum() for table in rounds] == [12, 12, 12]
 

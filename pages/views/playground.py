@@ -276,8 +276,8 @@ def batch_section(settings: Settings, chat: bool, ready: bool) -> None:
     st.divider()
     st.subheader("A batch: several prompts at once")
     st.caption("Each row keeps its own accepted length: its own cache, positions and end. One target pass verifies every "
-               "row's drafts; the draft model drafts every row in one pass per step (a method without a draft model drafts "
-               "each row on its own). Trees are drafted one text at a time, so a batch drafts chains. The gain shrinks as the "
+               "row's drafts; a draft model's chains are drafted for every row in one pass per step (other drafters may draft "
+               "row by row). The batch drafts as the sidebar asks, and says below what it drafted. The gain shrinks as the "
                "batch grows: chapter 4, “Batches”.")
     default = "\n".join(_example_text(i).splitlines()[0][:120] for i in range(3))
     text = st.text_area(f"Prompts, one per line (at most {MAX_ROWS})", height=100, **remember("batch_prompts", default))
@@ -314,6 +314,7 @@ def show_batch(run: BatchRun, settings: Settings) -> None:
                       help="all rows' new tokens / the batch's wall time")
     columns[1].metric("Plain throughput", f"{run.plain_throughput:.1f} tok/s", help="the target alone on the same batch")
     columns[2].metric("Gain over plain decoding of the same batch", f"{run.gain:.2f}×")
+    st.caption(f"Drafted: {', '.join(dict.fromkeys(result.drafting for result in run.speculative))}")     # the runs' own words
     if run.settings != settings:
         st.caption("The sidebar has changed since this batch ran.")
     for tab, prompt, trace_, same, plain_text in zip(st.tabs([f"Row {i + 1}" for i in range(len(run.prompts))]), run.prompts,
