@@ -268,14 +268,14 @@ PARSERS: dict[str, Parser] = {
 
 def asked_for(settings: Settings) -> str:
     """What the settings ask a run to draft with, in the registry's names, before it runs (the run then says what it drafted,
-    `result.drafting`): 'tree, budget 8', 'draft-model, gamma 6', 'prompt-lookup', 'auto (the policy's choice)'.
+    `result.drafting`): 'tree, budget 8', 'draft-model, gamma 6', 'prompt-lookup', 'auto, the policy's choice'.
 
     >>> asked_for(Settings(method="tree", options=(("budget", "8"), ("depth", "12"))))
     'tree, budget 8'
     """
     spec, method = settings.spec, settings.chosen_method
     if method is None:
-        return "auto (the policy's choice)" + ("" if spec.drafting.gamma is None else f", gamma {spec.drafting.gamma}")
+        return "auto, the policy's choice" + ("" if spec.drafting.gamma is None else f", gamma {spec.drafting.gamma}")
     defaults = {name: str(value) for name, value in asdict(method.options()).items()}
     words = [method.name] + [f"{name.replace('_', ' ')} {text}" for name, text in settings.options if defaults.get(name) != text]
     return ", ".join(words + ([] if spec.drafting.gamma is None else [f"gamma {spec.drafting.gamma}"]))
