@@ -6,6 +6,9 @@ Compare runs are in test_app_runs.py. The environment is `app_testing.dashboard_
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import pytest
 from app_testing import (
     PAGES,
@@ -23,8 +26,6 @@ from app_testing import (
 )
 from dashboard_fixtures import TINY_LOOKUP_PAIR, TINY_PAIR
 from streamlit.testing.v1 import AppTest
-
-from specdec.drafting.tree_drafter import TreeSettings
 
 # --- every page -------------------------------------------------------------------------------
 
@@ -102,18 +103,164 @@ def test_a_link_with_values_this_machine_cannot_use_falls_back_and_says_so():
 def test_settings_round_trip_through_a_query_string():
     from pages.common.settings import CUSTOM, Settings
     from specdec import Decoding
+    from specdec.run_spec import Drafting
 
     decoding = Decoding(max_new_tokens=20, temperature=0.3, top_k=5, top_p=0.9, seed=9)
     settings = Settings(pair=CUSTOM, custom_draft="prompt-lookup", custom_target="./my-model", stop_rule=False, gamma=6,
                         decoding=decoding)
     assert Settings.from_query(settings.to_query(), ["cpu"]) == (settings, [])
-    tree = Settings(tree=True, tree_budget=9)
+    tree = Settings(method="tree", options=(("budget", "9"),))
     assert Settings.from_query(tree.to_query(), ["cpu"]) == (tree, [])
-    assert (tree.tree_settings, tree.schedule, tree.drafting) == (TreeSettings(budget=9), None, "tree (budget 9)")   # a frozen config
+    assert tree.spec.drafting == Drafting("tree", None, (("budget", "9"),))           # a frozen config: the one run spec
     assert Settings.from_query({"tree_budget": "0"}, ["cpu"]) == (Settings(), ["tree_budget=0"])
     assert "custom_draft" not in Settings(gamma=2).to_query()
     assert Settings.from_query({"top_p": "0", "seed": "x", "gamma": "99", "dtype": "int3", "stop_rule": "maybe"}, ["cpu"]) == (
         Settings(), ["dtype=int3", "stop_rule=maybe", "gamma=99", "top_p=0", "seed=x"])
+
+
+def test_the_method_its_options_and_the_runtime_round_trip_and_older_links_keep_working():
+    from pages.common.settings import AUTO, Settings
+    from specdec.run_spec import Drafting, ModelChoices
+
+    tree = Settings(pair=TINY_PAIR, runtime="torch", method="tree", options=(("budget", "8"), ("width", "2")), stop_rule=False,
+                    gamma=64)
+    query = tree.to_query()
+    assert {key: query[key] for key in ("method", "opt.budget", "opt.width", "runtime", "gamma")} == {
+        "method": "tree", "opt.budget": "8", "opt.width": "2", "runtime": "torch", "gamma": "64"}
+    assert Settings.from_query(query, ["cpu"]) == (tree, [])
+    assert tree.spec.drafting == Drafting("tree", None, (("budget", "8"), ("width", "2")))     # a tree sizes its rounds: no gamma
+    assert tree.spec.models == ModelChoices(runtime="torch") and tree.spec.check()
+    chain = Settings.from_query({"pair": TINY_PAIR, "method": "draft-model", "stop_rule": "False", "gamma": "64"}, ["cpu"])[0]
+    assert chain.spec.drafting == Drafting("draft-model", 64) and chain.spec.check()             # gamma 64: the engine's range
+    assert Settings(pair=TINY_PAIR, stop_rule=False, gamma=5).spec.drafting == Drafting(None, 5)  # auto: the policy, with a gamma
+
+    older = {"pair": TINY_PAIR, "tree": "True", "tree_budget": "9"}                               # a link from before the picker
+    assert Settings.from_query(older, ["cpu"]) == (Settings(pair=TINY_PAIR, method="tree", options=(("budget", "9"),)), [])
+    assert Settings.from_query(older | {"tree": "False"}, ["cpu"]) == (Settings(pair=TINY_PAIR), [])
+    assert "tree" not in tree.to_query() and "tree_budget" not in tree.to_query()                # read, never written
+
+    lookup, problems = Settings.from_query({"pair": TINY_LOOKUP_PAIR, "method": "prompt-lookup", "opt.max_ngram": "2"}, ["cpu"])
+    assert problems == [] and lookup.method == AUTO                                               # the draft is the method
+    assert lookup.spec.drafting == Drafting(None, None, (("max_ngram", "2"),)) and lookup.spec.check()
+
+    unfit, problems = Settings.from_query({"pair": TINY_LOOKUP_PAIR, "method": "tree", "opt.budget": "8", "runtime": "onnx"}, ["cpu"])
+    assert unfit == Settings(pair=TINY_LOOKUP_PAIR) and problems == ["runtime=onnx", "method=tree", "opt.budget=8"]
+    bad, problems = Settings.from_query({"pair": TINY_PAIR, "method": "tree", "opt.budget": "0", "opt.colour": "red",
+                                         "opt.width": "2"}, ["cpu"])
+    assert bad == Settings(pair=TINY_PAIR, method="tree", options=(("width", "2"),)) and problems == ["opt.budget=0", "opt.colour=red"]
+    assert Settings.from_query({"method": "telepathy"}, ["cpu"]) == (Settings(), ["method=telepathy"])
+    assert Settings.from_query({"pair": TINY_LOOKUP_PAIR, "tree": "True"}, ["cpu"]) == (Settings(pair=TINY_LOOKUP_PAIR), ["tree=True"])
+
+
+def test_a_link_with_a_method_and_gamma_64_reproduces_the_sidebar_and_the_run_drafts_so():
+    app = open_app("pages/views/playground.py", pair=TINY_PAIR, method="draft-model", stop_rule="False", gamma="64",
+                   temperature="0", max_new_tokens="12", dtype="float32")
+    no_errors(app)
+    gamma = sidebar_widget(app, "slider", "gamma")
+    assert (gamma.value, gamma.disabled, gamma.max) == (64, False, 64)
+    assert sidebar_widget(app, "selectbox", "Drafting method").value == "draft-model"
+    run_playground(app)
+    no_errors(app)
+    assert app.session_state["playground_run"].speculative.drafting == "chain, gamma 64"        # the run's own words
+    assert any("chain, gamma 64" in caption.value for caption in app.caption)
+    assert any("identical" in success.value for success in app.success)
+
+    app = open_app("pages/views/playground.py", pair=TINY_PAIR, tree="True", tree_budget="5")      # an older link's tree
+    assert sidebar_widget(app, "selectbox", "Drafting method").value == "tree"
+    assert sidebar_widget(app, "number_input", "budget").value == 5
+    assert sidebar_widget(app, "slider", "gamma").disabled and sidebar_widget(app, "toggle", "Stop rule").disabled
+    assert (app.query_params["method"], app.query_params["opt.budget"]) == ("tree", "5")
+    assert "tree" not in app.query_params and "tree_budget" not in app.query_params               # the link is written anew
+
+
+def test_the_method_picker_offers_a_newly_registered_method_and_draws_its_options():
+    from dataclasses import dataclass, field
+
+    from specdec.drafting.draft_model import ModelDrafter
+    from specdec.registry import DRAFT_MODEL, Method, register, unregister
+
+    @dataclass(frozen=True)
+    class CarefulOptions:
+        """A test method's options: one of each kind the sidebar draws."""
+
+        vocab_rows: int = field(default=0, metadata={"help": "rows of the output layer (0: all)"})
+        shy: bool = field(default=False, metadata={"help": "a flag that changes nothing"})
+        boldness: float = field(default=0.5, metadata={"help": "a number that changes nothing"})
+
+    register(Method("careful-chain", "a test's chain, drafted by the pair's draft model", ModelDrafter,
+                    lambda resources, options: ModelDrafter(resources[DRAFT_MODEL], "careful", options.vocab_rows or None),
+                    needs=(DRAFT_MODEL,), options=CarefulOptions, family=False))
+    try:
+        app = open_app("pages/views/playground.py", pair=TINY_PAIR, temperature="0", max_new_tokens="12", dtype="float32")
+        picker = sidebar_widget(app, "selectbox", "Drafting method")
+        assert "careful-chain" in picker.options and "tree" in picker.options
+        picker.set_value("careful-chain").run()
+        assert any(caption.value == "a test's chain, drafted by the pair's draft model" for caption in app.sidebar.caption)
+        rows = sidebar_widget(app, "number_input", "vocab rows")
+        assert (rows.value, rows.help) == (0, "rows of the output layer (0: all)")
+        assert sidebar_widget(app, "checkbox", "shy").value is False
+        assert sidebar_widget(app, "number_input", "boldness").value == 0.5
+        rows.set_value(20).run()
+        assert {key: app.query_params[key] for key in ("method", "opt.vocab_rows", "opt.shy", "opt.boldness")} == {
+            "method": "careful-chain", "opt.vocab_rows": "20", "opt.shy": "False", "opt.boldness": "0.5"}
+        assert not sidebar_widget(app, "toggle", "Stop rule").disabled                            # a chain: the stop rule applies
+        run_playground(app)
+        no_errors(app)
+        assert app.session_state["playground_run"].speculative.drafting == "chain, stop rule"
+        assert any("identical" in success.value for success in app.success)
+    finally:
+        unregister("careful-chain")
+
+
+def test_a_runtime_that_cannot_load_the_pair_is_one_error_and_the_page_goes_on(monkeypatch):
+    from specdec import pairing
+    from specdec.errors import SpecdecError
+
+    real_load = pairing.load_pair
+
+    def no_llama_cpp_here(*args, runtime="auto", **kwargs):
+        if runtime == "llama.cpp":
+            raise SpecdecError("the llama.cpp runtime is not installed here: pip install llama-cpp-python, or pick torch")
+        return real_load(*args, runtime=runtime, **kwargs)
+
+    monkeypatch.setattr(pairing, "load_pair", no_llama_cpp_here)
+    app = open_app("pages/views/playground.py", pair=TINY_PAIR, runtime="llama.cpp", temperature="0", max_new_tokens="8")
+    assert sidebar_widget(app, "selectbox", "Runtime").value == "llama.cpp"
+    run_playground(app)
+    assert not app.exception
+    assert [error.value for error in app.error] == [
+        "the llama.cpp runtime is not installed here: pip install llama-cpp-python, or pick torch"]
+    sidebar_widget(app, "selectbox", "Runtime").set_value("torch").run()
+    run_playground(app)
+    no_errors(app)                                                        # the page works on with the other runtime
+    assert app.session_state["playground_run"].phase == "done" and app.query_params["runtime"] == "torch"
+
+
+def kind_tests(source: str) -> list[str]:
+    """A page's choices by kind: `isinstance` on anything but an error class, and imports of drafters, readers or predicates of
+    kind (`is_head`, `is_target_only`), as 'line: what'."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("isinstance", "type"):
+            classes = ast.unparse(node.args[1]) if len(node.args) > 1 else ""
+            if not classes.endswith("Error"):
+                found.append(f"{node.lineno}: {node.func.id}({classes})")
+        if isinstance(node, ast.ImportFrom) and node.module and (
+                node.module.startswith(("specdec.drafting", "specdec.heads.reader", "specdec.generation.policy"))
+                or any(alias.name in ("is_head", "is_target_only") for alias in node.names)):
+            found.append(f"{node.lineno}: from {node.module} import {', '.join(alias.name for alias in node.names)}")
+    return found
+
+
+def test_no_page_chooses_by_kind():
+    """What a draft name stands for and what a method needs are the registry's (`needs_of`, `METHODS`): no page asks a drafter's
+    or a model's type, or imports a drafter to ask."""
+    pages = Path(__file__).resolve().parents[1] / "pages"
+    found = {str(path.relative_to(pages)): kind_tests(path.read_text()) for path in sorted(pages.rglob("*.py"))}
+    assert {path: calls for path, calls in found.items() if calls} == {}
+    assert kind_tests("from specdec.heads.files import is_head\nif isinstance(drafter, TreeDrafter):\n    pass\n") == [
+        "1: from specdec.heads.files import is_head", "2: isinstance(TreeDrafter)"]              # the check can fail
+    assert kind_tests("if isinstance(job.error, SpecdecError):\n    pass\n") == []                  # an error's kind is not a method's
 
 
 # --- bad input --------------------------------------------------------------------------------

@@ -97,8 +97,10 @@ def test_the_sidebar_offers_a_head_only_when_one_is_trained_and_says_how_to_trai
     pair_picker(app).set_value(HEAD_PAIR).run()
     no_errors(app)
     assert app.query_params["pair"] == HEAD_PAIR
-    assert sidebar_widget(app, "toggle", "Token tree").disabled      # the head sizes its own rounds (its tree)
-    assert "the EAGLE-3 head trained for tiny-target on this machine" in captions(app)
+    method = sidebar_widget(app, "selectbox", "Drafting method")
+    assert method.disabled and method.value == "eagle"                # the pair's draft is the method
+    assert sidebar_widget(app, "slider", "gamma").disabled            # the head sizes its own rounds (its tree)
+    assert "EAGLE-3 head trained on this machine" in captions(app) and "for tiny-target" in captions(app)   # the registry's words
 
 
 def test_a_link_to_a_head_that_is_not_there_falls_back_with_a_warning():

@@ -158,16 +158,16 @@ def test_stop_during_a_load_says_so_once_and_the_next_generate_loads(monkeypatch
     import pages.common.models as models
     from specdec.store import Progress
 
-    real_load, gate, started = models.pairing.load_pair, threading.Event(), threading.Event()
+    real_load, gate, started = models.pairing.load_spec, threading.Event(), threading.Event()
 
-    def load_held_after_its_first_step(*args, steps=None, **kwargs):
+    def load_held_after_its_first_step(spec, progress=None, steps=None):
         steps(Progress("tiny-target", "dequantizing GGUF tensors", 1, 10, 0.1))
         started.set()
         gate.wait(60)
         steps(Progress("tiny-target", "dequantizing GGUF tensors", 2, 10, 0.2))      # where the Stop lands
-        return real_load(*args, steps=steps, **kwargs)
+        return real_load(spec, progress, steps)
 
-    monkeypatch.setattr(models.pairing, "load_pair", load_held_after_its_first_step)
+    monkeypatch.setattr(models.pairing, "load_spec", load_held_after_its_first_step)
     models._forget_loaded_pair()
     app = open_app("pages/views/playground.py", pair=TINY_PAIR, temperature="1.0", max_new_tokens="16")
     button(app, "Generate").click().run()
@@ -183,7 +183,7 @@ def test_stop_during_a_load_says_so_once_and_the_next_generate_loads(monkeypatch
     assert "playground_run" not in app.session_state and not models._loaded_pairs()             # nothing ran, nothing kept
     app.run()
     assert not app.warning                                                                        # said once
-    monkeypatch.setattr(models.pairing, "load_pair", real_load)
+    monkeypatch.setattr(models.pairing, "load_spec", real_load)
     run_playground(app)
     no_errors(app)
     assert not app.warning and app.session_state["playground_run"].phase == "done"               # the next Generate loads and runs
@@ -269,7 +269,7 @@ def test_the_playground_drafts_with_the_stop_rule_by_default():
 
 def test_a_tree_run_draws_its_tree_and_stays_exact():
     app = open_app("pages/views/playground.py", pair=TINY_PAIR, tree="True", tree_budget="8", temperature="0", max_new_tokens="20")
-    assert sidebar_widget(app, "toggle", "Token tree").value is True
+    assert sidebar_widget(app, "selectbox", "Drafting method").value == "tree"        # an older link's tree=True
     run_playground(app)
     no_errors(app)
     assert any("tree (budget 8)" in caption.value for caption in app.caption)
@@ -294,6 +294,7 @@ def test_the_playground_runs_a_batch_and_shows_each_rows_rounds():
     assert metrics["Gain over plain decoding of the same batch"].endswith("×")
     assert float(metrics["Speculative throughput"].split()[0]) > 0
     assert sum("identical to the target alone's" in success.value for success in app.success) == 3
+    assert "Drafted: chain, stop rule, the default here" in [caption.value for caption in app.caption]   # the runs' own words
     rounds = [frame.value for frame in app.dataframe][-3:]                                # one round table per row
     assert [table["tokens out"].sum() for table in rounds] == [12, 12, 12]
 

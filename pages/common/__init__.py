@@ -1,6 +1,6 @@
 """Code the dashboard's pages share. A package inside `pages/`, so Streamlit does not list it as a page.
 
-- `settings`: the sidebar's settings as a dataclass, and their round trip through the URL
+- `settings`: the sidebar's settings as a dataclass, the one `RunSpec` they build, and their round trip through the URL
 - `state`: widget values that survive a page switch
 - `navigation`: the pages, declared once (app.py's menu, Home's links)
 - `sidebar`: the sidebar app.py draws once for every page, and the settings it shows

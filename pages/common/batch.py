@@ -76,7 +76,8 @@ def batch_work(load: Callable[[Job], LoadedPair], prompts: list[str], chat: bool
             decode = lambda ids: pair.tokenizer.decode(ids, skip_special_tokens=False)   # noqa: E731
             rows = [pairing.encode_prompt(pair.tokenizer, prompt, chat=chat).reshape(-1) for prompt in prompts]
             job.report(phase="speculative", status=f"Speculative decoding of {len(rows)} prompts at once …")
-            speculative = pairing.generate_speculative_batch(pair, rows, settings.decoding, gamma=settings.schedule,
+            spec = settings.spec
+            speculative = pairing.generate_speculative_batch(pair, rows, spec.decoding, spec.drafting,
                                                              on_round=lambda row, round_: job.report())
             job.report(phase="plain", status=f"Plain decoding of the same {len(rows)} prompts at once …",
                        done=f"Speculative decoding: {sum(r.stats.new_tokens for r in speculative)} tokens in "

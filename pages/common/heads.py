@@ -1,10 +1,10 @@
 """Trained EAGLE-3 heads in the dashboard: a head beside the draft models, and training one for the chosen target.
 
-    pair_choices()                  # the sidebar's pair picker: each target's trained head after its draft models
+    head_pair_label(name)           # the sidebar's pair picker: 'EAGLE-3 head (trained) → target · cached'
     head_caption(settings)          # the sidebar, under the picker: how to get a head when the target has none
     training_section(settings)      # the Playground: minutes, Train, a bar with the time left, Stop (the checkpoint stays)
 
-A head is the draft `eagle` of `specdec.pairing.load_pair`: the one `specdec heads train` (or this page) saved
+A head is the draft `eagle` of `specdec.registry` (its resource HEAD): the one `specdec heads train` (or this page) saved
 for the target in the cache (`specdec.heads.files.trained_head`). Training is `specdec.head_training.train_for_target`,
 run as a job (`pages.common.jobs`) so the page stays usable: it waits its turn like any heavy work
 (`pages.common.turns`), reports every step (a `specdec.store.Progress`: loss, agreement, time left), and its Stop asks the
@@ -21,13 +21,14 @@ import streamlit as st
 
 from pages.common import jobs
 from pages.common.models import forget_head_pairs
-from pages.common.settings import CUSTOM, HEAD, Settings, head_pairs
+from pages.common.settings import CUSTOM, Settings, drafts_with
 from pages.common.state import keep, remember
 from pages.common.turns import Turns, shared_turns, waiting_note
 from specdec.head_training import HeadRun, train_for_target
-from specdec.heads.files import is_head, trained_head
+from specdec.heads.files import trained_head
+from specdec.registry import HEAD, RESOURCES, pairs
 from specdec.zoo import status
-from specdec.zoo.catalog import PAIRS, PairEntry
+from specdec.zoo.catalog import PairEntry
 
 TRAINING = "job:head_training"
 TRAINED = "heads_trained"          # the last training run, as `Trained`
@@ -36,41 +37,35 @@ LABEL = "EAGLE-3 head (trained)"
 MINUTES_RANGE = (0.0, 24 * 60.0)
 
 
-def pair_choices() -> list[str]:
-    """The pair picker's entries: the curated pairs, each target's trained head right after its last pair, then CUSTOM."""
-    heads, last = head_pairs(), {pair.target: name for name, pair in PAIRS.items()}
-    choices = []
-    for name, pair in PAIRS.items():
-        choices.append(name)
-        if last[pair.target] == name and f"{HEAD}->{pair.target}" in heads:
-            choices.append(f"{HEAD}->{pair.target}")
-    return [*choices, CUSTOM]
+def head_draft() -> str:
+    """The draft name that means "the head trained for this target" ('eagle'), as the registry's resource says."""
+    return RESOURCES[HEAD].draft_name
 
 
 @st.cache_data(ttl=60, show_spinner=False)
 def _target_availability(target: str) -> str:
     """'cached', 'needs download (N MB)' ... for the target alone (a head's pair loads no other model)."""
-    return status.pair_availability(PairEntry(HEAD, target, ""))
+    return status.pair_availability(PairEntry(head_draft(), target, ""))
 
 
 def head_pair_label(name: str) -> str:
     """'EAGLE-3 head (trained) → target · cached', for the pair picker."""
-    target = name.removeprefix(f"{HEAD}->")
+    target = name.removeprefix(f"{head_draft()}->")
     return f"{LABEL} → {target} · {_target_availability(target)}"
 
 
 def head_caption(settings: Settings) -> None:
     """Under the pair picker: where the target's head is, or how to train one."""
     target = settings.target
-    if not target or (settings.draft and is_head(settings.draft)):
+    if not target or drafts_with(settings.draft, HEAD):
         return
     if trained_head(target) is None:
         st.caption(f"No EAGLE-3 head is trained for {target} yet: train one at the foot of the Playground, or run "
                    f"`specdec heads train --target {target} --minutes 30`.")
-    elif settings.pair != CUSTOM and f"{HEAD}->{target}" in head_pairs():
+    elif settings.pair != CUSTOM and f"{head_draft()}->{target}" in pairs():
         st.caption(f"An EAGLE-3 head is trained for {target}: pick “{LABEL} → {target}” above.")
     else:
-        st.caption(f"An EAGLE-3 head is trained for {target}: give `eagle` as the draft to run it.")
+        st.caption(f"An EAGLE-3 head is trained for {target}: give `{head_draft()}` as the draft to run it.")
 
 
 @dataclass(frozen=True)
@@ -137,13 +132,13 @@ def _show_trained(trained: Trained) -> None:
     st.success(f"{how} at step {trained.step}{went_on}: {trained.minutes:.1f} min, {trained.tokens:,} tokens, last loss "
                f"{trained.loss:.3f}, top-1 agreement {trained.accuracy:.0%}. The checkpoint is in {trained.folder}.",
                icon=":material/model_training:")
-    pair = f"{HEAD}->{trained.target}"
-    if pair in head_pairs():
+    pair = f"{head_draft()}->{trained.target}"
+    if pair in pairs():
         st.button(f"Use it: {LABEL} → {trained.target}", key="heads_use", on_click=keep, args=("pair", pair),
                   help="picks the head in the sidebar; then Generate")
     else:
-        st.caption(f"Run it with a custom pair: draft `eagle`, target `{trained.target}` (or `specdec run --target "
-                   f"{trained.target} --draft eagle`).")
+        st.caption(f"Run it with a custom pair: draft `{head_draft()}`, target `{trained.target}` (or `specdec run --target "
+                   f"{trained.target} --draft {head_draft()}`).")
 
 
 def training_section(settings: Settings) -> None:

@@ -23,23 +23,24 @@ import logging
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 
 import streamlit as st
 import torch
 
 from pages.common.jobs import Job
-from pages.common.settings import Settings
+from pages.common.settings import Settings, drafts_with, loads_a_draft_model
 from pages.common.turns import shared_turns, waiting_note
 from specdec import pairing
 from specdec.errors import SpecdecError
-from specdec.generation.methods import is_target_only
-from specdec.heads.files import is_head
 from specdec.kernels.devices import dtype_name
 from specdec.kernels.precision import resolve_pair_precision
 from specdec.pairing import LoadedPair
+from specdec.registry import HEAD, pairs
+from specdec.run_spec import ModelChoices, RunSpec
 from specdec.store import Progress
 from specdec.zoo import converted, status
-from specdec.zoo.catalog import MODELS, PAIRS, ModelEntry, resolve_model
+from specdec.zoo.catalog import MODELS, ModelEntry, resolve_model
 
 
 @contextmanager
@@ -56,13 +57,14 @@ def shows_errors() -> Iterator[None]:
 
 @st.cache_data(ttl=60, show_spinner=False)
 def pair_availability_labels() -> dict[str, str]:
-    """Each curated pair's state: 'cached', 'needs download (N MB)' or 'needs a model hub (~N MB)'."""
-    return {name: status.pair_availability(pair) for name, pair in PAIRS.items()}
+    """Each pair's state (`specdec.registry.pairs`): 'cached', 'needs download (N MB)' or 'needs a model hub (~N MB)'."""
+    return {name: status.pair_availability(pair) for name, pair in pairs().items()}
 
 
 def missing_models(settings: Settings) -> list[ModelEntry]:
     """The zoo models of the chosen pair that are not on this machine yet (custom paths and hub ids are not checked)."""
-    entries = [resolve_model(name) for name in dict.fromkeys((settings.draft, settings.target)) if not is_target_only(name)]
+    names = (settings.draft, settings.target) if loads_a_draft_model(settings.draft) else (settings.target,)
+    entries = [resolve_model(name) for name in dict.fromkeys(names)]
     return [entry for entry in entries if entry is not None and not status.model_status(entry).cached]
 
 
@@ -118,15 +120,10 @@ def _forget_loaded_pair() -> None:
     gc.collect()
 
 
-def _loads_a_draft_model(draft: str) -> bool:
-    """Whether a draft name is a model to load (not a target-only method, nor a trained head, which `load_pair` reads itself)."""
-    return not is_target_only(draft) and not (draft and is_head(draft))
-
-
 def resolved_precision(settings: Settings) -> tuple[str, str, str, str]:
     """('cpu', 'float32', 'int8', 'int4') and the like: 'auto' made concrete, so equal choices share one cache entry."""
     target, draft = resolve_pair_precision(settings.device, settings.dtype, settings.quantization, settings.draft_quantization,
-                                           _loads_a_draft_model(settings.draft))
+                                           loads_a_draft_model(settings.draft))
     return str(target.device), dtype_name(target.dtype), target.weights, "none" if draft is None else draft.weights
 
 
@@ -137,21 +134,17 @@ NOT_ENOUGH_MEMORY = ("Not enough memory for this pair with these settings: pick 
 def pair_loader(settings: Settings) -> Callable[[Job], LoadedPair]:
     """What a job calls to get the pair `settings` names: from memory, or loaded with every step reported to the job.
 
-    Built on the page (where the shared cache lives, and where a bad name is refused at once); run in the job.
+    Built on the page (where the shared cache lives, and where a bad choice is refused at once: `RunSpec.check`); run in the job.
     """
-    if not settings.target or not settings.draft:
-        raise SpecdecError("give both a draft and a target model for a custom pair (the draft may be prompt-lookup, recycling, "
-                           "lookahead, suffix or layer-skip)")
-    key, loaded = _key(settings), _loaded_pairs()
-    target, draft, device, dtype, quantization, draft_quantization = key
+    spec, key, loaded = settings.spec.check(), _key(settings), _loaded_pairs()
+    target, draft, device = key[:3]
 
     def load(job: Job) -> LoadedPair:
         if key in loaded:
             return loaded[key]
         job.report(phase="loading", pair=f"{draft} → {target}", status=f"Loading {draft} → {target} on {device} …", bar=None)
         try:
-            pair = pairing.load_pair(target, draft, device, dtype, progress=lambda message: job.report(status=message, bar=None),
-                                     quantization=quantization, draft_quantization=draft_quantization,
+            pair = pairing.load_spec(_resolved(spec, key), progress=lambda message: job.report(status=message, bar=None),
                                      steps=lambda step: job.report(bar=(step.fraction, step.describe())))
         except (MemoryError, torch.OutOfMemoryError):
             _forget_loaded_pair()
@@ -166,9 +159,14 @@ def pair_loader(settings: Settings) -> Callable[[Job], LoadedPair]:
     return load
 
 
+def _resolved(spec: RunSpec, key: tuple[str, ...]) -> RunSpec:
+    """`spec` with its models' 'auto' made concrete as in the loaded pair's name (so equal choices load and share one entry)."""
+    return replace(spec, models=ModelChoices(*key[2:]))
+
+
 def forget_head_pairs(target: str) -> None:
     """Free a loaded pair that drafts with a trained head for `target` (its head was trained on: the next run reads the new one)."""
-    if any(key[0] == target and is_head(key[1]) for key in _loaded_pairs()):
+    if any(key[0] == target and drafts_with(key[1], HEAD) for key in _loaded_pairs()):
         _forget_loaded_pair()
 
 
@@ -189,9 +187,10 @@ def draw_loading(job: Job) -> None:
 
 
 def _key(settings: Settings) -> tuple[str, ...]:
-    """(target, draft, device, dtype, quantization, draft quantization), 'auto' made concrete: the loaded pair's name."""
+    """(target, draft, device, dtype, quantization, draft quantization, runtime), 'auto' made concrete where the precision is
+    resolved (`specdec.kernels.precision`): the loaded pair's name. The runtime stays as chosen; the load resolves it."""
     device, dtype, quantization, draft_quantization = resolved_precision(settings)
-    return settings.target, settings.draft, device, dtype, quantization, draft_quantization
+    return settings.target, settings.draft, device, dtype, quantization, draft_quantization, settings.runtime
 
 
 def is_loaded(settings: Settings) -> bool:
@@ -202,7 +201,7 @@ def is_loaded(settings: Settings) -> bool:
 def ready_on_disk(settings: Settings) -> bool:
     """Whether every model of the pair has its converted copy for these precisions (a load takes seconds, not minutes)."""
     target, draft = resolve_pair_precision(settings.device, settings.dtype, settings.quantization, settings.draft_quantization,
-                                           _loads_a_draft_model(settings.draft))
+                                           loads_a_draft_model(settings.draft))
     wanted = [(settings.target, target.dtype, target.weights)]
     if draft is not None:
         wanted.append((settings.draft, draft.dtype, draft.weights))
@@ -236,16 +235,14 @@ def warm_up(settings: Settings) -> bool:
     if not ready or not _warming.acquire(blocking=False):
         return False
     key, loaded, turns = _key(settings), _loaded_pairs(), shared_turns()
-    target, draft, device, dtype, quantization, draft_quantization = key
 
     def load() -> None:
         try:
             with turns.turn(on_wait=lambda ahead, running: None, label="the default pair, loading in the background"):
                 if not loaded:
-                    loaded[key] = pairing.load_pair(target, draft, device, dtype, quantization=quantization,
-                                                    draft_quantization=draft_quantization)
+                    loaded[key] = pairing.load_spec(_resolved(settings.spec, key))
         except Exception as error:    # the click will load it again and show the error where it can be read
-            logging.getLogger(__name__).warning("warming up %s -> %s failed: %s", draft, target, error)
+            logging.getLogger(__name__).warning("warming up %s failed: %s", settings.pair_name, error)
         finally:
             _warming.release()
 

@@ -25,7 +25,7 @@ import torch
 
 from pages.common.jobs import Job
 from pages.common.models import draw_loading
-from pages.common.settings import Settings
+from pages.common.settings import Settings, asked_for
 from pages.common.tokens_html import plain_text_html, tokens_html
 from pages.common.trace import RoundRow, TokenSpan, TraceBuilder, trace, trace_json
 from pages.common.turns import Turns
@@ -101,8 +101,8 @@ def _speculative_phase(job: Job, pair: LoadedPair, input_ids: torch.Tensor, run:
             job.report(run=replace(run, spans=tuple(builder.spans), rounds=tuple(builder.rows)),
                        bar=bar(sum(span.in_output for span in builder.spans)))
 
-    result = pairing.generate_speculative(pair, input_ids, run.settings.decoding, gamma=run.settings.schedule,
-                                          on_round=on_round if stream else None, tree=run.settings.tree_settings)
+    spec = run.settings.spec
+    result = pairing.generate_speculative(pair, input_ids, spec.decoding, spec.drafting, on_round=on_round if stream else None)
     finished = builder if stream else trace(result, _decoder(pair))
     s, d = run.settings, run.settings.decoding
     about = {"draft": s.draft, "target": s.target, "device": run.device, "precision": run.precision, "drafting": result.drafting,
@@ -128,15 +128,6 @@ def _plain_phase(job: Job, pair: LoadedPair, input_ids: torch.Tensor, run: Playg
     return run
 
 
-def drafting_words(settings: Settings) -> str:
-    """How the run drafts, in words, for its status line."""
-    if settings.own_rounds:
-        return "as many tokens as its own rule says"
-    if settings.tree:
-        return f"a tree of up to {settings.tree_budget} tokens per round"
-    return "while another token is worth it" if settings.stop_rule else f"{settings.gamma} tokens per round"
-
-
 def playground_work(load: Callable[[Job], LoadedPair], prompt: str, chat: bool, settings: Settings, also_plain: bool, stream: bool,
                     turns: Turns) -> Callable[[Job], PlaygroundRun]:
     """The job of one run: its turn, the pair, both phases, each reported as it goes; returns the finished run."""
@@ -148,7 +139,7 @@ def playground_work(load: Callable[[Job], LoadedPair], prompt: str, chat: bool, 
             described = pair.precisions + (f", draft tokenizer: {pair.tokenizer_note}" if pair.cross_tokenizer else "")
             run = PlaygroundRun(settings, str(pair.device), described, int(input_ids.shape[-1]), phase="speculative")
             job.report(phase="speculative", run=run, bar=None, status=f"Speculative decoding: {settings.draft} drafts "
-                       f"{drafting_words(settings)}, {settings.target} verifies them in one pass …")
+                       f"({asked_for(settings)}), {settings.target} verifies each round in one pass …")
             run = replace(_speculative_phase(job, pair, input_ids, run, stream), phase="plain" if also_plain else "done")
             stats = run.speculative.stats
             done = f"Speculative decoding: {stats.new_tokens} tokens in {stats.wall_time_s:.2f} s"

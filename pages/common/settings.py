@@ -1,16 +1,29 @@
-"""The dashboard's shared settings: one frozen dataclass, and its round trip through a URL query string.
+"""The dashboard's shared settings: one frozen dataclass that builds one `RunSpec`, and its round trip through a URL.
 
-    settings, problems = Settings.from_query({"pair": "prompt-lookup->smollm2-135m", "gamma": "6"}, ["cpu"])
-    settings.gamma, settings.draft, settings.target      # 6, 'prompt-lookup', 'smollm2-135m'
-    settings.decoding.temperature                       # 0.0: the `specdec.engine.inputs.Decoding` every run gets
-    settings.to_query()["gamma"]                        # '6': a link with this query reproduces the settings
+    settings, problems = Settings.from_query({"pair": "qwen2.5-coder-0.5b->qwen2.5-coder-1.5b", "method": "tree",
+                                              "opt.budget": "8"}, ["cpu"])
+    settings.spec.drafting         # Drafting(method='tree', gamma=None, options=(('budget', '8'),)): what every page runs
+    settings.to_query()["method"]  # 'tree': a link with this query reproduces the settings
 
-A value in a link that is out of range or unknown is replaced by its default and reported in
-`problems`, so an old or hand-edited link never breaks the app. Each query key has one parser in
-`PARSERS`. No Streamlit here: the sidebar (`pages.common.sidebar`) draws the widgets.
+Every page loads and generates with `settings.spec` (`specdec.pairing.load_spec`, `generate_speculative` with
+its `Drafting`), and a finished run says how it drafted (`result.drafting`). Nothing here decides how a run
+drafts: which method a draft name stands for, what a method's options are and whether it sizes its own rounds
+are the registry's (`specdec.registry`); what a draft model drafts when left to itself is the policy's, and
+the run reports it.
 
-Besides the curated pairs, a curated target whose EAGLE-3 head is trained (`specdec heads train`, in the
-cache) has a pair of its own, "eagle->TARGET" (`head_pairs`): its draft is the head, `load_pair`'s "eagle".
+The query keys, one parser each (`PARSERS`, then the method's options):
+
+    pair, custom_draft, custom_target      a pair of `specdec.registry.pairs()` ("draft->target"), or CUSTOM and two names
+    device, dtype, quantization, draft_quantization, runtime    how the models run (`specdec.run_spec.ModelChoices`)
+    method                                 AUTO (what the draft stands for, or the policy's choice for a draft model)
+                                           or a method of the registry that drafts with the pair's draft model
+    opt.NAME                               one of the method's options ("opt.budget=8"), a field of its options dataclass
+    stop_rule, gamma                       gamma 1..64 (`GAMMA_RANGE`), used when the stop rule is off
+    max_new_tokens, temperature, top_k, top_p, seed     the decoding
+
+Older links keep working: `tree=True&tree_budget=9` is the tree method with budget 9. A value in a link that
+is out of range, unknown or unfit for the pair is replaced by its default and reported in `problems`, so an old
+or hand-edited link never breaks the app. No Streamlit here: the sidebar (`pages.common.sidebar`) draws the widgets.
 """
 
 from __future__ import annotations
@@ -18,48 +31,90 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 
-from specdec.drafting.tree_drafter import TreeSettings
 from specdec.engine.inputs import Decoding
-from specdec.generation.methods import METHODS, is_target_only
-from specdec.heads.files import is_head, trained_head
+from specdec.errors import SpecdecError
 from specdec.kernels.devices import DTYPE_CHOICES
 from specdec.kernels.quantization import QUANTIZATION_CHOICES
-from specdec.zoo.catalog import DEFAULT_PAIR, PAIRS, PairEntry, split_pair_name
+from specdec.registry import DRAFT_MODEL, HEAD, METHODS, Method, draft_methods, needs_of, pairs
+from specdec.run_spec import GAMMA_RANGE, RUNTIMES, Drafting, ModelChoices, RunSpec
+from specdec.zoo.catalog import DEFAULT_PAIR, split_pair_name
 
 CUSTOM = "custom"               # the pair picker's entry for your own draft and target
-GAMMA_RANGE = (1, 16)
-TREE_BUDGET_RANGE = (1, 64)
+AUTO = "auto"                   # the method picker's entry for "what the draft stands for, or the policy's choice"
+OPTION = "opt."                 # the query keys of the method's options: opt.budget=8
+TREE_BUDGET_RANGE = (1, 64)     # older links' tree_budget
 TEMPERATURE_RANGE = (0.0, 2.0)
 TOP_K_RANGE = (0, 1000)
 TOP_P_RANGE = (0.05, 1.0)
 MAX_NEW_TOKENS_RANGE = (1, 512)
 SEED_RANGE = (0, 2**31 - 1)
-HEAD = "eagle"                  # the draft name of the head `specdec heads train` made for a target
 
 
-def head_pairs() -> dict[str, PairEntry]:
-    """'eagle->TARGET' for every curated pair's target that has a trained head in the cache, in the catalogue's order."""
-    targets = dict.fromkeys(pair.target for pair in PAIRS.values())
-    return {f"{HEAD}->{target}": PairEntry(HEAD, target, f"the EAGLE-3 head trained for {target} on this machine: one decoder layer "
-                                                         "that reads the target's own hidden states and drafts a tree")
-            for target in targets if trained_head(target) is not None}
+def implied_method(draft: str) -> Method | None:
+    """The method a draft name stands for ('prompt-lookup', a trained head's 'eagle'), or None for a draft model (and for a
+    name the run spec will refuse, which it then says why).
+
+    >>> implied_method("prompt-lookup").name, implied_method("qwen2.5-coder-0.5b")
+    ('prompt-lookup', None)
+    """
+    if not draft.strip():
+        return None
+    try:
+        return needs_of(draft)[0]
+    except SpecdecError:
+        return None
+
+
+def loads_a_draft_model(draft: str) -> bool:
+    """Whether the draft name is a model to load (not a method needing only the target, nor a trained head)."""
+    if not draft.strip():
+        return True
+    try:
+        return DRAFT_MODEL in needs_of(draft)[1]
+    except SpecdecError:
+        return False
+
+
+def drafts_with(draft: str, resource: str) -> bool:
+    """Whether the method a draft name stands for needs `resource` (`specdec.registry.HEAD`: a trained head), as the registry says.
+
+    >>> drafts_with("eagle", HEAD), drafts_with("prompt-lookup", HEAD)
+    (True, False)
+    """
+    method = implied_method(draft)
+    return method is not None and resource in method.needs
+
+
+def method_choices(draft: str) -> tuple[str, ...]:
+    """What the method picker offers for a draft: AUTO alone where the draft stands for a method, else AUTO and every method
+    of the registry that drafts with the pair's draft model."""
+    return (AUTO,) if implied_method(draft) is not None else (AUTO, *draft_methods())
+
+
+def pair_choices() -> list[str]:
+    """The pair picker's entries: the registry's pairs grouped by target, in the catalogue's order (a target's methods and its
+    trained head after its draft models), then CUSTOM."""
+    found = pairs()
+    targets = list(dict.fromkeys(entry.target for entry in found.values()))
+    return sorted(found, key=lambda name: targets.index(found[name].target)) + [CUSTOM]
 
 
 @dataclass(frozen=True)
 class Settings:
-    """What the sidebar sets: the pair, where and how to run it, gamma, and how to decode."""
+    """What the sidebar sets: the pair, how its models run, how it drafts, how it decodes; `spec` is the run they describe."""
 
-    pair: str = DEFAULT_PAIR     # a curated pair "draft->target", a head's "eagle->target", or CUSTOM
+    pair: str = DEFAULT_PAIR     # a pair of `specdec.registry.pairs()` "draft->target", or CUSTOM
     custom_draft: str = ""       # used when pair == CUSTOM
     custom_target: str = ""
     device: str = "auto"
     dtype: str = "auto"
-    quantization: str = "auto"        # the target's weights: auto (int8 on a CPU), none, int8, int4
+    quantization: str = "auto"        # the target's weights: auto (int8 on a CPU), none, int8, int4, w8a8
     draft_quantization: str = "auto"  # the draft's weights: auto (int4 on a CPU), none, int8, int4 (a cheaper draft, the same output)
-    stop_rule: bool = True            # draft while another token is worth its cost (specdec.engine.stop_rule); else gamma
+    runtime: str = "auto"             # `specdec.run_spec.RUNTIMES`
+    method: str = AUTO                # AUTO, or a method of the registry drafting with the pair's draft model
+    options: tuple[tuple[str, str], ...] = ()   # the method's options by name, as text (`specdec.registry.Method.parse_options`)
+    stop_rule: bool = True            # leave each round's length to the policy (the stop rule where the drafter reports confidence)
     gamma: int = 4                    # drafted tokens per round when the stop rule is off
-    tree: bool = False                # draft a token tree (specdec.TreeDrafter) instead of a chain
-    tree_budget: int = 16             # at most this many drafted nodes per tree
     decoding: Decoding = field(default_factory=lambda: Decoding(max_new_tokens=128, temperature=0.0, seed=0))
 
     @property
@@ -71,48 +126,42 @@ class Settings:
         return self.custom_target.strip() if self.pair == CUSTOM else split_pair_name(self.pair)[1]
 
     @property
-    def own_rounds(self) -> bool:
-        """Whether the pair's draft sizes its own rounds (Token Recycling, a trained head ...): gamma and the tree do not apply."""
-        if self.draft and is_head(self.draft):
-            return METHODS[HEAD].capabilities.sizes_rounds
-        return is_target_only(self.draft) and METHODS[self.draft].capabilities.sizes_rounds
-
-    @property
-    def schedule(self) -> int | None:
-        """The `gamma` argument of `generate_speculative`: None (the stop rule, a tree, a method's own rounds) or the fixed gamma."""
-        return None if self.stop_rule or self.tree or self.own_rounds else self.gamma
-
-    @property
-    def tree_settings(self) -> TreeSettings | None:
-        """The `tree` argument of `generate_speculative`: None for a chain (or a method's own rounds), else the tree's limits."""
-        return TreeSettings(budget=self.tree_budget) if self.tree and not self.own_rounds else None
-
-    @property
-    def drafting(self) -> str:
-        """How rounds are drafted, in words: 'tree (budget 16)', 'stop rule', 'gamma 4' or 'its own rounds'."""
-        if self.own_rounds:
-            return f"{self.draft}'s own rounds"
-        if self.tree:
-            return f"tree (budget {self.tree_budget})"
-        return "stop rule" if self.stop_rule else f"gamma {self.gamma}"
-
-    @property
     def pair_name(self) -> str:
         """'draft->target', for curated and custom pairs alike."""
         return f"{self.draft}->{self.target}"
 
+    @property
+    def chosen_method(self) -> Method | None:
+        """The registry's method the settings ask for: the one picked, else the one the draft stands for; None when a draft
+        model is left to the policy."""
+        if self.method != AUTO:
+            return METHODS.get(self.method)
+        return implied_method(self.draft)
+
+    @property
+    def spec(self) -> RunSpec:
+        """The one run these settings describe: gamma only where the stop rule is off and the method does not size its rounds."""
+        method = self.chosen_method
+        sizes_rounds = method is not None and method.capabilities.sizes_rounds
+        models = ModelChoices(self.device, self.dtype, self.quantization, self.draft_quantization, self.runtime)
+        drafting = Drafting(None if self.method == AUTO else self.method, None if self.stop_rule or sizes_rounds else self.gamma,
+                            self.options)
+        return RunSpec(self.target, self.draft, models, drafting, self.decoding)
+
     def to_query(self) -> dict[str, str]:
-        """Every setting as text, the decoding's fields flattened in; the custom names only for a custom pair."""
-        values = {name: str(value) for name, value in asdict(self).items() if name != "decoding"}
+        """Every setting as text, the decoding's fields and the method's options flattened in; the custom names only for a
+        custom pair."""
+        values = {name: str(value) for name, value in asdict(self).items() if name not in ("decoding", "options")}
         values |= {name: str(value) for name, value in asdict(self.decoding).items()}
+        values |= {OPTION + name: text for name, text in self.options}
         if self.pair != CUSTOM:
             del values["custom_draft"], values["custom_target"]
         return values
 
     @classmethod
     def from_query(cls, query: Mapping[str, str], devices: Sequence[str]) -> tuple[Settings, list[str]]:
-        """Settings from a query string's values; unknown or bad values fall back to defaults, listed in the second result."""
-        settings, problems = cls(), []
+        """Settings from a query string's values; unknown, bad or unfit values fall back to defaults, listed in the second result."""
+        settings, problems, older = cls(), [], {}
         decoding_fields = {item.name for item in fields(Decoding)}
         for name, parse in PARSERS.items():
             if name not in query:
@@ -120,11 +169,53 @@ class Settings:
             value = parse(str(query[name]), devices)
             if value is None:
                 problems.append(f"{name}={query[name]}")
+            elif name in OLDER_KEYS:
+                older[name] = value
             elif name in decoding_fields:
                 settings = replace(settings, decoding=replace(settings.decoding, **{name: value}))
             else:
                 settings = replace(settings, **{name: value})
-        return settings, problems
+        asked = f"method={query['method']}" if "method" in query else None
+        if asked is None and older.get("tree"):                             # an older link: the tree method, and its budget
+            budget = (("budget", str(older["tree_budget"])),) if "tree_budget" in older else ()
+            settings, asked = replace(settings, method="tree", options=budget), f"tree={query['tree']}"
+        settings, unfit = _fitting_method(settings)
+        if unfit:
+            problems.append(asked)
+        settings, bad_options = _parsed_options(settings, {name.removeprefix(OPTION): str(text) for name, text in query.items()
+                                                           if name.startswith(OPTION)} or dict(settings.options))
+        return settings, problems + bad_options
+
+
+def _fitting_method(settings: Settings) -> tuple[Settings, bool]:
+    """The settings with a method the pair can run (the one the draft stands for is written AUTO), and whether one was dropped."""
+    implied = implied_method(settings.draft)
+    if implied is not None and settings.method == implied.name:
+        return replace(settings, method=AUTO), False
+    if settings.method in method_choices(settings.draft):
+        return settings, False
+    return replace(settings, method=AUTO, options=()), True
+
+
+def _parsed_options(settings: Settings, given: dict[str, str]) -> tuple[Settings, list[str]]:
+    """The settings with the options of its method that parse (in the order of its fields, as the method writes them), and the
+    query's 'opt.NAME=VALUE' of those that do not."""
+    method, kept, problems = settings.chosen_method, {}, []
+    for name, text in given.items():
+        try:
+            if method is None:
+                raise SpecdecError("options belong to a method")
+            kept[name] = str(asdict(method.parse_options({name: text}))[name])
+        except SpecdecError:
+            problems.append(f"{OPTION}{name}={text}")
+    order = [item.name for item in fields(method.options)] if method is not None else []
+    if method is not None and kept:
+        try:
+            method.parse_options(kept)                                      # the options together (one may bound another)
+        except SpecdecError:
+            problems += [f"{OPTION}{name}={given[name]}" for name in kept]
+            kept = {}
+    return replace(settings, options=tuple((name, kept[name]) for name in order if name in kept)), problems
 
 
 Parser = Callable[[str, Sequence[str]], object]   # (query text, this machine's devices) -> value, or None if unacceptable
@@ -148,17 +239,24 @@ def _number(kind: type, bounds: tuple[float, float]) -> Parser:
     return parse
 
 
+def _flag(text: str, devices: Sequence[str]) -> bool | None:
+    return {"True": True, "False": False}.get(text)
+
+
+OLDER_KEYS = ("tree", "tree_budget")       # links from before the method picker: read, never written
 PARSERS: dict[str, Parser] = {
-    "pair": _one_of(lambda devices: (*PAIRS, *head_pairs(), CUSTOM)),
+    "pair": _one_of(lambda devices: (*pairs(), CUSTOM)),
     "custom_draft": _text,
     "custom_target": _text,
     "device": _one_of(lambda devices: ("auto", *devices)),
     "dtype": _one_of(lambda devices: DTYPE_CHOICES),
     "quantization": _one_of(lambda devices: QUANTIZATION_CHOICES),
     "draft_quantization": _one_of(lambda devices: QUANTIZATION_CHOICES),
-    "stop_rule": lambda text, devices: {"True": True, "False": False}.get(text),
+    "runtime": _one_of(lambda devices: RUNTIMES),
+    "method": _one_of(lambda devices: (AUTO, *METHODS)),
+    "stop_rule": _flag,
     "gamma": _number(int, GAMMA_RANGE),
-    "tree": lambda text, devices: {"True": True, "False": False}.get(text),
+    "tree": _flag,
     "tree_budget": _number(int, TREE_BUDGET_RANGE),
     "max_new_tokens": _number(int, MAX_NEW_TOKENS_RANGE),
     "temperature": _number(float, TEMPERATURE_RANGE),
@@ -166,3 +264,18 @@ PARSERS: dict[str, Parser] = {
     "top_p": _number(float, TOP_P_RANGE),
     "seed": _number(int, SEED_RANGE),
 }
+
+
+def asked_for(settings: Settings) -> str:
+    """What the settings ask a run to draft with, in the registry's names, before it runs (the run then says what it drafted,
+    `result.drafting`): 'tree, budget 8', 'draft-model, gamma 6', 'prompt-lookup', 'auto, the policy's choice'.
+
+    >>> asked_for(Settings(method="tree", options=(("budget", "8"), ("depth", "12"))))
+    'tree, budget 8'
+    """
+    spec, method = settings.spec, settings.chosen_method
+    if method is None:
+        return "auto, the policy's choice" + ("" if spec.drafting.gamma is None else f", gamma {spec.drafting.gamma}")
+    defaults = {name: str(value) for name, value in asdict(method.options()).items()}
+    words = [method.name] + [f"{name.replace('_', ' ')} {text}" for name, text in settings.options if defaults.get(name) != text]
+    return ", ".join(words + ([] if spec.drafting.gamma is None else [f"gamma {spec.drafting.gamma}"]))

@@ -9,7 +9,7 @@ import streamlit as st
 
 from pages.common import fetch_models, jobs, pair_loader, shows_errors
 from pages.common.models import draw_loading, missing_models
-from pages.common.settings import CUSTOM, Settings
+from pages.common.settings import AUTO, CUSTOM, Settings
 from pages.common.sidebar import current_settings, pair_label
 from pages.common.state import is_kept, keep, kept, remember
 from pages.common.turns import Turns, shared_turns
@@ -17,13 +17,15 @@ from specdec.bench import harness, tables
 from specdec.bench.batches import batch_benchmark, batch_table
 from specdec.bench.charts import batch_figure, benchmark_figures, has_batches
 from specdec.bench.gammas import gamma_labels
-from specdec.bench.harness import FAMILIES, BenchSettings
+from specdec.bench.harness import ALL, BenchSettings
+from specdec.bench.methods import families as bench_families
 from specdec.bench.prompts import CATEGORIES
 from specdec.bench.spec_bench import LEADERBOARD, SETTING, families_figures, families_table
 from specdec.bench.vllm.offline import VllmSettings, find_vllm_python, run_vllm_benchmark
 from specdec.bench.vllm.rows import with_vllm_speedups
 from specdec.bench.vllm.server import CONCURRENCY, ServerRun, server_benchmark
-from specdec.zoo.catalog import PAIRS, split_pair_name
+from specdec.registry import METHODS, pairs
+from specdec.zoo.catalog import split_pair_name
 
 settings = current_settings()
 FRAME, NOTE = "compare_frame", "compare_note"
@@ -31,33 +33,41 @@ BENCHMARK = "job:compare"
 
 
 def _pair_settings(name: str) -> Settings:
-    """The sidebar's settings with the pair `name` ('draft->target', curated or custom)."""
-    if name in PAIRS:
-        return replace(settings, pair=name)
+    """The sidebar's settings with the pair `name` ('draft->target', of the catalogue or custom), to load it: how it drafts is
+    the benchmark's (its methods and gamma labels), so the sidebar's method and options stay out."""
+    drafting = dict(method=AUTO, options=())
+    if name in pairs():
+        return replace(settings, pair=name, **drafting)
     draft, target = split_pair_name(name)
-    return replace(settings, pair=CUSTOM, custom_draft=draft, custom_target=target)
+    return replace(settings, pair=CUSTOM, custom_draft=draft, custom_target=target, **drafting)
 
 
 def _choose_pairs() -> list[str]:
-    """The pairs to compare, picked in the sidebar (the current custom pair can join the curated ones)."""
-    options = list(PAIRS) + ([settings.pair_name] if settings.pair == CUSTOM and settings.draft and settings.target else [])
+    """The pairs to compare, picked in the sidebar (the current custom pair can join the catalogue's)."""
+    options = list(pairs()) + ([settings.pair_name] if settings.pair == CUSTOM and settings.draft and settings.target else [])
     if is_kept("compare_pairs"):   # drop pairs that are gone (a custom pair that was changed)
         keep("compare_pairs", [name for name in kept("compare_pairs") if name in options])
     default = [settings.pair_name] if settings.pair_name in options else []
     with st.sidebar:
         st.subheader("Pairs to compare")
-        return st.multiselect("Pairs", options, format_func=lambda name: pair_label(name) if name in PAIRS else f"custom: {name}",
+        return st.multiselect("Pairs", options, format_func=lambda name: pair_label(name) if name in pairs() else f"custom: {name}",
                               label_visibility="collapsed", **remember("compare_pairs", default or [options[0]]))
+
+
+def _tree_budget() -> int:
+    """The budget of "Also a token tree": the sidebar's, when it drafts with the tree method, else the tree method's default."""
+    chosen = dict(settings.options) if settings.method == "tree" else {}
+    return METHODS["tree"].parse_options(chosen).budget
 
 
 def _bench_settings(gammas: tuple[int, int], stop: bool, adaptive: bool, assisted: bool, tree: bool, categories: list[str],
                     per_category: int, repeats: int, families: bool = False) -> BenchSettings:
-    methods = ("speculative", "assisted") if assisted else ("speculative",)
-    return BenchSettings(methods=tuple(dict.fromkeys(methods + (FAMILIES if families else ()))),
-                         gammas=gamma_labels(range(gammas[0], gammas[1] + 1), stop=stop, adaptive=adaptive,
-                                             tree_budget=settings.tree_budget if tree else None, default=families),
-                         categories=tuple(categories), prompts_per_category=per_category,
-                         decoding=settings.decoding, repeats=repeats)
+    """The boxes ticked, as `specdec bench` would read them (`BenchSettings.chosen`): every family is ALL, with its defaults."""
+    methods = ("speculative",) + (("assisted",) if assisted else ()) + ((ALL,) if families else ())
+    labels = gamma_labels(range(gammas[0], gammas[1] + 1), stop=stop, adaptive=adaptive, tree_budget=_tree_budget() if tree else None,
+                          default=families)
+    return BenchSettings.chosen(methods, labels, categories=tuple(categories), prompts_per_category=per_category,
+                                decoding=settings.decoding, repeats=repeats)
 
 
 def _taking_turns(job: jobs.Job, turns: Turns):
@@ -260,14 +270,14 @@ if engine == "specdec":    # the schedules, trees and transformers' baselines ar
     stop = columns[2].checkbox("Also the stop rule (the default)", **remember("compare_stop", True),
                                help="drafts token by token while another one is worth its cost")
     tree = columns[3].checkbox("Also a token tree", **remember("compare_tree", False),
-                               help=f"a TreeDrafter of at most {settings.tree_budget} nodes (the sidebar's tree budget); "
-                                    "pairs whose draft is prompt lookup skip it")
+                               help=f"the tree method, at most {_tree_budget()} nodes (the sidebar's budget when it drafts with "
+                                    "the tree method); pairs without a draft model skip it")
     adaptive = columns[0].checkbox("Also an adaptive gamma", **remember("compare_adaptive", False),
                                    help="gamma chosen round by round from the running α and the measured costs")
     assisted = columns[1].checkbox("Also transformers' assisted generation", **remember("compare_assisted", False),
                                    help="transformers' own speculative decoding with the same draft, at each gamma")
-    families = st.checkbox("Every family, Spec-Bench style: the pair's draft model with its default, prompt lookup, Token "
-                           "Recycling, lookahead, suffix decoding, layer skipping and a trained EAGLE-3 head, each on the pair's target",
+    families = st.checkbox("Every family, Spec-Bench style: the pair's draft model with its default, then "
+                           f"{', '.join(name for name in bench_families() if name != 'speculative')}, each on the pair's target",
                            **remember("compare_families", False),
                            help="the methods that need no draft model run on the pair's target alone, the EAGLE-3 head where one "
                                 "is trained for the target (Train an EAGLE-3 head, on the Playground); a table and charts per "

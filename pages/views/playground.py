@@ -22,7 +22,7 @@ from pages.common.heads import training_section
 from pages.common.models import draw_loading, is_chat_model, resolved_precision, stopped_while_loading
 from pages.common.playground import RESULT, RUN, UPDATES_PER_SECOND, PlaygroundRun, draw_run, playground_work
 from pages.common.replay import replay_step
-from pages.common.settings import Settings
+from pages.common.settings import Settings, asked_for
 from pages.common.sidebar import current_settings
 from pages.common.state import keep, remember
 from pages.common.tokens_html import legend_html, plain_text_html, tokens_html
@@ -65,7 +65,7 @@ def _prompt_controls(settings: Settings) -> tuple[str, bool, bool, bool]:
 
 def _metrics(run: PlaygroundRun) -> None:
     stats = run.speculative.stats
-    comparison = RunComparison(stats, run.plain.stats if run.plain else None, run.settings.schedule)
+    comparison = RunComparison(stats, run.plain.stats if run.plain else None, run.settings.spec.drafting.gamma)
     columns = st.columns(5)
     alpha, kept = stats.alpha_estimate, stats.acceptance_rate
     columns[0].metric("α: accepted / tested", "n/a" if math.isnan(alpha) else f"{alpha:.0%}",
@@ -147,7 +147,7 @@ def _keep_run(job: jobs.Job) -> None:
 def show_run(run: PlaygroundRun, settings: Settings) -> None:
     """Everything about the last run: coloured text, the target's own text, metrics, checks and rounds."""
     s, d = run.settings, run.settings.decoding
-    drafting = run.speculative.drafting if run.speculative is not None else s.drafting      # what the engine drafted
+    drafting = run.speculative.drafting if run.speculative is not None else f"asked for {asked_for(s)}"   # what the engine drafted
     st.caption(f"{s.draft} → {s.target} on {run.device} ({run.precision}) · {drafting} · temperature {d.temperature} · "
                f"top-k {d.top_k} · top-p {d.top_p} · seed {d.seed} · {run.prompt_tokens} prompt tokens"
                + (" · the sidebar has changed since this run" if s != settings else ""))
@@ -276,8 +276,8 @@ def batch_section(settings: Settings, chat: bool, ready: bool) -> None:
     st.divider()
     st.subheader("A batch: several prompts at once")
     st.caption("Each row keeps its own accepted length: its own cache, positions and end. One target pass verifies every "
-               "row's drafts; the draft model drafts every row in one pass per step (a method without a draft model drafts "
-               "each row on its own). Trees are drafted one text at a time, so a batch drafts chains. The gain shrinks as the "
+               "row's drafts; a draft model's chains are drafted for every row in one pass per step (other drafters may draft "
+               "row by row). The batch drafts as the sidebar asks, and says below what it drafted. The gain shrinks as the "
                "batch grows: chapter 4, “Batches”.")
     default = "\n".join(_example_text(i).splitlines()[0][:120] for i in range(3))
     text = st.text_area(f"Prompts, one per line (at most {MAX_ROWS})", height=100, **remember("batch_prompts", default))
@@ -314,6 +314,7 @@ def show_batch(run: BatchRun, settings: Settings) -> None:
                       help="all rows' new tokens / the batch's wall time")
     columns[1].metric("Plain throughput", f"{run.plain_throughput:.1f} tok/s", help="the target alone on the same batch")
     columns[2].metric("Gain over plain decoding of the same batch", f"{run.gain:.2f}×")
+    st.caption(f"Drafted: {', '.join(dict.fromkeys(result.drafting for result in run.speculative))}")     # the runs' own words
     if run.settings != settings:
         st.caption("The sidebar has changed since this batch ran.")
     for tab, prompt, trace_, same, plain_text in zip(st.tabs([f"Row {i + 1}" for i in range(len(run.prompts))]), run.prompts,

@@ -39,6 +39,7 @@ from specdec.engine.inputs import MAX_GAMMA, Decoding
 from specdec.errors import SpecdecError
 from specdec.kernels.devices import dtype_name
 from specdec.pairing import LoadedPair, generate_plain_batch, generate_speculative_batch
+from specdec.run_spec import Drafting
 
 MAX_BATCH = 64
 
@@ -79,7 +80,7 @@ def batch_benchmark(pair: LoadedPair, batch_sizes: Sequence[int], decoding: Deco
                 if method == "plain":
                     results.append(generate_plain_batch(pair, batch, decoding))
                 else:
-                    results.append(generate_speculative_batch(pair, batch, decoding, gamma=None if gamma == STOP else gamma))
+                    results.append(generate_speculative_batch(pair, batch, decoding, Drafting(gamma=None if gamma == STOP else gamma)))
             rows.append(_row(pair, method, size, results, decoding, gamma))
             if method == "plain":
                 plain_tokens[size] = [result.tokens for batch in results for result in batch]

@@ -43,7 +43,7 @@ import torch
 import transformers
 
 from specdec.bench.comparison import draft_agreement, greedy_oracle_speedup, oracle_speedup
-from specdec.bench.gammas import check_gammas, is_schedule, tree_settings
+from specdec.bench.gammas import DEFAULT, STOP, check_gammas, is_schedule, tree_settings
 from specdec.bench.methods import BASELINE, Outcome, bench_methods, families
 from specdec.bench.prompts import BenchPrompt, encode_bench_prompt, suite
 from specdec.bench.tables import COLUMNS
@@ -91,6 +91,19 @@ class BenchSettings:
             raise SpecdecError("repeats must be >= 1 and warmup_runs >= 0")
         if self.temperatures is not None and (any(t < 0 for t in self.temperatures) or not self.temperatures):
             raise SpecdecError(f"temperatures must be >= 0, got {list(self.temperatures)}")
+
+    @classmethod
+    def chosen(cls, methods: Sequence[str], gammas: Sequence[int | str] = (), **choices) -> BenchSettings:
+        """The benchmark a person chose, built one way for `specdec bench` and the dashboard's Compare page: the methods as named
+        (ALL: the pair's draft and every family side by side), the gamma labels given, else the default's: DEFAULT where every
+        family runs (each drafts as it would by default, the pair's draft model too), else the stop rule. `choices` are the
+        other fields (categories, prompts_per_category, decoding, temperatures, repeats, ...).
+
+        >>> BenchSettings.chosen(["speculative"]).gammas, BenchSettings.chosen(["speculative", ALL]).gammas
+        (('stop',), ('default',))
+        """
+        default = (DEFAULT,) if ALL in methods else (STOP,)
+        return cls(methods=tuple(methods), gammas=tuple(gammas) or default, **choices)
 
     @property
     def temperature_sweep(self) -> tuple[float, ...]:

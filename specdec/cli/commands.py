@@ -93,18 +93,17 @@ def bench(args: argparse.Namespace) -> int:
 def _bench_specdec(args: argparse.Namespace):
     """Our engine: load each pair here, run the suite, keep the rows measured so far if interrupted."""
     from specdec import pairing
-    from specdec.bench.gammas import DEFAULT, STOP
-    from specdec.bench.harness import ALL, BenchSettings, rows_to_frame, run_benchmark
+    from specdec.bench.harness import BenchSettings, rows_to_frame, run_benchmark
     from specdec.bench.tables import save_csv
     from specdec.engine.inputs import Decoding
     from specdec.zoo.catalog import split_pair_name
 
-    default_gammas = (DEFAULT,) if ALL in args.methods else (STOP,)   # every family with its defaults, the draft model's too
-    settings = BenchSettings(methods=args.methods, gammas=args.gammas or default_gammas, categories=args.categories,
-                             prompts_per_category=args.prompts_per_category, temperatures=args.temperatures,
-                             decoding=Decoding(max_new_tokens=args.max_new_tokens, temperature=args.temperatures[0], seed=args.seed),
-                             repeats=args.repeats, warmup_runs=args.warmup, draft_vocab_limit=args.draft_vocab_limit,
-                             max_adaptive_gamma=args.max_adaptive_gamma)
+    settings = BenchSettings.chosen(args.methods, args.gammas or (), categories=args.categories,
+                                    prompts_per_category=args.prompts_per_category, temperatures=args.temperatures,
+                                    decoding=Decoding(max_new_tokens=args.max_new_tokens, temperature=args.temperatures[0],
+                                                      seed=args.seed),
+                                    repeats=args.repeats, warmup_runs=args.warmup, draft_vocab_limit=args.draft_vocab_limit,
+                                    max_adaptive_gamma=args.max_adaptive_gamma)
     names = [split_pair_name(text) for text in args.pairs]
     pairs = [pairing.load_pair(target, draft, args.device, args.dtype, progress=_progress, quantization=args.quantization,
                                draft_quantization=args.draft_quantization, steps=_LoadSteps(), runtime=args.runtime)
