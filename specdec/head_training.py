@@ -74,7 +74,7 @@ def train_pair_head(pair: LoadedPair, sequences: Sequence[torch.Tensor], folder:
     found = load_training(folder) if resume else None
     if found is not None:
         done, optimizer_state = found
-        head, start, earlier = load_head(folder, pair.target), int(done["step"]), done.get("history", [])
+        head, start, earlier = load_head(folder, pair.target.module), int(done["step"]), done.get("history", [])
     run = HeadRun(head, folder, resumed_from=start)       # type: ignore[arg-type]  (the head is set when training returns)
     offset = earlier[-1]["minutes"] * 60 if earlier else 0.0
 

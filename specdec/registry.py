@@ -45,7 +45,7 @@ from specdec.drafting.tree_drafter import TreeDrafter, TreeSettings
 from specdec.engine.contract import Capabilities, Drafter
 from specdec.errors import SpecdecError
 from specdec.heads.files import find_head, is_head, load_for_target, trained_head
-from specdec.heads.reader import HEAD_TREE, EagleDrafter
+from specdec.heads.reader import EagleDrafter, HeadTree
 from specdec.zoo.catalog import DEFAULT_PAIR, PAIRS, PairEntry, split_pair_name
 
 TARGET, TOKENIZER = "target", "tokenizer"                   # always loaded
@@ -233,7 +233,7 @@ for _method in (
            options=SuffixOptions, uses=(CORPUS,), targets=("qwen2.5-coder-1.5b",)),
     Method("eagle", "a trained EAGLE-3 head reads the target's hidden states and drafts a dynamic tree (Li et al. 2024-25)",
            EagleDrafter, lambda resources, options: EagleDrafter(resources[HEAD], None, options.budget, options.depth, options.width),
-           needs=(HEAD,), options=type(HEAD_TREE)),
+           needs=(HEAD,), options=HeadTree),
     Method("layer-skip", "the target skipping its quietest layers drafts for itself (SWIFT)", LayerSkipDrafter,
            lambda resources, options: LayerSkipDrafter(resources[TARGET].module, fraction=options.fraction, max_gamma=options.max_gamma),
            options=LayerSkipOptions, targets=("qwen2.5-coder-1.5b",)),

@@ -289,15 +289,17 @@ def test_layer_skip_view_shares_weights_and_the_rule_picks_quiet_layers():
 
 
 def test_the_registry_makes_what_it_lists_and_the_catalogs_pairs_name_it(small_target):
-    """One list of methods (`specdec.generation.methods`): each target-only one makes a drafter of its class that declares
-    its class's capabilities; the catalogue's pairs draft with a zoo model or a listed method; other names are refused."""
-    from specdec.generation.methods import METHODS, make_drafter, target_only
-    from specdec.zoo.catalog import MODELS, PAIRS
+    """One list of methods (`specdec.registry`): each target-only one makes a drafter of its class that declares its class's
+    capabilities; the catalogue's pairs draft with a zoo model or a listed method; other names are refused."""
+    from specdec.registry import METHODS, TARGET, method_for, pairs, target_only
+    from specdec.runtime import as_model
+    from specdec.zoo.catalog import MODELS
 
     for name in target_only():
-        drafter = make_drafter(name, small_target)
-        assert isinstance(drafter, METHODS[name].drafter)
-        assert drafter.capabilities.sizes_rounds == METHODS[name].capabilities.sizes_rounds
-    assert {pair.draft for pair in PAIRS.values()} <= set(MODELS) | set(target_only())
+        method = METHODS[name]
+        drafter = method.make({TARGET: as_model(small_target)}, method.options())
+        assert isinstance(drafter, method.drafter)
+        assert drafter.capabilities.sizes_rounds == method.capabilities.sizes_rounds
+    assert {pair.draft for pair in pairs().values()} <= set(MODELS) | set(target_only()) | {"eagle"}
     with pytest.raises(SpecdecError, match="unknown drafting method"):
-        make_drafter("medusa", small_target)
+        method_for("prompt-lookup", {TARGET: as_model(small_target)}, "medusa")

@@ -96,7 +96,7 @@ def test_bad_arguments_raise_a_clear_error(pairs, kwargs, message):
         speculative_generate(target, draft, torch.tensor([2, 3]), **kwargs)
 
 
-@pytest.mark.parametrize("prompt", [torch.tensor([], dtype=torch.long), torch.tensor([[[1, 2]]]), [1, 2], torch.tensor([0.5])])
+@pytest.mark.parametrize("prompt", [torch.tensor([], dtype=torch.long), torch.tensor([[[1, 2]]]), "1 2", torch.tensor([0.5])])
 def test_bad_prompts_raise_a_clear_error(pairs, prompt):
     target, draft = pairs["gpt2"]
     with pytest.raises(SpecdecError):

@@ -79,7 +79,7 @@ def plan_drafting(target: Model, drafter: Drafter, gamma: int | GammaSchedule | 
     ...                                              vocab_size=4)))
     >>> plan = plan_drafting(tiny, ModelDrafter(tiny))           # c = 1 (the draft is the target's size), float32 on a CPU
     >>> plan.description, plan.costs
-    ('chain, stop rule', DraftCosts(c=1.0, verify_slope=0.5))
+    ('chain, stop rule', DraftCosts(c=1.0, verify_slope=0.5, verify=()))
     """
     if gamma is not None and not hasattr(gamma, "next_gamma"):
         check_counts(1, gamma)                                          # a number: 1..64

@@ -50,7 +50,14 @@ from specdec.errors import SpecdecError
 from specdec.heads.head import EagleHead
 from specdec.runtime.torch_model import weight_bytes
 
-HEAD_TREE = TreeSettings(budget=16, depth=8, width=3)     # a head's tree: as a draft model's, at most 8 levels deep
+@dataclass(frozen=True)
+class HeadTree(TreeSettings):
+    """A head's tree: as a draft model's, but at most 8 levels deep (its guesses past that are rarely kept)."""
+
+    depth: int = 8
+
+
+HEAD_TREE = HeadTree()
 
 
 class EagleDrafter(TreeDrafter):
