@@ -239,7 +239,7 @@ def families(saved: str) -> dict[str, float]:
 
     import pandas as pd
 
-    from specdec.bench.methods import FAMILIES
+    from specdec.bench.methods import families
     from specdec.bench.spec_bench import families_table
 
     frame = pd.read_csv(io.StringIO(saved))
@@ -255,7 +255,7 @@ def families(saved: str) -> dict[str, float]:
     for rank, row in enumerate(table.itertuples(index=False), start=1):
         values |= {f"{row.method}_{column}": getattr(row, column) for column in table.columns if column not in ("method", "spec_bench_row")}
         values[f"{row.method}_rank"] = rank
-    values["best"] = next(method for method in table["method"] if method in FAMILIES[1:])
+    values["best"] = next(method for method in table["method"] if method in families()[1:])
     return values
 
 
