@@ -26,9 +26,10 @@ import torch
 from specdec.errors import SpecdecError
 
 try:
+    import cffi  # noqa: F401
     from specdec.runtime.llama_cpp.library import library_path
     library_path()
-except SpecdecError as error:                                    # pragma: no cover - depends on the environment
+except (ImportError, SpecdecError) as error:                                    # pragma: no cover - depends on the environment
     pytest.skip(f"the llama.cpp runtime is not installed here: {error}", allow_module_level=True)
 
 from specdec.runtime.llama_cpp import declarations, library, self_test
@@ -62,6 +63,7 @@ def test_the_model_describes_itself(model):
     assert (model.vocab_size, model.embedding_rows, model.context_length) == (512, 512, 512)
     assert model.traits.runtime == "llama.cpp" and not model.traits.hidden_states and not model.traits.internals
     assert not model.traits.sliding_window and model.device == torch.device("cpu")
+    assert (model.bos_token_id, model.eos_token_id) == (510, 511)          # what the file says, no tokenizer
     assert 0 < model.weight_bytes() < model.path.stat().st_size and model.verify_slope() > 0
 
 

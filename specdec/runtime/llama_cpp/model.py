@@ -25,7 +25,8 @@ What a loaded model holds:
   one thread, the kernels are compute-bound there; more cores make a pass cheaper).
 
 Tokenizing stays with transformers (the zoo reads the tokenizer from the same GGUF file): this model takes
-and gives token ids only. Contexts are reused: `rows()` clears the last one when its `Rows` is gone.
+and gives token ids only, and says which ids the file marks as end and beginning (`eos_token_id`,
+`bos_token_id`). Contexts are reused: `rows()` clears the last one when its `Rows` is gone.
 
 Not handled: recurrent or hybrid models (Mamba, RWKV, Jamba: their state is not a cache of cells) and
 encoder-decoder models are refused; GPU offload (this is the CPU runtime).
@@ -79,6 +80,9 @@ class LlamaCppModel:
         self.training_context = int(lib.llama_model_n_ctx_train(handle))
         self.context_tokens = min(context, self.training_context) if self.training_context > 0 else context
         self.context_length = self.context_tokens
+        vocab = lib.llama_model_get_vocab(handle)
+        self.eos_token_id = _token_or_none(lib.llama_vocab_eos(vocab))     # what the file says; tokenizing stays
+        self.bos_token_id = _token_or_none(lib.llama_vocab_bos(vocab))     # with transformers
         self.sliding_window = int(lib.llama_model_n_swa(handle))
         self.traits = ModelTraits(runtime="llama.cpp", hidden_states=False, sliding_window=self.sliding_window > 0,
                                   batches=True, internals=False)
@@ -112,7 +116,7 @@ class LlamaCppModel:
             context = Context(self.library, self.handle, self.settings, cells, sequences, self.threads)
             self._contexts.append(context)
         context.clear()
-        cache = LlamaCppRows(context, rows, output_rows)
+        cache = LlamaCppRows(self, context, rows, output_rows)
         self._users[id(context)] = weakref.ref(cache)
         return cache
 
@@ -128,6 +132,10 @@ class LlamaCppModel:
     def verify_slope(self) -> float:
         """s in v(k) = 1 + s k, guessed without measuring (module docstring)."""
         return VERIFY_SLOPE
+
+
+def _token_or_none(token: int) -> int | None:
+    return None if token < 0 else int(token)                             # LLAMA_TOKEN_NULL is -1
 
 
 def _untied_embedding_bytes(path: Path) -> int:

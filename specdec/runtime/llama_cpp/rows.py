@@ -63,17 +63,13 @@ class Text:
 class LlamaCppRows:
     """A KV cache for several texts on one llama.cpp context (module docstring)."""
 
-    def __init__(self, context: Context, rows: Sequence[int], output_rows: int | None = None, on_close=None) -> None:
+    def __init__(self, model, context: Context, rows: Sequence[int], output_rows: int | None = None) -> None:
+        self.model = model                   # kept alive while this cache is: it frees the context with the weights
         self.context = context
         self.rows = list(rows)
         self.passes = 0
         self.output_rows = output_rows
         self._texts = {row: Text(context.acquire()) for row in self.rows}
-        self._on_close = on_close
-
-    def __del__(self) -> None:
-        if self._on_close is not None:
-            self._on_close(self.context)
 
     def length(self, row: int) -> int:
         return self._texts[row].length
@@ -98,13 +94,18 @@ class LlamaCppRows:
             raise ValueError(f"a pass with a tree takes at most {BATCH_TOKENS} tokens in all, got {total}")
         if total > self.context.free:
             self._make_room(total)
-        entries, after = [], []
-        for i, layout in enumerate(layouts):
-            if layout is not None:
-                row_entries, commit = self._entries(self._texts[self.rows[i]], *layout)
-                entries += [(i, entry) for entry in row_entries]
-                after.append(commit)
-        logits = self._run(entries, len(self.rows), keep, counts)
+        entries, after, views = [], [], []
+        try:
+            for i, layout in enumerate(layouts):
+                if layout is not None:
+                    row_entries, commit = self._entries(self._texts[self.rows[i]], *layout, views)
+                    entries += [(i, entry) for entry in row_entries]
+                    after.append(commit)
+            logits = self._run(entries, len(self.rows), keep, counts)
+        except BaseException:
+            for view in views:                            # a failed pass leaves no view behind
+                self.context.release(view)
+            raise
         for commit in after:
             commit()
         self.passes += 1
@@ -127,7 +128,7 @@ class LlamaCppRows:
         plan = plan_views(text.committed, [p.position for p in text.pending], positions, own)
         return ids, positions, plan, outputs
 
-    def _entries(self, text: Text, ids, positions, plan, outputs):
+    def _entries(self, text: Text, ids, positions, plan, outputs, acquired: list[int]):
         """The row's batch entries, after copying what each view sees into it; and what to record once the pass ran."""
         if plan is None:
             entries = [Entry(t, p, (text.sequence,), o) for t, p, o in zip(ids, positions, outputs)]
@@ -136,6 +137,7 @@ class LlamaCppRows:
                 text.committed += len(ids)
             return entries, commit
         views = [self.context.acquire() for _ in ids]
+        acquired += views
         for k, view in enumerate(views):
             if plan.committed_seen[k]:
                 self.context.copy(text.sequence, view, 0, plan.committed_seen[k])
