@@ -10,7 +10,10 @@ Loading does four things, once:
 1. `OMP_WAIT_POLICY=PASSIVE` is set before the library (and its OpenMP runtime) loads, unless the user set it:
    an OpenMP thread that waits by spinning keeps a core busy, and on a machine where another process holds
    the other core, the two fight. Measured on 2 cores with one `yes > /dev/null` beside: 6.0 -> 1.5 tokens/s
-   with spinning waits, 3.5 with passive ones (NOTES.md, fifth round);
+   with spinning waits, 3.5 with passive ones (NOTES.md, fifth round). A catch: libgomp reads the variable
+   once, when it starts, and torch's wheel brings its own `libgomp.so.1`, which the library then shares (same
+   soname). When torch was imported first, the variable comes too late: `Library.passive_wait` says whether
+   it took effect, and only setting it before `import torch` (at the program's start) makes sure;
 2. the library is opened and `llama_backend_init` called;
 3. its logging is silenced (`llama_log_set` with a callback that drops every line): a model load prints
    hundreds of lines to stderr otherwise;
@@ -48,6 +51,7 @@ class Library:
     ffi: object
     lib: object
     path: Path
+    passive_wait: bool = True           # OpenMP threads sleep rather than spin while they wait (module docstring)
 
 
 _loaded: Library | None = None
@@ -132,6 +136,7 @@ def load_library() -> Library:
     except ImportError:
         raise SpecdecError(f"the llama.cpp runtime needs cffi, which is not installed: {INSTALL}") from None
     path = library_path()
+    passive = os.environ.get("OMP_WAIT_POLICY", "").upper() == "PASSIVE" or not openmp_started()
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")      # before OpenMP starts: no spinning on a busy core
     ffi = cffi.FFI()
     ffi.cdef(declarations.CDEF)
@@ -149,5 +154,13 @@ def load_library() -> Library:
     _keep_alive.append(silent)
     lib.llama_log_set(silent, ffi.NULL)
     lib.llama_backend_init()
-    _loaded = Library(ffi, lib, path)
+    _loaded = Library(ffi, lib, path, passive)
     return _loaded
+
+
+def openmp_started() -> bool:
+    """Whether an OpenMP runtime (libgomp) is already in this process: then it has read its environment already."""
+    try:
+        return any("libgomp" in line for line in Path("/proc/self/maps").read_text().splitlines())
+    except OSError:
+        return False

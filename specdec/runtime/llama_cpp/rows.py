@@ -36,7 +36,7 @@ import torch
 from specdec.errors import SpecdecError
 from specdec.runtime.llama_cpp.context import GARBAGE, Context, Entry
 from specdec.runtime.llama_cpp.settings import BATCH_TOKENS
-from specdec.runtime.llama_cpp.views import is_plain_causal, plan_views
+from specdec.runtime.llama_cpp.views import ViewPlan, is_plain_causal, plan_views
 
 
 @dataclass
@@ -45,6 +45,16 @@ class Pending:
 
     position: int
     view: int
+
+
+@dataclass(frozen=True)
+class RowPass:
+    """One row's part of a pass: its new tokens, their positions, their views (None: a plain continuation), outputs."""
+
+    ids: list[int]
+    positions: list[int]
+    plan: ViewPlan | None
+    outputs: list[bool]                 # which new tokens' logits are read (the last `keep`)
 
 
 @dataclass
@@ -88,17 +98,17 @@ class LlamaCppRows:
         if max(counts) == 0:
             raise ValueError("feed needs at least one token in some row")
         keep = min(max(keep, 1), max(counts))
-        layouts = [self._layout(i, ids[i], attend, offsets, keep) for i in range(len(self.rows))]
+        parts = [self._row_pass(i, ids[i], attend, offsets, keep) for i in range(len(self.rows))]
         total = sum(counts)
-        if total > BATCH_TOKENS and any(layout is not None and layout[2] is not None for layout in layouts):
+        if total > BATCH_TOKENS and any(part is not None and part.plan is not None for part in parts):
             raise ValueError(f"a pass with a tree takes at most {BATCH_TOKENS} tokens in all, got {total}")
         if total > self.context.free:
             self._make_room(total)
         entries, after, views = [], [], []
         try:
-            for i, layout in enumerate(layouts):
-                if layout is not None:
-                    row_entries, commit = self._entries(self._texts[self.rows[i]], *layout, views)
+            for i, part in enumerate(parts):
+                if part is not None:
+                    row_entries, commit = self._entries(self._texts[self.rows[i]], part, views)
                     entries += [(i, entry) for entry in row_entries]
                     after.append(commit)
             logits = self._run(entries, len(self.rows), keep, counts)
@@ -111,8 +121,8 @@ class LlamaCppRows:
         self.passes += 1
         return logits, None
 
-    def _layout(self, i: int, ids: list[int], attend, offsets, keep: int):
-        """(ids, positions, plan or None for a plain continuation, which new tokens give logits) for row i, or None."""
+    def _row_pass(self, i: int, ids: list[int], attend, offsets, keep: int) -> RowPass | None:
+        """Row i's part of the pass (None when it is fed nothing); a ValueError for a pattern llama.cpp cannot draw."""
         if not ids:
             return None
         text = self._texts[self.rows[i]]
@@ -121,15 +131,16 @@ class LlamaCppRows:
         own = attend[i] if attend is not None else None
         outputs = [j >= len(ids) - keep for j in range(len(ids))]
         if is_plain_causal(len(text.pending), text.length, positions, own):
-            return ids, positions, None, outputs
+            return RowPass(ids, positions, None, outputs)
         if own is None:                                   # causal over everything cached, pending tokens included
             own = torch.cat([torch.ones(len(ids), text.length, dtype=torch.bool),
                              torch.ones(len(ids), len(ids), dtype=torch.bool).tril()], dim=1)
         plan = plan_views(text.committed, [p.position for p in text.pending], positions, own)
-        return ids, positions, plan, outputs
+        return RowPass(ids, positions, plan, outputs)
 
-    def _entries(self, text: Text, ids, positions, plan, outputs, acquired: list[int]):
+    def _entries(self, text: Text, part: RowPass, acquired: list[int]):
         """The row's batch entries, after copying what each view sees into it; and what to record once the pass ran."""
+        ids, positions, plan, outputs = part.ids, part.positions, part.plan, part.outputs
         if plan is None:
             entries = [Entry(t, p, (text.sequence,), o) for t, p, o in zip(ids, positions, outputs)]
 
