@@ -4,6 +4,9 @@
     python benchmarks/llama_cpp_exactness.py controls             # each exact setting undone alone, and llama.cpp's defaults
     python benchmarks/llama_cpp_exactness.py timing --repeats 15  # one-token step ms at 1 and 2 threads, v(k) for k = 1..17
     python benchmarks/llama_cpp_exactness.py greedy --tokens 64   # a greedy speculative loop (0.5B drafts 4) vs plain greedy
+    python benchmarks/llama_cpp_exactness.py table --out benchmarks/llama-cpp-exactness.jsonl   # the results as markdown
+
+Add `--out FILE` to a measuring part to append its results there as one JSON line.
 
 Models: the zoo's Q4_K_M files (`specdec models fetch qwen2.5-coder-1.5b qwen2.5-coder-0.5b`), read from
 specdec's cache, or `--target`/`--draft` paths. Text: a code prompt through the model's own tokenizer
@@ -268,9 +271,40 @@ def speculative_greedy(target, draft, prompt: torch.Tensor, new: int, gamma: int
     return out[:new], passes
 
 
+def markdown(path: Path) -> str:
+    """The results appended to `path` (JSON lines) as markdown tables: what the parts measured, one line each."""
+    lines = []
+    for record in map(json.loads, path.read_text().splitlines()):
+        part, result = record["part"], record["result"]
+        if part in ("exactness", "controls"):
+            lines += [f"\n{part} (`{' '.join(record['argv'])}`): rows that differ / rows compared, largest |logit difference|, "
+                      "argmax changes\n", "| run | k-token passes | by k (first differing k) | after rollback | tree branches "
+                      "| after keep | 6 after 300 |", "|---|---|---|---|---|---|---|"]
+            for name, r in result.items():
+                passes = r["passes"].values()
+                cell = lambda d: "-" if d is None else f"{d['rows_differ']}/{d['rows']}, {d['max_abs']:.3g}, {d['argmax_differ']}"
+                total = {"rows": sum(d["rows"] for d in passes), "rows_differ": sum(d["rows_differ"] for d in passes),
+                         "max_abs": max(d["max_abs"] for d in passes), "argmax_differ": sum(d["argmax_differ"] for d in passes)}
+                first = next((k for k, d in r["passes"].items() if d["rows_differ"]), "none")
+                ks = [int(k) for k in r["passes"]]
+                shown = f"{ks[0]}..{ks[-1]}" if ks == list(range(ks[0], ks[-1] + 1)) and len(ks) > 3 else ", ".join(map(str, ks))
+                tree = r.get("tree") or {}
+                lines.append(f"| {name} | {cell(total)} | k = {shown} ({first}) | {cell(r['after_rollback'])} "
+                             f"| {cell(tree.get('branches'))} | {cell(tree.get('after_keep'))} | {cell(r.get('6_after_300'))} |")
+        elif part == "timing":
+            ks = list(next(iter(result.values()))["v"])
+            lines += [f"\ntiming (`{' '.join(record['argv'])}`): one-token step, medians, and v(k) = pass(k) / step\n",
+                      "| run | step ms (min) | " + " | ".join(f"v({k})" for k in ks) + " |", "|---|---|" + "---|" * len(ks)]
+            for name, r in result.items():
+                lines.append(f"| {name} | {r['step_ms']} ({r['step_ms_min']}) | " + " | ".join(str(r["v"][k]) for k in ks) + " |")
+        elif part == "greedy":
+            lines.append(f"\ngreedy (`{' '.join(record['argv'])}`): {json.dumps(result)}")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("part", choices=["exactness", "controls", "timing", "greedy"])
+    parser.add_argument("part", choices=["exactness", "controls", "timing", "greedy", "table"])
     parser.add_argument("--models", nargs="+", default=["1.5b", "0.5b"])
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--max-k", type=int, default=None)
@@ -280,6 +314,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gamma", type=int, default=4)
     parser.add_argument("--out", type=Path, help="append the results as one JSON line to this file")
     args = parser.parse_args(argv)
+    if args.part == "table":                                  # python benchmarks/llama_cpp_exactness.py table --out FILE
+        print(markdown(args.out))
+        return 0
     args.max_k = args.max_k or (32 if args.part == "exactness" else 17)
     result = {"exactness": run_exactness, "controls": run_controls, "timing": run_timing, "greedy": run_greedy}[args.part](args)
     if args.out:
