@@ -50,6 +50,11 @@ import os
 # imported anywhere, so it is the first thing the package does.
 os.environ.setdefault("PYTORCH_ENABLE_MPS_FALLBACK", "1")
 
+# OpenMP threads that wait by sleeping, not spinning: a spinning wait fights whoever holds the other cores
+# (2 cores, one `yes > /dev/null` beside: 6.0 -> 1.5 tokens/s spinning, 3.5 passive). libgomp reads this once, when
+# torch loads it, and llama.cpp's library shares torch's libgomp, so it too must be set before torch is imported.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 # Public names and the module each lives in. They are imported on first use, so that
 # `import specdec.reference.rule` (the NumPy reference) and `specdec toy` do not load torch.
 _EXPORTS = {

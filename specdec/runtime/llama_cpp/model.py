@@ -1,0 +1,175 @@
+"""A GGUF model on llama.cpp's kernels, behind the `Model` contract of `specdec.engine.model`.
+
+    model = load_gguf("~/.cache/specdec/models/qwen2.5-coder-1.5b/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf")
+    model.vocab_size, model.traits.runtime         # (151936, 'llama.cpp')
+    rows = model.rows([0])                         # an empty KV cache for one text
+    logits, _ = rows.feed([torch.tensor(prompt_ids)])   # [1, 1, V] float32
+
+The file is memory-mapped, not converted: loading the zoo's 1.5B takes a second or two and its weights stay
+in the page cache, shared with any other process reading the same file. Weights are read as the file has
+them (Q4_K, Q6_K, ...) by llama.cpp's CPU kernels with the exact settings (`specdec.runtime.llama_cpp.settings`).
+
+What a loaded model holds:
+
+- `vocab_size` and `embedding_rows`: `llama_vocab_n_tokens` (llama.cpp's logits are that wide);
+- `context_length`: the shorter of the model's training context and the cells a text gets (`context`,
+  default `CONTEXT_TOKENS`: a Qwen2.5 1.5B's cache costs 42 KB a token here, 4096 tokens 172 MB per text);
+- `traits`: `ModelTraits("llama.cpp", hidden_states=False, internals=False, sliding_window=...)`. For a model
+  with sliding-window layers (Gemma 2/3: `llama_model_n_swa` > 0) llama.cpp keeps a second cache for those
+  layers and, with `swa_full` (its default, kept here), every cell of it, masking the window by position; so
+  rollback works, but the trait is set and the loop gives such a model one text and chains, as with torch:
+  trees and batches on windowed layers are not proven exact here;
+- `weight_bytes()`: the tensors' bytes (`llama_model_size`), less the input embedding table when the output
+  layer has its own (a step reads one row of it): the bytes a decoding step reads;
+- `verify_slope()`: s in v(k) = 1 + s k, a guess from what was measured on 2 AVX2 cores (0.5: v(17) = 9.81 on
+  one thread, the kernels are compute-bound there; more cores make a pass cheaper).
+
+Tokenizing stays with transformers (the zoo reads the tokenizer from the same GGUF file): this model takes
+and gives token ids only, and says which ids the file marks as end and beginning (`eos_token_id`,
+`bos_token_id`). Contexts are reused: `rows()` clears the last one when its `Rows` is gone.
+
+Not handled: recurrent or hybrid models (Mamba, RWKV, Jamba: their state is not a cache of cells) and
+encoder-decoder models are refused; GPU offload (this is the CPU runtime).
+"""
+
+from __future__ import annotations
+
+import os
+import weakref
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+
+from specdec.engine.model import ModelTraits
+from specdec.errors import SpecdecError
+from specdec.runtime.llama_cpp.context import Context
+from specdec.runtime.llama_cpp.library import Library, load_library
+from specdec.runtime.llama_cpp.rows import LlamaCppRows
+from specdec.runtime.llama_cpp.settings import EXACT, Settings, model_params
+
+CONTEXT_TOKENS = 4096        # cells per text when the caller does not say (the model's own context when shorter)
+TREE_SEQUENCES = 64          # sequence ids for the new tokens of one pass's trees, over all texts
+SLACK_CELLS = 256            # cells beyond the texts': dropped tokens wait there until a repack
+VERIFY_SLOPE = 0.5           # v(k) = 1 + 0.5 k: v(17) = 9.81 measured with these kernels on 2 AVX2 cores (1 thread)
+
+
+def default_threads() -> int:
+    """Every core this process may run on, at most 8: the 1.5B's step was fastest on both cores of the 2-core kind."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:                     # not Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, 8))
+
+
+def _is_gguf(path: Path) -> bool:
+    with open(path, "rb") as handle:
+        return handle.read(4) == b"GGUF"
+
+
+class LlamaCppModel:
+    """A loaded GGUF model (module docstring): `rows()` gives KV caches, the rest describes it."""
+
+    def __init__(self, library: Library, handle, path: Path, threads: int, context: int, settings: Settings) -> None:
+        ffi, lib = library.ffi, library.lib
+        self.library, self.handle, self.path, self.threads, self.settings = library, handle, path, threads, settings
+        self.name = path.stem
+        self.vocab_size = int(lib.llama_vocab_n_tokens(lib.llama_model_get_vocab(handle)))
+        self.embedding_rows = self.vocab_size
+        self.training_context = int(lib.llama_model_n_ctx_train(handle))
+        self.context_tokens = min(context, self.training_context) if self.training_context > 0 else context
+        self.context_length = self.context_tokens
+        vocab = lib.llama_model_get_vocab(handle)
+        self.eos_token_id = _token_or_none(lib.llama_vocab_eos(vocab))     # what the file says; tokenizing stays
+        self.bos_token_id = _token_or_none(lib.llama_vocab_bos(vocab))     # with transformers
+        self.sliding_window = int(lib.llama_model_n_swa(handle))
+        self.traits = ModelTraits(runtime="llama.cpp", hidden_states=False, sliding_window=self.sliding_window > 0,
+                                  batches=True, internals=False)
+        self.device = torch.device("cpu")
+        self._contexts: list[Context] = []          # contexts made here, freed with the model
+        self._users: dict[int, weakref.ref] = {}    # id(context) -> the Rows using it
+
+    def __del__(self) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Free every context, then the weights."""
+        for context in getattr(self, "_contexts", []):
+            context.close()
+        self._contexts = []
+        if getattr(self, "handle", None) is not None:
+            self.library.lib.llama_model_free(self.handle)
+            self.handle = None
+
+    def rows(self, rows: Sequence[int], output_rows: int | None = None) -> LlamaCppRows:
+        """An empty cache for the texts `rows` (ids, in order); `output_rows=K`: logits of the first K ids only."""
+        rows = list(rows)
+        cells = len(rows) * self.context_tokens + SLACK_CELLS
+        sequences = min(256, len(rows) + 1 + TREE_SEQUENCES)
+        context = next((c for c in self._contexts if c.cells >= cells and c.sequences >= sequences
+                        and self._user(c) is None), None)
+        if context is None:
+            for idle in [c for c in self._contexts if self._user(c) is None]:    # one idle context at most stays
+                idle.close()
+                self._contexts.remove(idle)
+            context = Context(self.library, self.handle, self.settings, cells, sequences, self.threads)
+            self._contexts.append(context)
+        context.clear()
+        cache = LlamaCppRows(self, context, rows, output_rows)
+        self._users[id(context)] = weakref.ref(cache)
+        return cache
+
+    def _user(self, context: Context) -> LlamaCppRows | None:
+        user = self._users.get(id(context))
+        return None if user is None else user()
+
+    def weight_bytes(self) -> int:
+        """Bytes of weights one decoding step reads (module docstring)."""
+        total = int(self.library.lib.llama_model_size(self.handle))
+        return total - _untied_embedding_bytes(self.path)
+
+    def verify_slope(self) -> float:
+        """s in v(k) = 1 + s k, guessed without measuring (module docstring)."""
+        return VERIFY_SLOPE
+
+
+def _token_or_none(token: int) -> int | None:
+    return None if token < 0 else int(token)                             # LLAMA_TOKEN_NULL is -1
+
+
+def _untied_embedding_bytes(path: Path) -> int:
+    """The input embedding table's bytes when the file also has an output layer (else 0: the step reads the table whole)."""
+    import gguf
+
+    reader = gguf.GGUFReader(str(path))
+    sizes = {tensor.name: int(tensor.n_bytes) for tensor in reader.tensors}
+    return sizes.get("token_embd.weight", 0) if "output.weight" in sizes else 0
+
+
+def load_gguf(path: str | Path, threads: int | None = None, context: int = CONTEXT_TOKENS,
+              settings: Settings = EXACT) -> LlamaCppModel:
+    """Map a GGUF file into llama.cpp with the exact settings; one `SpecdecError` line when it cannot be read.
+
+    `threads`: default `default_threads()`, at most the cores this process may use; `context`: cells per text.
+    """
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise SpecdecError(f"no GGUF file at {path}: fetch the model first (specdec models fetch NAME) or check the path")
+    if not _is_gguf(path):
+        raise SpecdecError(f"{path} is not a GGUF file (it does not start with the GGUF magic): fetch it again")
+    cores = default_threads()
+    threads = cores if threads is None else threads
+    if not 1 <= threads:
+        raise SpecdecError(f"threads must be at least 1, got {threads}")
+    library = load_library()
+    ffi, lib = library.ffi, library.lib
+    handle = lib.llama_model_load_from_file(str(path).encode(), model_params(lib, settings))
+    if handle == ffi.NULL:
+        raise SpecdecError(f"llama.cpp could not load {path}: the file is corrupt, truncated or of an architecture this "
+                           "llama.cpp does not know; fetch it again")
+    if lib.llama_model_is_recurrent(handle) or lib.llama_model_is_hybrid(handle) or lib.llama_model_has_encoder(handle):
+        lib.llama_model_free(handle)
+        raise SpecdecError(f"{path.name} is a recurrent, hybrid or encoder-decoder model, which the llama.cpp runtime "
+                           "does not run: use --runtime torch")
+    return LlamaCppModel(library, handle, path, threads, context, settings)

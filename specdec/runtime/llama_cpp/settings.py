@@ -1,0 +1,99 @@
+"""The settings that make llama.cpp exact for speculative decoding, in one place, each with the measurement behind it.
+
+Speculative decoding is lossless only if the target's verification pass gives every drafted token the logits
+its own one-token step would give it: a pass over k tokens must equal, row for row and bit for bit, k passes
+over one (batch invariance). llama.cpp's CPU kernels are deterministic, but with its defaults they are not
+batch-invariant: a kernel is chosen by the number of rows in a pass, and two kernels add in different
+orders. Measured on the zoo's Qwen2.5-Coder 1.5B Q4_K_M (AMD EPYC, AVX2, NOTES.md fifth round): rows of a
+k-token pass differed from one-token steps by up to 0.6 in the logits, the argmax changed at k = 4 and 6,
+and a greedy speculative loop left plain greedy decoding at tokens 3, 30 and 102 of three prompts.
+
+The causes, one setting each (`EXACT`):
+
+- **repacked weights off** (`use_extra_bufts = false`): llama.cpp repacks Q4_K/Q6_K (and Q4_0, Q8_0) weights at
+  load into interleaved blocks for its AVX2 GEMM kernels, which take over from 4 rows of activations up;
+  one-token steps use the plain dot product. Without repacking, every pass uses the plain path.
+- **flash attention on** (`flash_attn_type = ENABLED`): without it, attention is two mat-muls whose kernel
+  changes at 2 query rows. The CPU flash-attention kernel computes each query row on its own, in cell order.
+- **at most 7 tokens per ubatch** (`n_ubatch = 6`): the plain quantized mat-mul switches to another kernel
+  (llamafile's tinyBLAS) at 8 rows; a longer pass is cut into ubatches of 6, which change no row's bits.
+- **the V cache in bfloat16, K in float16** (`type_v = BF16`): found here. At 256 cells or more (n_kv pads to
+  512) a one-token pass takes a split-KV flash-attention path that cuts the cells among the threads and
+  merges the partial sums, while a pass of 2+ tokens gives each query row to one thread: with 2 threads, rows
+  of k-token passes differed from one-token steps by up to 0.34 in the logits (Qwen2.5-Coder 0.5B, 300-token
+  text; identical at 1 thread). That path is taken only when K and V have the same type (F16 or F32, and an
+  F32 cache is cast to F16 before attention), so V in bfloat16 turns it off: every row then equal at 1 and 2
+  threads, at 300 and 700 tokens. K keeps llama.cpp's default F16 (the query is rounded to K's type for the
+  dot products); V values lose 3 mantissa bits but are summed in float32 instead of the default's float16.
+
+The rest says what a speculative pass needs:
+
+- `kv_unified = true`: one cell buffer for every sequence, so a token can be seen from several sequences
+  (a token tree, `specdec.runtime.llama_cpp.views`); without it each sequence has its own buffer.
+- `n_seq_max`: the texts (rows) + the temporary sequence ids of a pass's tree tokens + one for dropped cells.
+- `n_outputs_max_per_seq = 0` (= every output of a ubatch): the default of this generation is 1; it caps
+  outputs per sequence for llama.cpp's backend samplers, which this runtime does not use (it reads logits),
+  raised so that no cap can ever apply to a verification pass's rows.
+- `n_batch`: the longest pass handed to one `llama_decode` (longer causal passes are cut by the caller).
+- `n_ctx`: cells for every text's tokens plus the cells dropped tokens hold until the cache is repacked.
+- `n_threads` and `n_threads_batch` both: llama.cpp runs one-token passes on the first and longer ones on the
+  second; left apart, a verification pass would run on another thread count than the steps.
+
+Exactness costs nothing at one token (133.8 vs 137.7 ms for the 1.5B on one thread, NOTES.md).
+`LLAMA_DEFAULTS` is llama.cpp's own choice of the same knobs: the self-test's negative control.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+GGML_TYPE_F16, GGML_TYPE_BF16 = 1, 30
+FLASH_ATTENTION_AUTO, FLASH_ATTENTION_ENABLED = -1, 1
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The knobs that decide which kernels run (module docstring): `EXACT` is what this runtime uses."""
+
+    repacked_weights: bool = False               # model parameter use_extra_bufts
+    flash_attention: int = FLASH_ATTENTION_ENABLED
+    ubatch: int = 6                              # tokens per ubatch: the plain quantized mat-mul switches at 8
+    key_type: int = GGML_TYPE_F16
+    value_type: int = GGML_TYPE_BF16             # not F16: no split-KV path for one-token passes
+
+    def key(self) -> dict[str, object]:
+        """What a self-test's verdict depends on, as JSON-ready values."""
+        return asdict(self)
+
+
+EXACT = Settings()
+LLAMA_DEFAULTS = Settings(repacked_weights=True, flash_attention=FLASH_ATTENTION_AUTO, ubatch=512,
+                          key_type=GGML_TYPE_F16, value_type=GGML_TYPE_F16)
+
+BATCH_TOKENS = 512          # the longest pass one llama_decode takes (a longer causal pass is cut into several)
+
+
+def model_params(lib, settings: Settings = EXACT):
+    """`llama_model_params` for loading a GGUF: the defaults, weights not repacked (unless `settings` say so)."""
+    params = lib.llama_model_default_params()
+    params.use_extra_bufts = settings.repacked_weights
+    params.n_gpu_layers = 0                      # a CPU runtime: nothing offloaded even where a GPU backend exists
+    return params
+
+
+def context_params(lib, settings: Settings, cells: int, sequences: int, threads: int):
+    """`llama_context_params` for a cache of `cells` token cells shared by `sequences` sequence ids (module docstring)."""
+    params = lib.llama_context_default_params()
+    params.n_ctx = cells
+    params.n_batch = BATCH_TOKENS
+    params.n_ubatch = min(settings.ubatch, BATCH_TOKENS)
+    params.n_seq_max = sequences
+    params.n_outputs_max_per_seq = 0
+    params.n_threads = threads
+    params.n_threads_batch = threads
+    params.flash_attn_type = settings.flash_attention
+    params.type_k = settings.key_type
+    params.type_v = settings.value_type
+    params.kv_unified = True
+    params.no_perf = True
+    return params
