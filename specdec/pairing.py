@@ -34,7 +34,7 @@ from specdec.errors import SpecdecError
 from specdec.generation.autoregressive import autoregressive_generate
 from specdec.generation.policy import DraftingPlan, plan_drafting, plan_for_draft_model
 from specdec.generation.run import run_plan
-from specdec.kernels.precision import Precision, read_off, resolve_pair_precision
+from specdec.kernels.precision import AUTO, Precision, gguf_precision, read_off, resolve_pair_precision
 from specdec.kernels.quantization import precision_summary
 from specdec.registry import (CORPUS, DRAFT_MODEL, DRAFT_TOKENIZER, METHODS, RESOURCES, TARGET, TOKENIZER, WHOLE, Method, Resources,
                               corpus_files, method_for, needs_of)
@@ -42,7 +42,8 @@ from specdec.run_spec import Drafting, RunSpec
 from specdec.runtime import as_model
 from specdec.runtime.torch_model import TorchModel
 from specdec.store import Progress, Reporter
-from specdec.zoo.gguf_files import parsed_once
+from specdec.zoo.fetch import where
+from specdec.zoo.gguf_files import gguf_file_type, parsed_once
 from specdec.zoo.kernel_library import require_w8a8
 from specdec.zoo.loading import TOKENIZERS, load_model, load_tokenizer, same_tokenizer, same_tokenizer_files
 
@@ -237,16 +238,21 @@ def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: st
         if len(tokenizers) > 1 and not same_tokenizer(tokenizers[0], tokenizers[1]):
             resources[DRAFT_TOKENIZER] = tokenizers[1]
         seconds["tokenizers"] = time.perf_counter() - start
-        for role, name in (("target", target_name), ("draft", draft_name)):
-            if role == "draft" and not with_draft:
-                continue
+        roles = [("target", target_name)] + ([("draft", draft_name)] if with_draft else [])
+        chosen, why = choose_runtime(runtime, [name for _, name in roles], precisions["target"].device,
+                                     (dtype, quantization, draft_quantization))
+        for role, name in roles:
             say(f"Loading {role} {name} …")
             start = time.perf_counter()
-            module = load_model(name, precision=precisions[role], role=role, progress=steps)
-            precisions[role] = precisions[role].as_loaded(module)    # "auto" keeps a model int8/int4 cannot handle as it is
-            resources[TARGET if role == "target" else DRAFT_MODEL] = TorchModel(module, name)
+            if chosen == LLAMA_CPP:
+                model, precisions[role] = load_on_llama_cpp(name, why)
+            else:
+                module = load_model(name, precision=precisions[role], role=role, progress=steps)
+                precisions[role] = precisions[role].as_loaded(module)    # "auto" keeps a model int8/int4 cannot handle as it is
+                model = TorchModel(module, name)
+            resources[TARGET if role == "target" else DRAFT_MODEL] = model
             seconds[role] = time.perf_counter() - start
-            say(f"Loaded {role} {name} in {seconds[role]:.1f} s")
+            say(f"Loaded {role} {name} in {seconds[role]:.1f} s ({chosen}: {why})")
     if DRAFT_TOKENIZER in resources:
         say(f"{draft_name} has its own tokenizer: its drafted text will be re-encoded for {target_name}")
         start = time.perf_counter()
@@ -264,6 +270,46 @@ def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: st
     target = precisions["target"]
     return LoadedPair(target_name, draft_name, resources, target.device, target.dtype, seconds,
                       resolved={role: value for role, value in precisions.items() if value is not None})
+
+
+TORCH, LLAMA_CPP = "torch", "llama.cpp"
+
+
+def choose_runtime(runtime: str, names: Sequence[str], device: torch.device, precision_choices: Sequence[str]) -> tuple[str, str]:
+    """Which runtime loads these models, and why in a few words: llama.cpp where asked, or (auto) for GGUF files on a CPU
+    with every precision left to auto and this machine's exactness self-test passed; else torch (one line when asked for what
+    cannot be: not a GGUF file, another device, a self-test that failed here)."""
+    if runtime == TORCH:
+        return TORCH, "asked for"
+    gguf = all(where(name).gguf for name in names)
+    reasons = [] if gguf else [f"{next(name for name in names if not where(name).gguf)} is not a GGUF file"]
+    if device.type != "cpu":
+        reasons.append(f"the models run on {device.type} (llama.cpp runs here on the CPU)")
+    if runtime == AUTO and any(choice != AUTO for choice in precision_choices):
+        return TORCH, "a dtype or weights were asked for"
+    if not reasons:
+        from specdec.runtime.llama_cpp import check_runtime
+
+        try:
+            usable, refusal = check_runtime()
+        except SpecdecError as error:                        # the library is not installed, or does not load here
+            usable, refusal = False, str(error)
+        if usable:
+            return LLAMA_CPP, "asked for" if runtime == LLAMA_CPP else "auto: GGUF files on a CPU, exact here"
+        reasons.append(f"its exactness self-test failed here ({refusal})")
+    if runtime == LLAMA_CPP:
+        raise SpecdecError(f"the llama.cpp runtime cannot run this pair: {'; '.join(reasons)}: use --runtime torch")
+    return TORCH, f"auto: llama.cpp not used, {'; '.join(reasons)}" if gguf and device.type == "cpu" else "auto"
+
+
+def load_on_llama_cpp(name: str, why: str) -> tuple[Model, Precision]:
+    """A GGUF model mapped into llama.cpp with the exact settings, and its precision (the file's own weights)."""
+    from specdec.runtime.llama_cpp import load_gguf
+
+    path = where(name).location
+    model = load_gguf(path)
+    model.name = name
+    return model, gguf_precision(gguf_file_type(path), f"the GGUF file's own weights on llama.cpp ({why})")
 
 
 def encode_chat(tokenizer: PreTrainedTokenizerBase, messages: Sequence[tuple[str, str]]) -> torch.Tensor:

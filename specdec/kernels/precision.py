@@ -158,3 +158,13 @@ def read_off(model: nn.Module, role: str = "target") -> Precision:
     device = next(model.parameters()).device
     weights = quantization_of(model)
     return Precision(device, model.dtype, weights, kernel_of(device, model.dtype, weights), f"read off the {role} as built")
+
+
+def gguf_precision(file_type: str, why: str) -> Precision:
+    """How a GGUF file runs on llama.cpp's CPU kernels: its weights as stored (`file_type`, e.g. "Q4_K_M"), float32 activations.
+
+    >>> gguf_precision("Q4_K_M", "auto: a GGUF file on a CPU").name
+    'float32 Q4_K_M'
+    """
+    return Precision(torch.device("cpu"), torch.float32, file_type,
+                     "llama.cpp's ggml kernels, exact settings (no repacked weights, flash attention, ubatches of 6)", why)

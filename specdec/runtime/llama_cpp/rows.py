@@ -119,6 +119,7 @@ class LlamaCppRows:
         for commit in after:
             commit()
         self.passes += 1
+        self.model.passes += 1                       # the model counts every cache's passes (a run reads it)
         return logits, None
 
     def _row_pass(self, i: int, ids: list[int], attend, offsets, keep: int) -> RowPass | None:
