@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 from transformers import PreTrainedTokenizerBase
 
 from specdec.drafting.cross_tokenizer import retokenize, whole_character_tokens
-from specdec.engine.contract import Drafter
+from specdec.engine.contract import DraftCosts, Drafter
+from specdec.engine.costs import CostProfile
 from specdec.engine.inputs import Decoding
 from specdec.engine.model import Model
 from specdec.engine.results import GenerationResult, Round
@@ -40,6 +41,7 @@ from specdec.registry import (CORPUS, DRAFT_MODEL, DRAFT_TOKENIZER, METHODS, RES
                               corpus_files, method_for, needs_of)
 from specdec.run_spec import Drafting, RunSpec
 from specdec.runtime import as_model
+from specdec.runtime.costs import draft_costs, measured_costs
 from specdec.runtime.torch_model import TorchModel
 from specdec.store import Progress, Reporter
 from specdec.zoo.fetch import where
@@ -63,6 +65,7 @@ class LoadedPair:
     load_seconds: dict[str, float] = field(default_factory=dict)
     resolved: dict[str, Precision] = field(default_factory=dict)  # "target", "draft": how each was loaded (`specdec.kernels.precision`)
     drafters: dict[tuple, Drafter] = field(default_factory=dict)
+    costs: CostProfile | None = None   # c and v(k) measured on this machine at load (the llama.cpp runtime), else None: estimated
 
     @classmethod
     def from_models(cls, target_name: str, draft_name: str, target: object, draft: object | None, tokenizer: PreTrainedTokenizerBase,
@@ -169,10 +172,18 @@ class LoadedPair:
     def plan(self, drafting: Drafting = Drafting(), rows: int = 1) -> DraftingPlan:
         """What a generation of `rows` texts drafts with, decided once: with no method, gamma or option named, a draft model
         drafts what the policy picks for it (`plan_for_draft_model`: a tree where trees pay, else the stop rule's chain)."""
-        method = self.method(drafting.method)
+        method, costs = self.method(drafting.method), self.draft_costs()
         if drafting.method is None and not drafting.options and method.needs == (DRAFT_MODEL,):
-            return plan_for_draft_model(self.target, self.draft, drafting.gamma, rows, self.draft_name)
-        return plan_drafting(self.target, self.drafter(drafting), drafting.gamma, rows)
+            return plan_for_draft_model(self.target, self.draft, drafting.gamma, rows, self.draft_name, costs)
+        drafter = self.drafter(drafting)
+        if costs is not None and drafter.draft_model is not self.draft:     # measured for the pair's draft, not this one's
+            costs = None if drafter.draft_model is not None else draft_costs(replace(self.costs, draft_step_s=0.0),
+                                                                             self.target.verify_slope())
+        return plan_drafting(self.target, drafter, drafting.gamma, rows, costs=costs)
+
+    def draft_costs(self) -> DraftCosts | None:
+        """The policy's costs from what was measured at load (None: none were, the policy estimates them)."""
+        return None if self.costs is None else draft_costs(self.costs, self.target.verify_slope())
 
     def draft_ids(self, input_ids: torch.Tensor) -> torch.Tensor:
         """`input_ids` [1, T] as the draft reads them: the same ids, or the text re-encoded by the draft's tokenizer."""
@@ -267,9 +278,24 @@ def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: st
             seconds[need] = time.perf_counter() - start
     if texts:
         resources[CORPUS] = [resources[TOKENIZER](text).input_ids for text in texts]
+    costs = None
+    if chosen == LLAMA_CPP:                         # verification is compute-bound there: time c and v(k), once per machine
+        say("Timing a draft step and the verification passes (kept for next time) …")
+        start = time.perf_counter()
+        costs = measured_costs(resources[TARGET], resources.get(DRAFT_MODEL), cost_key(resources, chosen))
+        seconds["costs"] = time.perf_counter() - start
     target = precisions["target"]
     return LoadedPair(target_name, draft_name, resources, target.device, target.dtype, seconds,
-                      resolved={role: value for role, value in precisions.items() if value is not None})
+                      resolved={role: value for role, value in precisions.items() if value is not None}, costs=costs)
+
+
+def cost_key(resources: Resources, runtime: str) -> dict[str, object]:
+    """What measured costs are kept under: each model as its runtime names it (a file, its size, time and threads), the CPU."""
+    from specdec.store.machine import cpu_facts
+
+    draft = resources.get(DRAFT_MODEL)
+    return {"target": resources[TARGET].identity, "draft": None if draft is None else draft.identity, "runtime": runtime,
+            "cpu": cpu_facts()["cpu"]}
 
 
 TORCH, LLAMA_CPP = "torch", "llama.cpp"

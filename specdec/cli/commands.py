@@ -335,6 +335,7 @@ def _report_json(args, pair, text, result, baseline) -> dict:
         "text": text,
         "tokens": result.tokens,
         "stats": result.stats.to_dict(),
+        "costs": {"c": result.draft_cost_ratio, "measured_v": list(result.verify_costs[:17])},
     }
     if baseline is not None:
         report["compare"] = {
@@ -361,6 +362,8 @@ def _report_text(pair, text, result, baseline, check, gamma: int | None, auto: b
         + (" (auto: the fastest exact choice here)" if auto else "") + f"   drafting: {result.drafting}"
         + (f"   draft tokenizer: {pair.tokenizer_note}" if pair.cross_tokenizer else ""),
         f"Kernels: {pair.kernels}",
+        *([f"Measured here: c = {result.draft_cost_ratio:.2f}, v(k) for k = 1..8: "
+           + " ".join(f"{v:.2f}" for v in result.verify_costs[1:9]) + " target steps"] if result.verify_costs else []),
         "--- OUTPUT ---",
         text,
         "--- STATS ---",

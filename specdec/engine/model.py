@@ -90,6 +90,7 @@ class Model(Protocol):
     """A loaded causal LM, whatever runs it: what the loop, the drafters and the policy read of it."""
 
     name: str                          # how reports call it
+    identity: str                      # what measurements of it are kept under: the model, its precision and its threads
     traits: ModelTraits
     vocab_size: int                    # V: the width of every logits row
     embedding_rows: int                # the ids it can read (a draft may have fewer rows than the target's V)

@@ -151,6 +151,8 @@ class GenerationResult:
     rounds: tuple[Round, ...] = field(default=())
     drafting: str = ""                   # how the rounds were drafted, in words ('chain, stop rule'); '' for plain decoding
     by_default: bool = False             # the policy chose how to draft (a draft model given with gamma left out)
+    draft_cost_ratio: float | None = None    # c the plan priced rounds with (measured where `verify_costs` is given)
+    verify_costs: tuple[float, ...] = ()     # v(0), v(1), ... measured on this machine (the llama.cpp runtime), else ()
     timeline: tuple[PassTime, ...] = ()  # one per target pass, the prompt pass first (plain decoding too: one per token)
 
     def origins(self) -> list[TokenOrigin]:

@@ -68,7 +68,13 @@ class FixedGamma:
 
 
 class AdaptiveGamma:
-    """The gamma with the best expected speedup under the current alpha estimate.
+    """The gamma with the best expected speedup under the current alpha estimate; with `plain=True`, 0 (a plain step) where
+    no gamma is predicted to beat the target alone (a speedup of 1), and then the estimate drifts back to its prior round by
+    round, so drafting is tried again (a verification pass over a few tokens is not free on a CPU with few cores).
+
+    >>> plain_here = AdaptiveGamma(CostProfile(0.1, 0.0, {1: 0.17, 2: 0.2, 3: 0.27}), max_gamma=3, plain=True, prior_alpha=0.3)
+    >>> plain_here.next_gamma()                        # alpha 0.3: even a free draft loses to one step at v(1) = 1.7
+    0
 
     >>> costs = CostProfile(target_step_s=0.1, draft_step_s=0.02, verify_s={g: 0.1 for g in range(1, 17)})
     >>> schedule = AdaptiveGamma(costs, max_gamma=16)
@@ -83,10 +89,11 @@ class AdaptiveGamma:
     """
 
     def __init__(self, costs: CostProfile, max_gamma: int = 12, decay: float = 0.8,
-                 prior_alpha: float = 0.6, prior_weight: float = 2.0) -> None:
+                 prior_alpha: float = 0.6, prior_weight: float = 2.0, plain: bool = False) -> None:
         self.costs = costs
         self.max_gamma = max_gamma
         self.decay = decay            # weight of the past at each round: 0.8 remembers about 5 rounds
+        self.prior_alpha, self.prior_weight, self.plain = prior_alpha, prior_weight, plain
         self.accepted = prior_alpha * prior_weight
         self.tested = prior_weight
         self._verify_costs = {gamma: costs.v(gamma) for gamma in range(1, max_gamma + 1)}
@@ -100,7 +107,12 @@ class AdaptiveGamma:
         alpha = min(self.alpha, 0.999)
         speedups = {gamma: walltime_speedup(alpha, gamma, self.costs.c, self._verify_costs[gamma])
                     for gamma in range(1, self.max_gamma + 1)}
-        return max(speedups, key=speedups.get)
+        best = max(speedups, key=speedups.get)
+        if self.plain and speedups[best] <= 1.0:                # a plain step is predicted faster: take it, and forget a little
+            self.accepted = self.decay * self.accepted + (1 - self.decay) * self.prior_alpha * self.prior_weight
+            self.tested = self.decay * self.tested + (1 - self.decay) * self.prior_weight
+            return 0
+        return best
 
     def keep_drafting(self, confidence: float) -> bool:
         return True                                            # the round's gamma is decided before it starts
@@ -111,4 +123,4 @@ class AdaptiveGamma:
         self.tested = self.decay * self.tested + tested
 
     def describe(self) -> str:
-        return "chain, adaptive gamma"
+        return "chain, adaptive gamma" + (" (plain steps where drafting does not pay)" if self.plain else "")

@@ -14,29 +14,13 @@ from dataclasses import replace
 
 import torch
 
-from specdec.engine.contract import Capabilities, DraftCosts, DraftRequest, Generation, Verified
+from specdec.drafting.no_draft import NoDraft
+from specdec.engine.contract import DraftCosts
 from specdec.engine.inputs import Decoding, prompts_of
 from specdec.engine.results import GenerationResult
-from specdec.engine.trees import DraftTree
 from specdec.generation.policy import DraftingPlan
 from specdec.generation.run import run_plan
 from specdec.runtime import as_model
-
-
-class NoDraft:
-    """The drafter of plain decoding: it proposes nothing, so each round is one target pass and one token."""
-
-    name, draft_model = "none", None
-    capabilities = Capabilities(sizes_rounds=True, drafts="nothing")
-
-    def begin(self, generation: Generation) -> None:
-        pass
-
-    def draft(self, requests: dict[int, DraftRequest]) -> dict[int, DraftTree]:
-        return {row: DraftTree.empty() for row in requests}
-
-    def observe(self, verified: dict[int, Verified]) -> None:
-        pass
 
 
 PLAIN = DraftingPlan(NoDraft(), None, DraftCosts(0.0, 0.0))

@@ -33,18 +33,23 @@ import copy
 from dataclasses import dataclass
 
 from specdec.drafting.draft_model import ModelDrafter
+from specdec.drafting.no_draft import NoDraft
+from specdec.drafting.prompt_lookup import PromptLookupDrafter
 from specdec.drafting.tree_drafter import TreeDrafter
 from specdec.engine.contract import Capabilities, DraftCosts, Drafter, check_drafter
 from specdec.runtime.costs import weight_cost_ratio
 from specdec.engine.inputs import check_counts
 from specdec.engine.model import Model
-from specdec.engine.schedule import FixedGamma, GammaSchedule
+from specdec.engine.schedule import AdaptiveGamma, FixedGamma, GammaSchedule
 from specdec.engine.stop_rule import ConfidenceStop
 from specdec.errors import SpecdecError
+from specdec.reference.theory import walltime_speedup
 from specdec.runtime import as_model
 
 TREE_FROM_C = 0.25            # the default drafts a tree when a draft step costs at least this share of a target step ...
 TREE_UP_TO_SLOPE = 0.1        # ... and one more token in a verification pass at most this share (v(k) = 1 + s k)
+ASSUMED_ALPHA = 0.9           # with measured costs: a draft model is kept only if agreeing this often would beat the target alone
+LOOKUP_PRIOR_ALPHA = 0.8      # prompt lookup's acceptance before a run has tested any: it tries, and learns (AdaptiveGamma)
 
 
 @dataclass(frozen=True)
@@ -55,12 +60,15 @@ class DraftingPlan:
     schedule: GammaSchedule | None        # None: the drafter sizes its own rounds
     costs: DraftCosts
     by_default: bool = False              # True: the policy chose the drafter (a draft model with gamma left out)
+    why: str = ""                         # the policy's reason, when it chose something other than the draft it was given
 
     @property
     def description(self) -> str:
         """How the rounds are drafted, in words, the one wording every report uses: 'chain, stop rule', 'chain, gamma 4',
-        'tree (budget 16), the default here' (the policy's own choice says so)."""
+        'tree (budget 16), the default here' (the policy's own choice says so, with its reason when it has one)."""
         words = self.drafter.capabilities.drafts if self.schedule is None else self.schedule.describe()
+        if self.why:
+            return f"{words}: {self.why}"
         return f"{words}, the default here" if self.by_default else words
 
     def schedules(self, rows: int) -> list[GammaSchedule | None]:
@@ -71,7 +79,7 @@ class DraftingPlan:
 
 
 def plan_drafting(target: Model, drafter: Drafter, gamma: int | GammaSchedule | None = None, rows: int = 1,
-                  by_default: bool = False) -> DraftingPlan:
+                  by_default: bool = False, costs: DraftCosts | None = None, why: str = "") -> DraftingPlan:
     """The plan for generating `rows` texts with `target` (a model behind `specdec.engine.model`) drafted by `drafter`.
 
     >>> from transformers import LlamaConfig, LlamaForCausalLM
@@ -84,7 +92,7 @@ def plan_drafting(target: Model, drafter: Drafter, gamma: int | GammaSchedule | 
     if gamma is not None and not hasattr(gamma, "next_gamma"):
         check_counts(1, gamma)                                          # a number: 1..64
     check_drafter(drafter)
-    costs, capabilities = _costs(target, drafter.draft_model), drafter.capabilities
+    costs, capabilities = costs or _costs(target, drafter.draft_model), drafter.capabilities
     if capabilities.sizes_rounds and gamma is not None:
         raise SpecdecError(f"{drafter.name} sizes its own rounds (a tree's budget, a lookup's match): leave gamma out")
     check_serves(target, drafter)
@@ -96,7 +104,7 @@ def plan_drafting(target: Model, drafter: Drafter, gamma: int | GammaSchedule | 
         for model, role in zip(models, ("target", "draft")):
             if not model.traits.batches:
                 raise SpecdecError(f"the {role} has sliding-window layers, which batches do not handle: give one prompt at a time")
-    return DraftingPlan(drafter, schedule_for(gamma, drafter, costs), costs, by_default)
+    return DraftingPlan(drafter, schedule_for(gamma, drafter, costs), costs, by_default, why)
 
 
 def check_serves(target: Model, drafter: Drafter) -> None:
@@ -122,12 +130,47 @@ def refused(target: Model, capabilities: Capabilities, name: str) -> str | None:
 
 
 def plan_for_draft_model(target: Model, draft: Model, gamma: int | GammaSchedule | None = None, rows: int = 1,
-                         name: str | None = None) -> DraftingPlan:
-    """The plan for a draft model sharing the target's tokenizer: with gamma left out, the policy's choice (a `TreeDrafter`
-    where trees pay and there is one text, else a `ModelDrafter` under the stop rule); with a gamma, a chain of that gamma."""
-    if gamma is None and rows == 1 and trees_pay(target, draft):
-        return plan_drafting(target, TreeDrafter(draft, name), None, rows, by_default=True)
-    return plan_drafting(target, ModelDrafter(draft, name), gamma, rows, by_default=gamma is None)
+                         name: str | None = None, costs: DraftCosts | None = None) -> DraftingPlan:
+    """The plan for a draft model sharing the target's tokenizer: with gamma left out, the policy's choice; with a gamma, a
+    chain of that gamma. The policy's choice, with `costs` measured on this machine (`specdec.runtime.costs`): where even a
+    draft that agrees `ASSUMED_ALPHA` of the time is predicted slower than the target alone, drafting that costs nothing
+    (prompt lookup, plain steps where it does not pay either, `plain_or_lookup`); else a `TreeDrafter` where trees pay and
+    there is one text, else a `ModelDrafter` under the stop rule. Without measured costs, c from the weights and s guessed."""
+    costs = costs or _costs(target, draft)
+    if gamma is None and costs.verify:
+        chain = best_chain(costs, ASSUMED_ALPHA)
+        if chain[1] < 1.0:
+            why = (f"the default here, instead of {name or draft.name}, which even agreeing {ASSUMED_ALPHA:.0%} of the time is "
+                   f"predicted at {chain[1]:.2f}x the target alone (c = {costs.c:.2f}, v({chain[0]}) = {costs.v(chain[0]):.2f}, "
+                   "measured here)")
+            return plain_or_lookup(target, costs, rows, why)
+    if gamma is None and rows == 1 and trees_pay(target, draft, costs):
+        return plan_drafting(target, TreeDrafter(draft, name), None, rows, by_default=True, costs=costs)
+    return plan_drafting(target, ModelDrafter(draft, name), gamma, rows, by_default=gamma is None, costs=costs)
+
+
+def best_chain(costs: DraftCosts, alpha: float, max_gamma: int = 16) -> tuple[int, float]:
+    """(gamma, predicted speedup over the target alone) of the best chain with these costs when each draft is accepted with
+    chance `alpha` (Leviathan et al.'s formula with the measured v(gamma)).
+
+    >>> best_chain(DraftCosts(0.4, 0.5, (1.0, 1.72, 1.95, 2.73, 3.82)), 0.9, max_gamma=4)
+    (2, 0.985)
+    """
+    speedups = {gamma: round(walltime_speedup(alpha, gamma, costs.c, costs.v(gamma)), 3) for gamma in range(1, max_gamma + 1)}
+    best = max(speedups, key=speedups.get)
+    return best, speedups[best]
+
+
+def plain_or_lookup(target: Model, costs: DraftCosts, rows: int, why: str) -> DraftingPlan:
+    """Drafting that costs nothing where it can pay: prompt lookup under a gamma that is 0 (a plain step) wherever no gamma is
+    predicted to beat the target alone; plain decoding where even a free draft that is always right could not (v(k) > k + 1)."""
+    free = DraftCosts(0.0, costs.verify_slope, costs.verify)
+    if best_chain(free, 0.999)[1] <= 1.0:
+        return plan_drafting(target, NoDraft(), None, rows, by_default=True, costs=costs,
+                             why=why.replace("the default here", "plain decoding, the default here", 1))
+    schedule = AdaptiveGamma(free, max_gamma=16, prior_alpha=LOOKUP_PRIOR_ALPHA, plain=True)
+    return plan_drafting(target, PromptLookupDrafter(), schedule, rows, by_default=True, costs=free,
+                         why=why.replace("the default here", "prompt lookup, the default here", 1))
 
 
 def default_drafter(target: object, draft: object, name: str | None = None) -> ModelDrafter | TreeDrafter:
@@ -144,10 +187,12 @@ def default_drafter(target: object, draft: object, name: str | None = None) -> M
     return plan_for_draft_model(as_model(target), as_model(draft), None, 1, name).drafter
 
 
-def trees_pay(target: Model, draft: Model) -> bool:
-    """Whether the default drafts a tree for this pair: c >= TREE_FROM_C, s <= TREE_UP_TO_SLOPE, no sliding window."""
-    costs = _costs(target, draft)
-    dear = costs.c >= TREE_FROM_C and costs.verify_slope <= TREE_UP_TO_SLOPE
+def trees_pay(target: Model, draft: Model, costs: DraftCosts | None = None) -> bool:
+    """Whether the default drafts a tree for this pair: c >= TREE_FROM_C, s <= TREE_UP_TO_SLOPE (s from v(4) where v was
+    measured), no sliding window."""
+    costs = costs or _costs(target, draft)
+    slope = (costs.v(4) - 1.0) / 4 if costs.verify else costs.verify_slope
+    dear = costs.c >= TREE_FROM_C and slope <= TREE_UP_TO_SLOPE
     return dear and not target.traits.sliding_window and not draft.traits.sliding_window
 
 
@@ -168,5 +213,7 @@ def schedule_for(gamma: int | GammaSchedule | None, drafter: Drafter, costs: Dra
     if gamma is not None:
         return FixedGamma(gamma) if isinstance(gamma, int) else gamma
     if not drafter.capabilities.reports_confidence:
+        if costs.verify:                                  # measured costs: the gamma they predict best, plain steps included
+            return AdaptiveGamma(costs, max_gamma=16, prior_alpha=LOOKUP_PRIOR_ALPHA, plain=True)
         return FixedGamma(ConfidenceStop.fallback_gamma)
     return ConfidenceStop(c=costs.c, verify_slope=costs.verify_slope, verify=costs.verify)

@@ -70,7 +70,7 @@ def run_plan(target: Model, plan: DraftingPlan, prompts: Sequence[torch.Tensor],
     return [GenerationResult(tokens=[token for round_ in rounds[row] for token, _ in round_.emitted],
                              stats=run_stats(rounds[row], draft_passes, wall, watch, prompts[row].numel()),
                              rounds=tuple(rounds[row]), drafting=plan.description, by_default=plan.by_default,
-                             timeline=tuple(timelines[row]))
+                             timeline=tuple(timelines[row]), draft_cost_ratio=plan.costs.c, verify_costs=plan.costs.verify)
             for row in range(len(prompts))]
 
 

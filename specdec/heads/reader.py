@@ -102,6 +102,10 @@ class HeadModel:
         self.head, self.name, self.passes = head, name, 0
 
     @property
+    def identity(self) -> str:
+        return f"{self.name} {self.head.dtype} {self.head.device}"
+
+    @property
     def device(self) -> torch.device:
         return self.head.device
 

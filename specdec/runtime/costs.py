@@ -12,11 +12,13 @@ repetitions (rolled back after each, so the cache does not grow).
 
 from __future__ import annotations
 
+import json
 import statistics
 import time
 
 import torch
 
+from specdec.engine.contract import DraftCosts
 from specdec.engine.costs import CostProfile
 from specdec.engine.inputs import as_prompt
 from specdec.engine.model import Rows
@@ -24,18 +26,22 @@ from specdec.engine.timing import synchronize
 from specdec.runtime import as_model
 
 
+def _pass_time(rows: Rows, tokens: torch.Tensor, device: torch.device) -> float:
+    """Seconds of one pass over `tokens` on top of the cached text (row 0), rolled back after it."""
+    start_length = rows.length(0)
+    synchronize(device)
+    start = time.perf_counter()
+    rows.feed([tokens], keep=tokens.numel())
+    synchronize(device)
+    seconds = time.perf_counter() - start
+    rows.rollback(0, start_length)
+    return seconds
+
+
 def _median_pass_time(rows: Rows, tokens: torch.Tensor, repeats: int, device: torch.device) -> float:
-    """Median seconds of one pass over `tokens` on top of the cached prompt (row 0), rolled back after each."""
-    times = []
-    for _ in range(repeats + 1):                      # the first pass only warms up
-        start_length = rows.length(0)
-        synchronize(device)
-        start = time.perf_counter()
-        rows.feed([tokens], keep=tokens.numel())
-        synchronize(device)
-        times.append(time.perf_counter() - start)
-        rows.rollback(0, start_length)
-    return statistics.median(times[1:])
+    """Median seconds of `repeats` passes over `tokens` on top of the cached prompt, after one that only warms up."""
+    _pass_time(rows, tokens, device)
+    return statistics.median(_pass_time(rows, tokens, device) for _ in range(repeats))
 
 
 @torch.inference_mode()
@@ -68,3 +74,62 @@ def weight_cost_ratio(target: object, draft: object | None) -> float:
     the measured c (Qwen2.5-Coder 0.5B for 1.5B in bfloat16: 0.32 estimated, 0.3-0.45 measured).
     """
     return 0.0 if draft is None else as_model(draft).weight_bytes() / as_model(target).weight_bytes()
+
+
+VERIFY_KS = (1, 2, 3, 4, 6, 8, 12, 16)   # the passes timed at load: enough for the round sizes a policy weighs (between: linear)
+COSTS_FILE = "costs.json"                # in the store: measured costs per models, runtime, CPU and threads
+
+
+@torch.inference_mode()
+def time_costs(target: object, draft: object | None, ks: tuple[int, ...] = VERIFY_KS, steps: int = 3) -> CostProfile:
+    """c and v(k) timed once, as a run would see them: a 32-token text cached, then the median of `steps` one-token steps of
+    each model and one pass over k + 1 tokens for each k (about 40 target steps in all: 3-4 s for Qwen2.5-Coder-1.5B on
+    llama.cpp on 2 AVX2 cores); every pass rolled back."""
+    target, draft = as_model(target), None if draft is None else as_model(draft)
+    text = torch.arange(32, dtype=torch.long) % min(target.embedding_rows, 1000)        # any ids: timing does not read them
+    rows = target.rows([0])
+    rows.feed([text])                                                                      # warm: the cache holds a text
+    step = _median_pass_time(rows, text[:1], steps, target.device)
+    verify = {k: _pass_time(rows, text[:k + 1], target.device) for k in ks}
+    draft_step = 0.0
+    if draft is not None:
+        draft_rows = draft.rows([0])
+        draft_text = text % min(draft.embedding_rows, 1000)
+        draft_rows.feed([draft_text])
+        draft_step = _median_pass_time(draft_rows, draft_text[:1], steps, draft.device)
+    return CostProfile(step, draft_step, verify)
+
+
+def measured_costs(target: object, draft: object | None, key: dict[str, object], ks: tuple[int, ...] = VERIFY_KS) -> CostProfile:
+    """The costs kept in the store for `key` (the models, their runtime and precision, the CPU, the threads), else timed
+    now (`time_costs`) and kept: a machine pays for the timing once per pair and setting."""
+    from specdec.store import cache_dir, write_text
+
+    path = cache_dir() / COSTS_FILE
+    entry = json.dumps(key, sort_keys=True)
+    try:
+        kept = json.loads(path.read_text())
+    except (OSError, ValueError):
+        kept = {}
+    found = kept.get(entry)
+    if found is not None and set(ks) <= {int(k) for k in found["verify_s"]}:
+        return CostProfile(found["target_step_s"], found["draft_step_s"], {int(k): s for k, s in found["verify_s"].items()})
+    profile = time_costs(target, draft, ks)
+    kept[entry] = {"target_step_s": profile.target_step_s, "draft_step_s": profile.draft_step_s,
+                   "verify_s": {str(k): s for k, s in profile.verify_s.items()}}
+    write_text(path, json.dumps(kept, indent=1))
+    return profile
+
+
+def draft_costs(profile: CostProfile, verify_slope: float, up_to: int = 64) -> DraftCosts:
+    """The policy's costs from a measured profile: c, and v(0..up_to) made non-decreasing (a noisy table must not make one
+    more token look free), linear between the timed k.
+
+    >>> costs = draft_costs(CostProfile(0.1, 0.04, {1: 0.172, 2: 0.195, 4: 0.382, 6: 0.344}), 0.5, up_to=6)
+    >>> round(costs.c, 2), [round(v, 3) for v in costs.verify]
+    (0.4, [1.0, 1.72, 1.95, 2.885, 3.82, 3.82, 3.82])
+    """
+    verify = [1.0]
+    for k in range(1, up_to + 1):
+        verify.append(max(verify[-1], profile.v(k)))
+    return DraftCosts(profile.c, verify_slope, tuple(verify))

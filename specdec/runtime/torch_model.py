@@ -56,6 +56,12 @@ class TorchModel:
         return self.module.get_output_embeddings().out_features
 
     @property
+    def identity(self) -> str:
+        """The name, dtype and device, and the threads torch runs on: what timings of this model are kept under."""
+        weight = next(self.module.parameters())
+        return f"{self.name} {str(weight.dtype).removeprefix('torch.')} {weight.device} threads={torch.get_num_threads()}"
+
+    @property
     def embedding_rows(self) -> int:
         return self.module.get_input_embeddings().num_embeddings
 

@@ -128,6 +128,12 @@ class LlamaCppModel:
         return None if user is None else user()
 
     @property
+    def identity(self) -> str:
+        """The file (its size and modification time), the threads and the exact settings: what timings are kept under."""
+        stat = self.path.stat()
+        return f"{self.path}:{stat.st_size}:{stat.st_mtime_ns} threads={self.threads} {sorted(self.settings.key().items())}"
+
+    @property
     def eos_token_ids(self) -> tuple[int, ...]:
         """The end-of-text id the file names (its tokenizer may name others)."""
         return () if self.eos_token_id is None else (self.eos_token_id,)
