@@ -33,7 +33,7 @@ from specdec.engine.model import Model
 from specdec.engine.results import GenerationResult, Round
 from specdec.errors import SpecdecError
 from specdec.generation.autoregressive import autoregressive_generate
-from specdec.generation.policy import DraftingPlan, plan_drafting, plan_for_draft_model
+from specdec.generation.policy import DraftingPlan, plan_drafting, plan_for_draft_model, refused
 from specdec.generation.run import run_plan
 from specdec.kernels.precision import AUTO, Precision, gguf_precision, read_off, resolve_pair_precision
 from specdec.kernels.quantization import precision_summary
@@ -80,7 +80,8 @@ class LoadedPair:
             resources[DRAFT_TOKENIZER] = draft_tokenizer
             resources[WHOLE] = whole if whole is not None else whole_character_tokens(draft_tokenizer, resources[DRAFT_MODEL].vocab_size)
         model = resources[TARGET]
-        return cls(target_name, draft_name, resources, device or model.device, dtype or next(model.module.parameters()).dtype)
+        held = next(model.module.parameters()).dtype if model.traits.internals else torch.float32    # llama.cpp: float32 activations
+        return cls(target_name, draft_name, resources, device or model.device, dtype or held)
 
     @property
     def target(self) -> Model:
@@ -154,12 +155,19 @@ class LoadedPair:
         return precision_summary(self.precision, None if self.draft is None else self.draft_precision)
 
     def method(self, name: str | None = None) -> Method:
-        """The drafting method named, else the one the pair's draft implies (`specdec.registry.method_for`)."""
+        """The drafting method named, else the one the pair's draft implies (`specdec.registry.method_for`); one line for a method
+        the target's runtime cannot serve (it reads the target's hidden states or layers), before anything is looked for."""
+        refusal = None if name not in METHODS else refused(self.target, METHODS[name].capabilities, name)
+        if refusal is not None:
+            raise SpecdecError(refusal)
         return method_for(self.draft_name, self.resources, name)
 
     def drafter(self, drafting: Drafting = Drafting(), fresh: bool = False) -> Drafter:
         """The drafter `drafting` asks for, made from this pair's resources; kept for the next generation unless `fresh`."""
         method = self.method(drafting.method)
+        refusal = refused(self.target, method.capabilities, method.name)
+        if refusal is not None:                          # before making it: a drafter may reach for what is not there
+            raise SpecdecError(refusal)
         options = method.parse_options(dict(drafting.options))
         key = (method.name, options)
         if fresh or key not in self.drafters:

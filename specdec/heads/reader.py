@@ -43,7 +43,7 @@ import torch
 
 from specdec.drafting.tree_drafter import TreeDrafter, TreeSettings
 from specdec.drafting.tree_reader import level_layout
-from specdec.engine.contract import Generation, Verified
+from specdec.engine.contract import Capabilities, Generation, Verified
 from specdec.engine.model import ModelTraits
 from specdec.engine.trees import ROOT
 from specdec.errors import SpecdecError
@@ -63,6 +63,8 @@ HEAD_TREE = HeadTree()
 class EagleDrafter(TreeDrafter):
     """An EAGLE-3 head drafting a dynamic tree of at most `budget` nodes, `depth` levels and `width` nodes per level: the tree
     policy every tree drafter shares (`specdec.drafting.tree_drafter`), over the head's reader (`HeadReader`), nothing else."""
+
+    capabilities = Capabilities(sizes_rounds=True, full_attention=True, internals=True, drafts="EAGLE-3 head, tree (budget 16)")
 
     def __init__(self, head: EagleHead, name: str | None = None, budget: int = HEAD_TREE.budget, depth: int = HEAD_TREE.depth,
                  width: int = HEAD_TREE.width) -> None:

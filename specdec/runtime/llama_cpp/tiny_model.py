@@ -67,8 +67,11 @@ def q6_k(rng: np.random.Generator, rows: int, columns: int) -> np.ndarray:
     return out.reshape(rows, blocks * Q6_K_BYTES)
 
 
-def write_tiny_quantized_gguf(path: Path, seed: int = 0, layers: int = LAYERS) -> Path:
-    """Write a tiny random qwen2 model, Q4_K/Q6_K like a Q4_K_M file, with a byte-level vocabulary of 512 tokens."""
+def write_tiny_quantized_gguf(path: Path, seed: int = 0, layers: int = LAYERS, output_noise: float = 0.0) -> Path:
+    """Write a tiny random qwen2 model, Q4_K/Q6_K like a Q4_K_M file, with a byte-level vocabulary of 512 tokens.
+
+    `output_noise`: the share of the output layer's quantized bytes drawn afresh (from another stream): the same seed with a
+    little noise is a draft that agrees with the model often, not always (what a distribution test needs)."""
     rng = np.random.default_rng(seed)
     tokens = byte_tokens() + [f"Ġw{i}" for i in range(254)] + ["<|endoftext|>", "<|im_end|>"]
     vocab = len(tokens)                                        # 512: a multiple of 8, as repacking wants
@@ -93,6 +96,11 @@ def write_tiny_quantized_gguf(path: Path, seed: int = 0, layers: int = LAYERS) -
 
     def quantized(name: str, rows: int, columns: int, kind: str = "q4_k", scale: float = 1.0) -> None:
         data = q4_k(rng, rows, columns, scale) if kind == "q4_k" else q6_k(rng, rows, columns)
+        if name == "output.weight" and output_noise > 0:
+            noise = np.random.default_rng(seed + 1000)
+            blocks = data.reshape(rows, -1, Q6_K_BYTES)                    # only the 6-bit values, not the scales
+            redrawn = noise.random(blocks[:, :, :192].shape) < output_noise
+            blocks[:, :, :192][redrawn] = noise.integers(0, 256, int(redrawn.sum()), dtype=np.uint8)
         qtype = gguf.GGMLQuantizationType.Q4_K if kind == "q4_k" else gguf.GGMLQuantizationType.Q6_K
         writer.add_tensor(name, data, raw_dtype=qtype)
 
