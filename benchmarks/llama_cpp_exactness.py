@@ -199,7 +199,8 @@ def run_timing(args) -> dict:
     for name in args.models:
         path = model_path(name) if name in MODELS else Path(name)
         prompt = prompt_ids(path)
-        models = {threads: load_gguf(path, threads=threads) for threads in args.threads}
+        settings = LLAMA_DEFAULTS if args.settings == "defaults" else EXACT
+        models = {threads: load_gguf(path, threads=threads, settings=settings) for threads in args.threads}
         caches = {}
         for threads, model in models.items():
             caches[threads] = model.rows([0])
@@ -217,10 +218,11 @@ def run_timing(args) -> dict:
                 rows.rollback(0, length)
         for threads in models:
             step = statistics.median(times[(threads, 1)])
-            out[f"{name} threads={threads}"] = {
+            out[f"{name} threads={threads}" + (" llama.cpp defaults" if args.settings == "defaults" else "")] = {
                 "step_ms": round(1000 * step, 1), "step_ms_min": round(1000 * min(times[(threads, 1)]), 1),
                 "v": {k: round(statistics.median(times[(threads, k)]) / step, 2) for k in range(1, args.max_k + 1)}}
-            print(json.dumps({f"{name} threads={threads}": out[f"{name} threads={threads}"]}), flush=True)
+            label = f"{name} threads={threads}" + (" llama.cpp defaults" if args.settings == "defaults" else "")
+            print(json.dumps({label: out[label]}), flush=True)
         del caches
         for model in models.values():
             model.close()
@@ -312,6 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--gamma", type=int, default=4)
+    parser.add_argument("--settings", choices=["exact", "defaults"], default="exact", help="timing: whose settings")
     parser.add_argument("--out", type=Path, help="append the results as one JSON line to this file")
     args = parser.parse_args(argv)
     if args.part == "table":                                  # python benchmarks/llama_cpp_exactness.py table --out FILE

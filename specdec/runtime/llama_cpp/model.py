@@ -5,15 +5,16 @@
     rows = model.rows([0])                         # an empty KV cache for one text
     logits, _ = rows.feed([torch.tensor(prompt_ids)])   # [1, 1, V] float32
 
-The file is memory-mapped, not converted: loading the zoo's 1.5B takes a second or two and its weights stay
-in the page cache, shared with any other process reading the same file. Weights are read as the file has
+The file is memory-mapped, not converted: loading the zoo's 1.5B took 1.0 s here (the import included), a
+first cache and a 20-token pass 1.4 s more, 1.5 GB resident with torch; its weights stay in the page cache,
+shared with any other process reading the same file. Weights are read as the file has
 them (Q4_K, Q6_K, ...) by llama.cpp's CPU kernels with the exact settings (`specdec.runtime.llama_cpp.settings`).
 
 What a loaded model holds:
 
 - `vocab_size` and `embedding_rows`: `llama_vocab_n_tokens` (llama.cpp's logits are that wide);
 - `context_length`: the shorter of the model's training context and the cells a text gets (`context`,
-  default `CONTEXT_TOKENS`: a Qwen2.5 1.5B's cache costs 42 KB a token here, 4096 tokens 172 MB per text);
+  default `CONTEXT_TOKENS`: a Qwen2.5 1.5B's cache costs 28 KB a token, 4096 tokens 115 MB per text);
 - `traits`: `ModelTraits("llama.cpp", hidden_states=False, internals=False, sliding_window=...)`. For a model
   with sliding-window layers (Gemma 2/3: `llama_model_n_swa` > 0) llama.cpp keeps a second cache for those
   layers and, with `swa_full` (its default, kept here), every cell of it, masking the window by position; so
@@ -21,8 +22,9 @@ What a loaded model holds:
   trees and batches on windowed layers are not proven exact here;
 - `weight_bytes()`: the tensors' bytes (`llama_model_size`), less the input embedding table when the output
   layer has its own (a step reads one row of it): the bytes a decoding step reads;
-- `verify_slope()`: s in v(k) = 1 + s k, a guess from what was measured on 2 AVX2 cores (0.5: v(17) = 9.81 on
-  one thread, the kernels are compute-bound there; more cores make a pass cheaper).
+- `verify_slope()`: s in v(k) = 1 + s k, a guess from what was measured on 2 AVX2 cores (0.85 on one thread,
+  0.6 on two: without repacked weights the kernels are compute-bound there, a 2-token pass costs 1.7-2.0 steps;
+  more cores make a pass cheaper, and the policy should measure).
 
 Tokenizing stays with transformers (the zoo reads the tokenizer from the same GGUF file): this model takes
 and gives token ids only, and says which ids the file marks as end and beginning (`eos_token_id`,
@@ -52,16 +54,28 @@ from specdec.runtime.llama_cpp.settings import EXACT, Settings, model_params
 CONTEXT_TOKENS = 4096        # cells per text when the caller does not say (the model's own context when shorter)
 TREE_SEQUENCES = 64          # sequence ids for the new tokens of one pass's trees, over all texts
 SLACK_CELLS = 256            # cells beyond the texts': dropped tokens wait there until a repack
-VERIFY_SLOPE = 0.5           # v(k) = 1 + 0.5 k: v(17) = 9.81 measured with these kernels on 2 AVX2 cores (1 thread)
+# s in v(k) = 1 + s k, by threads: the zoo's 1.5B with the exact settings on 2 AVX2 cores (benchmarks/
+# llama-cpp-exactness.md): v(2) = 2.01, v(17) = 15.4 on one thread; v(2) = 1.69, v(17) = 11.1 on two.
+VERIFY_SLOPES = {1: 0.85, 2: 0.6}
+
+
+def available_cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:                     # not Linux
+        return os.cpu_count() or 1
 
 
 def default_threads() -> int:
-    """Every core this process may run on, at most 8: the 1.5B's step was fastest on both cores of the 2-core kind."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:                     # not Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(cores, 8))
+    """All cores but one (at least one, at most 8): a pass waits at every barrier for its slowest thread.
+
+    Measured on the shared 2-core machine, the 1.5B's one-token step: quiet, 62 ms on 2 threads against 86 on
+    one (medians; minima 48 and 79); while other processes ran, 2 threads took a median 1324 ms (a thread
+    that lost its core stalls every layer's barrier) and 1 thread 112 ms. One core left free costs a quiet
+    machine a quarter of the speed and saves a busy one from collapse; the policy may measure and choose.
+    """
+    return max(1, min(available_cores() - 1, 8))
 
 
 def _is_gguf(path: Path) -> bool:
@@ -145,8 +159,8 @@ class LlamaCppModel:
         return self._weight_bytes
 
     def verify_slope(self) -> float:
-        """s in v(k) = 1 + s k, guessed without measuring (module docstring)."""
-        return VERIFY_SLOPE
+        """s in v(k) = 1 + s k, guessed without measuring: measured on 1 and 2 AVX2 threads (`VERIFY_SLOPES`)."""
+        return VERIFY_SLOPES[min(self.threads, 2)]
 
 
 def _token_or_none(token: int) -> int | None:
@@ -175,15 +189,14 @@ def load_gguf(path: str | Path, threads: int | None = None, context: int = CONTE
               settings: Settings = EXACT) -> LlamaCppModel:
     """Map a GGUF file into llama.cpp with the exact settings; one `SpecdecError` line when it cannot be read.
 
-    `threads`: default `default_threads()`, at most the cores this process may use; `context`: cells per text.
+    `threads`: default `default_threads()` (all cores but one); `context`: cells per text.
     """
     path = Path(path).expanduser()
     if not path.is_file():
         raise SpecdecError(f"no GGUF file at {path}: fetch the model first (specdec models fetch NAME) or check the path")
     if not _is_gguf(path):
         raise SpecdecError(f"{path} is not a GGUF file (it does not start with the GGUF magic): fetch it again")
-    cores = default_threads()
-    threads = cores if threads is None else threads
+    threads = default_threads() if threads is None else threads
     if not 1 <= threads:
         raise SpecdecError(f"threads must be at least 1, got {threads}")
     library = load_library()

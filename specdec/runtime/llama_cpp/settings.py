@@ -11,19 +11,22 @@ and a greedy speculative loop left plain greedy decoding at tokens 3, 30 and 102
 The causes, one setting each (`EXACT`):
 
 - **repacked weights off** (`use_extra_bufts = false`): llama.cpp repacks Q4_K/Q6_K (and Q4_0, Q8_0) weights at
-  load into interleaved blocks for its AVX2 GEMM kernels, which take over from 4 rows of activations up;
-  one-token steps use the plain dot product. Without repacking, every pass uses the plain path.
+  load into interleaved blocks for its AVX2 kernels, whose GEMM takes over from 4 rows of activations up
+  (re-measured with this build, prompt fed one token a pass: rows differ from k = 4 on, both models). Without
+  repacking, every pass uses the plain dot product.
 - **flash attention on** (`flash_attn_type = ENABLED`): without it, attention is two mat-muls whose kernel
-  changes at 2 query rows. The CPU flash-attention kernel computes each query row on its own, in cell order.
+  changes with the query rows (rows differ from k = 2 on the 1.5B, k = 3 on the 0.5B). The CPU
+  flash-attention kernel computes each query row on its own, in cell order.
 - **at most 7 tokens per ubatch** (`n_ubatch = 6`): the plain quantized mat-mul switches to another kernel
-  (llamafile's tinyBLAS) at 8 rows; a longer pass is cut into ubatches of 6, which change no row's bits.
+  (llamafile's tinyBLAS) at 8 rows (rows differ from k = 8 on, both models); a longer pass is cut into
+  ubatches of 6, which change no row's bits.
 - **the V cache in bfloat16, K in float16** (`type_v = BF16`): found here. At 256 cells or more (n_kv pads to
   512) a one-token pass takes a split-KV flash-attention path that cuts the cells among the threads and
   merges the partial sums, while a pass of 2+ tokens gives each query row to one thread: with 2 threads, rows
-  of k-token passes differed from one-token steps by up to 0.34 in the logits (Qwen2.5-Coder 0.5B, 300-token
-  text; identical at 1 thread). That path is taken only when K and V have the same type (F16 or F32, and an
-  F32 cache is cast to F16 before attention), so V in bfloat16 turns it off: every row then equal at 1 and 2
-  threads, at 300 and 700 tokens. K keeps llama.cpp's default F16 (the query is rounded to K's type for the
+  of a 6-token pass after 300 tokens of text differed from one-token steps by up to 0.79 in the logits on the
+  1.5B and 0.43 on the 0.5B, though every short pass was exact (identical at 1 thread). That path is taken
+  only when K and V have the same type (F16 or F32, and an F32 cache is cast to F16 before attention), so V
+  in bfloat16 turns it off: every row then equal at 1 and 2 threads, at 300 and 700 tokens. K keeps llama.cpp's default F16 (the query is rounded to K's type for the
   dot products); V values lose 3 mantissa bits but are summed in float32 instead of the default's float16.
 
 The rest says what a speculative pass needs:
@@ -39,7 +42,13 @@ The rest says what a speculative pass needs:
 - `n_threads` and `n_threads_batch` both: llama.cpp runs one-token passes on the first and longer ones on the
   second; left apart, a verification pass would run on another thread count than the steps.
 
-Exactness costs nothing at one token (133.8 vs 137.7 ms for the 1.5B on one thread, NOTES.md).
+What exactness costs, with this build (xllamacpp 2026.10.11549), one-token steps alternated in one process:
+the 1.5B 104 ms a step against 84 with llama.cpp's defaults on one thread (minima 80 and 61), all of it from
+the repacked weights (their one-row kernel is faster too); the 0.5B nothing (41.3 against 40.3 ms: its hidden
+size, 896, is no multiple of 256, so 413 of its 485 MB of weights are Q5_0 and Q8_0; only its few Q4_K and
+Q6_K matrices are repacked, enough to break exactness from k = 4, not enough to show in a step's time). NOTES.md's "nothing" (133.8 vs
+137.7 ms) was another build. A verification pass costs more: without repacking, v(2) = 2.0 on one thread.
+
 `LLAMA_DEFAULTS` is llama.cpp's own choice of the same knobs: the self-test's negative control.
 """
 
