@@ -28,6 +28,7 @@ from specdec.engine.sampling import SamplingConfig, probabilities
 from specdec.reference.stats import chi_square_survival, chi_square_test
 
 RUNS = 3000
+LLAMA_RUNS = 1000   # the llama.cpp runtime's distribution tests: rows of batched calls on a tiny quantized GGUF
 SIGNIFICANCE = 1e-3
 PROMPT = [2, 3, 4]
 LENGTH = 4   # tokens per run: the prompt pass gives token 1, one round of gamma = 2 gives tokens 2..4

@@ -15,7 +15,7 @@ from collections import Counter
 
 import pytest
 import torch
-from distribution_check import SIGNIFICANCE
+from distribution_check import LLAMA_RUNS, SIGNIFICANCE
 from test_distribution import accept_always, skip_the_residual
 
 import specdec.engine.inputs
@@ -115,7 +115,7 @@ def _byte_tokenizer():
 # --- the sampled distribution ------------------------------------------------------------------------------------
 
 SAMPLING = SamplingConfig(temperature=1.0, top_k=3)
-PROMPT, LENGTH, RUNS, BATCH = [17, 18, 19, 17, 18], 4, 1000, 125
+PROMPT, LENGTH, RUNS, BATCH = [17, 18, 19, 17, 18], 4, LLAMA_RUNS, 125
 
 
 def llama_exact_distribution(target, prompt: list[int], length: int, sampling: SamplingConfig) -> dict[tuple[int, ...], float]:

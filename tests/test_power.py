@@ -8,7 +8,7 @@ fails here, in the fast tier, before a weakened test can pass unnoticed.
 import test_batches
 import test_cross_tokenizer
 import test_trees
-from distribution_check import EFFECTS, RUNS, power
+from distribution_check import EFFECTS, LLAMA_RUNS, RUNS, power
 
 CONTROLS = {   # the effect, and the runs its test uses
     "accept always, a draft model (3,000)": RUNS,
@@ -24,6 +24,7 @@ CONTROLS = {   # the effect, and the runs its test uses
     "a rejected candidate left in the draw, suffix decoding (1,500)": RUNS,
     "a rejected candidate left in the draw, a drafter in a test file (1,500)": RUNS,
     "one count for a batch's cache, the weakest of 3 rows (1,500 each)": test_batches.RUNS,
+    "skip the residual, a draft model on the llama.cpp runtime (1,500)": LLAMA_RUNS,
 }
 
 

@@ -39,7 +39,7 @@ from specdec.engine.schedule import AdaptiveGamma
 from specdec.generation.policy import plan_drafting, refused
 from specdec.generation.run import run_plan
 from specdec.pairing import LoadedPair, generate_plain, generate_speculative
-from specdec.registry import DRAFT_MODEL, METHODS, RESOURCES, Method
+from specdec.registry import METHODS, RESOURCES, Method
 from specdec.run_spec import Drafting
 
 

@@ -22,9 +22,9 @@ from dataclasses import replace
 
 import torch
 
-from specdec.runtime.batch_cache import rows_cache
 from specdec.engine.inputs import Decoding, check_fits_context, eos_ids
 from specdec.engine.loop import speculate
+from specdec.engine.model import Model
 from specdec.engine.results import GenerationResult, GenerationStats, PassTime, Round, TokenOrigin
 from specdec.engine.timing import Stopwatch, Timed
 from specdec.generation.policy import DraftingPlan

@@ -29,7 +29,6 @@ and where. Where W8A8 is refused, every other kind runs as before, and asking fo
 from __future__ import annotations
 
 import json
-import platform
 import subprocess
 import sys
 from dataclasses import asdict, dataclass
@@ -41,6 +40,7 @@ from specdec.kernels.invariant_attention import use_invariant_attention
 from specdec.kernels.quantization import apply_quantization
 from specdec.kernels.w8a8 import REFERENCE, Kernel, W8A8Linear, kernel_in_use, use_kernel, vllm_kernel
 from specdec.store import write_text
+from specdec.store.machine import cpu_facts as machine_facts
 
 NEEDED_FLAGS = ("avx512f", "avx512_vnni")     # the library's build and its int8 dot products
 PASSES = (2, 6, 17)                           # tokens per pass: a chain of 1, of 5, a tree of 16
@@ -59,18 +59,8 @@ class Verdict:
 
 
 def cpu_facts() -> dict[str, object]:
-    """The CPU's model name and the flags that matter here, from /proc/cpuinfo (empty where there is none)."""
-    flags, model = set(), platform.processor()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags") and not flags:
-                flags = set(line.split(":", 1)[1].split())
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    wanted = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_int8")
-    return {"cpu": model, "flags": [flag for flag in wanted if flag in flags]}
+    """The CPU's model name and the flags that matter here (`specdec.store.machine`)."""
+    return machine_facts(("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_int8"))
 
 
 def cpu_refusal(facts: dict[str, object] | None = None) -> Verdict | None:

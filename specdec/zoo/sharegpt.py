@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import json
 import re
-import tempfile
+import tempfile  # noqa: F401 - the doctests use it
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
@@ -55,7 +55,7 @@ from pathlib import Path, PurePosixPath
 from typing import TextIO
 
 from specdec.errors import SpecdecError
-from specdec.store import (MANIFEST, Progress, Reporter, WheelMember, cache_dir, check_folder, copy_member, file_sha256, read_manifest,
+from specdec.store import (MANIFEST, Progress, Reporter, WheelMember, cache_dir, check_folder, copy_member, file_sha256, read_manifest,  # noqa: F401
                            write_file, write_manifest)
 
 

@@ -87,7 +87,7 @@ class LlamaCppModel:
     """A loaded GGUF model (module docstring): `rows()` gives KV caches, the rest describes it."""
 
     def __init__(self, library: Library, handle, path: Path, threads: int, context: int, settings: Settings) -> None:
-        ffi, lib = library.ffi, library.lib
+        lib = library.lib
         self.library, self.handle, self.path, self.threads, self.settings = library, handle, path, threads, settings
         self.name = path.stem
         self.vocab_size = int(lib.llama_vocab_n_tokens(lib.llama_model_get_vocab(handle)))

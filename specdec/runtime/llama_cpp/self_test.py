@@ -33,8 +33,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -45,6 +43,8 @@ import torch
 
 from specdec.errors import SpecdecError, first_line
 from specdec.runtime.llama_cpp.settings import EXACT, LLAMA_DEFAULTS, Settings
+from specdec.store import cache_dir, write_text
+from specdec.store.machine import cpu_facts
 
 SELF_TEST_TIMEOUT_S = 300
 LONG_TEXT = 300                  # tokens before the long-text pass: past 256 cells, attention's n_kv pads to 512
@@ -143,21 +143,6 @@ def probe(threads: int, settings: Settings) -> Verdict:
                          "passes, a tree and rollbacks bit-equal to one-token steps)")
 
 
-def cpu_facts() -> dict[str, object]:
-    """The CPU's model name and SIMD flags, from /proc/cpuinfo (what could make llama.cpp pick other kernels)."""
-    flags, model = set(), platform.processor()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags") and not flags:
-                flags = set(line.split(":", 1)[1].split())
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    wanted = ("sse3", "ssse3", "avx", "avx2", "f16c", "fma", "bmi2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_int8")
-    return {"cpu": model, "flags": [flag for flag in wanted if flag in flags]}
-
-
 def library_digest(path: Path, kept: dict) -> str:
     """The library's SHA-256, read again only when its size or modification time changed (`kept`: the last stamp)."""
     stat = path.stat()
@@ -169,17 +154,7 @@ def library_digest(path: Path, kept: dict) -> str:
     return digest
 
 
-def _write_atomically(path: Path, data: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(handle, "w") as out:
-        json.dump(data, out, indent=2)
-    os.replace(temporary, path)                                       # whole or absent
-
-
 def verdict_path() -> Path:
-    from specdec.zoo.fetch import cache_dir
-
     return cache_dir() / "llama_cpp" / "self-test.json"
 
 
@@ -206,7 +181,7 @@ def check_machine(threads: int | None = None, settings: Settings = EXACT, path: 
         return Verdict(**kept["verdicts"][name])
     verdict = _run_subprocess(threads, settings)
     kept.setdefault("verdicts", {})[name] = asdict(verdict)
-    _write_atomically(path, kept)
+    write_text(path, json.dumps(kept, indent=2))
     return verdict
 
 
