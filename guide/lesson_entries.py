@@ -359,7 +359,7 @@ def tree_growth_example(c: float = 0.2, beta: float = 0.05, root=(0.81, 0.09, 0.
     A fresh calibration (a = sqrt(q)), a draft whose three likeliest tokens after the root have probabilities
     `root`. By hand: each slot's worth and the test it faces, E and T after each, the children the root gets,
     and the next level's predicted gain against its cost. Then `TreeDrafter._children_counts` must give the
-    same children and `TreeDrafter.grow`, run on a stand-in cache that hands out fixed draft distributions
+    same children and `TreeDrafter.grow`, the tree policy over a stand-in reader that hands out fixed draft distributions
     (greedy, a 64-token vocabulary), must read a second level; "parents" is the tree it grows.
     """
     import numpy as np
@@ -392,29 +392,40 @@ def tree_growth_example(c: float = 0.2, beta: float = 0.05, root=(0.81, 0.09, 0.
     level_cost = c + beta * children                        # one more draft pass, and the next level's nodes
     level = {"G": gain, "T": cost, "E": expected, "left": gain * cost, "right": expected * level_cost, "more": gain * cost > expected * level_cost}
 
-    class Embeddings:
-        num_embeddings = vocabulary
+    class Reader:                                            # a reader handing out fixed draft distributions, one set per pass
+        name, draft_model, hidden_layers, internals = "worked example", None, (), False
 
-    class Model:
-        def get_input_embeddings(self):
-            return Embeddings()
-
-    class Cache:                                             # stands in for CachedModel: fixed distributions, one per pass
         def __init__(self, rows):
-            self.rows, self.length, self.passes = rows, 0, 0
+            self.rows, self.passes = rows, 0
 
-        def feed(self, ids, keep=1, attend=None, positions=None):
-            logits = torch.log(torch.tensor(np.array(self.rows[min(self.passes, len(self.rows) - 1)][:keep]), dtype=torch.float32))
-            self.length, self.passes = self.length + len(ids), self.passes + 1
+        def begin(self, generation):
+            pass
+
+        def read_text(self, row, sequence):
+            return self._next(1)
+
+        def read_level(self, row, new, tokens, parents):
+            return self._next(len(new))
+
+        def observe(self, row, verified):
+            pass
+
+        def forget(self, row):
+            pass
+
+        def _next(self, count):
+            logits = torch.log(torch.tensor(np.array(self.rows[min(self.passes, len(self.rows) - 1)][:count]), dtype=torch.float32))
+            self.passes += 1
             return logits
 
-    drafter = TreeDrafter(Model(), name="worked example", c=c, verify_slope=beta)
-    drafter.vocab_size = vocabulary
-    counts = drafter._children_counts(rule, torch.tensor(law(*root), dtype=torch.float32)[None], [1.0], expected=1.0,
-                                      cost=c + 1.0, room=drafter.budget, first_level=True)
-    assert counts == [children], (counts, children)
     rows = [[law(*root)], [law(0.64, 0.2, 0.1), law(0.36, 0.3, 0.2)], [law(0.5, 0.3, 0.1)] * 3]
-    state = TreeText(Cache(rows), ConfidenceStop(c=c, verify_slope=beta, max_gamma=drafter.depth))
-    tree = drafter.grow(state, torch.tensor([5, 7]), drafter.depth, SamplingConfig(temperature=0), None)
-    assert tree.parents[:children] == (-1,) * children and (state.cached.passes > 1) == level["more"], (tree.parents, state.cached.passes)
+    reader = Reader(rows)
+    drafter = TreeDrafter.reading(reader, name="worked example")
+    drafter.c, drafter.verify_slope, drafter.vocab_size = c, beta, vocabulary
+    counts = drafter._children_counts(rule, torch.tensor(law(*root), dtype=torch.float32)[None], [1.0], expected=1.0,
+                                      cost=c + 1.0, nodes=0, room=drafter.budget, first_level=True)
+    assert counts == [children], (counts, children)
+    drafter.texts[0] = TreeText(ConfidenceStop(c=c, verify_slope=beta, max_gamma=drafter.depth))
+    tree = drafter.grow(0, torch.tensor([5, 7]), drafter.depth, SamplingConfig(temperature=0), None)
+    assert tree.parents[:children] == (-1,) * children and (reader.passes > 1) == level["more"], (tree.parents, reader.passes)
     return {"a": a, "steps": steps, "children": children, "reach": reach, "level": level, "parents": str(tree.parents)}
