@@ -429,3 +429,73 @@ def tree_growth_example(c: float = 0.2, beta: float = 0.05, root=(0.81, 0.09, 0.
     tree = drafter.grow(0, torch.tensor([5, 7]), drafter.depth, SamplingConfig(temperature=0), None)
     assert tree.parents[:children] == (-1,) * children and (reader.passes > 1) == level["more"], (tree.parents, reader.passes)
     return {"a": a, "steps": steps, "children": children, "reach": reach, "level": level, "parents": str(tree.parents)}
+
+
+def llama_cpp_runs(saved: str) -> dict[str, dict]:
+    """From `benchmarks/llama_cpp_exactness.py`'s JSON lines: each run's result keyed by its command without `--out FILE`
+    ('controls --threads 2' -> {'1.5b repacked weights': {...}, ...}); a command run again replaces its older line."""
+    runs = {}
+    for line in saved.splitlines():
+        if line.strip():
+            record = json.loads(line)
+            argv = list(record["argv"])
+            if "--out" in argv:
+                del argv[argv.index("--out"):argv.index("--out") + 2]
+            runs[" ".join(argv)] = record["result"]
+    return runs
+
+
+def first_differing_k(passes: dict[str, dict]) -> int | None:
+    """The fewest tokens of a pass whose rows differ from one-token steps (None: every pass was exact)."""
+    return min((int(k) for k, rows in passes.items() if rows["rows_differ"]), default=None)
+
+
+def llama_cpp_numbers(saved: str) -> dict[str, object]:
+    """What chapter 4 quotes of llama.cpp's exactness and costs, from the JSON lines of `benchmarks/llama_cpp_exactness.py`.
+
+    Keys: "exact_rows" (rows of k-token passes compared per model and thread count), "exact_runs", "exact_differ" (rows
+    that differed, all runs), "tree_rows", "keep_rows", "long_rows"; per control C ("defaults", "repacked", "flash",
+    "ubatch", "value") and model M ("1.5b", "0.5b"): "C_M_first" (first k whose rows differ, or None), "C_M_max" (largest
+    |logit difference| over the passes), "C_M_rows", "C_M_differ", "C_M_argmax", "C_M_long" (largest difference of the
+    6 tokens after 300); "greedy_*" the speculative loop; timings "t1", "t2" (the 1.5B at 1 and 2 threads, the quieter
+    run), "t1_defaults", "busy_t1", "busy_t2", "draft_t1" (the first run, the 0.5B at 1 thread): each {"step", "min", "v"}
+    with v[k] a pass over k tokens over one step.
+    """
+    runs = llama_cpp_runs(saved)
+    exact = runs["exactness"]
+
+    def checks(run: dict) -> list[dict]:
+        return [*run["passes"].values(), run["after_rollback"], run["tree"]["branches"], run["tree"]["after_keep"], run["6_after_300"]]
+
+    pass_rows = {sum(rows["rows"] for rows in run["passes"].values()) for run in exact.values()}
+    assert len(pass_rows) == 1, f"the exactness runs compared different passes: {pass_rows}"
+    first = next(iter(exact.values()))
+    numbers: dict[str, object] = {
+        "exact_runs": len(exact), "exact_rows": pass_rows.pop(),
+        "exact_differ": sum(rows["rows_differ"] for run in exact.values() for rows in checks(run)),
+        "tree_rows": first["tree"]["branches"]["rows"], "keep_rows": first["tree"]["after_keep"]["rows"],
+        "long_rows": first["6_after_300"]["rows"]}
+    controls = runs["controls --threads 2"]
+    for key, label in (("defaults", "llama.cpp defaults"), ("repacked", "repacked weights"), ("flash", "flash attention off"),
+                       ("ubatch", "ubatch 512"), ("value", "V cache float16")):
+        for model in ("1.5b", "0.5b"):
+            run = controls[f"{model} {label}"]
+            passes = run["passes"].values()
+            numbers |= {f"{key}_{model}_first": first_differing_k(run["passes"]),
+                        f"{key}_{model}_max": max(r["max_abs"] for r in passes),
+                        f"{key}_{model}_rows": sum(r["rows"] for r in passes),
+                        f"{key}_{model}_differ": sum(r["rows_differ"] for r in passes),
+                        f"{key}_{model}_argmax": sum(r["argmax_differ"] for r in passes),
+                        f"{key}_{model}_long": run["6_after_300"]["max_abs"]}
+    greedy = runs["greedy --threads 2 --tokens 64"]
+    numbers |= {f"greedy_{key}": value for key, value in greedy.items()}
+
+    def timing(run: dict) -> dict:
+        return {"step": run["step_ms"], "min": run["step_ms_min"], "v": {int(k): v for k, v in run["v"].items()}}
+
+    quiet, busy = runs["timing --models 1.5b --repeats 9"], runs["timing --repeats 11"]
+    numbers |= {"t1": timing(quiet["1.5b threads=1"]), "t2": timing(quiet["1.5b threads=2"]),
+                "t1_defaults": timing(runs["timing --models 1.5b --threads 1 --repeats 9 --settings defaults"]["1.5b threads=1 llama.cpp defaults"]),
+                "busy_t1": timing(busy["1.5b threads=1"]), "busy_t2": timing(busy["1.5b threads=2"]),
+                "draft_t1": timing(busy["0.5b threads=1"])}
+    return numbers

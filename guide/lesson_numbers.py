@@ -1000,3 +1000,123 @@ NUMBERS += [
                      r"second draft pass reads both. Given the level's own $q$, `TreeDrafter.grow` then grew the tree with parents <<s>>",
              _tree_growth),
 ]
+
+# ---- chapter 4, two runtimes: llama.cpp's batch invariance, its exact settings, and v(k) on 2 AVX2 cores (issues 43, 44)
+
+from lesson_entries import llama_cpp_numbers  # noqa: E402
+
+from specdec.engine.contract import DraftCosts  # noqa: E402
+from specdec.generation.policy import ASSUMED_ALPHA, best_chain  # noqa: E402
+
+LLAMA_EXACTNESS = "llama-cpp-exactness.jsonl"       # guide/measurements/, a copy of benchmarks/llama-cpp-exactness.jsonl
+LLAMA_OUT = "--out benchmarks/llama-cpp-exactness.jsonl"
+LLAMA_CONTROLS = f"python benchmarks/llama_cpp_exactness.py controls --threads 2 {LLAMA_OUT}"
+LLAMA_EXACT = f"python benchmarks/llama_cpp_exactness.py exactness {LLAMA_OUT}"
+LLAMA_GREEDY = f"python benchmarks/llama_cpp_exactness.py greedy --threads 2 --tokens 64 {LLAMA_OUT}"
+LLAMA_TIMING = f"python benchmarks/llama_cpp_exactness.py timing --models 1.5b --repeats 9 {LLAMA_OUT}"
+LLAMA_TIMING_BUSY = f"python benchmarks/llama_cpp_exactness.py timing --repeats 11 {LLAMA_OUT}"
+LLAMA_TIMING_DEFAULTS = f"python benchmarks/llama_cpp_exactness.py timing --models 1.5b --threads 1 --repeats 9 --settings defaults {LLAMA_OUT}"
+LLAMA_CONTROL_ROWS = (("llama.cpp's defaults (all four)", "defaults"), ("repacked weights", "repacked"), ("flash attention off", "flash"),
+                      ("a ubatch of 512", "ubatch"), ("a float16 V cache", "value"))
+LOOKUP_GAMMA = 3                                    # exercise 12: prompt lookup's round, and the draft's
+
+
+def _llama(saved: str) -> dict[str, object]:
+    return llama_cpp_numbers(saved)
+
+
+def _control_row(saved: str, key: str) -> tuple[str, ...]:
+    """A controls table row's cells: first differing k, largest logit difference, the 6 tokens after 300 (per model)."""
+    n = _llama(saved)
+    first = [n[f"{key}_{m}_first"] for m in ("1.5b", "0.5b")]
+    largest = [n[f"{key}_{m}_max"] for m in ("1.5b", "0.5b")]
+    long = [n[f"{key}_{m}_long"] for m in ("1.5b", "0.5b")]
+    return (*("none" if k is None else str(k) for k in first), *("exact" if x == 0 else f"{x:.3f}" for x in largest),
+            *("exact" if x == 0 else f"{x:.3f}" for x in long))
+
+
+def engine_v(timing: dict, gamma: int) -> float:
+    """Chapter 1's v(gamma), a pass over gamma + 1 tokens in one-token steps, from the benchmark's v[k] over k tokens."""
+    return timing["v"][gamma + 1]
+
+
+def free_ceiling(timing: dict) -> tuple[float, int]:
+    """The most a draft that costs nothing and is always right can gain: the largest (gamma + 1) / v(gamma), and its gamma."""
+    best = max(range(1, max(timing["v"])), key=lambda gamma: (gamma + 1) / engine_v(timing, gamma))
+    return (best + 1) / engine_v(timing, best), best
+
+
+def draft_prediction(saved: str) -> tuple[float, float, float, int, float]:
+    """The 0.5B's step, the 1.5B's, c, and the policy's best chain at ASSUMED_ALPHA with that run's v (both on one thread)."""
+    n = _llama(saved)
+    draft, target = n["draft_t1"], n["busy_t1"]
+    c = draft["step"] / target["step"]
+    verify = tuple(engine_v(target, gamma) for gamma in range(0, max(target["v"])))
+    gamma, speedup = best_chain(DraftCosts(c, 0.0, verify), ASSUMED_ALPHA)
+    return draft["step"], target["step"], c, gamma, speedup
+
+
+def _greedy_words(n: dict) -> str:
+    if n["greedy_equal"]:
+        return f"exactly the 1.5B's own {n['greedy_tokens']} greedy tokens"
+    return f"NOT the 1.5B's own greedy tokens (they part at token {n['greedy_first_difference']})"
+
+
+NUMBERS += [
+    *[Measured(BEYOND, f"| {label} | <<>>, <<>> | <<>>, <<>> | <<>>, <<>> |", LLAMA_CONTROLS, LLAMA_EXACTNESS,
+               lambda saved, key=key: _control_row(saved, key)) for label, key in LLAMA_CONTROL_ROWS],
+    Measured(BEYOND, "With llama.cpp's defaults <<d>> of the 1.5B's <<d>> rows differed, and the argmax changed in <<d>>",
+             LLAMA_CONTROLS, LLAMA_EXACTNESS,
+             lambda saved: (lambda n: (n["defaults_1.5b_differ"], n["defaults_1.5b_rows"], n["defaults_1.5b_argmax"]))(_llama(saved))),
+    Measured(BEYOND, "With them <<s>>, on both models at 1 and 2 threads: <<d>> rows of passes of 2 to 32 tokens for each, "
+                     "the step after a rollback, <<d>> rows of a tree's branches in one pass, <<d>> steps after keeping a branch "
+                     "that is not the tree's first, and <<d>> tokens after 300.",
+             LLAMA_EXACT, LLAMA_EXACTNESS,
+             lambda saved: (lambda n: ("every row compared was bit-equal to one-token steps" if n["exact_differ"] == 0
+                                       else f"{n['exact_differ']} rows differed from one-token steps",
+                                       n["exact_rows"], n["tree_rows"], n["keep_rows"], n["long_rows"]))(_llama(saved))),
+    Measured(BEYOND, "A greedy speculative loop on 2 threads, the 0.5B drafting <<d>> tokens a round and the 1.5B verifying, "
+                     "wrote <<s>>.", LLAMA_GREEDY, LLAMA_EXACTNESS,
+             lambda saved: (lambda n: (n["greedy_gamma"], _greedy_words(n)))(_llama(saved))),
+    Measured(BEYOND, "On one thread, in two runs one after the other, its step took <<.1f>> ms with the exact settings "
+                     "(fastest <<.1f>>) and <<.1f>> ms with llama.cpp's defaults (fastest <<.1f>>)",
+             LLAMA_TIMING_DEFAULTS, LLAMA_EXACTNESS,
+             lambda saved: (lambda n: (n["t1"]["step"], n["t1"]["min"], n["t1_defaults"]["step"], n["t1_defaults"]["min"]))(_llama(saved))),
+    Measured(BEYOND, "a pass over 2 tokens cost $v(1) = <<.2f>>$ steps with them, <<.2f>> with the exact settings",
+             LLAMA_TIMING_DEFAULTS, LLAMA_EXACTNESS,
+             lambda saved: (lambda n: (engine_v(n["t1_defaults"], 1), engine_v(n["t1"], 1)))(_llama(saved))),
+    *[Measured(BEYOND, f"| {threads} | <<.1f>> ms | <<.2f>> | <<.2f>> | <<.2f>> | <<.2f>> | <<.2f>> |", LLAMA_TIMING, LLAMA_EXACTNESS,
+               lambda saved, key=key: (lambda t: (t["step"], *(engine_v(t, gamma) for gamma in (1, 2, 4, 8, 16))))(_llama(saved)[key]))
+      for threads, key in ((1, "t1"), (2, "t2"))],
+    Measured(BEYOND, r"the largest $(\gamma + 1) / v(\gamma)$: <<.2f>>x at $\gamma = <<d>>$ on one thread and <<.2f>>x at "
+                     r"$\gamma = <<d>>$ on two.", LLAMA_TIMING, LLAMA_EXACTNESS,
+             lambda saved: (lambda n: (*free_ceiling(n["t1"]), *free_ceiling(n["t2"])))(_llama(saved))),
+    Measured(BEYOND, r"its step took <<.1f>> ms against the 1.5B's <<.1f>>: $c = <<.2f>>$. With that run's $v$, the best chain at "
+                     r"$\alpha = <<.1f>>$ is $\gamma = <<d>>$, predicted at <<.2f>>x the target alone",
+             LLAMA_TIMING_BUSY, LLAMA_EXACTNESS,
+             lambda saved: (lambda d: (d[0], d[1], d[2], ASSUMED_ALPHA, d[3], d[4]))(draft_prediction(saved))),
+    Measured(BEYOND, "The greedy loop above, gamma 4 on 2 threads, ran at <<.2f>> tokens/s against <<.2f>> for plain decoding: "
+                     "<<.2f>>x.", LLAMA_GREEDY, LLAMA_EXACTNESS,
+             lambda saved: (lambda n: (n["greedy_speculative_tok_s"], n["greedy_plain_tok_s"],
+                                       n["greedy_speculative_tok_s"] / n["greedy_plain_tok_s"]))(_llama(saved))),
+    Computed(BEYOND, "Where even a draft that agrees `ASSUMED_ALPHA` = <<.0%>> of the time is predicted slower than the target "
+                     "alone, as here,", lambda: ASSUMED_ALPHA),
+    Measured(BEYOND, "the 1.5B took a median of <<.1f>> ms a step on 2 threads and <<.1f>> ms on one (quiet: <<.1f>> and <<.1f>>)",
+             LLAMA_TIMING_BUSY, LLAMA_EXACTNESS,
+             lambda saved: (lambda n: (n["busy_t2"]["step"], n["busy_t1"]["step"], n["t2"]["step"], n["t1"]["step"]))(_llama(saved))),
+    # exercise 12: break-even alphas from the measured v
+    Measured(BEYOND, r"a pass over 4 tokens costs $v(3) = <<.2f>>$ steps on two threads and <<.2f>> on one", LLAMA_TIMING,
+             LLAMA_EXACTNESS, lambda saved: (lambda n: (engine_v(n["t2"], LOOKUP_GAMMA), engine_v(n["t1"], LOOKUP_GAMMA)))(_llama(saved))),
+    Measured(BEYOND, r"The 0.5B draft at $c = <<.2f>>$, with the $v(3) = <<.2f>>$ of the run that $c$ comes from",
+             LLAMA_TIMING_BUSY, LLAMA_EXACTNESS,
+             lambda saved: (draft_prediction(saved)[2], engine_v(_llama(saved)["busy_t1"], LOOKUP_GAMMA))),
+    Measured(BEYOND, r"these are equal at $\alpha = <<.2f>>$ on two threads and <<.2f>> on one", LLAMA_TIMING, LLAMA_EXACTNESS,
+             lambda saved: (lambda n: (break_even_alpha(engine_v(n["t2"], LOOKUP_GAMMA), LOOKUP_GAMMA),
+                                       break_even_alpha(engine_v(n["t1"], LOOKUP_GAMMA), LOOKUP_GAMMA)))(_llama(saved))),
+    Measured(BEYOND, r"The round costs $3 \cdot <<.2f>> + <<.2f>> = <<.2f>>$ steps, more than the <<d>> tokens",
+             LLAMA_TIMING_BUSY, LLAMA_EXACTNESS,
+             lambda saved: (lambda c, v: (c, v, LOOKUP_GAMMA * c + v, LOOKUP_GAMMA + 1))(draft_prediction(saved)[2],
+                                                                                        engine_v(_llama(saved)["busy_t1"], LOOKUP_GAMMA))),
+    Measured(BEYOND, r"even a free draft that is always right could reach <<.2f>>x", LLAMA_TIMING, LLAMA_EXACTNESS,
+             lambda saved: free_ceiling(_llama(saved)["t1"])[0]),
+]
