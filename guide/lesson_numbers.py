@@ -1068,7 +1068,7 @@ NUMBERS += [
     Measured(BEYOND, "With llama.cpp's defaults <<d>> of the 1.5B's <<d>> rows differed, and the argmax changed in <<d>>",
              LLAMA_CONTROLS, LLAMA_EXACTNESS,
              lambda saved: (lambda n: (n["defaults_1.5b_differ"], n["defaults_1.5b_rows"], n["defaults_1.5b_argmax"]))(_llama(saved))),
-    Measured(BEYOND, "With them <<s>>, on both models at 1 and 2 threads: <<d>> rows of passes of 2 to 32 tokens for each, "
+    Measured(BEYOND, "with them <<s>>, on both models at 1 and 2 threads: <<d>> rows of passes of 2 to 32 tokens for each, "
                      "the step after a rollback, <<d>> rows of a tree's branches in one pass, <<d>> steps after keeping a branch "
                      "that is not the tree's first, and <<d>> tokens after 300.",
              LLAMA_EXACT, LLAMA_EXACTNESS,

@@ -425,3 +425,19 @@ def test_the_eagle2_porting_bug_is_computed_as_the_engine_runs_it():
     for token in range(3):
         assert abs(counts[token] / trials - expected[token]) <= 5 * binomial_standard_error(expected[token], trials) + 1e-9
     assert np.abs(expected - p).max() > 0.05                       # the bug is visible: the output is not p
+
+
+def test_the_llama_cpp_lesson_reads_the_benchmarks_own_results():
+    """Chapter 4's llama.cpp numbers come from guide/measurements/llama-cpp-exactness.jsonl, a copy of the file
+    `benchmarks/llama_cpp_exactness.py` appends to: rerunning a measurement there and not here must fail."""
+    copy = (GUIDE / "measurements" / "llama-cpp-exactness.jsonl").read_bytes()
+    assert copy == (ROOT / "benchmarks" / "llama-cpp-exactness.jsonl").read_bytes(), \
+        "copy benchmarks/llama-cpp-exactness.jsonl to guide/measurements/ and rerun this test"
+    numbers = guide_numbers.llama_cpp_numbers(copy.decode("utf-8"))
+    # what the prose says in words (whole numbers, which the number check leaves alone): where each control breaks
+    said = {"repacked": (4, 4), "flash": (2, 3), "ubatch": (8, 8), "value": (None, None)}
+    assert {key: (numbers[f"{key}_1.5b_first"], numbers[f"{key}_0.5b_first"]) for key in said} == said
+    assert numbers["exact_differ"] == 0 and numbers["greedy_equal"]
+    assert all(numbers[f"value_{m}_long"] > 0 and numbers[f"ubatch_{m}_long"] == 0 for m in ("1.5b", "0.5b"))
+    broken = copy.decode("utf-8").replace('"rows_differ": 0', '"rows_differ": 1', 1)    # one exact row made to differ
+    assert guide_numbers.llama_cpp_numbers(broken)["exact_differ"] == 1
