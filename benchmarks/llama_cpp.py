@@ -255,6 +255,8 @@ class Measurement:
     acceptance: float | None = None
     tokens_per_target_pass: float | None = None
     text: str = ""
+    drafting: str = ""          # specdec: how the run drafted (the policy's words); "" for llama.cpp's tools
+    tokens: str = ""            # specdec: the token ids, to check greedy runs against plain decoding
 
 
 def llama_command(tool: str, build_dir: Path, target: Path, draft: Path, prompt_file: Path, max_new_tokens: int,
@@ -353,6 +355,8 @@ class SpecdecVariant:
 
     @property
     def label(self) -> str:
+        if self.dtype == "llama.cpp":
+            return f"{self.method} on specdec's llama.cpp runtime"
         if self.method == "plain":
             return f"plain {self.target_precision}"
         draft = "" if self.draft_quantization == self.target_quantization else f" / {self.draft_quantization}"
@@ -364,8 +368,18 @@ def precision(dtype: str, quantization: str) -> str:
     return dtype if quantization == "none" else f"{dtype} {quantization}"
 
 
+RUNTIME_CHOICES = ("plain", "defaults", "draft-model", "tree", "prompt-lookup", "suffix", "recycling")
+
+
 def parse_variant(spec: str) -> SpecdecVariant:
-    """METHOD:DTYPE:TARGET_QUANT[:DRAFT_QUANT][:tree|:gamma=N], e.g. speculative:float32:int8:int4."""
+    """METHOD:DTYPE:TARGET_QUANT[:DRAFT_QUANT][:tree|:gamma=N], e.g. speculative:float32:int8:int4; or llama.cpp:CHOICE, our
+    llama.cpp runtime on the same GGUF files: llama.cpp:plain, llama.cpp:defaults (what `specdec run` does with its defaults:
+    the policy measures and chooses), llama.cpp:METHOD (a drafting method of the registry, e.g. draft-model, prompt-lookup)."""
+    if spec.startswith("llama.cpp:"):
+        choice = spec.split(":", 1)[1]
+        if choice not in RUNTIME_CHOICES:
+            raise argparse.ArgumentTypeError(f"{spec!r}: llama.cpp:CHOICE, CHOICE one of {', '.join(RUNTIME_CHOICES)}")
+        return SpecdecVariant("plain" if choice == "plain" else choice, "llama.cpp", "gguf")
     parts = spec.split(":")
     if len(parts) < 3 or parts[0] not in ("plain", "speculative"):
         raise argparse.ArgumentTypeError(f"{spec!r}: write METHOD:DTYPE:TARGET_QUANT[:DRAFT_QUANT][:tree|:gamma=N], "
@@ -407,9 +421,46 @@ def load_cached(models: dict, name: str, dtype: str, quantization: str):
     return models[key]
 
 
-def run_specdec(variant: SpecdecVariant, models: dict, input_ids, max_new_tokens: int, tokenizer) -> Measurement:
+def run_on_llama_cpp(variant: SpecdecVariant, models: dict, input_ids, max_new_tokens: int, tokenizer, threads: int) -> Measurement:
+    """Our llama.cpp runtime: the pair loaded once as `specdec run` loads it (all precisions auto, the runtime llama.cpp), then
+    plain decoding, `specdec run`'s defaults (the policy's choice, said in the CSV's `tool` column) or a registry method."""
+    from specdec import pairing
+    from specdec.engine.inputs import Decoding
+    from specdec.run_spec import Drafting
+
+    if "llama.cpp pair" not in models:
+        models["llama.cpp pair"] = pairing.load_pair(TARGET, DRAFT, quantization="auto", draft_quantization="auto", runtime="llama.cpp",
+                                                     threads=threads)
+    pair = models["llama.cpp pair"]
+    decoding = Decoding(max_new_tokens=max_new_tokens, temperature=0)
+    first_token: list[float] = []
+
+    def mark(_) -> None:
+        if not first_token:
+            first_token.append(time.perf_counter())
+
+    start = time.perf_counter()
+    if variant.method == "plain":
+        result = pairing.autoregressive_generate(pair.target, input_ids, on_token=mark, **decoding.as_kwargs())
+    else:
+        drafting = Drafting() if variant.method == "defaults" else Drafting(variant.method)
+        plan = pair.plan(drafting)
+        result = pairing.run_plan(pair.target, plan, [input_ids.reshape(-1)], decoding, None, lambda row, round_: mark(round_))[0]
+    end = time.perf_counter()
+    new_tokens, stats = len(result.tokens), result.stats
+    speculative = variant.method != "plain"
+    return Measurement(int(input_ids.shape[-1]), new_tokens, end - first_token[0], (new_tokens - 1) / (end - first_token[0]),
+                       end - start, new_tokens / (end - start),
+                       acceptance=finite(stats.acceptance_rate) if speculative and stats.drafted else None,
+                       tokens_per_target_pass=finite(stats.tokens_per_target_pass) if speculative else None,
+                       text=tokenizer.decode(result.tokens), drafting=result.drafting, tokens=" ".join(map(str, result.tokens)))
+
+
+def run_specdec(variant: SpecdecVariant, models: dict, input_ids, max_new_tokens: int, tokenizer, threads: int = 2) -> Measurement:
     import specdec
 
+    if variant.dtype == "llama.cpp":
+        return run_on_llama_cpp(variant, models, input_ids, max_new_tokens, tokenizer, threads)
     target = load_cached(models, TARGET, variant.dtype, variant.target_quantization)
     first_token: list[float] = []
 
@@ -483,6 +534,8 @@ class Row:
     llama_cpp: str
     torch: str
     text: str
+    drafting: str = ""
+    tokens: str = ""
 
 
 def gguf_quantization(path: Path) -> str:
@@ -549,7 +602,7 @@ def measure(variant: Variant, args: argparse.Namespace, models: dict, tokenizer,
             input_ids, max_new_tokens: int) -> Measurement:
     if variant.engine == "llama.cpp":
         return run_llama(variant.tool, args, prompt_file, text, input_ids[0].tolist(), max_new_tokens)
-    return run_specdec(variant.specdec, models, input_ids, max_new_tokens, tokenizer)
+    return run_specdec(variant.specdec, models, input_ids, max_new_tokens, tokenizer, args.threads)
 
 
 def run(args: argparse.Namespace) -> list[Row]:

@@ -105,7 +105,7 @@ _EXPORTS = {
     "save_head": "specdec.heads.files",
     "SpecdecError": "specdec.errors",
     "check_same_tokenizer": "specdec.zoo.loading",
-    "load_model": "specdec.zoo.loading",
+    "load_model": "specdec.pairing",
     "load_tokenizer": "specdec.zoo.loading",
     "resolve_device": "specdec.kernels.devices",
     "resolve_dtype": "specdec.kernels.devices",

@@ -47,7 +47,8 @@ from specdec.store import Progress, Reporter
 from specdec.zoo.fetch import where
 from specdec.zoo.gguf_files import gguf_file_type, parsed_once
 from specdec.zoo.kernel_library import require_w8a8
-from specdec.zoo.loading import TOKENIZERS, load_model, load_tokenizer, same_tokenizer, same_tokenizer_files
+from specdec.zoo.loading import TOKENIZERS, load_tokenizer, same_tokenizer, same_tokenizer_files
+from specdec.zoo.loading import load_model as load_torch_model
 
 @dataclass
 class LoadedPair:
@@ -214,13 +215,13 @@ def load_spec(spec: RunSpec, progress: Callable[[str], None] | None = None,
     spec.check()
     models = spec.models
     return load_pair(spec.target, spec.draft, models.device, models.dtype, progress, models.draft_quantization, models.quantization,
-                     steps, corpus=spec.drafting.corpus, runtime=models.runtime)
+                     steps, corpus=spec.drafting.corpus, runtime=models.runtime, threads=models.threads)
 
 
 def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: str = "auto",
               progress: Callable[[str], None] | None = None, draft_quantization: str = "none",
               quantization: str = "none", steps: Callable[[Progress], None] | None = None,
-              corpus: Sequence[str] = (), runtime: str = "auto") -> LoadedPair:
+              corpus: Sequence[str] = (), runtime: str = "auto", threads: int | None = None) -> LoadedPair:
     """Load the target, its tokenizer and what the draft name asks for (`specdec.registry.needs_of`).
 
     `quantization` is the target's weights, `draft_quantization` the draft's: "none", "int8",
@@ -264,9 +265,9 @@ def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: st
             say(f"Loading {role} {name} …")
             start = time.perf_counter()
             if chosen == LLAMA_CPP:
-                model, precisions[role] = load_on_llama_cpp(name, why)
+                model, precisions[role] = load_on_llama_cpp(name, why, threads)
             else:
-                module = load_model(name, precision=precisions[role], role=role, progress=steps)
+                module = load_torch_model(name, precision=precisions[role], role=role, progress=steps)
                 precisions[role] = precisions[role].as_loaded(module)    # "auto" keeps a model int8/int4 cannot handle as it is
                 model = TorchModel(module, name)
             resources[TARGET if role == "target" else DRAFT_MODEL] = model
@@ -336,12 +337,32 @@ def choose_runtime(runtime: str, names: Sequence[str], device: torch.device, pre
     return TORCH, f"auto: llama.cpp not used, {'; '.join(reasons)}" if gguf and device.type == "cpu" else "auto"
 
 
-def load_on_llama_cpp(name: str, why: str) -> tuple[Model, Precision]:
-    """A GGUF model mapped into llama.cpp with the exact settings, and its precision (the file's own weights)."""
+def load_model(name_or_path: str, device: str = "auto", dtype: str = "auto", quantization: str = "none", runtime: str = TORCH,
+               threads: int | None = None, **options) -> object:
+    """A causal LM from a zoo name, hub id, folder or .gguf file: on torch (default) a transformers model in eval mode
+    (`specdec.zoo.loading.load_model`, which takes `options`); on `runtime="llama.cpp"` the GGUF file mapped into llama.cpp's
+    own kernels with the exact settings, a model behind `specdec.engine.model` that the generate functions take alike.
+
+        target = specdec.load_model("qwen2.5-coder-1.5b", runtime="llama.cpp")
+        speculative_generate(target, specdec.PromptLookupDrafter(), input_ids, temperature=0)
+    """
+    if runtime == LLAMA_CPP:
+        if (device, dtype, quantization) != ("auto", "auto", "none") or options:
+            raise SpecdecError("the llama.cpp runtime runs a GGUF file's own weights on the CPU: drop device, dtype and quantization")
+        choose_runtime(LLAMA_CPP, [name_or_path], torch.device("cpu"), ())        # one line if it cannot be llama.cpp here
+        return load_on_llama_cpp(name_or_path, "asked for", threads)[0]
+    if runtime != TORCH:
+        raise SpecdecError(f"unknown runtime '{runtime}' for one model: choose {TORCH} or {LLAMA_CPP}")
+    return load_torch_model(name_or_path, device, dtype, quantization, **options)
+
+
+def load_on_llama_cpp(name: str, why: str, threads: int | None = None) -> tuple[Model, Precision]:
+    """A GGUF model mapped into llama.cpp with the exact settings (`threads`: the runtime's choice when None), and its
+    precision (the file's own weights)."""
     from specdec.runtime.llama_cpp import load_gguf
 
     path = where(name).location
-    model = load_gguf(path)
+    model = load_gguf(path, threads=threads)
     model.name = name
     return model, gguf_precision(gguf_file_type(path), f"the GGUF file's own weights on llama.cpp ({why})")
 

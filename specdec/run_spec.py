@@ -40,6 +40,7 @@ class ModelChoices:
     quantization: str = "auto"               # the target's weights: auto, none, int8, int4, w8a8
     draft_quantization: str = "auto"         # the draft's weights
     runtime: str = "auto"                    # auto, torch or llama.cpp
+    threads: int | None = None               # llama.cpp's threads (None: the runtime's choice)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ refuses them).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,6 +33,7 @@ import numpy as np
 from specdec.errors import SpecdecError
 from specdec.runtime.llama_cpp.library import Library
 from specdec.runtime.llama_cpp.settings import BATCH_TOKENS, Settings, context_params
+from specdec.runtime.llama_cpp.threads import Threads
 
 GARBAGE = 0          # the sequence id whose cells no query reads: dropped tokens wait there for the next repack
 
@@ -49,8 +51,10 @@ class Entry:
 class Context:
     """A llama.cpp context (module docstring): passes, sequence ids, dropped cells and repacking."""
 
-    def __init__(self, library: Library, model, settings: Settings, cells: int, sequences: int, threads: int) -> None:
+    def __init__(self, library: Library, model, settings: Settings, cells: int, sequences: int, threads: int,
+                 governed: bool = False) -> None:
         self.library, self.settings, self.threads = library, settings, threads
+        self.governor = Threads(threads, fixed=not governed)     # governed: every core, or one fewer, whichever is faster now
         ffi, lib = library.ffi, library.lib
         self.handle = lib.llama_init_from_model(model, context_params(lib, settings, cells, sequences, threads))
         if self.handle == ffi.NULL:
@@ -137,7 +141,12 @@ class Context:
             for j, sequence in enumerate(entry.sequences):
                 batch.seq_id[i][j] = sequence
             batch.logits[i] = entry.output
+        if self.governor.count != self.threads:
+            self.threads = self.governor.count
+            lib.llama_set_n_threads(self.handle, self.threads, self.threads)
+        start = time.perf_counter()
         status = lib.llama_decode(self.handle, batch)
+        self.governor.passed(len(entries), time.perf_counter() - start)
         if status != 0:
             raise SpecdecError(f"llama.cpp's llama_decode failed with status {status} (1: no room in the KV cache, "
                                "-1: a batch it refused): this is a bug in specdec's llama.cpp runtime, please report it")

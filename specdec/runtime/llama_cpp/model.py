@@ -68,14 +68,14 @@ def available_cores() -> int:
 
 
 def default_threads() -> int:
-    """All cores but one (at least one, at most 8): a pass waits at every barrier for its slowest thread.
+    """The thread count a model starts with and its self-test proves: every core (at most 8) this process may use.
 
-    Measured on the shared 2-core machine, the 1.5B's one-token step: quiet, 62 ms on 2 threads against 86 on
-    one (medians; minima 48 and 79); while other processes ran, 2 threads took a median 1324 ms (a thread
-    that lost its core stalls every layer's barrier) and 1 thread 112 ms. One core left free costs a quiet
-    machine a quarter of the speed and saves a busy one from collapse; the policy may measure and choose.
+    Measured on the shared 2-core machine, the 1.5B's one-token step: quiet, 62 ms on 2 threads against 86 on one
+    (medians); while other processes ran, 2 threads took a median 1324 ms (a thread that lost its core stalls every
+    layer's barrier) and 1 thread 112 ms. So a model loaded without a thread count is governed: its passes move to one
+    fewer thread while that is faster, and back (`specdec.runtime.llama_cpp.threads`).
     """
-    return max(1, min(available_cores() - 1, 8))
+    return max(1, min(available_cores(), 8))
 
 
 def _is_gguf(path: Path) -> bool:
@@ -86,9 +86,11 @@ def _is_gguf(path: Path) -> bool:
 class LlamaCppModel:
     """A loaded GGUF model (module docstring): `rows()` gives KV caches, the rest describes it."""
 
-    def __init__(self, library: Library, handle, path: Path, threads: int, context: int, settings: Settings) -> None:
+    def __init__(self, library: Library, handle, path: Path, threads: int, context: int, settings: Settings,
+                 governed: bool = False) -> None:
         lib = library.lib
         self.library, self.handle, self.path, self.threads, self.settings = library, handle, path, threads, settings
+        self.governed = governed                    # its contexts choose every core or one fewer, pass by pass (`threads.py`)
         self.name = path.stem
         self.vocab_size = int(lib.llama_vocab_n_tokens(lib.llama_model_get_vocab(handle)))
         self.embedding_rows = self.vocab_size
@@ -130,7 +132,7 @@ class LlamaCppModel:
             for idle in [c for c in self._contexts if self._user(c) is None]:    # one idle context at most stays
                 idle.close()
                 self._contexts.remove(idle)
-            context = Context(self.library, self.handle, self.settings, cells, sequences, self.threads)
+            context = Context(self.library, self.handle, self.settings, cells, sequences, self.threads, self.governed)
             self._contexts.append(context)
         context.clear()
         cache = LlamaCppRows(self, context, rows, output_rows)
@@ -189,13 +191,15 @@ def load_gguf(path: str | Path, threads: int | None = None, context: int = CONTE
               settings: Settings = EXACT) -> LlamaCppModel:
     """Map a GGUF file into llama.cpp with the exact settings; one `SpecdecError` line when it cannot be read.
 
-    `threads`: default `default_threads()` (all cores but one); `context`: cells per text.
+    `threads`: a fixed count; None (default): every core this process may use, or one fewer, chosen pass by pass by
+    how fast each runs now (`specdec.runtime.llama_cpp.threads`); `context`: cells per text.
     """
     path = Path(path).expanduser()
     if not path.is_file():
         raise SpecdecError(f"no GGUF file at {path}: fetch the model first (specdec models fetch NAME) or check the path")
     if not _is_gguf(path):
         raise SpecdecError(f"{path} is not a GGUF file (it does not start with the GGUF magic): fetch it again")
+    governed = threads is None
     threads = default_threads() if threads is None else threads
     if not 1 <= threads:
         raise SpecdecError(f"threads must be at least 1, got {threads}")
@@ -209,4 +213,4 @@ def load_gguf(path: str | Path, threads: int | None = None, context: int = CONTE
         lib.llama_model_free(handle)
         raise SpecdecError(f"{path.name} is a recurrent, hybrid or encoder-decoder model, which the llama.cpp runtime "
                            "does not run: use --runtime torch")
-    return LlamaCppModel(library, handle, path, threads, context, settings)
+    return LlamaCppModel(library, handle, path, threads, context, settings, governed)

@@ -99,6 +99,17 @@ def self_test(model) -> str | None:
                             f"a 6-token pass after {LONG_TEXT} tokens")
 
 
+def same_rows_on_fewer_threads(model, fewer) -> str | None:
+    """None when one-token steps past `LONG_TEXT` tokens give the same bits on `model`'s threads and on `fewer`'s (a governed
+    model moves between the two: `specdec.runtime.llama_cpp.threads`), else where they part."""
+    text = torch.randint(0, model.vocab_size - 2, (LONG_TEXT + 6,), generator=torch.Generator().manual_seed(1))
+    rows = [loaded.rows([0]) for loaded in (model, fewer)]
+    for cache in rows:
+        cache.feed([text[:LONG_TEXT]])
+    steps_of = [torch.cat([cache.feed([text[i:i + 1]])[0][0] for i in range(LONG_TEXT, LONG_TEXT + 6)]) for cache in rows]
+    return first_difference(steps_of[0], steps_of[1], f"{fewer.threads} thread(s) instead of {model.threads}")
+
+
 def _tree(model, text: torch.Tensor, reference: torch.Tensor) -> str | None:
     """A 6-node tree after a 10-token text: its nodes' rows, then the steps after keeping the path of its second branch."""
     other = torch.tensor([int(text[20]), int(text[21]), int(text[22])])             # a second branch: other tokens
@@ -136,6 +147,10 @@ def probe(threads: int, settings: Settings) -> Verdict:
         except SpecdecError as error:
             return Verdict(False, first_line(error))
         reason = self_test(model)
+        if reason is None and threads > 1:               # a governed model also runs on one thread fewer: the same bits there
+            fewer = load_gguf(model.path, threads=threads - 1, context=1024, settings=settings)
+            reason = same_rows_on_fewer_threads(model, fewer)
+            fewer.close()
         model.close()
     if reason:
         return Verdict(False, f"llama.cpp failed this machine's exactness test: {reason}")
