@@ -89,11 +89,12 @@ class AdaptiveGamma:
     """
 
     def __init__(self, costs: CostProfile, max_gamma: int = 12, decay: float = 0.8,
-                 prior_alpha: float = 0.6, prior_weight: float = 2.0, plain: bool = False) -> None:
+                 prior_alpha: float = 0.6, prior_weight: float = 2.0, plain: bool = False, recovery: float = 0.97) -> None:
         self.costs = costs
         self.max_gamma = max_gamma
         self.decay = decay            # weight of the past at each round: 0.8 remembers about 5 rounds
         self.prior_alpha, self.prior_weight, self.plain = prior_alpha, prior_weight, plain
+        self.recovery = recovery      # with plain steps: the share of the estimate a plain round keeps (0.97: back in ~35 rounds)
         self.accepted = prior_alpha * prior_weight
         self.tested = prior_weight
         self._verify_costs = {gamma: costs.v(gamma) for gamma in range(1, max_gamma + 1)}
@@ -109,8 +110,8 @@ class AdaptiveGamma:
                     for gamma in range(1, self.max_gamma + 1)}
         best = max(speedups, key=speedups.get)
         if self.plain and speedups[best] <= 1.0:                # a plain step is predicted faster: take it, and forget a little
-            self.accepted = self.decay * self.accepted + (1 - self.decay) * self.prior_alpha * self.prior_weight
-            self.tested = self.decay * self.tested + (1 - self.decay) * self.prior_weight
+            self.accepted = self.recovery * self.accepted + (1 - self.recovery) * self.prior_alpha * self.prior_weight
+            self.tested = self.recovery * self.tested + (1 - self.recovery) * self.prior_weight
             return 0
         return best
 

@@ -49,7 +49,8 @@ from specdec.runtime import as_model
 TREE_FROM_C = 0.25            # the default drafts a tree when a draft step costs at least this share of a target step ...
 TREE_UP_TO_SLOPE = 0.1        # ... and one more token in a verification pass at most this share (v(k) = 1 + s k)
 ASSUMED_ALPHA = 0.9           # with measured costs: a draft model is kept only if agreeing this often would beat the target alone
-LOOKUP_PRIOR_ALPHA = 0.8      # prompt lookup's acceptance before a run has tested any: it tries, and learns (AdaptiveGamma)
+LOOKUP_PRIOR_ALPHA = 0.75     # prompt lookup's acceptance before a run has tested any: it tries, and learns (AdaptiveGamma)
+LOOKUP_MATCH = 3              # the default's lookups: only where the text's last 3 tokens came before (shorter matches guess worse)
 
 
 @dataclass(frozen=True)
@@ -169,7 +170,8 @@ def plain_or_lookup(target: Model, costs: DraftCosts, rows: int, why: str) -> Dr
         return plan_drafting(target, NoDraft(), None, rows, by_default=True, costs=costs,
                              why=why.replace("the default here", "plain decoding, the default here", 1))
     schedule = AdaptiveGamma(free, max_gamma=16, prior_alpha=LOOKUP_PRIOR_ALPHA, plain=True)
-    return plan_drafting(target, PromptLookupDrafter(), schedule, rows, by_default=True, costs=free,
+    return plan_drafting(target, PromptLookupDrafter(max_ngram=LOOKUP_MATCH, min_ngram=LOOKUP_MATCH), schedule, rows, by_default=True,
+                         costs=free,
                          why=why.replace("the default here", "prompt lookup, the default here", 1))
 
 

@@ -167,4 +167,4 @@ def gguf_precision(file_type: str, why: str) -> Precision:
     'float32 Q4_K_M'
     """
     return Precision(torch.device("cpu"), torch.float32, file_type,
-                     "llama.cpp's ggml kernels, exact settings (no repacked weights, flash attention, ubatches of 6)", why)
+                     "llama.cpp's ggml kernels, exact settings (repacked weights in ubatches of 3, flash attention, V cache bfloat16)", why)

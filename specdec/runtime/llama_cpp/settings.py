@@ -10,16 +10,20 @@ and a greedy speculative loop left plain greedy decoding at tokens 3, 30 and 102
 
 The causes, one setting each (`EXACT`):
 
-- **repacked weights off** (`use_extra_bufts = false`): llama.cpp repacks Q4_K/Q6_K (and Q4_0, Q8_0) weights at
-  load into interleaved blocks for its AVX2 kernels, whose GEMM takes over from 4 rows of activations up
-  (re-measured with this build, prompt fed one token a pass: rows differ from k = 4 on, both models). Without
-  repacking, every pass uses the plain dot product.
+- **at most 3 tokens per ubatch** (`n_ubatch = 3`), with llama.cpp's **repacked weights kept**: llama.cpp repacks
+  Q4_K/Q6_K (and Q4_0, Q8_0) weights at load into interleaved blocks for its AVX2 kernels, whose GEMM takes over
+  from 4 rows of activations (prompt fed one token a pass: rows differ from k = 4 on, both models), and the plain
+  quantized mat-mul switches to llamafile's tinyBLAS at 8 rows (k = 8 on, both models). Below 4 rows every pass
+  runs the repacked one-to-three-row kernel, whose rows equal one-row passes; a longer pass is cut into ubatches
+  of 3, which change no row's bits. Measured on the 1.5B, 2 threads, alternated in one process: 37.9 ms a step
+  against 50.2 with repacking off and ubatches of 6 (the first exact setting found), every row of k = 2 .. 17
+  passes and 6 tokens after 300 bit-equal either way; the 0.5B 39.4 against 41.0 ms on one thread (its Q5_0/Q8_0
+  matrices are not repacked). A ubatch of 4 fails the self-test (`LLAMA_DEFAULTS`' neighbour, the control).
+  The price is a verification pass cut finer: a 17-token pass costs 16.8 steps against 14.7 (but 637 against
+  740 ms), so the gain is in steps, which is what a CPU with few cores mostly runs.
 - **flash attention on** (`flash_attn_type = ENABLED`): without it, attention is two mat-muls whose kernel
   changes with the query rows (rows differ from k = 2 on the 1.5B, k = 3 on the 0.5B). The CPU
   flash-attention kernel computes each query row on its own, in cell order.
-- **at most 7 tokens per ubatch** (`n_ubatch = 6`): the plain quantized mat-mul switches to another kernel
-  (llamafile's tinyBLAS) at 8 rows (rows differ from k = 8 on, both models); a longer pass is cut into
-  ubatches of 6, which change no row's bits.
 - **the V cache in bfloat16, K in float16** (`type_v = BF16`): found here. At 256 cells or more (n_kv pads to
   512) a one-token pass takes a split-KV flash-attention path that cuts the cells among the threads and
   merges the partial sums, while a pass of 2+ tokens gives each query row to one thread: with 2 threads, rows
@@ -42,12 +46,11 @@ The rest says what a speculative pass needs:
 - `n_threads` and `n_threads_batch` both: llama.cpp runs one-token passes on the first and longer ones on the
   second; left apart, a verification pass would run on another thread count than the steps.
 
-What exactness costs, with this build (xllamacpp 2026.10.11549), one-token steps alternated in one process:
-the 1.5B 104 ms a step against 84 with llama.cpp's defaults on one thread (minima 80 and 61), all of it from
-the repacked weights (their one-row kernel is faster too); the 0.5B nothing (41.3 against 40.3 ms: its hidden
-size, 896, is no multiple of 256, so 413 of its 485 MB of weights are Q5_0 and Q8_0; only its few Q4_K and
-Q6_K matrices are repacked, enough to break exactness from k = 4, not enough to show in a step's time). NOTES.md's "nothing" (133.8 vs
-137.7 ms) was another build. A verification pass costs more: without repacking, v(2) = 2.0 on one thread.
+What exactness costs, with this build (xllamacpp 2026.10.11549): with repacking off (the first exact settings)
+the 1.5B's step took 104 ms against 84 with llama.cpp's defaults on one thread (alternated in one process), all
+of it from the repacked weights; keeping them and cutting passes into ubatches of 3 wins that back (above).
+The 0.5B: its hidden size, 896, is no multiple of 256, so 413 of its 485 MB of weights are Q5_0 and Q8_0; only
+its few Q4_K and Q6_K matrices are repacked, enough to break exactness from k = 4, not enough to show in a step.
 
 `LLAMA_DEFAULTS` is llama.cpp's own choice of the same knobs: the self-test's negative control.
 """
@@ -64,9 +67,9 @@ FLASH_ATTENTION_AUTO, FLASH_ATTENTION_ENABLED = -1, 1
 class Settings:
     """The knobs that decide which kernels run (module docstring): `EXACT` is what this runtime uses."""
 
-    repacked_weights: bool = False               # model parameter use_extra_bufts
+    repacked_weights: bool = True                # model parameter use_extra_bufts: faster steps (module docstring)
     flash_attention: int = FLASH_ATTENTION_ENABLED
-    ubatch: int = 6                              # tokens per ubatch: the plain quantized mat-mul switches at 8
+    ubatch: int = 3                              # tokens per ubatch: the repacked GEMM takes over at 4, tinyBLAS at 8
     key_type: int = GGML_TYPE_F16
     value_type: int = GGML_TYPE_BF16             # not F16: no split-KV path for one-token passes
 
