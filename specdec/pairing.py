@@ -33,10 +33,11 @@ from specdec.engine.model import Model
 from specdec.engine.results import GenerationResult, Round
 from specdec.errors import SpecdecError
 from specdec.generation.autoregressive import autoregressive_generate
-from specdec.generation.policy import DraftingPlan, plan_drafting, plan_for_draft_model, refused
+from specdec.generation.policy import ASSUMED_ALPHA, DraftingPlan, plan_drafting, plan_for_draft_model, refused
 from specdec.generation.run import run_plan
 from specdec.kernels.precision import AUTO, Precision, gguf_precision, read_off, resolve_pair_precision
 from specdec.kernels.quantization import precision_summary
+from specdec.reference.explainer import VerificationCurve, verification_curve
 from specdec.registry import (CORPUS, DRAFT_MODEL, DRAFT_TOKENIZER, METHODS, RESOURCES, TARGET, TOKENIZER, WHOLE, Method, Resources,
                               corpus_files, method_for, needs_of)
 from specdec.run_spec import Drafting, RunSpec
@@ -189,6 +190,20 @@ class LoadedPair:
             costs = None if drafter.draft_model is not None else draft_costs(replace(self.costs, draft_step_s=0.0),
                                                                              self.target.verify_slope())
         return plan_drafting(self.target, drafter, drafting.gamma, rows, costs=costs)
+
+    def machine_costs(self) -> CostProfile:
+        """c and v(k) of this pair on this machine: those measured at load, else timed now (a few seconds) and kept in the
+        store under the models, their precision and the CPU (`measured_costs`); the plan is not changed by them."""
+        if self.costs is not None:
+            return self.costs
+        key = cost_key(self.resources, self.target.traits.runtime) | {"precision": self.precisions}
+        return measured_costs(self.target, self.draft, key)
+
+    def costs_curve(self, alpha: float = ASSUMED_ALPHA, max_gamma: int = 16) -> VerificationCurve:
+        """This machine's measured v(gamma) for the pair, and the speedup it allows (`machine_costs`, `verification_curve`):
+        the default policy's alpha unless another is given."""
+        costs = draft_costs(self.machine_costs(), self.target.verify_slope())
+        return verification_curve(costs.verify, costs.c, alpha, max_gamma)
 
     def draft_costs(self) -> DraftCosts | None:
         """The policy's costs from what was measured at load (None: none were, the policy estimates them)."""

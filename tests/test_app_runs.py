@@ -245,6 +245,29 @@ def test_compare_draws_the_charts_and_offers_the_csv():
     assert any(f"{TINY_PAIR}: target float32 int8, draft bfloat16 int4" in caption.value for caption in app.caption)
 
 
+def test_compare_times_the_pair_here_and_draws_v_and_the_speedup_it_allows(tmp_path):
+    """The costs section times the sidebar's pair (kept in the store) and draws v(gamma) between its bounds, and the ceiling
+    (gamma + 1) / v(gamma) beside the pair's draft at alpha: the same numbers as `verification_curve` on the kept costs."""
+    from specdec.reference.explainer import verification_curve
+    from specdec.runtime.costs import COSTS_FILE
+    from specdec.store import cache_dir
+
+    app = open_app("pages/views/compare.py", pair=TINY_PAIR, temperature="0", max_new_tokens="8", quantization="none")
+    app = finish_jobs(button(app, f"Time {TINY_PAIR.replace('->', ' → ')} here").click().run())
+    no_errors(app)
+    assert (cache_dir() / COSTS_FILE).exists()                       # kept: the next timing reads it
+    cost = figure_titled(app, "What verifying costs on")
+    measured = next(trace for trace in cost.data if trace.name == "v(gamma) measured here")
+    v = values(measured.y)
+    assert values(measured.x) == list(range(1, 17)) and all(b >= a for a, b in zip(v, v[1:])) and v[0] >= 1.0
+    speedup = figure_titled(app, "The speedup it allows")
+    ceiling = next(trace for trace in speedup.data if trace.name.startswith("a free draft"))
+    curve, _ = app.session_state["compare_costs_curve"]
+    assert values(ceiling.y) == curve.ceiling == [(g + 1) / cost for g, cost in zip(curve.gammas, v)]
+    again = verification_curve((1.0, *v), curve.c, curve.alpha)
+    assert again.at_alpha == curve.at_alpha and again.best_gamma == curve.best_gamma
+
+
 def test_compare_overlays_an_uploaded_csv_and_refuses_a_bad_one():
     app = run_compare([TINY_PAIR], gammas=(1, 2), categories=("code",))
     csv = app.session_state["compare_frame"].to_csv(index=False).encode()

@@ -1,9 +1,10 @@
-"""Plotly figures for the Explainer and the Playground, drawn from results `specdec` computed.
+"""Plotly figures for the Explainer, the Playground and the Compare page's costs, drawn from results `specdec` computed.
 
 Explainer: bars for p, q, min(p, q), the residual and the Monte-Carlo output; the speedup curve.
 Playground: where a run's time went (in all and round by round), acceptance by position in a round, a token
-tree with its accepted path, and the race of the speculative run against the target alone on one clock. (The Compare page's figures are `specdec.bench.charts`, which
-`specdec bench` shares.) Nothing is computed here.
+tree with its accepted path, and the race of the speculative run against the target alone on one clock.
+Compare: what verifying costs on this machine, v(gamma), and the speedup it allows. (The Compare page's benchmark
+figures are `specdec.bench.charts`, which `specdec bench` shares.) Nothing is computed here.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import plotly.graph_objects as go
 from pages.common.trace import RoundRow, TreeView
 from specdec.bench.comparison import PositionAcceptance, TimeShare
 from specdec.bench.race import DRAFT, OTHER, PASS, Lane, Race
-from specdec.reference.explainer import AcceptRejectPicture, SpeedupCurve
+from specdec.reference.explainer import AcceptRejectPicture, SpeedupCurve, VerificationCurve
 
 P_COLOUR, Q_COLOUR, OVERLAP_COLOUR, RESIDUAL_COLOUR = "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728"
 LAYOUT = dict(margin=dict(l=10, r=10, t=50, b=10), legend=dict(orientation="h", yanchor="top", y=-0.2), height=380)
@@ -197,4 +198,31 @@ def race_progress_figure(race: Race) -> go.Figure:
     figure.update_layout(title="Tokens out over time", xaxis_title="seconds from each run's start", yaxis_title="tokens out",
                          **LAYOUT)
     figure.update_yaxes(automargin=True)
+    return figure
+
+
+def verification_cost_figure(curve: VerificationCurve, machine: str) -> go.Figure:
+    """The measured v(gamma) between its two bounds: 1 (a pass costs a step, as on a GPU) and gamma + 1 (no sharing at all)."""
+    figure = go.Figure()
+    figure.add_trace(go.Scatter(x=curve.gammas, y=[g + 1 for g in curve.gammas], name="gamma + 1 steps: nothing shared",
+                                mode="lines", line=dict(color=RESIDUAL_COLOUR, dash="dot")))
+    figure.add_trace(go.Scatter(x=curve.gammas, y=[1.0] * len(curve.gammas), name="1 step: bound by reading the weights",
+                                mode="lines", line=dict(color=OVERLAP_COLOUR, dash="dot")))
+    figure.add_trace(go.Scatter(x=curve.gammas, y=curve.v, name="v(gamma) measured here", mode="lines+markers", line_color=P_COLOUR,
+                                hovertemplate="a pass over %{x} + 1 tokens costs %{y:.2f} steps<extra></extra>"))
+    figure.update_layout(title=f"What verifying costs on {machine}", xaxis_title="gamma (the pass reads gamma + 1 tokens)",
+                         yaxis_title="v(gamma), in one-token steps", **LAYOUT)
+    return figure
+
+
+def verification_speedup_figure(curve: VerificationCurve) -> go.Figure:
+    """The speedup the measured v(gamma) allows: a free draft that is always right, and the pair's draft at alpha."""
+    figure = go.Figure()
+    figure.add_trace(go.Scatter(x=curve.gammas, y=curve.ceiling, name="a free draft, always right: (gamma + 1) / v(gamma)",
+                                mode="lines+markers", line_color=OVERLAP_COLOUR))
+    figure.add_trace(go.Scatter(x=curve.gammas, y=curve.at_alpha, name=f"this pair's draft (c = {curve.c:.2f}) at alpha = {curve.alpha:.2f}",
+                                mode="lines+markers", line_color=Q_COLOUR))
+    figure.add_hline(y=1.0, line_dash="dash", line_color="grey", annotation_text="the target alone")
+    figure.update_layout(title=f"The speedup it allows: at most {curve.best_ceiling:.2f}× (gamma = {curve.best_gamma})",
+                         xaxis_title="gamma", yaxis_title="speedup over the target alone", **LAYOUT)
     return figure

@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from pages.common import fetch_models, jobs, pair_loader, shows_errors
+from pages.common.figures import verification_cost_figure, verification_speedup_figure
 from pages.common.models import draw_loading, missing_models
 from pages.common.settings import AUTO, CUSTOM, Settings
 from pages.common.sidebar import current_settings, pair_label
@@ -24,12 +25,15 @@ from specdec.bench.spec_bench import LEADERBOARD, SETTING, families_figures, fam
 from specdec.bench.vllm.offline import VllmSettings, find_vllm_python, run_vllm_benchmark
 from specdec.bench.vllm.rows import with_vllm_speedups
 from specdec.bench.vllm.server import CONCURRENCY, ServerRun, server_benchmark
+from specdec.reference.explainer import VerificationCurve
 from specdec.registry import METHODS, pairs
+from specdec.store.machine import cpu_facts
 from specdec.zoo.catalog import split_pair_name
 
 settings = current_settings()
 FRAME, NOTE = "compare_frame", "compare_note"
 BENCHMARK = "job:compare"
+COSTS, COSTS_CURVE = "job:compare_costs", "compare_costs_curve"
 
 
 def _pair_settings(name: str) -> Settings:
@@ -156,6 +160,43 @@ def keep_benchmark(job: jobs.Job) -> None:
     if rows:
         st.session_state[FRAME] = harness.rows_to_frame(list(rows))
     st.session_state[NOTE] = f"Stopped early: the {len(rows)} runs finished so far are kept."
+
+
+def costs_work(load, turns: Turns):
+    """The job of timing the sidebar's pair here: c and v(gamma) (kept in the store for next time), as curves."""
+    def work(job: jobs.Job) -> tuple[VerificationCurve, str]:
+        with _taking_turns(job, turns):
+            pair = load(job)
+            job.report(phase="running", bar=(0.0, "timing a draft step and verification passes of 2 to 17 tokens (a few seconds)"))
+            return pair.costs_curve(), f"{pair.draft_name} → {pair.target_name}"
+    return work
+
+
+def keep_costs(job: jobs.Job) -> None:
+    if not job.stopped:
+        st.session_state[COSTS_CURVE] = job.result
+
+
+def show_costs() -> None:
+    """What verifying costs on this machine for the sidebar's pair, and the speedup it allows (chapter 4, 'Why verification
+    is not free on a CPU with few cores')."""
+    st.subheader("What verifying costs here")
+    st.caption("Chapter 1's speedup assumes a pass over gamma + 1 tokens costs one step, v(gamma) = 1: true where a step is bound "
+               "by reading the weights (a GPU). On a CPU with few cores the arithmetic is the bound and v(gamma) climbs towards "
+               "gamma + 1. This times the sidebar's pair on this machine (once; kept for the next run) and draws what any drafting "
+               "could gain with it.")
+    if st.button(f"Time {settings.draft} → {settings.target} here", key="compare_costs",
+                 disabled=bool(missing_models(settings)) or jobs.running(COSTS)):
+        with shows_errors():
+            jobs.start(COSTS, costs_work(pair_loader(settings), shared_turns()), label="the timing")
+    jobs.watch(COSTS, draw=draw_benchmark, finished=keep_costs)
+    if st.session_state.get(COSTS_CURVE):
+        curve, pair = st.session_state[COSTS_CURVE]
+        left, right = st.columns(2)
+        left.plotly_chart(verification_cost_figure(curve, cpu_facts()["cpu"]), width="stretch", key="chart_verify_cost")
+        right.plotly_chart(verification_speedup_figure(curve), width="stretch", key="chart_verify_speedup")
+        st.caption(f"{pair}: c = {curve.c:.2f} (a draft step over a target step); the default policy prices rounds with these "
+                   f"numbers and drafts nothing where even a free draft that is always right could not pay.")
 
 
 def show_batches(frame: pd.DataFrame) -> None:
@@ -319,3 +360,4 @@ jobs.watch(BENCHMARK, draw=draw_benchmark, finished=keep_benchmark)
 if st.session_state.get(NOTE):
     st.warning(st.session_state[NOTE])
 show_results(st.session_state.get(FRAME), _overlay())
+show_costs()

@@ -7,6 +7,7 @@ round, alpha the chance a tested draft is accepted, c the draft cost / target co
     picture.overlap, picture.alpha, picture.residual, picture.accept_probability
     curve = speedup_curve(alpha=0.8, c=0.3, max_gamma=12)     # tokens per pass and speedup per gamma
     curve.best_gamma, curve.best_speedup
+    verification_curve(verify, c, alpha)                      # a machine's measured v(gamma): what drafting can gain there
 
 Everything comes from `specdec.reference.theory` (the formulas) and `specdec.reference.toy` / `specdec.reference.rule` (the
 Monte-Carlo run of the rule); this module only arranges the results for display.
@@ -100,6 +101,43 @@ def speedup_curve(alpha: float, c: float, max_gamma: int = 16) -> SpeedupCurve:
     gamma, speedup = best_gamma(alpha, c, max_gamma)
     return SpeedupCurve(alpha, c, gammas, [expected_tokens_per_pass(alpha, g) for g in gammas],
                         [walltime_speedup(alpha, g, c) for g in gammas], gamma, speedup, pays_off(alpha, c))
+
+
+@dataclass(frozen=True)
+class VerificationCurve:
+    """What a machine's measured cost of verifying allows: v(gamma) for gamma = 1..max_gamma, and the speedup over the
+    target alone of a draft that costs nothing and is always right, (gamma + 1) / v(gamma), next to that of a draft with
+    the measured c accepted with chance alpha (Leviathan et al.'s formula with the measured v)."""
+
+    alpha: float
+    c: float
+    gammas: list[int]
+    v: list[float]                  # a pass over gamma + 1 tokens, in one-token steps (1 where passes cost a step)
+    ceiling: list[float]            # (gamma + 1) / v(gamma): the most any drafting can gain at this gamma
+    at_alpha: list[float]           # walltime_speedup(alpha, gamma, c, v(gamma))
+    best_gamma: int                 # where the ceiling is highest
+    best_ceiling: float
+
+
+def verification_curve(verify: Sequence[float], c: float, alpha: float, max_gamma: int = 16) -> VerificationCurve:
+    """The curves for a measured table `verify` = (v(0) = 1, v(1), ...), extended by its last slope past its end.
+
+    On a GPU v(gamma) is near 1 and the ceiling grows with gamma; on a CPU with few cores a pass over k tokens costs
+    nearly k steps, and the ceiling stays near 1:
+
+    >>> curve = verification_curve((1.0, 1.69, 2.47, 3.26, 4.14), c=0.4, alpha=0.9, max_gamma=4)
+    >>> [round(x, 2) for x in curve.ceiling], curve.best_gamma, [round(x, 2) for x in curve.at_alpha]
+    ([1.18, 1.21, 1.23, 1.21], 3, [0.91, 0.83, 0.77, 0.71])
+    """
+    if len(verify) < 2 or verify[0] != 1.0:
+        raise ValueError(f"verify must start (1.0, v(1), ...), got {tuple(verify)[:3]}")
+    last, slope = len(verify) - 1, verify[-1] - verify[-2]
+    v = [verify[g] if g <= last else verify[last] + slope * (g - last) for g in range(1, max_gamma + 1)]
+    gammas = list(range(1, max_gamma + 1))
+    ceiling = [(g + 1) / cost for g, cost in zip(gammas, v)]
+    best = max(gammas, key=lambda g: ceiling[g - 1])
+    return VerificationCurve(alpha, c, gammas, v, ceiling, [walltime_speedup(alpha, g, c, cost) for g, cost in zip(gammas, v)],
+                             best, ceiling[best - 1])
 
 
 @dataclass(frozen=True)
