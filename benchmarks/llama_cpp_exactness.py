@@ -3,6 +3,7 @@
     python benchmarks/llama_cpp_exactness.py exactness            # the 1.5B and the 0.5B, exact settings, 1 and 2 threads
     python benchmarks/llama_cpp_exactness.py controls             # each exact setting undone alone, and llama.cpp's defaults
     python benchmarks/llama_cpp_exactness.py timing --repeats 15  # one-token step ms at 1 and 2 threads, v(k) for k = 1..17
+    python benchmarks/llama_cpp_exactness.py timing --busy 1      # the same while another process keeps a core busy
     python benchmarks/llama_cpp_exactness.py greedy --tokens 64   # a greedy speculative loop (0.5B drafts 4) vs plain greedy
     python benchmarks/llama_cpp_exactness.py table --out benchmarks/llama-cpp-exactness.jsonl   # the results as markdown
 
@@ -35,6 +36,7 @@ import argparse
 import json
 import resource
 import statistics
+import subprocess
 import sys
 import time
 from dataclasses import replace
@@ -53,8 +55,9 @@ MODELS = {"1.5b": "qwen2.5-coder-1.5b/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
           "0.5b": "qwen2.5-coder-0.5b/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"}
 PROMPT = ("<|im_start|>user\nWrite a Python function that checks whether a number is prime, with a docstring "
           "and a few doctests.<|im_end|>\n<|im_start|>assistant\n")
-CONTROLS = {"llama.cpp defaults": LLAMA_DEFAULTS, "repacked weights": replace(EXACT, repacked_weights=True),
+CONTROLS = {"llama.cpp defaults": LLAMA_DEFAULTS, "ubatch 4": replace(EXACT, ubatch=4),
             "flash attention off": replace(EXACT, flash_attention=0), "ubatch 512": replace(EXACT, ubatch=512),
+            "ubatch 512 unrepacked": replace(EXACT, ubatch=512, repacked_weights=False),
             "V cache float16": replace(EXACT, value_type=GGML_TYPE_F16)}
 
 
@@ -315,13 +318,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--gamma", type=int, default=4)
     parser.add_argument("--settings", choices=["exact", "defaults"], default="exact", help="timing: whose settings")
+    parser.add_argument("--busy", type=int, default=0, help="keep this many other processes busy (`yes > /dev/null`) meanwhile")
     parser.add_argument("--out", type=Path, help="append the results as one JSON line to this file")
     args = parser.parse_args(argv)
     if args.part == "table":                                  # python benchmarks/llama_cpp_exactness.py table --out FILE
         print(markdown(args.out))
         return 0
     args.max_k = args.max_k or (32 if args.part == "exactness" else 17)
-    result = {"exactness": run_exactness, "controls": run_controls, "timing": run_timing, "greedy": run_greedy}[args.part](args)
+    busy = [subprocess.Popen(["yes"], stdout=subprocess.DEVNULL) for _ in range(args.busy)]
+    try:
+        result = {"exactness": run_exactness, "controls": run_controls, "timing": run_timing, "greedy": run_greedy}[args.part](args)
+    finally:
+        for process in busy:
+            process.kill()
     if args.out:
         with args.out.open("a") as out:
             out.write(json.dumps({"part": args.part, "argv": argv or sys.argv[1:], "result": result}) + "\n")

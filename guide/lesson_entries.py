@@ -433,7 +433,7 @@ def tree_growth_example(c: float = 0.2, beta: float = 0.05, root=(0.81, 0.09, 0.
 
 def llama_cpp_runs(saved: str) -> dict[str, dict]:
     """From `benchmarks/llama_cpp_exactness.py`'s JSON lines: each run's result keyed by its command without `--out FILE`
-    ('controls --threads 2' -> {'1.5b repacked weights': {...}, ...}); a command run again replaces its older line."""
+    ('controls --threads 2' -> {'1.5b ubatch 4': {...}, ...}); a command run again replaces its older line."""
     runs = {}
     for line in saved.splitlines():
         if line.strip():
@@ -454,11 +454,11 @@ def llama_cpp_numbers(saved: str) -> dict[str, object]:
     """What chapter 4 quotes of llama.cpp's exactness and costs, from the JSON lines of `benchmarks/llama_cpp_exactness.py`.
 
     Keys: "exact_rows" (rows of k-token passes compared per model and thread count), "exact_runs", "exact_differ" (rows
-    that differed, all runs), "tree_rows", "keep_rows", "long_rows"; per control C ("defaults", "repacked", "flash",
-    "ubatch", "value") and model M ("1.5b", "0.5b"): "C_M_first" (first k whose rows differ, or None), "C_M_max" (largest
+    that differed, all runs), "tree_rows", "keep_rows", "long_rows"; per control C ("defaults", "ubatch4", "ubatch",
+    "unrepacked", "flash", "value") and model M ("1.5b", "0.5b"): "C_M_first" (first k whose rows differ, or None), "C_M_max" (largest
     |logit difference| over the passes), "C_M_rows", "C_M_differ", "C_M_argmax", "C_M_long" (largest difference of the
     6 tokens after 300); "greedy_*" the speculative loop; timings "t1", "t2" (the 1.5B at 1 and 2 threads, the quieter
-    run), "t1_defaults", "busy_t1", "busy_t2", "draft_t1" (the first run, the 0.5B at 1 thread): each {"step", "min", "v"}
+    run), "t1_defaults", "busy_t1", "busy_t2", "draft_t1" (the run with another process busy, the 0.5B at 1 thread): each {"step", "min", "v"}
     with v[k] a pass over k tokens over one step.
     """
     runs = llama_cpp_runs(saved)
@@ -476,8 +476,8 @@ def llama_cpp_numbers(saved: str) -> dict[str, object]:
         "tree_rows": first["tree"]["branches"]["rows"], "keep_rows": first["tree"]["after_keep"]["rows"],
         "long_rows": first["6_after_300"]["rows"]}
     controls = runs["controls --threads 2"]
-    for key, label in (("defaults", "llama.cpp defaults"), ("repacked", "repacked weights"), ("flash", "flash attention off"),
-                       ("ubatch", "ubatch 512"), ("value", "V cache float16")):
+    for key, label in (("defaults", "llama.cpp defaults"), ("ubatch4", "ubatch 4"), ("ubatch", "ubatch 512"),
+                       ("unrepacked", "ubatch 512 unrepacked"), ("flash", "flash attention off"), ("value", "V cache float16")):
         for model in ("1.5b", "0.5b"):
             run = controls[f"{model} {label}"]
             passes = run["passes"].values()
@@ -493,7 +493,7 @@ def llama_cpp_numbers(saved: str) -> dict[str, object]:
     def timing(run: dict) -> dict:
         return {"step": run["step_ms"], "min": run["step_ms_min"], "v": {int(k): v for k, v in run["v"].items()}}
 
-    quiet, busy = runs["timing --models 1.5b --repeats 9"], runs["timing --repeats 11"]
+    quiet, busy = runs["timing --models 1.5b --repeats 9"], runs["timing --repeats 7 --max-k 9 --busy 1"]
     numbers |= {"t1": timing(quiet["1.5b threads=1"]), "t2": timing(quiet["1.5b threads=2"]),
                 "t1_defaults": timing(runs["timing --models 1.5b --threads 1 --repeats 9 --settings defaults"]["1.5b threads=1 llama.cpp defaults"]),
                 "busy_t1": timing(busy["1.5b threads=1"]), "busy_t2": timing(busy["1.5b threads=2"]),

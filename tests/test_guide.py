@@ -435,9 +435,9 @@ def test_the_llama_cpp_lesson_reads_the_benchmarks_own_results():
         "copy benchmarks/llama-cpp-exactness.jsonl to guide/measurements/ and rerun this test"
     numbers = guide_numbers.llama_cpp_numbers(copy.decode("utf-8"))
     # what the prose says in words (whole numbers, which the number check leaves alone): where each control breaks
-    said = {"repacked": (4, 4), "flash": (2, 3), "ubatch": (8, 8), "value": (None, None)}
+    said = {"ubatch4": (4, 4), "ubatch": (4, 4), "unrepacked": (8, 8), "flash": (2, 2), "value": (None, None)}
     assert {key: (numbers[f"{key}_1.5b_first"], numbers[f"{key}_0.5b_first"]) for key in said} == said
     assert numbers["exact_differ"] == 0 and numbers["greedy_equal"]
-    assert all(numbers[f"value_{m}_long"] > 0 and numbers[f"ubatch_{m}_long"] == 0 for m in ("1.5b", "0.5b"))
+    assert all(numbers[f"value_{m}_long"] > 0 and numbers[f"unrepacked_{m}_long"] == 0 for m in ("1.5b", "0.5b"))
     broken = copy.decode("utf-8").replace('"rows_differ": 0', '"rows_differ": 1', 1)    # one exact row made to differ
     assert guide_numbers.llama_cpp_numbers(broken)["exact_differ"] == 1
