@@ -4,8 +4,8 @@
     python benchmarks/revision_speed.py --base bf679d9 --repeats 5 --out benchmarks/revision-speed.csv
 
 The earlier revision's `specdec/` is taken from git (`git archive`), renamed `specdec_base` (its imports
-rewritten to match) and imported beside today's package. The pair is loaded once, by today's code, with
-the precisions `specdec run` uses by default, and both engines generate from the very same model objects,
+rewritten to match) and imported beside today's package. The pair is loaded once, by today's code, on torch
+with the precisions `specdec run --runtime torch` uses by default, and both engines generate from the very same model objects,
 greedy, on the suite's prompts: speculative decoding with gamma left out ("default": each engine's own
 default drafting, a token tree for this pair), a chain (`ModelDrafter`, drafted under the stop rule) and
 plain decoding, in the order A B on even repeats and B A on odd ones, so slow drift hits both alike. Reported: tokens per
@@ -61,14 +61,15 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as folder:
         base = import_revision(args.base, Path(folder))
-        pair = load_pair(args.target, args.draft, quantization="auto", draft_quantization="auto")
+        pair = load_pair(args.target, args.draft, quantization="auto", draft_quantization="auto", runtime="torch")
+        target, draft = pair.target.module, pair.draft.module       # the transformers models: what both revisions take
         print(f"{pair.draft_name} -> {pair.target_name}: {pair.precisions}", flush=True)
         prompts = [prompt for prompt in suite(tuple(args.categories.split(",")), 1)]
         engines = {"today": specdec, "base": base}
         options = dict(max_new_tokens=args.max_new_tokens, temperature=0, eos_token_id=pair.eos_token_ids)
         rows = []
         for engine in engines.values():                                              # warm-up, unrecorded
-            engine.speculative_generate(pair.target, pair.draft, encode_bench_prompt(pair.tokenizer, prompts[0]), **options | {"max_new_tokens": 16})
+            engine.speculative_generate(target, draft, encode_bench_prompt(pair.tokenizer, prompts[0]), **options | {"max_new_tokens": 16})
         for repeat in range(args.repeats):
             for prompt in prompts:
                 input_ids = encode_bench_prompt(pair.tokenizer, prompt)
@@ -77,11 +78,11 @@ def main() -> None:
                     for name in order:
                         engine = engines[name]
                         if method == "default":
-                            result = engine.speculative_generate(pair.target, pair.draft, input_ids, **options)
+                            result = engine.speculative_generate(target, draft, input_ids, **options)
                         elif method == "chain":
-                            result = engine.speculative_generate(pair.target, engine.ModelDrafter(pair.draft), input_ids, **options)
+                            result = engine.speculative_generate(target, engine.ModelDrafter(draft), input_ids, **options)
                         else:
-                            result = engine.autoregressive_generate(pair.target, input_ids, **options)
+                            result = engine.autoregressive_generate(target, input_ids, **options)
                         rows.append(dict(repeat=repeat, category=prompt.category, method=method, engine=name,
                                          tokens_per_second=result.stats.tokens_per_second, new_tokens=result.stats.new_tokens,
                                          tokens=" ".join(map(str, result.tokens)), drafting=getattr(result, "drafting", "")))
