@@ -70,9 +70,10 @@ def available_cores() -> int:
 def default_threads() -> int:
     """The thread count a model starts with and its self-test proves: every core (at most 8) this process may use.
 
-    Measured on the shared 2-core machine, the 1.5B's one-token step: quiet, 62 ms on 2 threads against 86 on one
-    (medians); while other processes ran, 2 threads took a median 1324 ms (a thread that lost its core stalls every
-    layer's barrier) and 1 thread 112 ms. So a model loaded without a thread count is governed: its passes move to one
+    Measured on a 2-core AMD EPYC (AVX2), the 1.5B Q4_K_M's one-token step: quiet, 40.8 ms on 2 threads against 62.7
+    on one (medians); with one other busy process, 77.9 against 65.7; while a test suite ran beside it, 2 threads took
+    a median 1324 ms (a thread that lost its core stalls every layer's barrier) and 1 thread 112 ms. So a model loaded
+    without a thread count is governed: its passes move to one
     fewer thread while that is faster, and back (`specdec.runtime.llama_cpp.threads`).
     """
     return max(1, min(available_cores(), 8))

@@ -1,9 +1,10 @@
 """How many threads a llama.cpp context runs on: every core while that is fastest, one fewer when someone else holds a core.
 
 A llama.cpp pass splits each layer's work over its threads and waits at a barrier for the slowest. On a quiet
-2-core machine two threads beat one (Qwen2.5-Coder-1.5B's step: 62 ms against 86, medians); but when another
-process holds a core, the thread that lost it stalls every barrier and the step collapses (a median 1.3 s on two
-threads, 112 ms on one: `benchmarks/llama-cpp-exactness.md`, AMD EPYC, AVX2, 2 cores). No count is best for both,
+2-core machine two threads beat one (Qwen2.5-Coder-1.5B Q4_K_M's step: 40.8 ms against 62.7, medians); when
+another process holds a core, the thread that lost it stalls every barrier: with one `yes` process running, 77.9 ms
+on two threads against 65.7 on one, and while a test suite ran beside it, a median 1.3 s on two against 112 ms on
+one (`benchmarks/llama-cpp-exactness.md`, AMD EPYC, AVX2, 2 cores). No count is best for both,
 so `Threads` times the passes and chooses between every core and one fewer:
 
     each count keeps the seconds of its last few passes, by size (one row, or several)
