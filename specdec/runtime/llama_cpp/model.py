@@ -214,4 +214,6 @@ def load_gguf(path: str | Path, threads: int | None = None, context: int = CONTE
         lib.llama_model_free(handle)
         raise SpecdecError(f"{path.name} is a recurrent, hybrid or encoder-decoder model, which the llama.cpp runtime "
                            "does not run: use --runtime torch")
-    return LlamaCppModel(library, handle, path, threads, context, settings, governed)
+    model = LlamaCppModel(library, handle, path, threads, context, settings, governed)
+    model.rows([0])             # its first context, made now and kept idle: making one takes 1.6 s the first time (the
+    return model                # memory is new to the process; 0.1 s after), a cost of loading, not of the first run
