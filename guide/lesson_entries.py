@@ -499,3 +499,20 @@ def llama_cpp_numbers(saved: str) -> dict[str, object]:
                 "busy_t1": timing(busy["1.5b threads=1"]), "busy_t2": timing(busy["1.5b threads=2"]),
                 "draft_t1": timing(busy["0.5b threads=1"])}
     return numbers
+
+
+def runtime_side_by_side(saved: str) -> dict[str, float]:
+    """From `benchmarks/llama_cpp.py`'s CSV with `--specdec llama.cpp:...` variants: median generating tokens/s per variant
+    (keys: "completion", "speculative" for llama.cpp's tools; "plain", "defaults", "draft-model", "prompt-lookup" for
+    specdec's llama.cpp runtime), and specdec's plain and default over `llama-completion`, medians of per-prompt ratios."""
+    import io
+
+    import pandas as pd
+
+    frame = pd.read_csv(io.StringIO(saved))
+    frame["key"] = [tool.removeprefix("llama-") if engine == "llama.cpp" else variant.split(" on ")[0]
+                    for engine, tool, variant in zip(frame["engine"], frame["tool"], frame["variant"])]
+    rates = frame.pivot_table(index="prompt_id", columns="key", values="tokens_per_s")
+    return {**{name: rates[name].median() for name in rates.columns},
+            "plain_vs_completion": (rates["plain"] / rates["completion"]).median(),
+            "defaults_vs_completion": (rates["defaults"] / rates["completion"]).median()}

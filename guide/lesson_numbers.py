@@ -1003,7 +1003,10 @@ NUMBERS += [
 
 # ---- chapter 4, two runtimes: llama.cpp's batch invariance, its exact settings, and v(k) on 2 AVX2 cores (issues 43, 44)
 
-from lesson_entries import llama_cpp_numbers  # noqa: E402
+from lesson_entries import llama_cpp_numbers, runtime_side_by_side  # noqa: E402
+
+LLAMA_RUNTIME = ("python benchmarks/llama_cpp.py --specdec llama.cpp:plain llama.cpp:defaults llama.cpp:draft-model "
+                 "llama.cpp:prompt-lookup --draft-n-max 5 --out benchmarks/llama-cpp-runtime.csv")
 
 from specdec.engine.contract import DraftCosts  # noqa: E402
 from specdec.generation.policy import ASSUMED_ALPHA, best_chain  # noqa: E402
@@ -1122,4 +1125,10 @@ NUMBERS += [
                                                                                         engine_v(_llama(saved)["busy_t1"], LOOKUP_GAMMA))),
     Measured(BEYOND, r"even a free draft that is always right could reach <<.2f>>x on two threads", LLAMA_TIMING, LLAMA_EXACTNESS,
              lambda saved: free_ceiling(_llama(saved)["t2"])[0]),
+    Measured(BEYOND, "its plain decoding made <<.2f>> tokens/s against <<.2f>> for `llama-completion` (<<.2f>>x, the median of the "
+                     "per-prompt ratios)", LLAMA_RUNTIME, "llama-cpp-runtime.csv",
+             lambda saved: (lambda v: (v["plain"], v["completion"], v["plain_vs_completion"]))(runtime_side_by_side(saved))),
+    Measured(BEYOND, "The default made <<.2f>>; the 0.5B draft model <<.2f>>, and llama.cpp's own speculative tool <<.2f>>.", LLAMA_RUNTIME,
+             "llama-cpp-runtime.csv",
+             lambda saved: (lambda v: (v["defaults"], v["draft-model"], v["speculative"]))(runtime_side_by_side(saved))),
 ]
