@@ -304,9 +304,9 @@ def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: st
         resources[CORPUS] = [resources[TOKENIZER](text).input_ids for text in texts]
     costs = None
     if chosen == LLAMA_CPP:                         # verification is compute-bound there: time c and v(k), once per machine
-        say("Timing a draft step and the verification passes (kept for next time) …")
         start = time.perf_counter()
-        costs = measured_costs(resources[TARGET], resources.get(DRAFT_MODEL), cost_key(resources, chosen))
+        costs = measured_costs(resources[TARGET], resources.get(DRAFT_MODEL), cost_key(resources, chosen),
+                               timing=lambda: say("Timing a draft step and the verification passes (kept for next time) …"))
         seconds["costs"] = time.perf_counter() - start
     target = precisions["target"]
     return LoadedPair(target_name, draft_name, resources, target.device, target.dtype, seconds,

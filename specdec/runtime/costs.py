@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import statistics
 import time
+from collections.abc import Callable
 
 import torch
 
@@ -100,9 +101,11 @@ def time_costs(target: object, draft: object | None, ks: tuple[int, ...] = VERIF
     return CostProfile(step, draft_step, verify)
 
 
-def measured_costs(target: object, draft: object | None, key: dict[str, object], ks: tuple[int, ...] = VERIFY_KS) -> CostProfile:
+def measured_costs(target: object, draft: object | None, key: dict[str, object], ks: tuple[int, ...] = VERIFY_KS,
+                   timing: Callable[[], None] | None = None) -> CostProfile:
     """The costs kept in the store for `key` (the models, their runtime and precision, the CPU, the threads), else timed
-    now (`time_costs`) and kept: a machine pays for the timing once per pair and setting."""
+    now (`time_costs`) and kept: a machine pays for the timing once per pair and setting. `timing()` is called just before
+    a timing (to say so)."""
     from specdec.store import cache_dir, write_text
 
     path = cache_dir() / COSTS_FILE
@@ -114,6 +117,8 @@ def measured_costs(target: object, draft: object | None, key: dict[str, object],
     found = kept.get(entry)
     if found is not None and set(ks) <= {int(k) for k in found["verify_s"]}:
         return CostProfile(found["target_step_s"], found["draft_step_s"], {int(k): s for k, s in found["verify_s"].items()})
+    if timing is not None:
+        timing()
     profile = time_costs(target, draft, ks)
     kept[entry] = {"target_step_s": profile.target_step_s, "draft_step_s": profile.draft_step_s,
                    "verify_s": {str(k): s for k, s in profile.verify_s.items()}}
