@@ -148,7 +148,8 @@ def unmapped(grow):
         if tree.q is None:
             return tree
         q = torch.zeros_like(tree.q)
-        q[:, :self.head.config.draft_vocab_size] = tree.q[:, self.head.draft_ids()]
+        head = self.reader.head
+        q[:, :head.config.draft_vocab_size] = tree.q[:, head.draft_ids()]
         return DraftTree(tree.tokens, tree.parents, q)
     return broken
 
