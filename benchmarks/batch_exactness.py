@@ -41,7 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from specdec.engine.inputs import Decoding
-    from specdec.pairing import encode_prompt, generate_plain_batch, generate_speculative_batch, load_pair
+    from specdec.pair.running import encode_prompt, generate_plain_batch, generate_speculative_batch
+    from specdec.pair.loading import load_pair
 
     texts = [line.strip() for line in args.prompts.read_text().splitlines() if line.strip()] if args.prompts else PROMPTS
     pair = load_pair("qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b", device="cpu", dtype=args.dtype, quantization=args.quantization,

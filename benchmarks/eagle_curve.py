@@ -22,11 +22,13 @@ from pathlib import Path
 from specdec.bench.prompts import encode_bench_prompt, suite
 from specdec.heads.reader import EagleDrafter
 from specdec.engine.inputs import Decoding
-from specdec.generation.policy import plan_drafting
+from specdec.planner.drafting import plan_drafting
 from specdec.generation.run import run_plan
 from specdec.heads.files import load_head
 from specdec.kernels.quantization import quantize_linears
-from specdec.pairing import AUTO, generate_plain, generate_speculative, load_pair
+from specdec.kernels.precision import AUTO
+from specdec.pair.running import generate_plain, generate_speculative
+from specdec.pair.loading import load_pair
 
 
 def minutes_of(folder: Path) -> float:

@@ -346,7 +346,7 @@ class SpecdecVariant:
 
     @property
     def draft_dtype(self) -> str:
-        """An int4 draft runs in bfloat16, as `specdec.pairing.load_pair` runs it: its kernel is fast only there."""
+        """An int4 draft runs in bfloat16, as `specdec.pair.loading.load_pair` runs it: its kernel is fast only there."""
         return "bfloat16" if self.draft_quantization == "int4" else self.dtype
 
     @property
@@ -424,15 +424,16 @@ def load_cached(models: dict, name: str, dtype: str, quantization: str):
 def run_on_llama_cpp(variant: SpecdecVariant, models: dict, input_ids, max_new_tokens: int, tokenizer, threads: int) -> Measurement:
     """Our llama.cpp runtime: the pair loaded once as `specdec run` loads it (all precisions auto, the runtime llama.cpp), then
     plain decoding, `specdec run`'s defaults (the policy's choice, said in the CSV's `tool` column) or a registry method."""
-    from specdec import pairing
     from specdec.engine.inputs import Decoding
-    from specdec.run_spec import Drafting
+    from specdec.pair import loading, running
+    from specdec.run_spec import Drafting, ModelChoices, RunSpec
 
-    if "llama.cpp pair" not in models:
-        models["llama.cpp pair"] = pairing.load_pair(TARGET, DRAFT, quantization="auto", draft_quantization="auto", runtime="llama.cpp",
-                                                     threads=threads)
-    pair = models["llama.cpp pair"]
     decoding = Decoding(max_new_tokens=max_new_tokens, temperature=0)
+    drafting = Drafting() if variant.method in ("plain", "defaults") else Drafting(variant.method)
+    spec = RunSpec(TARGET, DRAFT, ModelChoices(runtime="llama.cpp", threads=threads), drafting, decoding)   # as `specdec run`
+    if "llama.cpp pair" not in models:
+        models["llama.cpp pair"] = loading.load_spec(spec)
+    pair = models["llama.cpp pair"]
     first_token: list[float] = []
 
     def mark(_) -> None:
@@ -441,11 +442,9 @@ def run_on_llama_cpp(variant: SpecdecVariant, models: dict, input_ids, max_new_t
 
     start = time.perf_counter()
     if variant.method == "plain":
-        result = pairing.autoregressive_generate(pair.target, input_ids, on_token=mark, **decoding.as_kwargs())
+        result = running.generate_plain(pair, input_ids, decoding, on_token=mark)
     else:
-        drafting = Drafting() if variant.method == "defaults" else Drafting(variant.method)
-        plan = pair.plan(drafting)
-        result = pairing.run_plan(pair.target, plan, [input_ids.reshape(-1)], decoding, None, lambda row, round_: mark(round_))[0]
+        result = running.generate(pair, input_ids, spec, on_round=mark)
     end = time.perf_counter()
     new_tokens, stats = len(result.tokens), result.stats
     speculative = variant.method != "plain"

@@ -57,7 +57,7 @@ def main() -> None:
 
     import specdec
     from specdec.bench.prompts import encode_bench_prompt, suite
-    from specdec.pairing import load_pair
+    from specdec.pair.loading import load_pair
 
     with tempfile.TemporaryDirectory() as folder:
         base = import_revision(args.base, Path(folder))

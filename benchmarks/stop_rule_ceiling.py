@@ -35,7 +35,8 @@ from specdec.bench.comparison import greedy_oracle_speedup
 from specdec.bench.prompts import encode_bench_prompt, suite
 from specdec.engine.costs import CostProfile
 from specdec.engine.stop_rule import ConfidenceStop
-from specdec.pairing import continued, load_pair
+from specdec.pair.running import continued
+from specdec.pair.loading import load_pair
 
 
 class Schedule:

@@ -17,12 +17,12 @@ contract, `tests/test_layers.py` proves it can fail):
     specdec/cli/           the `specdec` command: its grammar and what each command does
     specdec/bench/         measurement: prompts, the harness and its methods, tables, charts, Spec-Bench, vLLM
     specdec/head_training.py   training a head for a loaded pair on ShareGPT
-    specdec/pairing.py     a pair loaded from a run spec: resources, plans, generation
+    specdec/pair/          a pair from a run spec to tokens: its resources, loading as planned, measuring, running
+    specdec/planner/       the one plan: each model's runtime and precision, the drafting and why, the header every door prints
     specdec/run_spec.py    one run described once: pair, precision, drafting, decoding
     specdec/registry.py    the one list of drafting methods: what each needs, its options, how it drafts
     specdec/heads/         trained EAGLE-3 heads: the network, its tree reader, training, files
-    specdec/generation/    the front doors (speculative_generate, autoregressive_generate), the default
-                           policy, running a plan with its timing
+    specdec/generation/    running a drafting plan with its timing, and plain decoding (autoregressive_generate)
     specdec/zoo/           models: the catalogue, fetching, converted copies, loading
     specdec/drafting/      the drafting methods, one per module, each written against the contract;
                            the tree policy and the reader it grows trees with
@@ -59,12 +59,18 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # `import specdec.reference.rule` (the NumPy reference) and `specdec toy` do not load torch.
 _EXPORTS = {
     "autoregressive_generate": "specdec.generation.autoregressive",
-    "speculative_generate": "specdec.generation.speculative",
+    "speculative_generate": "specdec.pair.running",
     "batch_throughput": "specdec.generation.run",
     "run_plan": "specdec.generation.run",
-    "DraftingPlan": "specdec.generation.policy",
-    "plan_drafting": "specdec.generation.policy",
-    "default_drafter": "specdec.generation.policy",
+    "DraftingPlan": "specdec.engine.drafting_plan",
+    "plan_drafting": "specdec.planner.drafting",
+    "default_drafter": "specdec.planner.drafting",
+    "Plan": "specdec.planner",
+    "plan": "specdec.planner",
+    "choose_models": "specdec.planner",
+    "load_spec": "specdec.pair.loading",
+    "load_pair": "specdec.pair.loading",
+    "generate": "specdec.pair.running",
     "METHODS": "specdec.registry",
     "Method": "specdec.registry",
     "register": "specdec.registry",
@@ -105,7 +111,7 @@ _EXPORTS = {
     "save_head": "specdec.heads.files",
     "SpecdecError": "specdec.errors",
     "check_same_tokenizer": "specdec.zoo.loading",
-    "load_model": "specdec.pairing",
+    "load_model": "specdec.pair.loading",
     "load_tokenizer": "specdec.zoo.loading",
     "resolve_device": "specdec.kernels.devices",
     "resolve_dtype": "specdec.kernels.devices",

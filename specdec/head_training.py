@@ -23,7 +23,8 @@ from transformers import PreTrainedTokenizerBase
 from specdec.heads.head import EagleHead
 from specdec.heads.files import heads_dir, load_head, load_training, save_head
 from specdec.heads.training import TrainingSettings, train_head
-from specdec.pairing import LoadedPair, load_pair
+from specdec.pair.resources import LoadedPair
+from specdec.pair.loading import load_pair
 from specdec.store import Progress, check_run_length
 
 CONVERSATIONS = 800          # conversations read by default: about a million tokens, more than an hour on a 2-core CPU reads

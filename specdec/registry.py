@@ -241,6 +241,14 @@ for _method in (
     register(_method)
 
 
+# The default policy's building blocks, named here once: the planner (`specdec.planner.drafting`) asks for them by these
+# constants, and nothing outside this module names a method.
+CHAIN = "draft-model"                                       # a draft model's chain, under the stop rule
+TREE = "tree"                                               # a draft model's token tree, where trees pay
+FREE_DRAFT = "prompt-lookup"                                # drafting that costs nothing, where a draft model does not pay ...
+FREE_DRAFT_OPTIONS = (("max_ngram", "3"), ("min_ngram", "3"))   # ... and only where the text's last 3 tokens came before
+
+
 def target_only() -> tuple[str, ...]:
     """The methods that need nothing but the target: a pair's draft may be one of these names.
 

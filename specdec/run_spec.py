@@ -3,10 +3,10 @@
 Notation: p is the target, q the draft, gamma the drafted tokens per round.
 
 The command line's arguments (`specdec run`), the dashboard's sidebar (and the link that reproduces it)
-and the benchmark each build a `RunSpec`; loading (`specdec.pairing.load_spec`) and generating
-(`specdec.pairing.generate`) read it, and nothing re-derives a choice it holds. What the policy then
-decides (a tree or a chain, the stop rule) comes back on the result (`GenerationResult.drafting`,
-`by_default`): one wording of how a run drafted, and one range for gamma (1 to `MAX_GAMMA`).
+and the benchmark each build a `RunSpec`; the planner (`specdec.planner`) turns it into a plan, loading
+(`specdec.pair.loading.load_spec`) and generating (`specdec.pair.running.generate`) follow that plan, and
+nothing re-derives a choice it holds. The plan's header line says what the run does (each model's runtime
+and precision, the drafting and why), the same through every door; one range for gamma (1 to `MAX_GAMMA`).
 
     spec = RunSpec(target="qwen2.5-coder-1.5b", draft="qwen2.5-coder-0.5b",
                    drafting=Drafting(method="tree", options=(("budget", "8"),)),
@@ -45,12 +45,15 @@ class ModelChoices:
 
 @dataclass(frozen=True)
 class Drafting:
-    """How a run drafts, as chosen: the method (None: what the draft implies), gamma (None: the policy's), the method's options."""
+    """How a run drafts, as chosen: the method (None: what the draft implies, or the planner's choice for a draft model), how
+    many tokens a round (a fixed `gamma`, or an `adaptive` gamma of at most that many, or neither: the planner's schedule), the
+    method's options."""
 
     method: str | None = None
-    gamma: int | None = None
+    gamma: int | None = None                      # a fixed number of drafted tokens every round
     options: tuple[tuple[str, str], ...] = ()    # the method's options by name, as text (`Method.parse_options`)
     corpus: tuple[str, ...] = ()                  # text files a method that reads a corpus drafts from (suffix decoding)
+    adaptive: int | None = None                   # an adaptive gamma (`AdaptiveGamma`) of at most this many tokens a round
 
     def option(self, name: str, default: str = "") -> str:
         """One option's text, or `default`."""
@@ -75,8 +78,11 @@ class RunSpec:
         """Refuse, in one line and before anything loads, what cannot run: a bad gamma, runtime, method, option or corpus."""
         if not self.target.strip() or not self.draft.strip():
             raise SpecdecError("give both a draft and a target")
-        if self.drafting.gamma is not None:
-            check_counts(1, self.drafting.gamma)
+        for gamma in (self.drafting.gamma, self.drafting.adaptive):
+            if gamma is not None:
+                check_counts(1, gamma)
+        if self.drafting.gamma is not None and self.drafting.adaptive is not None:
+            raise SpecdecError("a run drafts a fixed gamma or an adaptive one, not both: drop one")
         if self.models.runtime not in RUNTIMES:
             raise SpecdecError(f"unknown runtime '{self.models.runtime}': choose from {', '.join(RUNTIMES)}")
         if self.target in METHODS:
@@ -91,7 +97,7 @@ class RunSpec:
                                f"(--method {method.name}, --tree), or give a draft model")
         if method is not None:
             method.parse_options(dict(self.drafting.options))           # a bad option name or value: one line, now
-            if self.drafting.gamma is not None and method.capabilities.sizes_rounds:
+            if (self.drafting.gamma, self.drafting.adaptive) != (None, None) and method.capabilities.sizes_rounds:
                 raise SpecdecError(f"{method.name} sizes its own rounds (a tree's budget, a lookup's match): leave gamma out")
         elif self.drafting.options:
             raise SpecdecError("options belong to a drafting method: name it (--method) or drop the options")

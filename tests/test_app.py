@@ -66,7 +66,7 @@ def test_sidebar_settings_survive_page_switches_and_live_in_the_url():
     app = open_app()
     sidebar_widget(app, "selectbox", "Draft → target").set_value(TINY_LOOKUP_PAIR).run()
     assert sidebar_widget(app, "slider", "gamma").disabled                      # the stop rule is on: gamma is not used
-    sidebar_widget(app, "toggle", "Stop rule").set_value(False).run()
+    sidebar_widget(app, "toggle", "Round length").set_value(False).run()
     sidebar_widget(app, "slider", "gamma").set_value(7).run()
     sidebar_widget(app, "slider", "temperature").set_value(0.7).run()
     sidebar_widget(app, "number_input", "seed").set_value(123).run()
@@ -74,7 +74,7 @@ def test_sidebar_settings_survive_page_switches_and_live_in_the_url():
         app.switch_page(page).run()
         no_errors(app)
         assert sidebar_widget(app, "selectbox", "Draft → target").value == TINY_LOOKUP_PAIR, page
-        assert sidebar_widget(app, "toggle", "Stop rule").value is False, page
+        assert sidebar_widget(app, "toggle", "Round length").value is False, page
         assert sidebar_widget(app, "slider", "gamma").value == 7, page
         assert sidebar_widget(app, "slider", "temperature").value == 0.7, page
         assert sidebar_widget(app, "number_input", "seed").value == 123, page
@@ -162,13 +162,13 @@ def test_a_link_with_a_method_and_gamma_64_reproduces_the_sidebar_and_the_run_dr
     run_playground(app)
     no_errors(app)
     assert app.session_state["playground_run"].speculative.drafting == "chain, gamma 64"        # the run's own words
-    assert any("chain, gamma 64" in caption.value for caption in app.caption)
+    assert any(markdown.value.startswith("**Plan:**") and "drafting: chain, gamma 64" in markdown.value for markdown in app.markdown)
     assert any("identical" in success.value for success in app.success)
 
     app = open_app("pages/views/playground.py", pair=TINY_PAIR, tree="True", tree_budget="5")      # an older link's tree
     assert sidebar_widget(app, "selectbox", "Drafting method").value == "tree"
     assert sidebar_widget(app, "number_input", "budget").value == 5
-    assert sidebar_widget(app, "slider", "gamma").disabled and sidebar_widget(app, "toggle", "Stop rule").disabled
+    assert sidebar_widget(app, "slider", "gamma").disabled and sidebar_widget(app, "toggle", "Round length").disabled
     assert (app.query_params["method"], app.query_params["opt.budget"]) == ("tree", "5")
     assert "tree" not in app.query_params and "tree_budget" not in app.query_params               # the link is written anew
 
@@ -203,7 +203,7 @@ def test_the_method_picker_offers_a_newly_registered_method_and_draws_its_option
         rows.set_value(20).run()
         assert {key: app.query_params[key] for key in ("method", "opt.vocab_rows", "opt.shy", "opt.boldness")} == {
             "method": "careful-chain", "opt.vocab_rows": "20", "opt.shy": "False", "opt.boldness": "0.5"}
-        assert not sidebar_widget(app, "toggle", "Stop rule").disabled                            # a chain: the stop rule applies
+        assert not sidebar_widget(app, "toggle", "Round length").disabled                            # a chain: the stop rule applies
         run_playground(app)
         no_errors(app)
         assert app.session_state["playground_run"].speculative.drafting == "chain, stop rule"
@@ -212,24 +212,13 @@ def test_the_method_picker_offers_a_newly_registered_method_and_draws_its_option
         unregister("careful-chain")
 
 
-def test_a_runtime_that_cannot_load_the_pair_is_one_error_and_the_page_goes_on(monkeypatch):
-    from specdec import pairing
-    from specdec.errors import SpecdecError
-
-    real_load = pairing.load_pair
-
-    def no_llama_cpp_here(*args, runtime="auto", **kwargs):
-        if runtime == "llama.cpp":
-            raise SpecdecError("the llama.cpp runtime is not installed here: pip install llama-cpp-python, or pick torch")
-        return real_load(*args, runtime=runtime, **kwargs)
-
-    monkeypatch.setattr(pairing, "load_pair", no_llama_cpp_here)
+def test_a_runtime_that_cannot_load_the_pair_is_one_error_and_the_page_goes_on():
     app = open_app("pages/views/playground.py", pair=TINY_PAIR, runtime="llama.cpp", temperature="0", max_new_tokens="8")
     assert sidebar_widget(app, "selectbox", "Runtime").value == "llama.cpp"
     run_playground(app)
     assert not app.exception
-    assert [error.value for error in app.error] == [
-        "the llama.cpp runtime is not installed here: pip install llama-cpp-python, or pick torch"]
+    assert [error.value for error in app.error] == [                     # the planner's words, before anything loads
+        "the llama.cpp runtime cannot run this pair: tiny-target is not a GGUF file: use --runtime torch"]
     sidebar_widget(app, "selectbox", "Runtime").set_value("torch").run()
     run_playground(app)
     no_errors(app)                                                        # the page works on with the other runtime
@@ -299,13 +288,13 @@ def test_bad_pair_shows_an_error_and_keeps_the_last_result(draft, target, messag
 
 
 def test_running_out_of_memory_is_an_error_not_a_crash(monkeypatch):
-    from specdec import pairing
+    from specdec.pair import loading
 
     def too_big(*args, **kwargs):
         raise MemoryError
 
     _clear_streamlit_caches()
-    monkeypatch.setattr(pairing, "load_pair", too_big)
+    monkeypatch.setattr(loading, "load_spec", too_big)
     app = run_playground(open_app("pages/views/playground.py", pair=TINY_PAIR))
     assert not app.exception
     assert any("Not enough memory" in error.value for error in app.error)

@@ -23,7 +23,7 @@ from app_testing import (
 from dashboard_fixtures import TINY_LOOKUP_PAIR, TINY_PAIR
 from streamlit.testing.v1 import AppTest
 
-from specdec.pairing import generate_speculative as real_generate_speculative
+from specdec.pair.running import generate as real_generate
 
 # --- the Playground ---------------------------------------------------------------------------
 
@@ -133,7 +133,7 @@ def test_only_the_runs_own_stop_ends_it_and_the_text_so_far_stays(monkeypatch):
     monkeypatch.setattr(playground, "UPDATES_PER_SECOND", 1e9)               # report after every round
     for click_stop in (False, True):
         gate, seen = threading.Event(), []
-        monkeypatch.setattr(playground.pairing, "generate_speculative", held_after(3, real_generate_speculative, gate, seen))
+        monkeypatch.setattr(playground.running, "generate", held_after(3, real_generate, gate, seen))
         app = open_app("pages/views/playground.py", pair=TINY_PAIR, temperature="1.0", max_new_tokens="64")
         button(app, "Generate").click().run()
         wait_for(lambda: len(seen) == 3)                                       # the run is held after its third round
@@ -158,7 +158,7 @@ def test_stop_during_a_load_says_so_once_and_the_next_generate_loads(monkeypatch
     import pages.common.models as models
     from specdec.store import Progress
 
-    real_load, gate, started = models.pairing.load_spec, threading.Event(), threading.Event()
+    real_load, gate, started = models.loading.load_spec, threading.Event(), threading.Event()
 
     def load_held_after_its_first_step(spec, progress=None, steps=None):
         steps(Progress("tiny-target", "dequantizing GGUF tensors", 1, 10, 0.1))
@@ -167,7 +167,7 @@ def test_stop_during_a_load_says_so_once_and_the_next_generate_loads(monkeypatch
         steps(Progress("tiny-target", "dequantizing GGUF tensors", 2, 10, 0.2))      # where the Stop lands
         return real_load(spec, progress, steps)
 
-    monkeypatch.setattr(models.pairing, "load_spec", load_held_after_its_first_step)
+    monkeypatch.setattr(models.loading, "load_spec", load_held_after_its_first_step)
     models._forget_loaded_pair()
     app = open_app("pages/views/playground.py", pair=TINY_PAIR, temperature="1.0", max_new_tokens="16")
     button(app, "Generate").click().run()
@@ -183,7 +183,7 @@ def test_stop_during_a_load_says_so_once_and_the_next_generate_loads(monkeypatch
     assert "playground_run" not in app.session_state and not models._loaded_pairs()             # nothing ran, nothing kept
     app.run()
     assert not app.warning                                                                        # said once
-    monkeypatch.setattr(models.pairing, "load_spec", real_load)
+    monkeypatch.setattr(models.loading, "load_spec", real_load)
     run_playground(app)
     no_errors(app)
     assert not app.warning and app.session_state["playground_run"].phase == "done"               # the next Generate loads and runs
@@ -230,14 +230,14 @@ def test_compare_draws_the_charts_and_offers_the_csv():
     assert sum("predicted" in trace.name for trace in speedup.data) == 2
     bars = figure_titled(app, "Speedup by prompt category")
     assert len(bars.data) == 4 and all(trace.type == "bar" and sorted(values(trace.x)) == ["code", "qa"] for trace in bars.data)
-    assert sum(trace.name.endswith(": stop") for trace in bars.data) == 2            # the stop rule, the default, ran too
+    assert sum(trace.name.endswith(": default") for trace in bars.data) == 2         # the planner's choice ran too
 
     frame = app.session_state["compare_frame"]
     csv = frame.to_csv(index=False)                      # what the Download CSV button serves
     assert [button.label for button in app.get("download_button")] == ["Download CSV"]
     reread = tables.load_csv(io.StringIO(csv))
     assert list(reread.columns) == tables.COLUMNS
-    # 2 pairs x 2 categories x 1 prompt x 1 repeat x (baseline + gammas 1, 2, 3 + the stop rule)
+    # 2 pairs x 2 categories x 1 prompt x 1 repeat x (baseline + gammas 1, 2, 3 + the planner's choice)
     assert len(reread) == 20 and reread["method"].value_counts().to_dict() == {"speculative": 16, "generate": 4}
     assert reread.loc[reread["method"] == "speculative", "oracle_speedup"].notna().all()   # sampled: from each run's own trace
     assert set(reread["max_new_tokens"]) == {12} and reread["timestamp"].notna().all() and reread["device"].eq("cpu").all()
@@ -282,11 +282,13 @@ def test_compare_overlays_an_uploaded_csv_and_refuses_a_bad_one():
     assert figure_titled(app, "Acceptance vs gamma")                     # this run's charts are still there
 
 
-def test_the_playground_drafts_with_the_stop_rule_by_default():
+def test_the_playground_drafts_what_the_planner_chose():
     app = open_app("pages/views/playground.py", pair=TINY_PAIR, temperature="0", max_new_tokens="16")
     run_playground(app)
     no_errors(app)
-    assert any("stop rule" in caption.value for caption in app.caption)            # the run says how it drafted
+    # an int8 target and an int4 draft on a CPU: a draft step is dear and a verified node cheap, so the planner grows a tree
+    assert any("drafting: tree (budget 16), the default here" in markdown.value for markdown in app.markdown)
+    assert not any("stop rule" in caption.value for caption in app.caption)          # no page speaks of what the run did not do
     assert any("identical" in success.value for success in app.success)            # greedy: the target's own tokens
 
 
@@ -295,7 +297,7 @@ def test_a_tree_run_draws_its_tree_and_stays_exact():
     assert sidebar_widget(app, "selectbox", "Drafting method").value == "tree"        # an older link's tree=True
     run_playground(app)
     no_errors(app)
-    assert any("tree (budget 8)" in caption.value for caption in app.caption)
+    assert any("drafting: tree (budget 8)" in markdown.value for markdown in app.markdown)
     assert any("identical" in success.value for success in app.success)      # greedy, float32: the target's own tokens
     tree = next(element for element in app.get("plotly_chart") if "drafted nodes" in element.proto.spec)
     assert "accepted" in tree.proto.spec and "root" in tree.proto.spec

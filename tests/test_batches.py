@@ -311,10 +311,10 @@ def test_the_batch_benchmark_runs_the_same_prompts_at_every_size(pairs):
     from specdec.bench.batches import batch_benchmark, batch_table
     from specdec.bench.charts import batch_figure, benchmark_figures
     from specdec.engine.inputs import Decoding
-    from specdec.pairing import LoadedPair
+    from specdec.pair.resources import LoadedPair
 
     target, draft = pairs["gpt2"]
-    pair = LoadedPair.from_models("tiny-target", "tiny-draft", target, draft, tiny_tokenizer(24), torch.device("cpu"), torch.float32)
+    pair = LoadedPair.from_models("tiny-target", "tiny-draft", target, draft, tiny_tokenizer(24))
     seen = []
     frame = batch_benchmark(pair, (1, 2, 4), Decoding(max_new_tokens=8, temperature=0), progress=lambda d, t, m: seen.append(m),
                             gammas=("stop", 2))

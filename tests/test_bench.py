@@ -13,20 +13,20 @@ from tiny_models import tiny_pair, tiny_tokenizer
 from specdec import Decoding, SpecdecError, speculative_generate
 from specdec.bench.harness import BenchSettings, applicable, plan_runs, rows_to_frame, run_benchmark
 from specdec.bench.tables import COLUMNS, best_gammas, load_csv, overview, save_csv
-from specdec.pairing import LoadedPair
+from specdec.pair.resources import LoadedPair
 from specdec.reference.theory import walltime_speedup
 
 
 @pytest.fixture(scope="module")
 def tiny_loaded_pair():
     target, draft = tiny_pair("gpt2")
-    return LoadedPair.from_models("tiny-target", "tiny-draft", target, draft, tiny_tokenizer(24), torch.device("cpu"), torch.float32)
+    return LoadedPair.from_models("tiny-target", "tiny-draft", target, draft, tiny_tokenizer(24))
 
 
 @pytest.fixture(scope="module")
 def lookup_pair(tiny_loaded_pair):
     p = tiny_loaded_pair
-    return LoadedPair.from_models("tiny-target", "prompt-lookup", p.target, None, p.tokenizer, p.device, p.dtype)
+    return LoadedPair.from_models("tiny-target", "prompt-lookup", p.target, None, p.tokenizer)
 
 
 SETTINGS = BenchSettings(methods=("speculative", "plain", "assisted"), gammas=(2, 4, "adaptive"),
@@ -233,7 +233,8 @@ def test_the_greedy_oracle_is_a_ceiling_for_the_rounds_any_schedule_drafts(tiny_
     costs = CostProfile(1.0, 0.2, {1: 1.05, 2: 1.1, 4: 1.2, 8: 1.4, 16: 1.8, 32: 2.6})
     prompt = torch.tensor([[2, 3, 5]])
     for gamma in (1, 2, 4, 8, ConfidenceStop(c=0.2)):
-        result = speculative_generate(pair.target, pair.draft, prompt, gamma=gamma, max_new_tokens=30, temperature=0)
+        length = {"schedule": gamma} if isinstance(gamma, ConfidenceStop) else {"gamma": gamma}
+        result = speculative_generate(pair.target, pair.draft, prompt, **length, max_new_tokens=30, temperature=0)
         steps = 1.0 + sum(len(r.drafted) * costs.c + costs.v(len(r.drafted)) for r in result.rounds[1:])
         oracle = greedy_oracle_speedup(draft_agreement(pair.draft, prompt, result.tokens), costs)
         assert oracle >= len(result.tokens) / steps - 1e-9, gamma
@@ -266,7 +267,7 @@ def test_a_draft_with_another_tokenizer_is_benchmarked_against_transformers_univ
     target_tokenizer, draft_tokenizer = tiny_bpe_tokenizer(TARGET_PIECES, TARGET_MERGES), tiny_bpe_tokenizer(NEAR_PIECES, NEAR_MERGES)
     target = tiny_model("llama", len(TARGET_PIECES), seed=1)
     draft = borrowed_draft(target, TARGET_PIECES, NEAR_PIECES, noise=0.3)
-    pair = LoadedPair.from_models("tiny-target", "tiny-near", target, draft, target_tokenizer, torch.device("cpu"), torch.float32,
+    pair = LoadedPair.from_models("tiny-target", "tiny-near", target, draft, target_tokenizer,
                       draft_tokenizer=draft_tokenizer, whole=whole_character_tokens(draft_tokenizer, len(NEAR_PIECES)))
     settings = BenchSettings(methods=("speculative", "assisted-dynamic"), gammas=("stop", "tree", "adaptive"), categories=("code",),
                              prompts_per_category=1, temperatures=(0.0, 0.7), decoding=Decoding(max_new_tokens=16, seed=0))

@@ -52,7 +52,8 @@ def test_equals_target_generate_for_every_gamma_and_the_stop_rule(pairs, archite
         expected = reference_greedy(target, prompt)
         assert autoregressive_generate(target, torch.tensor(prompt), max_new_tokens=NEW_TOKENS, temperature=0).tokens == expected
         for gamma in (*range(1, 9), None, ConfidenceStop(c=0.05), ConfidenceStop(c=0.3, max_gamma=6)):
-            result = speculative_generate(target, draft, torch.tensor([prompt]), gamma=gamma,
+            length = {"schedule": gamma} if isinstance(gamma, ConfidenceStop) else {"gamma": gamma}
+            result = speculative_generate(target, draft, torch.tensor([prompt]), **length,
                                           max_new_tokens=NEW_TOKENS, temperature=0)
             assert result.tokens == expected, f"gamma={gamma} prompt={prompt}"
             if isinstance(gamma, int):

@@ -89,7 +89,8 @@ def test_drafters_that_read_the_targets_insides_are_refused_in_one_line(models):
     from transformers import PreTrainedTokenizerFast
 
     from specdec.engine.contract import Capabilities
-    from specdec.pairing import LoadedPair, generate_speculative
+    from specdec.pair.resources import LoadedPair
+    from specdec.pair.running import generate_speculative
     from specdec.run_spec import Drafting
 
     target, _, _ = models

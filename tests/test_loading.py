@@ -8,7 +8,8 @@ import torch
 import specdec.kernels.devices
 import specdec.zoo.fetch
 from specdec import SpecdecError, check_same_tokenizer, load_model, load_tokenizer, resolve_device, resolve_dtype
-from specdec.pairing import encode_prompt, load_pair
+from specdec.pair.running import encode_prompt
+from specdec.pair.loading import load_pair
 from tiny_models import save_tiny_model, tiny_model, tiny_pair, tiny_tokenizer
 
 
@@ -67,7 +68,7 @@ def test_load_pair_with_prompt_lookup(tmp_path):
     target, _ = tiny_pair("gpt2")  # (transformers reads a qwen2 folder's tokenizer as Qwen's own BPE class)
     folder = str(save_tiny_model(tmp_path / "t", target))
     pair = load_pair(folder, "prompt-lookup", device="cpu")
-    assert pair.draft is None and pair.drafter().name == "prompt-lookup"
+    assert pair.draft is None and pair.plan(pair.spec()).drafting.drafter.name == "prompt-lookup"
     assert pair.eos_token_ids == [1]  # the tokenizer's </s>
     assert encode_prompt(pair.tokenizer, "w2 w3").tolist() == [[2, 3]]
     with pytest.raises(SpecdecError, match="only be the draft"):

@@ -8,7 +8,8 @@ import torch
 import specdec.kernels.precision
 import specdec.kernels.quantization
 from specdec import SpecdecError
-from specdec.pairing import LoadedPair, load_pair
+from specdec.pair.resources import LoadedPair
+from specdec.pair.loading import load_pair
 from specdec.kernels.precision import Precision, resolve_pair_precision, resolve_precision
 from tiny_models import save_tiny_model, tiny_pair, tiny_tokenizer
 
@@ -62,10 +63,10 @@ def test_auto_that_cannot_quantize_a_model_says_so_in_the_precision_it_carries(t
 
 def test_a_pair_built_by_hand_reads_its_precision_off_its_models():
     target, draft = tiny_pair("llama")
-    pair = LoadedPair.from_models("t", "d", target, draft, tiny_tokenizer(24), torch.device("cpu"), torch.float32)
+    pair = LoadedPair.from_models("t", "d", target, draft, tiny_tokenizer(24))
     assert pair.precision_of("target") == Precision(torch.device("cpu"), torch.float32, "none", "float32 GEMM (MKL/oneDNN)",
                                                     "read off the target as built")
-    assert LoadedPair.from_models("t", "prompt-lookup", target, None, tiny_tokenizer(24), torch.device("cpu"), torch.float32).precision_of("draft") is None
+    assert LoadedPair.from_models("t", "prompt-lookup", target, None, tiny_tokenizer(24)).precision_of("draft") is None
 
 
 @pytest.mark.parametrize("arguments, fragment", [

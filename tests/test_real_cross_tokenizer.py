@@ -34,7 +34,8 @@ def fetched():
 @pytest.mark.parametrize("draft", ["smollm2-135m", "gemma3-270m"])
 def test_greedy_output_is_the_targets_own_with_a_draft_of_another_family(draft):
     from specdec import Decoding
-    from specdec.pairing import encode_prompt, generate_speculative, load_pair
+    from specdec.pair.running import encode_prompt, generate_speculative
+    from specdec.pair.loading import load_pair
 
     pair = load_pair("qwen2.5-coder-0.5b", draft, device="cpu", dtype="float32")
     assert pair.cross_tokenizer
@@ -54,7 +55,8 @@ def test_greedy_output_is_the_targets_own_with_a_draft_of_another_family(draft):
 def test_sliding_window_target_past_its_window():
     """Gemma 3 270M as the target, 800 tokens of prompt: its 512-token windows have dropped the start before any rollback."""
     from specdec import Decoding
-    from specdec.pairing import generate_speculative, load_pair
+    from specdec.pair.running import generate_speculative
+    from specdec.pair.loading import load_pair
 
     pair = load_pair("gemma3-270m", "smollm2-135m", device="cpu", dtype="float32")
     input_ids = pair.tokenizer(LONG_TEXT, return_tensors="pt").input_ids
@@ -78,7 +80,8 @@ def sampled_first_tokens():
 
     from specdec.engine.contract import DraftCosts, DraftRequest, Generation
     from specdec.engine.sampling import SamplingConfig, probabilities
-    from specdec.pairing import encode_prompt, load_pair
+    from specdec.pair.running import encode_prompt
+    from specdec.pair.loading import load_pair
 
     pair = load_pair("qwen2.5-coder-0.5b", "smollm2-135m", device="cpu", dtype="float32", draft_quantization="int4")
     sampling = SamplingConfig(temperature=1.0, top_k=8)

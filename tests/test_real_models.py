@@ -26,7 +26,7 @@ NEW_TOKENS = 48
 
 @pytest.fixture(scope="module")
 def qwen_pair():
-    from specdec.pairing import load_pair
+    from specdec.pair.loading import load_pair
 
     fetch_zoo("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")
     return load_pair("qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b", device="cpu", dtype="float32")
@@ -34,7 +34,7 @@ def qwen_pair():
 
 @pytest.fixture(scope="module")
 def quantized_pair(qwen_pair):
-    from specdec.pairing import load_pair
+    from specdec.pair.loading import load_pair
 
     return load_pair("qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b", device="cpu", quantization="auto", draft_quantization="auto")
 
@@ -43,7 +43,7 @@ def quantized_pair(qwen_pair):
 def test_greedy_output_is_the_quantized_targets_own(quantized_pair, prompt):
     """`specdec run`'s default: an int8 target and an int4 draft; exact against the int8 target as loaded."""
     from specdec import Decoding
-    from specdec.pairing import encode_prompt, generate_plain, generate_speculative
+    from specdec.pair.running import encode_prompt, generate_plain, generate_speculative
 
     assert (quantized_pair.precision, quantized_pair.draft_precision) == ("float32 int8", "bfloat16 int4")
     input_ids = encode_prompt(quantized_pair.tokenizer, prompt, chat=True)
@@ -60,7 +60,7 @@ def test_greedy_output_is_the_quantized_targets_own(quantized_pair, prompt):
 @pytest.mark.parametrize("prompt", PROMPTS)
 def test_greedy_output_is_the_targets_own(qwen_pair, prompt):
     from specdec import Decoding, TreeDrafter, TreeSettings, speculative_generate
-    from specdec.pairing import encode_prompt, generate_plain, generate_speculative
+    from specdec.pair.running import encode_prompt, generate_plain, generate_speculative
 
     input_ids = encode_prompt(qwen_pair.tokenizer, prompt, chat=True)
     decoding = Decoding(max_new_tokens=NEW_TOKENS, temperature=0)
@@ -91,7 +91,7 @@ BATCH_PROMPTS = [                                   # four lengths, four kinds o
 def test_a_batch_of_four_prompts_gives_every_row_its_own_greedy_output(qwen_pair, quantized_pair, which):
     """The batch issue's exactness goal: 4 prompts of different lengths at once, each row identical to its own `generate`."""
     from specdec import Decoding
-    from specdec.pairing import encode_prompt, generate_plain_batch, generate_speculative_batch
+    from specdec.pair.running import encode_prompt, generate_plain_batch, generate_speculative_batch
 
     pair = qwen_pair if which == "float32" else quantized_pair
     prompts = [encode_prompt(pair.tokenizer, text, chat=True)[0] for text in BATCH_PROMPTS]

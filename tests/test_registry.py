@@ -5,7 +5,7 @@ Two methods are written below in a few lines each and registered at run time, wi
 which needs a draft model (its greedy choice, fed the whole text afresh each round: no cache). Both must
 then appear in the command line's choices and help, the dashboard's pickers (the catalogue's pairs and the
 draft-model methods the sidebar offers), the benchmark's `--methods all` (and run there), and `specdec
-models list`; and both must give the target's own greedy output. A second test holds `pairing.py`,
+models list`; and both must give the target's own greedy output. A second test holds the pair, the planner
 `generation/policy.py` and `pages/` to choosing by kind nowhere: no `isinstance` on a drafter or a model,
 checked by reading their source (with a made-up violation proving the check can fail).
 """
@@ -29,7 +29,8 @@ from specdec.cli.parser import build_parser
 from specdec.engine.contract import Capabilities, DraftRequest, Generation, Verified
 from specdec.engine.inputs import Decoding
 from specdec.engine.trees import DraftTree
-from specdec.pairing import LoadedPair, generate_speculative
+from specdec.pair.resources import LoadedPair
+from specdec.pair.running import generate_speculative
 from specdec.run_spec import Drafting
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -161,7 +162,8 @@ def kind_tests(source: str) -> list[str]:
 
 
 def test_the_pair_the_policy_and_the_pages_choose_nothing_by_kind():
-    paths = [ROOT / "specdec/pairing.py", ROOT / "specdec/generation/policy.py", *sorted((ROOT / "pages").rglob("*.py"))]
+    paths = [*sorted((ROOT / "specdec/pair").glob("*.py")), *sorted((ROOT / "specdec/planner").glob("*.py")),
+             *sorted((ROOT / "pages").rglob("*.py"))]
     for path in paths:
         assert kind_tests(path.read_text()) == [], path
     assert kind_tests("if isinstance(draft, PreTrainedModel):\n    pass\n") == ["1: isinstance(..., PreTrainedModel)"]   # it can fail

@@ -20,7 +20,7 @@ def test_adaptive_gamma_is_exact_and_actually_adapts(pairs):
         schedule = AdaptiveGamma(COSTS, max_gamma=8)
         original = schedule.next_gamma
         schedule.next_gamma = lambda: chosen.add(original()) or original()
-        result = speculative_generate(target, draft, torch.tensor(prompt), gamma=schedule, max_new_tokens=NEW_TOKENS, temperature=0)
+        result = speculative_generate(target, draft, torch.tensor(prompt), schedule=schedule, max_new_tokens=NEW_TOKENS, temperature=0)
         assert result.tokens == reference_greedy(target, prompt)
     assert len(chosen) > 1  # it did not sit on one gamma
 
@@ -48,7 +48,7 @@ def test_verify_cost_is_interpolated_between_measured_gammas():
 def test_fixed_gamma_schedule_equals_plain_gamma(pairs):
     target, draft = pairs["gpt2"]
     a = speculative_generate(target, draft, torch.tensor([2, 3]), gamma=3, max_new_tokens=25, seed=5)
-    b = speculative_generate(target, draft, torch.tensor([2, 3]), gamma=FixedGamma(3), max_new_tokens=25, seed=5)
+    b = speculative_generate(target, draft, torch.tensor([2, 3]), schedule=FixedGamma(3), max_new_tokens=25, seed=5)
     assert a.tokens == b.tokens
 
 
@@ -113,7 +113,7 @@ def test_stop_rule_is_exact_and_drafts_rounds_of_many_lengths(pairs):
     target, draft = pairs["qwen2"]
     lengths = set()
     for prompt in PROMPTS:
-        result = speculative_generate(target, draft, torch.tensor(prompt), gamma=ConfidenceStop(c=0.1), max_new_tokens=NEW_TOKENS,
+        result = speculative_generate(target, draft, torch.tensor(prompt), schedule=ConfidenceStop(c=0.1), max_new_tokens=NEW_TOKENS,
                                       temperature=0)
         assert result.tokens == reference_greedy(target, prompt)
         lengths |= {len(round_.drafted) for round_ in result.rounds[1:-1]}
@@ -121,12 +121,12 @@ def test_stop_rule_is_exact_and_drafts_rounds_of_many_lengths(pairs):
 
 
 def test_the_default_schedule_is_the_stop_rule_for_a_draft_model_and_four_for_lookup(pairs, monkeypatch):
-    import specdec.generation.policy
+    import specdec.planner.drafting
 
     target, draft = pairs["llama"]
     chosen = []
-    real = specdec.generation.policy.schedule_for        # the policy's one home for the schedule (it was specdec.generation.speculative._schedule)
-    monkeypatch.setattr(specdec.generation.policy, "schedule_for", lambda *args: chosen.append(real(*args)) or chosen[-1])
+    real = specdec.planner.drafting.schedule_for        # the planner's one home for the schedule
+    monkeypatch.setattr(specdec.planner.drafting, "schedule_for", lambda *args: chosen.append(real(*args)) or chosen[-1])
     speculative_generate(target, draft, torch.tensor([2, 3]), max_new_tokens=8, temperature=0)
     speculative_generate(target, PromptLookupDrafter(), torch.tensor([2, 3]), max_new_tokens=8, temperature=0)
     assert isinstance(chosen[0], ConfidenceStop) and chosen[0].c == pytest.approx(1.0)   # tiny draft = target size

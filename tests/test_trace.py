@@ -12,7 +12,7 @@ from specdec.bench.comparison import RunComparison, first_difference, greedy_che
 from specdec.drafting.prompt_lookup import PromptLookupDrafter
 from specdec.engine.results import DraftedToken, GenerationResult, GenerationStats, Round
 from specdec.engine.results import TokenOrigin as O
-from specdec.generation.speculative import speculative_generate
+from specdec.pair.running import speculative_generate
 from specdec.reference.theory import expected_tokens_per_pass
 
 WORDS = {1: "<eos>", 5: " The", 6: " cat", 7: " dog", 8: " sat", 9: " on", 10: " the", 11: " mat"}

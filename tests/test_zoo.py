@@ -281,7 +281,7 @@ def test_an_older_versions_unquantized_intermediate_is_removed_and_an_asked_for_
 
 
 def test_a_draft_whose_copy_has_the_targets_tokenizer_files_is_not_parsed_again(tiny_gguf_entry, wheel_index, tmp_path, monkeypatch):
-    import specdec.pairing
+    import specdec.pair.loading
     from specdec.zoo.loading import TOKENIZERS, same_tokenizer_files
 
     draft = package_model(wheel_index, "tiny-gguf-draft", write_tiny_gguf(tmp_path / "draft.gguf", seed=1).read_bytes(),
@@ -294,9 +294,9 @@ def test_a_draft_whose_copy_has_the_targets_tokenizer_files_is_not_parsed_again(
         load_model(entry.name, device="cpu", dtype="float32")                    # (each keeps a converted copy)
     assert same_tokenizer_files(tiny_gguf_entry.name, draft.name)
     parsed = []
-    monkeypatch.setattr(specdec.pairing, "load_tokenizer", lambda name: parsed.append(name) or load_tokenizer(name))
+    monkeypatch.setattr(specdec.pair.loading, "load_tokenizer", lambda name: parsed.append(name) or load_tokenizer(name))
     steps = []
-    pair = specdec.pairing.load_pair(tiny_gguf_entry.name, draft.name, device="cpu", dtype="float32", steps=steps.append)
+    pair = specdec.pair.loading.load_pair(tiny_gguf_entry.name, draft.name, device="cpu", dtype="float32", steps=steps.append)
     assert parsed == [tiny_gguf_entry.name] and pair.draft_tokenizer is None      # the draft's copy was never parsed
     assert [(s.done, s.total) for s in steps if s.stage == TOKENIZERS] == [(0, 1), (1, 1)]   # a stage on the bar
     (converted_dir(draft, torch.float32) / "tokenizer.json").write_text("{}")     # a damaged copy: its checksum no longer matches
@@ -554,14 +554,14 @@ def test_the_home_page_warms_up_a_pair_whose_copies_are_on_disk(tiny_gguf_entry,
         fetch_model(entry)
         assert not models.warm_up(settings)                       # no converted copy: a conversion shows its progress on the page
         load_model(entry.name, device="cpu", dtype="float32")     # converts
-        loads, real_load = [], models.pairing.load_pair
+        loads, real_load = [], models.loading.load_spec
 
         def counted_slow_load(*args, **kwargs):
             loads.append(args)
             time.sleep(0.5)                                       # long enough for Home to rerun meanwhile
             return real_load(*args, **kwargs)
 
-        monkeypatch.setattr(models.pairing, "load_pair", counted_slow_load)
+        monkeypatch.setattr(models.loading, "load_spec", counted_slow_load)
         assert models.warm_up(settings)
         deadline = time.monotonic() + 60
         assert models.warm_up(settings)                           # Home reran while it loads: still under way, not started twice
@@ -572,7 +572,7 @@ def test_the_home_page_warms_up_a_pair_whose_copies_are_on_disk(tiny_gguf_entry,
         def loading_again(*args, **kwargs):
             raise AssertionError("the click must find the warmed-up pair in memory")
 
-        monkeypatch.setattr(models.pairing, "load_pair", loading_again)
+        monkeypatch.setattr(models.loading, "load_spec", loading_again)
         assert models.pair_loader(settings)(Job("a run")).target_name == entry.name
         assert not models.warm_up(settings)                       # something is loaded: never replaced behind the user's back
     finally:

@@ -3,7 +3,7 @@
     jobs.start(BATCH_RUN, batch_work(pair_loader(settings), prompts, chat, settings, turns), "a batch")   # both runs, in a job
     st.session_state[BATCH]                           # a `BatchRun`, kept by the page when the job ends
 
-The engine does the work (`specdec.engine.loop`, through `specdec.pairing`); this module keeps what the
+The engine does the work (`specdec.engine.loop`, through `specdec.pair.running`); this module keeps what the
 page shows: every row's trace (`pages.common.trace`), whether each row's greedy tokens equal the target
 alone's, and the two throughputs (`specdec.generation.run.batch_throughput`).
 """
@@ -17,10 +17,10 @@ from pages.common.jobs import Job
 from pages.common.settings import Settings
 from pages.common.trace import TraceBuilder, trace
 from pages.common.turns import Turns
-from specdec import pairing
+from specdec.pair import running
 from specdec.engine.results import GenerationResult
 from specdec.generation.run import batch_throughput
-from specdec.pairing import LoadedPair
+from specdec.pair.resources import LoadedPair
 
 BATCH = "playground_batch"
 BATCH_RUN = "job:playground_batch"
@@ -74,15 +74,13 @@ def batch_work(load: Callable[[Job], LoadedPair], prompts: list[str], chat: bool
             job.report(waiting=None)
             pair = load(job)
             decode = lambda ids: pair.tokenizer.decode(ids, skip_special_tokens=False)   # noqa: E731
-            rows = [pairing.encode_prompt(pair.tokenizer, prompt, chat=chat).reshape(-1) for prompt in prompts]
+            rows = [running.encode_prompt(pair.tokenizer, prompt, chat=chat).reshape(-1) for prompt in prompts]
             job.report(phase="speculative", status=f"Speculative decoding of {len(rows)} prompts at once …")
-            spec = settings.spec
-            speculative = pairing.generate_speculative_batch(pair, rows, spec.decoding, spec.drafting,
-                                                             on_round=lambda row, round_: job.report())
+            speculative = running.generate_batch(pair, rows, settings.spec, on_round=lambda row, round_: job.report())
             job.report(phase="plain", status=f"Plain decoding of the same {len(rows)} prompts at once …",
                        done=f"Speculative decoding: {sum(r.stats.new_tokens for r in speculative)} tokens in "
                             f"{speculative[0].stats.wall_time_s:.2f} s")
-            plain = pairing.generate_plain_batch(pair, rows, settings.decoding)
+            plain = running.generate_plain_batch(pair, rows, settings.decoding)
             return BatchRun(settings, tuple(prompts), tuple(speculative), tuple(plain),
                             tuple(trace(result, decode) for result in speculative), tuple(decode(result.tokens) for result in plain))
     return work

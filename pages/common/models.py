@@ -6,8 +6,8 @@
     ...
     pair = load(job)                              # in a job (`pages.common.jobs`): from memory, or loaded with its steps reported
 
-A loaded pair lives in a dict held by `st.cache_resource` (shared by every session), keyed by (target,
-draft, device, dtype, target and draft quantization), with room for one entry: choosing another pair
+A loaded pair lives in a dict held by `st.cache_resource` (shared by every session), keyed by each model's plan
+(`specdec.planner.choose_models`: the same choice `specdec run` makes), with room for one entry: choosing another pair
 frees the previous one once the new one has loaded (so a pair that fails to load leaves the previous
 one usable). A first load (GGUF name matching and dequantization, quantization, saving a converted
 copy) reports every step with the time left, which the job's page draws as a progress bar; the job's
@@ -31,13 +31,11 @@ import torch
 from pages.common.jobs import Job
 from pages.common.settings import Settings, drafts_with, loads_a_draft_model
 from pages.common.turns import shared_turns, waiting_note
-from specdec import pairing
+from specdec.pair import loading
 from specdec.errors import SpecdecError
-from specdec.kernels.devices import dtype_name
-from specdec.kernels.precision import resolve_pair_precision
-from specdec.pairing import LoadedPair
+from specdec.pair.resources import LoadedPair
+from specdec.planner import TORCH, choose_models
 from specdec.registry import HEAD, pairs
-from specdec.run_spec import ModelChoices, RunSpec
 from specdec.store import Progress
 from specdec.zoo import converted, status
 from specdec.zoo.catalog import MODELS, ModelEntry, resolve_model
@@ -107,7 +105,7 @@ def _fetch_each(names: list[str]) -> None:
 
 @st.cache_resource(show_spinner=False)
 def _loaded_pairs() -> dict[tuple[str, ...], LoadedPair]:
-    """The pair in memory, shared by every session, keyed by (target, draft, device, dtype, quantizations); one at most.
+    """The pair in memory, shared by every session, keyed by its models' plans (`_key`); one at most.
 
     A plain dict held by `st.cache_resource`, not a cached loading function: the load draws a progress
     bar on the page, which a cached function may not do (Streamlit would have to replay it).
@@ -120,13 +118,6 @@ def _forget_loaded_pair() -> None:
     gc.collect()
 
 
-def resolved_precision(settings: Settings) -> tuple[str, str, str, str]:
-    """('cpu', 'float32', 'int8', 'int4') and the like: 'auto' made concrete, so equal choices share one cache entry."""
-    target, draft = resolve_pair_precision(settings.device, settings.dtype, settings.quantization, settings.draft_quantization,
-                                           loads_a_draft_model(settings.draft))
-    return str(target.device), dtype_name(target.dtype), target.weights, "none" if draft is None else draft.weights
-
-
 NOT_ENOUGH_MEMORY = ("Not enough memory for this pair with these settings: pick a smaller pair, dtype bfloat16, or fewer new "
                      "tokens, then try again.")
 
@@ -137,14 +128,14 @@ def pair_loader(settings: Settings) -> Callable[[Job], LoadedPair]:
     Built on the page (where the shared cache lives, and where a bad choice is refused at once: `RunSpec.check`); run in the job.
     """
     spec, key, loaded = settings.spec.check(), _key(settings), _loaded_pairs()
-    target, draft, device = key[:3]
+    target, draft = settings.target, settings.draft
 
     def load(job: Job) -> LoadedPair:
         if key in loaded:
             return loaded[key]
-        job.report(phase="loading", pair=f"{draft} → {target}", status=f"Loading {draft} → {target} on {device} …", bar=None)
+        job.report(phase="loading", pair=f"{draft} → {target}", status=f"Loading {draft} → {target} …", bar=None)
         try:
-            pair = pairing.load_spec(_resolved(spec, key), progress=lambda message: job.report(status=message, bar=None),
+            pair = loading.load_spec(spec, progress=lambda message: job.report(status=message, bar=None),
                                      steps=lambda step: job.report(bar=(step.fraction, step.describe())))
         except (MemoryError, torch.OutOfMemoryError):
             _forget_loaded_pair()
@@ -153,20 +144,15 @@ def pair_loader(settings: Settings) -> Callable[[Job], LoadedPair]:
         gc.collect()
         loaded[key] = pair
         job.report(phase="loaded", bar=None, kernels=pair.kernels,     # how each model runs, and why (`specdec.kernels.precision`)
-                   status=f"Loaded {draft} → {target} on {device}: {pair.precisions} ({sum(pair.load_seconds.values()):.1f} s)")
+                   status=f"Loaded {draft} → {target}: {pair.precisions} ({sum(pair.load_seconds.values()):.1f} s)")
         return pair
 
     return load
 
 
-def _resolved(spec: RunSpec, key: tuple[str, ...]) -> RunSpec:
-    """`spec` with its models' 'auto' made concrete as in the loaded pair's name (so equal choices load and share one entry)."""
-    return replace(spec, models=ModelChoices(*key[2:]))
-
-
 def forget_head_pairs(target: str) -> None:
     """Free a loaded pair that drafts with a trained head for `target` (its head was trained on: the next run reads the new one)."""
-    if any(key[0] == target and drafts_with(key[1], HEAD) for key in _loaded_pairs()):
+    if any(key[0][1] == target and drafts_with(key[2], HEAD) for key in _loaded_pairs()):
         _forget_loaded_pair()
 
 
@@ -186,28 +172,31 @@ def draw_loading(job: Job) -> None:
     st.progress(bar[0] if bar else 0.0, text=bar[1] if bar else "starting")
 
 
-def _key(settings: Settings) -> tuple[str, ...]:
-    """(target, draft, device, dtype, quantization, draft quantization, runtime), 'auto' made concrete where the precision is
-    resolved (`specdec.kernels.precision`): the loaded pair's name. The runtime stays as chosen; the load resolves it."""
-    device, dtype, quantization, draft_quantization = resolved_precision(settings)
-    return settings.target, settings.draft, device, dtype, quantization, draft_quantization, settings.runtime
+def _key(settings: Settings) -> tuple:
+    """What the loaded pair is kept under: each model's plan as the planner chose it (`specdec.planner.choose_models`: its
+    runtime and precision, "auto" resolved there and only there), the draft name, the method's corpus and the threads."""
+    spec = settings.spec
+    target, draft = choose_models(spec)
+    return target.key, None if draft is None else draft.key, spec.draft, spec.drafting.corpus, spec.models.threads
 
 
 def is_loaded(settings: Settings) -> bool:
-    """Whether the pair `settings` names is in memory already (a run starts at once)."""
-    return _key(settings) in _loaded_pairs()
+    """Whether the pair `settings` names is in memory already (a run starts at once); False for one that cannot be planned yet
+    (a model not downloaded: the click says what to do)."""
+    try:
+        return _key(settings) in _loaded_pairs()
+    except SpecdecError:
+        return False
 
 
 def ready_on_disk(settings: Settings) -> bool:
-    """Whether every model of the pair has its converted copy for these precisions (a load takes seconds, not minutes)."""
-    target, draft = resolve_pair_precision(settings.device, settings.dtype, settings.quantization, settings.draft_quantization,
-                                           loads_a_draft_model(settings.draft))
-    wanted = [(settings.target, target.dtype, target.weights)]
-    if draft is not None:
-        wanted.append((settings.draft, draft.dtype, draft.weights))
-    for name, torch_dtype, weights in wanted:
-        entry = resolve_model(name)
-        if entry is None or converted.find_converted(entry, torch_dtype, weights) is None:
+    """Whether every model of the pair loads in seconds, not minutes: a GGUF file on llama.cpp is read as it is; a model on
+    torch needs its converted copy at the planned precision."""
+    for planned in choose_models(settings.spec):
+        if planned is None or planned.runtime != TORCH:
+            continue
+        entry = resolve_model(planned.name)
+        if entry is None or converted.find_converted(entry, planned.precision.dtype, planned.precision.weights) is None:
             return False
     return True
 
@@ -240,7 +229,7 @@ def warm_up(settings: Settings) -> bool:
         try:
             with turns.turn(on_wait=lambda ahead, running: None, label="the default pair, loading in the background"):
                 if not loaded:
-                    loaded[key] = pairing.load_spec(_resolved(settings.spec, key))
+                    loaded[key] = loading.load_spec(settings.spec)
         except Exception as error:    # the click will load it again and show the error where it can be read
             logging.getLogger(__name__).warning("warming up %s failed: %s", settings.pair_name, error)
         finally:

@@ -25,14 +25,15 @@ import torch
 
 from pages.common.jobs import Job
 from pages.common.models import draw_loading
-from pages.common.settings import Settings, asked_for
+from pages.common.settings import Settings
 from pages.common.tokens_html import plain_text_html, tokens_html
 from pages.common.trace import RoundRow, TokenSpan, TraceBuilder, trace, trace_json
 from pages.common.turns import Turns
-from specdec import pairing
+from specdec.pair import running
 from specdec.bench.comparison import GreedyCheck, greedy_check_of_pair
 from specdec.engine.results import GenerationResult
-from specdec.pairing import LoadedPair
+from specdec.pair.resources import LoadedPair
+from specdec.planner import Plan
 from specdec.store import about, seconds_left
 
 RESULT = "playground_run"
@@ -47,6 +48,8 @@ class PlaygroundRun:
     settings: Settings
     device: str
     precision: str                            # how each model ran: "target float32 int8, draft bfloat16 int4"
+    target_precision: str                     # how the target ran: "float32 int8", "float32 Q4_K_M"
+    plan: str                                 # the planner's header line: what `specdec run` prints for the same settings
     prompt_tokens: int
     phase: str                                # "speculative" or "plain" while running (or stopped), then "done"
     spans: tuple[TokenSpan, ...] = ()         # speculative output, rejected drafts included
@@ -92,7 +95,8 @@ def _bar(total: int):
     return bar
 
 
-def _speculative_phase(job: Job, pair: LoadedPair, input_ids: torch.Tensor, run: PlaygroundRun, stream: bool) -> PlaygroundRun:
+def _speculative_phase(job: Job, pair: LoadedPair, input_ids: torch.Tensor, run: PlaygroundRun, plan: Plan,
+                       stream: bool) -> PlaygroundRun:
     builder, throttle, bar = TraceBuilder(_decoder(pair)), _Throttle(UPDATES_PER_SECOND), _bar(run.settings.decoding.max_new_tokens)
 
     def on_round(round_) -> None:
@@ -101,11 +105,11 @@ def _speculative_phase(job: Job, pair: LoadedPair, input_ids: torch.Tensor, run:
             job.report(run=replace(run, spans=tuple(builder.spans), rounds=tuple(builder.rows)),
                        bar=bar(sum(span.in_output for span in builder.spans)))
 
-    spec = run.settings.spec
-    result = pairing.generate_speculative(pair, input_ids, spec.decoding, spec.drafting, on_round=on_round if stream else None)
+    result = running.generate(pair, input_ids, run.settings.spec, on_round=on_round if stream else None, plan=plan)
     finished = builder if stream else trace(result, _decoder(pair))
     s, d = run.settings, run.settings.decoding
-    about = {"draft": s.draft, "target": s.target, "device": run.device, "precision": run.precision, "drafting": result.drafting,
+    about = {"draft": s.draft, "target": s.target, "device": run.device, "precision": run.precision, "plan": result.plan,
+             "drafting": result.drafting,
              "temperature": d.temperature, "top_k": d.top_k, "top_p": d.top_p, "seed": d.seed, "max_new_tokens": d.max_new_tokens,
              "prompt_tokens": run.prompt_tokens}
     return replace(run, spans=tuple(finished.spans), rounds=tuple(finished.rows), speculative=result,
@@ -121,7 +125,7 @@ def _plain_phase(job: Job, pair: LoadedPair, input_ids: torch.Tensor, run: Playg
         if throttle.due():
             job.report(run=replace(run, plain_text="".join(span.text for span in builder.spans)), bar=bar(done[0]))
 
-    result = pairing.generate_plain(pair, input_ids, run.settings.decoding, on_token=on_token if stream else None)
+    result = running.generate_plain(pair, input_ids, run.settings.decoding, on_token=on_token if stream else None)
     run = replace(run, plain_text=_decoder(pair)(result.tokens), plain=result)
     if run.settings.decoding.sampling.greedy:
         run = replace(run, greedy=greedy_check_of_pair(pair, input_ids, run.speculative.tokens, result.tokens))
@@ -135,12 +139,13 @@ def playground_work(load: Callable[[Job], LoadedPair], prompt: str, chat: bool, 
         with turns.turn(on_wait=lambda ahead, running: job.report(waiting=(ahead, running)), label="a run in another tab"):
             job.report(waiting=None)
             pair = load(job)
-            input_ids = pairing.encode_prompt(pair.tokenizer, prompt, chat=chat)
+            input_ids = running.encode_prompt(pair.tokenizer, prompt, chat=chat)
+            plan = pair.plan(settings.spec)
             described = pair.precisions + (f", draft tokenizer: {pair.tokenizer_note}" if pair.cross_tokenizer else "")
-            run = PlaygroundRun(settings, str(pair.device), described, int(input_ids.shape[-1]), phase="speculative")
-            job.report(phase="speculative", run=run, bar=None, status=f"Speculative decoding: {settings.draft} drafts "
-                       f"({asked_for(settings)}), {settings.target} verifies each round in one pass …")
-            run = replace(_speculative_phase(job, pair, input_ids, run, stream), phase="plain" if also_plain else "done")
+            run = PlaygroundRun(settings, str(pair.device), described, pair.precision, plan.header(), int(input_ids.shape[-1]),
+                                phase="speculative")
+            job.report(phase="speculative", run=run, bar=None, status=f"Speculative decoding: {plan.drafting.description} …")
+            run = replace(_speculative_phase(job, pair, input_ids, run, plan, stream), phase="plain" if also_plain else "done")
             stats = run.speculative.stats
             done = f"Speculative decoding: {stats.new_tokens} tokens in {stats.wall_time_s:.2f} s"
             if also_plain:

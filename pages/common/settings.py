@@ -5,8 +5,8 @@
     settings.spec.drafting         # Drafting(method='tree', gamma=None, options=(('budget', '8'),)): what every page runs
     settings.to_query()["method"]  # 'tree': a link with this query reproduces the settings
 
-Every page loads and generates with `settings.spec` (`specdec.pairing.load_spec`, `generate_speculative` with
-its `Drafting`), and a finished run says how it drafted (`result.drafting`). Nothing here decides how a run
+Every page loads and generates with `settings.spec` (`specdec.pair.loading.load_spec`, `specdec.pair.running.generate`),
+and the planner's plan for it says what the run does (`Plan.header`, the line `specdec run` prints). Nothing here decides how a run
 drafts: which method a draft name stands for, what a method's options are and whether it sizes its own rounds
 are the registry's (`specdec.registry`); what a draft model drafts when left to itself is the policy's, and
 the run reports it.
@@ -18,7 +18,7 @@ The query keys, one parser each (`PARSERS`, then the method's options):
     method                                 AUTO (what the draft stands for, or the policy's choice for a draft model)
                                            or a method of the registry that drafts with the pair's draft model
     opt.NAME                               one of the method's options ("opt.budget=8"), a field of its options dataclass
-    stop_rule, gamma                       gamma 1..64 (`GAMMA_RANGE`), used when the stop rule is off
+    stop_rule, gamma                       stop_rule=True: the planner sizes the rounds; else a fixed gamma 1..64 (`GAMMA_RANGE`)
     max_new_tokens, temperature, top_k, top_p, seed     the decoding
 
 Older links keep working: `tree=True&tree_budget=9` is the tree method with budget 9. A value in a link that
@@ -113,8 +113,8 @@ class Settings:
     runtime: str = "auto"             # `specdec.run_spec.RUNTIMES`
     method: str = AUTO                # AUTO, or a method of the registry drafting with the pair's draft model
     options: tuple[tuple[str, str], ...] = ()   # the method's options by name, as text (`specdec.registry.Method.parse_options`)
-    stop_rule: bool = True            # leave each round's length to the policy (the stop rule where the drafter reports confidence)
-    gamma: int = 4                    # drafted tokens per round when the stop rule is off
+    stop_rule: bool = True            # leave each round's length to the planner (its query key kept from when it was the stop rule)
+    gamma: int = 4                    # drafted tokens per round when the planner does not size them
     decoding: Decoding = field(default_factory=lambda: Decoding(max_new_tokens=128, temperature=0.0, seed=0))
 
     @property
@@ -140,7 +140,7 @@ class Settings:
 
     @property
     def spec(self) -> RunSpec:
-        """The one run these settings describe: gamma only where the stop rule is off and the method does not size its rounds."""
+        """The one run these settings describe: gamma only where the planner does not size the rounds and the method does not."""
         method = self.chosen_method
         sizes_rounds = method is not None and method.capabilities.sizes_rounds
         models = ModelChoices(self.device, self.dtype, self.quantization, self.draft_quantization, self.runtime)

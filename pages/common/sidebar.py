@@ -130,17 +130,19 @@ def _option_widgets(method: Method, initial: Settings) -> tuple[tuple[str, str],
 
 
 def _drafting(initial: Settings, draft: str) -> tuple[str, tuple[tuple[str, str], ...], bool, int]:
-    """The method, its options, the stop rule and gamma; returns them as `Settings` holds them."""
+    """The method, its options, whether the planner sizes the rounds, and gamma; returns them as `Settings` holds them."""
     method_name, method = _method_picker(initial, draft)
     options = _option_widgets(method, initial) if method is not None else ()
     own_rounds = method is not None and method.capabilities.sizes_rounds
     if own_rounds:
-        st.caption(f"{method.name} sizes its own rounds: the stop rule and gamma do not apply.")
-    stop_rule = st.toggle("Stop rule: draft while worth it", disabled=own_rounds, **remember("stop_rule", initial.stop_rule),
-                          help="After each drafted token, draft another only if it raises the expected tokens per second "
-                               "(from the draft's confidence and the costs c and v). Off: a fixed gamma every round.")
+        st.caption(f"{method.name} sizes its own rounds: gamma does not apply.")
+    stop_rule = st.toggle("Round length: the planner's choice", disabled=own_rounds, **remember("stop_rule", initial.stop_rule),
+                          help="On: the planner sizes each round from this machine's costs c and v(k) (a token tree, a chain "
+                               "drafted while another token is worth it, or plain steps); the run's plan says which. Off: a "
+                               "fixed gamma every round.")
     gamma = st.slider("gamma: drafted tokens per round", *GAMMA_RANGE, disabled=stop_rule or own_rounds,
-                      **remember("gamma", initial.gamma), help="a chain of this many drafted tokens per round, when the stop rule is off")
+                      **remember("gamma", initial.gamma), help="a chain of this many drafted tokens per round, when the planner's "
+                                                               "choice is off")
     return method_name, options, bool(stop_rule), int(gamma)
 
 

@@ -26,7 +26,8 @@ from specdec.bench.vllm.offline import VllmSettings, find_vllm_python, run_vllm_
 from specdec.bench.vllm.rows import with_vllm_speedups
 from specdec.bench.vllm.server import CONCURRENCY, ServerRun, server_benchmark
 from specdec.reference.explainer import VerificationCurve
-from specdec.registry import METHODS, pairs
+from specdec.pair.measuring import costs_curve
+from specdec.registry import METHODS, TREE, pairs
 from specdec.store.machine import cpu_facts
 from specdec.zoo.catalog import split_pair_name
 
@@ -60,16 +61,16 @@ def _choose_pairs() -> list[str]:
 
 def _tree_budget() -> int:
     """The budget of "Also a token tree": the sidebar's, when it drafts with the tree method, else the tree method's default."""
-    chosen = dict(settings.options) if settings.method == "tree" else {}
-    return METHODS["tree"].parse_options(chosen).budget
+    chosen = dict(settings.options) if settings.method == TREE else {}
+    return METHODS[TREE].parse_options(chosen).budget
 
 
 def _bench_settings(gammas: tuple[int, int], stop: bool, adaptive: bool, assisted: bool, tree: bool, categories: list[str],
-                    per_category: int, repeats: int, families: bool = False) -> BenchSettings:
+                    per_category: int, repeats: int, families: bool = False, default: bool = True) -> BenchSettings:
     """The boxes ticked, as `specdec bench` would read them (`BenchSettings.chosen`): every family is ALL, with its defaults."""
     methods = ("speculative",) + (("assisted",) if assisted else ()) + ((ALL,) if families else ())
     labels = gamma_labels(range(gammas[0], gammas[1] + 1), stop=stop, adaptive=adaptive, tree_budget=_tree_budget() if tree else None,
-                          default=families)
+                          default=default or families)
     return BenchSettings.chosen(methods, labels, categories=tuple(categories), prompts_per_category=per_category,
                                 decoding=settings.decoding, repeats=repeats)
 
@@ -168,7 +169,7 @@ def costs_work(load, turns: Turns):
         with _taking_turns(job, turns):
             pair = load(job)
             job.report(phase="running", bar=(0.0, "timing a draft step and verification passes of 2 to 17 tokens (a few seconds)"))
-            return pair.costs_curve(), f"{pair.draft_name} → {pair.target_name}"
+            return costs_curve(pair), f"{pair.draft_name} → {pair.target_name}"
     return work
 
 
@@ -307,9 +308,13 @@ categories = ["batch"] if engine == "batches" else columns[1].multiselect("Promp
 per_category = 1 if engine == "batches" else columns[2].number_input("prompts per category", 1, 4, **remember("compare_per_category", 1))
 if engine == "specdec":    # the schedules, trees and transformers' baselines are ours to run
     repeats = columns[3].number_input("repeats", 1, 5, **remember("compare_repeats", 1))
+    default = st.checkbox("The planner's choice: what the Playground and `specdec run` draft with for these settings",
+                          **remember("compare_default", True),
+                          help="the one plan every door runs (its header is in the table's plan column): a tree, a chain, "
+                               "prompt lookup or plain steps, chosen from this machine's measured costs")
     columns = st.columns(4)
-    stop = columns[2].checkbox("Also the stop rule (the default)", **remember("compare_stop", True),
-                               help="drafts token by token while another one is worth its cost")
+    stop = columns[2].checkbox("Also a chain under the stop rule", **remember("compare_stop", False),
+                               help="the pair's draft drafts token by token while another one is worth its cost")
     tree = columns[3].checkbox("Also a token tree", **remember("compare_tree", False),
                                help=f"the tree method, at most {_tree_budget()} nodes (the sidebar's budget when it drafts with "
                                     "the tree method); pairs without a draft model skip it")
@@ -354,7 +359,7 @@ if run and not jobs.running(BENCHMARK):
                                          seed=settings.decoding.seed or 0), shared_turns())
         else:
             work = comparison_work(chosen, _bench_settings(tuple(gamma_range), stop, adaptive, assisted, tree, categories,
-                                                            int(per_category), int(repeats), families), shared_turns())
+                                                            int(per_category), int(repeats), families, default), shared_turns())
         jobs.start(BENCHMARK, work, label="the benchmark")
 jobs.watch(BENCHMARK, draw=draw_benchmark, finished=keep_benchmark)
 if st.session_state.get(NOTE):

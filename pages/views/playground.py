@@ -19,10 +19,10 @@ from pages.common.figures import (
     tree_figure,
 )
 from pages.common.heads import training_section
-from pages.common.models import draw_loading, is_chat_model, resolved_precision, stopped_while_loading
+from pages.common.models import draw_loading, is_chat_model, stopped_while_loading
 from pages.common.playground import RESULT, RUN, UPDATES_PER_SECOND, PlaygroundRun, draw_run, playground_work
 from pages.common.replay import replay_step
-from pages.common.settings import Settings, asked_for
+from pages.common.settings import Settings
 from pages.common.sidebar import current_settings
 from pages.common.state import keep, remember
 from pages.common.tokens_html import legend_html, plain_text_html, tokens_html
@@ -92,10 +92,9 @@ def _greedy_check(run: PlaygroundRun) -> None:
         return
     show = {"identical": st.success, "rounding": st.warning, "suspect": st.error}[run.greedy.verdict]
     show(f"Greedy check: {run.greedy.message}.")
-    _, dtype, quantization, _ = resolved_precision(run.settings)
-    if dtype == "float32" and quantization == "none":
+    target = run.target_precision                        # how the target was loaded, as planned: 'float32 int8', 'float32 Q4_K_M'
+    if target == "float32":
         return
-    target = f"{dtype}{'' if quantization == 'none' else ' ' + quantization}"
     st.caption(f"The check compares with the target as loaded ({target}). A {target} target is a different target from the "
                "float model it came from: speculative decoding reproduces the model it verifies with, and the speed comes "
                "from these lower precisions. In float32 with no quantization the target is the float model itself, whose "
@@ -147,9 +146,9 @@ def _keep_run(job: jobs.Job) -> None:
 def show_run(run: PlaygroundRun, settings: Settings) -> None:
     """Everything about the last run: coloured text, the target's own text, metrics, checks and rounds."""
     s, d = run.settings, run.settings.decoding
-    drafting = run.speculative.drafting if run.speculative is not None else f"asked for {asked_for(s)}"   # what the engine drafted
-    st.caption(f"{s.draft} → {s.target} on {run.device} ({run.precision}) · {drafting} · temperature {d.temperature} · "
-               f"top-k {d.top_k} · top-p {d.top_p} · seed {d.seed} · {run.prompt_tokens} prompt tokens"
+    st.markdown(f"**Plan:** {run.plan}")                  # the planner's header: what `specdec run` prints for these settings
+    st.caption(f"{s.draft} → {s.target} on {run.device} ({run.precision}) · temperature {d.temperature} · top-k {d.top_k} · "
+               f"top-p {d.top_p} · seed {d.seed} · {run.prompt_tokens} prompt tokens"
                + (" · the sidebar has changed since this run" if s != settings else ""))
     note = _stopped_note(run)
     if note:
@@ -334,8 +333,8 @@ def show_batch(run: BatchRun, settings: Settings) -> None:
 
 
 st.title("Playground")
-st.caption("The draft q proposes tokens (with the stop rule, as many as are worth it); the target p checks them all in one pass, keeps a prefix and adds one "
-           "token of its own. Colours show how each token arose.")
+st.caption("The draft q proposes tokens (a chain or a tree, as the run's plan says); the target p checks them all in one pass, "
+           "keeps what its rule accepts and adds one token of its own. Colours show how each token arose.")
 prompt, chat, also_plain, stream = _prompt_controls(settings)
 ready = offer_downloads(settings, key="playground_download")
 generate = st.button("Generate", type="primary", disabled=not ready or jobs.running(RUN),

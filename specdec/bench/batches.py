@@ -38,7 +38,8 @@ from specdec.bench.prompts import encode_bench_prompt, suite
 from specdec.engine.inputs import MAX_GAMMA, Decoding
 from specdec.errors import SpecdecError
 from specdec.kernels.devices import dtype_name
-from specdec.pairing import LoadedPair, generate_plain_batch, generate_speculative_batch
+from specdec.pair.resources import LoadedPair
+from specdec.pair.running import generate_plain_batch, generate_speculative_batch
 from specdec.run_spec import Drafting
 
 MAX_BATCH = 64

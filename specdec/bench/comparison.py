@@ -31,7 +31,8 @@ from specdec.engine.costs import CostProfile
 from specdec.engine.model import Model
 from specdec.engine.results import GenerationStats, Round
 from specdec.kernels.devices import dtype_name
-from specdec.pairing import LoadedPair, continued, target_margin
+from specdec.pair.resources import LoadedPair
+from specdec.pair.running import continued, target_margin
 from specdec.reference.theory import expected_tokens_per_pass
 
 EXACT_DTYPES = ("float32", "float64")

@@ -8,8 +8,10 @@ page ask for; this module is the only one that knows how they are spelled:
     4            a fixed gamma, every round
     stop         the stop rule (`specdec.engine.stop_rule.ConfidenceStop`): draft while another token is worth it
     adaptive     our `AdaptiveGamma` (and transformers' own dynamic schedule for its "assisted-dynamic")
-    tree, tree-N a `TreeDrafter` with its defaults, or at most N nodes
-    default      what `speculative_generate` drafts with gamma left out (`specdec.default_drafter`)
+    tree, tree-N the registry's token tree with its defaults, or at most N nodes
+    default      what the planner drafts when nothing is named (`specdec.default_drafter`)
+
+Each label is a run spec's drafting (`drafting_of`), which the planner then plans as it plans every door's.
 
     >>> gamma_labels(fixed=range(2, 5), stop=True, tree_budget=8)
     ('stop', 2, 3, 4, 'tree-8')
@@ -22,33 +24,54 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from specdec.drafting.tree_drafter import TreeSettings
+from specdec import registry
 from specdec.engine.inputs import MAX_GAMMA
 from specdec.errors import SpecdecError
+from specdec.run_spec import Drafting
 
 ADAPTIVE = "adaptive"   # the schedule name of rows whose gamma was chosen round by round
-STOP = "stop"           # ... and of rows drafted under the stop rule (`specdec.engine.stop_rule`), a chain
-TREE = "tree"           # ... and of rows drafted as a token tree (`specdec.TreeDrafter`); "tree-N": with budget N
-DEFAULT = "default"     # ... and of rows drafted as `speculative_generate` does with gamma left out (`specdec.default_drafter`)
+STOP = "stop"           # ... and of rows drafted under the stop rule (`specdec.engine.stop_rule.ConfidenceStop`), a chain
+TREE = registry.TREE    # ... and of rows drafted as the registry's token tree; "tree-N": with budget N
+DEFAULT = "default"     # ... and of rows drafted as the planner drafts when nothing is named (`specdec.default_drafter`)
 SCHEDULES = (ADAPTIVE, STOP, DEFAULT)   # the gamma labels that name a schedule rather than a number (besides the tree labels)
 
 
-def tree_settings(label: object) -> TreeSettings | None:
-    """The `TreeDrafter` limits a gamma label asks for, or None when it names no tree.
+def tree_budget(label: object) -> int | None:
+    """The most nodes a tree label's tree may have (0: the tree method's own default), or None when it names no tree.
 
-    >>> tree_settings("tree"), tree_settings("tree-8").budget, tree_settings("stop"), tree_settings(4)
-    (TreeSettings(budget=16, depth=12, width=3), 8, None, None)
+    >>> tree_budget("tree"), tree_budget("tree-8"), tree_budget("stop"), tree_budget(4)
+    (0, 8, None, None)
     """
     if label == TREE:
-        return TreeSettings()
+        return 0
     if isinstance(label, str) and label.startswith(TREE + "-") and label[len(TREE) + 1:].isdigit() and int(label[len(TREE) + 1:]) >= 1:
-        return TreeSettings(budget=int(label[len(TREE) + 1:]))
+        return int(label[len(TREE) + 1:])
     return None
+
+
+def drafting_of(label: int | str, chain: str, max_adaptive_gamma: int, options: tuple[tuple[str, str], ...] = ()) -> Drafting:
+    """The run spec's drafting a gamma label asks for, with `chain` the method of the pair's own draft (its chain) and
+    `options` that method's options: DEFAULT what the planner drafts when nothing is named, a tree label the registry's
+    tree method, STOP the chain under the stop rule, ADAPTIVE the chain under an adaptive gamma, a number a fixed gamma.
+
+    >>> drafting_of("tree-8", "draft-model", 12)
+    Drafting(method='tree', gamma=None, options=(('budget', '8'),), corpus=(), adaptive=None)
+    >>> drafting_of(ADAPTIVE, "draft-model", 12).adaptive, drafting_of(4, "draft-model", 12).gamma
+    (12, 4)
+    """
+    budget = tree_budget(label)
+    if label == DEFAULT:
+        return Drafting()
+    if budget is not None:
+        return Drafting(TREE, options=(("budget", str(budget)),) if budget else ())
+    if label == ADAPTIVE:
+        return Drafting(chain, options=options, adaptive=max_adaptive_gamma)
+    return Drafting(chain, None if label == STOP else int(label), options)
 
 
 def is_schedule(label: object) -> bool:
     """Whether a gamma label names a schedule ('adaptive', 'stop', 'default', 'tree', 'tree-N') rather than a number."""
-    return label in SCHEDULES or tree_settings(label) is not None
+    return label in SCHEDULES or tree_budget(label) is not None
 
 
 def check_gammas(labels: Iterable[object]) -> tuple[int | str, ...]:

@@ -43,7 +43,7 @@ import torch
 import transformers
 
 from specdec.bench.comparison import draft_agreement, greedy_oracle_speedup, oracle_speedup
-from specdec.bench.gammas import DEFAULT, STOP, check_gammas, is_schedule, tree_settings
+from specdec.bench.gammas import DEFAULT, STOP, check_gammas, is_schedule, tree_budget
 from specdec.bench.methods import BASELINE, Outcome, bench_methods, families
 from specdec.bench.prompts import BenchPrompt, encode_bench_prompt, suite
 from specdec.bench.tables import COLUMNS
@@ -54,7 +54,7 @@ from specdec.engine.results import GenerationResult
 from specdec.engine.stop_rule import ConfidenceStop
 from specdec.errors import SpecdecError
 from specdec.kernels.devices import dtype_name
-from specdec.pairing import LoadedPair
+from specdec.pair.resources import LoadedPair
 from specdec.reference.theory import walltime_speedup
 
 ALL = "all"
@@ -85,7 +85,7 @@ class BenchSettings:
         if unknown:
             raise SpecdecError(f"unknown methods {unknown}: choose from {', '.join(bench_methods())}, or {ALL}")
         check_gammas(self.gammas)
-        if self.draft_vocab_limit is not None and any(tree_settings(gamma) is not None for gamma in self.gammas):
+        if self.draft_vocab_limit is not None and any(tree_budget(gamma) is not None for gamma in self.gammas):
             raise SpecdecError("a tree drafter reads the whole output layer: drop the draft vocabulary limit or the tree gammas")
         if self.repeats < 1 or self.warmup_runs < 0:
             raise SpecdecError("repeats must be >= 1 and warmup_runs >= 0")
@@ -149,7 +149,7 @@ def plan_runs(pair: LoadedPair, settings: BenchSettings) -> list[Run]:
     in reverse order on odd repeats."""
     variants = [(method, gamma) for method in settings.all_methods if applicable(method, pair)
                 for gamma in settings.gammas_for(method)
-                if tree_settings(gamma) is None or (pair.draft is not None and not pair.cross_tokenizer)]  # trees: same-tokenizer drafts
+                if tree_budget(gamma) is None or (pair.draft is not None and not pair.cross_tokenizer)]  # trees: same-tokenizer drafts
     runs = []
     for prompt in suite(settings.categories, settings.prompts_per_category):
         for temperature in settings.temperature_sweep:
@@ -223,7 +223,7 @@ def _execute(pair: LoadedPair, run: Run, input_ids: torch.Tensor, settings: Benc
         draft_quantization="none" if method.family else pair.draft_quantization, draft_vocab_limit=settings.draft_vocab_limit,
         quantization=pair.quantization, draft_dtype=None if pair.draft is None or method.family else dtype_name(pair.precision_of('draft').dtype),
         transformers_version=transformers.__version__, specdec_version=_specdec_version(), engine="specdec",
-        python_version=platform.python_version(),
+        python_version=platform.python_version(), **_planned(pair, outcome.result),
     )
     row["oracle_speedup"] = None if method.family else _oracle(pair, run, input_ids, outcome, costs)
     if method.family:
@@ -236,6 +236,17 @@ def _execute(pair: LoadedPair, run: Run, input_ids: torch.Tensor, settings: Benc
             if method.uses_draft_model and outcome.result is not None and alpha is not None:
                 row["predicted_speedup"] = walltime_speedup(alpha, run.gamma, costs.c, costs.v(run.gamma))
     return row
+
+
+def _planned(pair: LoadedPair, result: GenerationResult | None) -> dict:
+    """The row's plan: what ran each model, the measured c and v(k) the rounds were priced with, and the header line."""
+    target, draft = pair.models
+    measured = result is not None and bool(result.verify_costs)
+    return dict(target_runtime=target.runtime,
+                draft_runtime=draft.runtime if draft is not None and (result is None or result.draft_cost_ratio) else None,
+                measured_c=result.draft_cost_ratio if measured else None,
+                measured_verify=" ".join(f"{v:.3f}" for v in result.verify_costs[1:17]) if measured else None,
+                plan=result.plan if result is not None and result.plan else None)
 
 
 def measured_cost_ratio(result: GenerationResult, costs: CostProfile) -> float | None:

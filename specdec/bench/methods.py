@@ -26,19 +26,20 @@ from the registry when asked, so a method registered later is benchmarked with n
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import torch
 
-from specdec.bench.gammas import ADAPTIVE, DEFAULT, is_schedule, tree_settings
+from specdec.bench.gammas import ADAPTIVE, drafting_of, is_schedule
 from specdec.bench.hf_baselines import HF_METHODS, hf_generate
 from specdec.engine.costs import CostProfile
 from specdec.engine.inputs import Decoding
 from specdec.engine.results import GenerationResult
-from specdec.engine.schedule import AdaptiveGamma
-from specdec.generation.policy import plan_drafting, refused
-from specdec.generation.run import run_plan
-from specdec.pairing import LoadedPair, generate_plain, generate_speculative
+from specdec.pair.resources import LoadedPair
+from specdec.pair.running import generate, generate_plain, run
+from specdec.planner.drafting import refused
+from specdec.planner.plan import method_of
 from specdec.registry import METHODS, RESOURCES, Method
 from specdec.run_spec import Drafting
 
@@ -80,22 +81,17 @@ class Speculative(BenchMethod):
         return labels
 
     def run(self, pair, input_ids, decoding, gamma, costs, settings):
-        result = generate_speculative(pair, input_ids, decoding, drafting_for(pair, gamma, costs, settings))
+        result = generate(pair, input_ids, pair.spec(drafting_for(pair, gamma, settings), decoding))
         return Outcome(result.tokens, result.stats.wall_time_s, result)
 
 
-def drafting_for(pair: LoadedPair, gamma: int | str | None, costs: CostProfile, settings) -> Drafting:
-    """How the pair's draft drafts for a gamma label: 'default' as the policy picks, a tree label a tree, else the draft's
-    own chain (a number, the stop rule, our adaptive gamma), with the benchmark's draft vocabulary limit."""
-    if gamma == DEFAULT:
-        return Drafting()
-    tree = tree_settings(gamma)
-    if tree is not None:
-        return Drafting("tree", options=(("budget", str(tree.budget)),))
-    method = pair.method()
-    schedule = AdaptiveGamma(costs, settings.max_adaptive_gamma) if gamma == ADAPTIVE else (None if is_schedule(gamma) else gamma)
-    limit = (("vocab_limit", str(settings.draft_vocab_limit)),) if settings.draft_vocab_limit and method.name == "draft-model" else ()
-    return Drafting(method.name, schedule, limit)
+def drafting_for(pair: LoadedPair, gamma: int | str | None, settings) -> Drafting:
+    """The run spec's drafting of the pair's draft for a gamma label (`specdec.bench.gammas.drafting_of`): its own method
+    (the one its draft implies), with the benchmark's draft vocabulary limit where that method takes one."""
+    method = method_of(pair.spec(), pair.resources)
+    takes_limit = "vocab_limit" in {item.name for item in dataclasses.fields(method.options)}
+    limit = (("vocab_limit", str(settings.draft_vocab_limit)),) if settings.draft_vocab_limit and takes_limit else ()
+    return drafting_of(gamma, method.name, settings.max_adaptive_gamma, limit)
 
 
 class Plain(BenchMethod):
@@ -137,9 +133,9 @@ class Family(BenchMethod):
         return resources
 
     def run(self, pair, input_ids, decoding, gamma, costs, settings):
-        drafter = self.method.make(self.resources(pair), self.method.options())     # fresh: no run learns from another
-        plan = plan_drafting(pair.target, drafter)
-        result = run_plan(pair.target, plan, [input_ids.reshape(-1)], decoding, pair.eos_token_ids)[0]
+        spec = pair.spec(Drafting(self.name), decoding)
+        plan = pair.plan(spec, fresh=True, resources=self.resources(pair))        # fresh: no run learns from another
+        result = run(pair, plan, [input_ids.reshape(-1)], decoding)[0]
         return Outcome(result.tokens, result.stats.wall_time_s, result)
 
 

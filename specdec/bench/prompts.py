@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from specdec.errors import SpecdecError
-from specdec.pairing import encode_chat, has_chat_template
+from specdec.pair.running import encode_chat, has_chat_template
 
 
 @dataclass(frozen=True)

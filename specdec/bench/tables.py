@@ -29,6 +29,9 @@ COLUMNS = [
     "specdec_version", "python_version", "draft_quantization", "draft_vocab_limit", "quantization", "draft_dtype",
     "engine", "engine_version", "concurrency", "mean_acceptance_length",   # specdec, vllm or vllm-server (`specdec.bench.vllm`)
     "matches_plain",   # vLLM, greedy: 1 when its speculative output equals its own plain output on the prompt, else 0
+    "target_runtime", "draft_runtime",   # what ran each model (torch, llama.cpp); the draft's is empty where none was used
+    "measured_c", "measured_verify",     # c and v(1..16) the plan priced its rounds with, measured on this machine (else empty)
+    "plan",                              # the planner's header line: what `specdec run` prints for the same run spec
 ]
 # a batch benchmark's own columns (`specdec.bench.batches`), kept when a CSV has them
 BATCH_COLUMNS = ["batch_size", "variant", "prompts", "scaling", "exact", "seconds_per_target_pass", "threads"]

@@ -92,11 +92,10 @@ def bench(args: argparse.Namespace) -> int:
 
 def _bench_specdec(args: argparse.Namespace):
     """Our engine: load each pair here, run the suite, keep the rows measured so far if interrupted."""
-    from specdec import pairing
     from specdec.bench.harness import BenchSettings, rows_to_frame, run_benchmark
     from specdec.bench.tables import save_csv
     from specdec.engine.inputs import Decoding
-    from specdec.zoo.catalog import split_pair_name
+    from specdec.pair import loading
 
     settings = BenchSettings.chosen(args.methods, args.gammas or (), categories=args.categories,
                                     prompts_per_category=args.prompts_per_category, temperatures=args.temperatures,
@@ -104,10 +103,7 @@ def _bench_specdec(args: argparse.Namespace):
                                                       seed=args.seed),
                                     repeats=args.repeats, warmup_runs=args.warmup, draft_vocab_limit=args.draft_vocab_limit,
                                     max_adaptive_gamma=args.max_adaptive_gamma)
-    names = [split_pair_name(text) for text in args.pairs]
-    pairs = [pairing.load_pair(target, draft, args.device, args.dtype, progress=_progress, quantization=args.quantization,
-                               draft_quantization=args.draft_quantization, steps=_LoadSteps(), runtime=args.runtime)
-             for draft, target in names]
+    pairs = [loading.load_spec(spec, progress=_progress, steps=_LoadSteps()) for spec in _bench_specs(args)]
     rows: list[dict] = []
     try:
         return run_benchmark(pairs, settings, progress=_counted_progress, on_row=rows.append)
@@ -120,19 +116,25 @@ def _bench_specdec(args: argparse.Namespace):
 
 def _bench_batches(args: argparse.Namespace):
     """Batches on our engine: the same prompts at each batch size, plain and speculative (`specdec.bench.batches`)."""
-    from specdec import pairing
     from specdec.bench.batches import batch_benchmark, check_batch_sizes
     from specdec.engine.inputs import Decoding
-    from specdec.zoo.catalog import split_pair_name
+    from specdec.pair import loading
 
     sizes = check_batch_sizes(args.batch_sizes)
     if len(args.temperatures) > 1 or len(args.pairs) > 1:
         raise SpecdecError("--batch-sizes runs one pair at one temperature: pass one --pairs value and one --temperatures value")
-    draft, target = split_pair_name(args.pairs[0])
-    pair = pairing.load_pair(target, draft, args.device, args.dtype, progress=_progress, quantization=args.quantization,
-                             draft_quantization=args.draft_quantization, steps=_LoadSteps(), runtime=args.runtime)
+    pair = loading.load_spec(_bench_specs(args)[0], progress=_progress, steps=_LoadSteps())
     decoding = Decoding(max_new_tokens=args.max_new_tokens, temperature=args.temperatures[0], seed=args.seed)
     return batch_benchmark(pair, sizes, decoding, progress=_counted_progress, gammas=args.gammas or ("stop",))
+
+
+def _bench_specs(args: argparse.Namespace) -> list:
+    """One run spec per `--pairs` value, with the models as the benchmark's options choose them (checked before any load)."""
+    from specdec.run_spec import ModelChoices, RunSpec
+    from specdec.zoo.catalog import split_pair_name
+
+    models = ModelChoices(args.device, args.dtype, args.quantization, args.draft_quantization, args.runtime)
+    return [RunSpec(target, draft, models).check() for draft, target in map(split_pair_name, args.pairs)]
 
 
 def _bench_vllm(args: argparse.Namespace):
@@ -223,16 +225,17 @@ def run_spec(args: argparse.Namespace):
     """The `RunSpec` `specdec run`'s arguments describe (`--tree` and `--tree-budget` are the tree method and its budget),
     checked before anything loads."""
     from specdec.engine.inputs import Decoding
+    from specdec.registry import TREE
     from specdec.run_spec import Drafting, ModelChoices, RunSpec
 
     method, options = args.method, dict(_options(args.option))
     if args.tree or args.tree_budget is not None:
-        if method not in (None, "tree"):
-            raise SpecdecError(f"--tree drafts with the tree method, --method asked for {method}: drop one")
-        method = "tree"
+        if method not in (None, TREE):
+            raise SpecdecError(f"--tree drafts with the {TREE} method, --method asked for {method}: drop one")
+        method = TREE
         if args.tree_budget is not None:
             options["budget"] = str(args.tree_budget)
-    if method == "tree" and args.gamma is not None:
+    if method == TREE and args.gamma is not None:
         raise SpecdecError("--gamma sizes a chain draft; a tree sizes its own rounds: drop --gamma (or set --tree-budget)")
     if not args.prompt.strip():
         raise SpecdecError("the prompt is empty: pass some text with --prompt")
@@ -257,12 +260,14 @@ def run(args: argparse.Namespace) -> int:
     """`specdec run`: one prompt through a real pair, with the target alone beside it when --compare."""
     spec = run_spec(args)                                          # refuse bad choices before loading anything
 
-    from specdec import pairing
+    from specdec.pair import loading, running
 
-    pair = pairing.load_spec(spec, progress=_progress, steps=_LoadSteps())
-    input_ids = pairing.encode_prompt(pair.tokenizer, args.prompt, chat=args.chat)
-    result = pairing.generate(pair, input_ids, spec)
-    baseline = pairing.generate_plain(pair, input_ids, spec.decoding) if args.compare else None
+    pair = loading.load_spec(spec, progress=_progress, steps=_LoadSteps())
+    plan = pair.plan(spec)
+    _progress(f"Plan: {plan.header()}")
+    input_ids = running.encode_prompt(pair.tokenizer, args.prompt, chat=args.chat)
+    result = running.generate(pair, input_ids, spec, plan=plan)
+    baseline = running.generate_plain(pair, input_ids, spec.decoding) if args.compare else None
     check = None
     if baseline is not None and spec.decoding.sampling.greedy:
         from specdec.bench.comparison import greedy_check_of_pair
@@ -273,7 +278,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(_report_json(args, pair, text, result, baseline), indent=2))
     else:
-        print(_report_text(pair, text, result, baseline, check, gamma=args.gamma, auto=_auto_precision(args)))
+        print(_report_text(pair, text, result, baseline, check, gamma=args.gamma))
     return 0
 
 
@@ -328,6 +333,8 @@ def _report_json(args, pair, text, result, baseline) -> dict:
         "precision": {"target": pair.precision, "draft": pair.draft_precision},
         "precision_details": {role: precision.to_dict() for role in ("target", "draft")
                               if (precision := pair.precision_of(role)) is not None},
+        "runtime": {planned.role: planned.runtime for planned in pair.models if planned is not None},
+        "plan": result.plan,
         "draft_tokenizer": pair.tokenizer_note,
         "settings": {key: getattr(args, key) for key in ("gamma", "max_new_tokens", "temperature", "top_k", "top_p", "seed", "chat",
                                                           "dtype", "quantization", "draft_quantization", "method", "runtime")}
@@ -346,11 +353,21 @@ def _report_json(args, pair, text, result, baseline) -> dict:
     return report
 
 
-def _auto_precision(args) -> bool:
-    return "auto" in (args.dtype, args.quantization, args.draft_quantization)
+def _measured_lines(pair, result) -> list[str]:
+    """What was measured on this machine at load, said of the model it was measured for: the pair's draft model's c, and the
+    c the run priced its rounds with when it drafted otherwise (a model-free method: 0)."""
+    if pair.costs is None:
+        return []
+    v = " ".join(f"{value:.2f}" for value in result.verify_costs[1:9])
+    lines = [f"Measured here: a target step {pair.costs.target_step_s * 1e3:.0f} ms, v(k) for k = 1..8: {v} target steps"]
+    if pair.draft is not None:
+        used = "" if result.draft_cost_ratio == pair.costs.c else f"; this run drafted without it: c = {result.draft_cost_ratio:.2f}"
+        lines.append(f"Measured here: the draft {pair.draft_name}'s step {pair.costs.draft_step_s * 1e3:.0f} ms, "
+                     f"c = {pair.costs.c:.2f}{used}")
+    return lines
 
 
-def _report_text(pair, text, result, baseline, check, gamma: int | None, auto: bool = False) -> str:
+def _report_text(pair, text, result, baseline, check, gamma: int | None) -> str:
     from specdec.bench.comparison import RunComparison
 
     stats = result.stats
@@ -358,12 +375,9 @@ def _report_text(pair, text, result, baseline, check, gamma: int | None, auto: b
     tested = stats.accepted + stats.rejections
     alpha = "n/a (nothing tested)" if tested == 0 else f"{stats.alpha_estimate:.1%}"
     lines = [
-        f"Device: {pair.device}   target: {pair.precision}   draft: {pair.draft_precision}"
-        + (" (auto: the fastest exact choice here)" if auto else "") + f"   drafting: {result.drafting}"
-        + (f"   draft tokenizer: {pair.tokenizer_note}" if pair.cross_tokenizer else ""),
+        f"Plan: {result.plan}" + (f"   draft tokenizer: {pair.tokenizer_note}" if pair.cross_tokenizer else ""),
         f"Kernels: {pair.kernels}",
-        *([f"Measured here: c = {result.draft_cost_ratio:.2f}, v(k) for k = 1..8: "
-           + " ".join(f"{v:.2f}" for v in result.verify_costs[1:9]) + " target steps"] if result.verify_costs else []),
+        *_measured_lines(pair, result),
         "--- OUTPUT ---",
         text,
         "--- STATS ---",

@@ -4,7 +4,7 @@ Notation: p is the target; gamma is 0 every round.
 
 `NoDraft` proposes an empty tree every round, so the loop (`specdec.engine.loop`) makes one target pass
 and the rule emits the target's own next token: plain decoding, sharing every piece of speculative decoding
-but the drafting (`specdec.generation.autoregressive` runs it; the policy picks it where no drafting is
+but the drafting (`specdec.generation.autoregressive` runs `PLAIN`; the planner picks it where no drafting is
 predicted to beat the target alone).
 
     speculative_generate(target, NoDraft(), input_ids)      # the same tokens as autoregressive_generate
@@ -12,7 +12,8 @@ predicted to beat the target alone).
 
 from __future__ import annotations
 
-from specdec.engine.contract import Capabilities, DraftRequest, Generation, Verified
+from specdec.engine.contract import Capabilities, DraftCosts, DraftRequest, Generation, Verified
+from specdec.engine.drafting_plan import DraftingPlan
 from specdec.engine.trees import DraftTree
 
 
@@ -30,3 +31,6 @@ class NoDraft:
 
     def observe(self, verified: dict[int, Verified]) -> None:
         pass
+
+
+PLAIN = DraftingPlan(NoDraft(), None, DraftCosts(0.0, 0.0))     # plain decoding: the plan of the target alone

@@ -96,6 +96,9 @@ class Model(Protocol):
     embedding_rows: int                # the ids it can read (a draft may have fewer rows than the target's V)
     context_length: int | None         # the longest text it can read, when known
     device: torch.device
+    dtype: torch.dtype                 # its activations' dtype (llama.cpp: float32)
+    weights: str                       # how its weights are stored: "none" (as the dtype), "int8", "int4", "w8a8", or a GGUF
+                                       # file's type ("Q4_K_M")
     eos_token_ids: tuple[int, ...]     # the ids the model itself ends a text with (its tokenizer may name another)
     passes: int                        # forward passes its caches have made: a run counts a draft's passes from outside
 

@@ -154,6 +154,7 @@ class GenerationResult:
     draft_cost_ratio: float | None = None    # c the plan priced rounds with (measured where `verify_costs` is given)
     verify_costs: tuple[float, ...] = ()     # v(0), v(1), ... measured on this machine (the llama.cpp runtime), else ()
     timeline: tuple[PassTime, ...] = ()  # one per target pass, the prompt pass first (plain decoding too: one per token)
+    plan: str = ""                       # the planner's header line: each model's runtime and precision, the drafting and why
 
     def origins(self) -> list[TokenOrigin]:
         """How each new token arose, aligned with `tokens` (all TARGET for plain decoding)."""

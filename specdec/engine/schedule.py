@@ -17,7 +17,7 @@ transformers' dynamic schedule, for comparison, adds 2 after a full accept and s
 rejection, whatever the costs.
 
     schedule = AdaptiveGamma(costs)            # costs: a CostProfile
-    speculative_generate(target, draft, ids, gamma=schedule)
+    speculative_generate(target, draft, ids, schedule=schedule)
 """
 
 from __future__ import annotations

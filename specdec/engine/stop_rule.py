@@ -45,7 +45,7 @@ target's p for the tokens being decided, so the accept/reject rule stays exact (
 argument holds for any stopping time the draft alone decides).
 
     schedule = ConfidenceStop(c=0.2)                   # a fresh one per generation
-    speculative_generate(target, draft, ids, gamma=schedule)
+    speculative_generate(target, draft, ids, schedule=schedule)
     speculative_generate(target, draft, ids)           # the same rule, c estimated from the weights
 
 Not handled: drafters that cannot say how sure they are (model-free lookup). For them the default

@@ -1,6 +1,6 @@
 """Plain decoding, one target pass per token: the baseline speculative decoding must beat.
 
-It is the speculative loop with a drafter that drafts nothing (`NoDraft`): every round, the target reads
+It is the speculative loop with a drafter that drafts nothing (`specdec.drafting.no_draft.PLAIN`): every round, the target reads
 the last token and adds one of its own. So it shares everything with speculative decoding (sampling,
 caches, batches, checks, timing) but the drafting, and a comparison between the two measures
 speculation and nothing else. With temperature 0 its tokens equal `model.generate(do_sample=False)`;
@@ -14,16 +14,11 @@ from dataclasses import replace
 
 import torch
 
-from specdec.drafting.no_draft import NoDraft
-from specdec.engine.contract import DraftCosts
+from specdec.drafting.no_draft import PLAIN
 from specdec.engine.inputs import Decoding, prompts_of
 from specdec.engine.results import GenerationResult
-from specdec.generation.policy import DraftingPlan
 from specdec.generation.run import run_plan
 from specdec.runtime import as_model
-
-
-PLAIN = DraftingPlan(NoDraft(), None, DraftCosts(0.0, 0.0))
 
 
 def autoregressive_generate(

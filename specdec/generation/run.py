@@ -27,7 +27,7 @@ from specdec.engine.loop import speculate
 from specdec.engine.model import Model
 from specdec.engine.results import GenerationResult, GenerationStats, PassTime, Round, TokenOrigin
 from specdec.engine.timing import Stopwatch, Timed
-from specdec.generation.policy import DraftingPlan
+from specdec.engine.drafting_plan import DraftingPlan
 
 DRAFTER_CALLS = ("draft", "observe")      # the drafter's share of a round (setting up for the texts is not a round's)
 

@@ -74,6 +74,15 @@ class TorchModel:
         return self.module.device
 
     @property
+    def dtype(self) -> torch.dtype:
+        return next(self.module.parameters()).dtype
+
+    @property
+    def weights(self) -> str:
+        """'none', 'int8', 'int4' or 'w8a8': what the quantizer (`specdec.kernels.quantization`) marked the model with."""
+        return getattr(self.module, "specdec_quantization", "none")
+
+    @property
     def eos_token_ids(self) -> tuple[int, ...]:
         """The ids its generation config ends a text with (the tokenizer may name another)."""
         configured = getattr(getattr(self.module, "generation_config", None), "eos_token_id", None)

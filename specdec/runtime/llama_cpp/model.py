@@ -105,6 +105,8 @@ class LlamaCppModel:
         self.traits = ModelTraits(runtime="llama.cpp", hidden_states=False, sliding_window=self.sliding_window > 0,
                                   batches=True, internals=False)
         self.device = torch.device("cpu")
+        self.dtype = torch.float32                  # llama.cpp's activations
+        self.weights = "GGUF"                       # the file's type ("Q4_K_M") where the loader read it (`specdec.pair.loading`)
         self.passes = 0                             # forward passes of every cache made from this model
         self._weight_bytes: int | None = None
         self._contexts: list[Context] = []          # contexts made here, freed with the model

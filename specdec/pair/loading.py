@@ -1,0 +1,172 @@
+"""Loading a pair as the planner says: each model on its runtime and precision, the tokenizers, what the method needs.
+
+Notation: p is the target, q the draft, c a draft step's cost over a target step, v(k) a verification pass
+over k drafted tokens in target steps.
+
+    spec = RunSpec(target="qwen2.5-coder-1.5b", draft="qwen2.5-coder-0.5b")
+    pair = load_spec(spec)          # checked first, planned (`specdec.planner.choose_models`), then loaded
+    pair.models[0].describe()       # 'Q4_K_M on llama.cpp (exact settings)'
+
+`load_pair(target, draft, ...)` is the same with the run spec's fields as arguments; `load_model` loads one
+model on either runtime, for your own code. Where the target runs on llama.cpp, verification is
+compute-bound on a CPU with few cores, so c and v(k) are timed at load once per machine and kept
+(`specdec.runtime.costs.measured_costs`); the planner prices rounds with them.
+
+Not handled here: what a run drafts (`specdec.planner`), generating (`specdec.pair.running`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+from specdec.drafting.cross_tokenizer import whole_character_tokens
+from specdec.engine.inputs import Decoding
+from specdec.engine.model import Model
+from specdec.errors import SpecdecError
+from specdec.pair.measuring import cost_key
+from specdec.pair.resources import LoadedPair
+from specdec.planner import LLAMA_CPP, TORCH, ModelPlan, choose_models
+from specdec.planner.models import choose_runtime
+from specdec.registry import CORPUS, DRAFT_MODEL, DRAFT_TOKENIZER, METHODS, RESOURCES, TARGET, TOKENIZER, WHOLE, Resources, corpus_files, needs_of
+from specdec.run_spec import Drafting, ModelChoices, RunSpec
+from specdec.runtime.costs import measured_costs
+from specdec.runtime.torch_model import TorchModel
+from specdec.store import Progress, Reporter
+from specdec.zoo.fetch import where
+from specdec.zoo.gguf_files import gguf_file_type, parsed_once
+from specdec.zoo.kernel_library import require_w8a8
+from specdec.zoo.loading import TOKENIZERS, load_tokenizer, same_tokenizer, same_tokenizer_files
+from specdec.zoo.loading import load_model as load_torch_model
+
+
+def load_spec(spec: RunSpec, progress: Callable[[str], None] | None = None,
+              steps: Callable[[Progress], None] | None = None) -> LoadedPair:
+    """The pair a run spec names, each model as the planner chose (checked first: a bad choice costs no load).
+
+    `progress` gets a line per model; `steps` a `specdec.store.Progress` per tokenizer read, GGUF tensor dequantized and
+    layer quantized, for a progress bar with the time left.
+    """
+    models = choose_models(spec)
+    say = progress or (lambda message: None)
+    _, needs = needs_of(spec.draft)
+    if any(planned is not None and planned.precision.weights == "w8a8" for planned in models):
+        require_w8a8(say)                          # before anything is read: its kernel must pass this machine's test
+    for need in needs:
+        if need in RESOURCES and RESOURCES[need].check is not None:
+            RESOURCES[need].check(spec.draft, spec.target)     # a missing head: refused before anything loads
+    texts = corpus_files(spec.drafting.corpus)
+    seconds: dict[str, float] = {}
+    with parsed_once():                            # each GGUF header parsed once for the tokenizers and both models
+        resources = _tokenizers(spec, models[1] is not None, seconds, steps)
+        loaded = []
+        for planned in models:
+            if planned is not None:
+                model, planned = _load_planned(planned, spec.models.threads, say, steps, seconds)
+                resources[TARGET if planned.role == "target" else DRAFT_MODEL] = model
+            loaded.append(planned)
+        models = (loaded[0], loaded[1])
+    if DRAFT_TOKENIZER in resources:
+        say(f"{spec.draft} has its own tokenizer: its drafted text will be re-encoded for {spec.target}")
+        start = time.perf_counter()
+        draft_tokenizer, rows = resources[DRAFT_TOKENIZER], resources[DRAFT_MODEL].vocab_size
+        resources[WHOLE] = whole_character_tokens(draft_tokenizer, min(rows, len(draft_tokenizer)))
+        seconds[WHOLE] = time.perf_counter() - start
+    for need in needs:
+        if need in RESOURCES:
+            say(f"Loading the {need} for {spec.target} …")
+            start = time.perf_counter()
+            resources[need] = RESOURCES[need].load(spec.draft, spec.target, resources[TARGET], spec.models.draft_quantization)
+            seconds[need] = time.perf_counter() - start
+    if texts:
+        resources[CORPUS] = [resources[TOKENIZER](text).input_ids for text in texts]
+    costs = None
+    if models[0].runtime == LLAMA_CPP:              # verification is compute-bound there: time c and v(k), once per machine
+        start = time.perf_counter()
+        costs = measured_costs(resources[TARGET], resources.get(DRAFT_MODEL), cost_key(resources, LLAMA_CPP),
+                               timing=lambda: say("Timing a draft step and the verification passes (kept for next time) …"))
+        seconds["costs"] = time.perf_counter() - start
+    return LoadedPair(spec.target, spec.draft, resources, models, seconds, costs=costs)
+
+
+def _tokenizers(spec: RunSpec, with_draft: bool, seconds: dict[str, float], steps: Callable[[Progress], None] | None) -> Resources:
+    """The target's tokenizer, and the draft's own where it cuts text differently (seconds each from a GGUF file on a first
+    load: a stage of its own)."""
+    start = time.perf_counter()
+    names = [spec.target] + ([spec.draft] if with_draft and not same_tokenizer_files(spec.target, spec.draft) else [])
+    report, tokenizers = Reporter(spec.target, steps), []
+    for done, name in enumerate(names):
+        report(TOKENIZERS, done, len(names))
+        tokenizers.append(load_tokenizer(name))
+    report(TOKENIZERS, len(names), len(names))
+    resources: Resources = {TOKENIZER: tokenizers[0]}
+    if len(tokenizers) > 1 and not same_tokenizer(tokenizers[0], tokenizers[1]):
+        resources[DRAFT_TOKENIZER] = tokenizers[1]
+    seconds["tokenizers"] = time.perf_counter() - start
+    return resources
+
+
+def _load_planned(planned: ModelPlan, threads: int | None, say: Callable[[str], None], steps: Callable[[Progress], None] | None,
+                  seconds: dict[str, float]) -> tuple[Model, ModelPlan]:
+    """One model, on the runtime and at the precision its plan says; and the plan as loaded ("auto" weights that a model
+    cannot take leave it as it is, and its plan then says so)."""
+    say(f"Loading {planned.role} {planned.name} …")
+    start = time.perf_counter()
+    if planned.runtime == LLAMA_CPP:
+        model = load_on_llama_cpp(planned.name, threads)
+    else:
+        module = load_torch_model(planned.name, precision=planned.precision, role=planned.role, progress=steps)
+        planned = replace(planned, precision=planned.precision.as_loaded(module))
+        model = TorchModel(module, planned.name)
+    seconds[planned.role] = time.perf_counter() - start
+    say(f"Loaded {planned.role} {planned.name} in {seconds[planned.role]:.1f} s ({planned.runtime}: {planned.why})")
+    return model, planned
+
+
+def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: str = "auto",
+              progress: Callable[[str], None] | None = None, draft_quantization: str = "none",
+              quantization: str = "none", steps: Callable[[Progress], None] | None = None,
+              corpus: Sequence[str] = (), runtime: str = "auto", threads: int | None = None) -> LoadedPair:
+    """`load_spec` of the run spec these arguments describe (`specdec.run_spec.ModelChoices`): the target, its tokenizer and
+    what the draft name asks for (`specdec.registry.needs_of`). `quantization` is the target's weights, `draft_quantization`
+    the draft's: "none", "int8", "int4" (CPU only), "w8a8", or "auto" (the planner's choice). The draft's precision changes
+    c, never the output; the target's changes the target itself, and exactness then holds against that target as loaded."""
+    if target_name in METHODS:
+        raise SpecdecError(f"{target_name} can only be the draft: give a model as the target")
+    choices = ModelChoices(device, dtype, quantization, draft_quantization, runtime, threads)
+    spec = RunSpec(target_name, draft_name, choices, Drafting(corpus=tuple(corpus)), Decoding())
+    return load_spec(spec, progress, steps)
+
+
+def load_model(name_or_path: str, device: str = "auto", dtype: str = "auto", quantization: str = "none", runtime: str = TORCH,
+               threads: int | None = None, **options) -> object:
+    """A causal LM from a zoo name, hub id, folder or .gguf file: on torch (default) a transformers model in eval mode
+    (`specdec.zoo.loading.load_model`, which takes `options`); on `runtime="llama.cpp"` the GGUF file mapped into llama.cpp's
+    own kernels with the exact settings, a model behind `specdec.engine.model` that the generate functions take alike.
+
+        target = specdec.load_model("qwen2.5-coder-1.5b", runtime="llama.cpp")
+        speculative_generate(target, specdec.PromptLookupDrafter(), input_ids, temperature=0)
+    """
+    if runtime == LLAMA_CPP:
+        if (device, dtype, quantization) != ("auto", "auto", "none") or options:
+            raise SpecdecError("the llama.cpp runtime runs a GGUF file's own weights on the CPU: drop device, dtype and quantization")
+        import torch
+
+        choose_runtime(LLAMA_CPP, [name_or_path], torch.device("cpu"), ())        # one line if it cannot be llama.cpp here
+        return load_on_llama_cpp(name_or_path, threads)
+    if runtime != TORCH:
+        raise SpecdecError(f"unknown runtime '{runtime}' for one model: choose {TORCH} or {LLAMA_CPP}")
+    return load_torch_model(name_or_path, device, dtype, quantization, **options)
+
+
+def load_on_llama_cpp(name: str, threads: int | None = None) -> Model:
+    """A GGUF model mapped into llama.cpp with the exact settings (`threads`: the runtime's choice when None), named and
+    holding its file's type as its weights."""
+    from specdec.runtime.llama_cpp import load_gguf
+
+    path = where(name).location
+    model = load_gguf(path, threads=threads)
+    model.name, model.weights = name, gguf_file_type(path)
+    return model
+

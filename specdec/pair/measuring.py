@@ -1,0 +1,50 @@
+"""A loaded pair's costs on this machine: c and v(k), measured once and kept, and the speedup curve they allow.
+
+Notation: c = a draft step's seconds over a target step's; v(k) = a target pass over k + 1 tokens over one step;
+alpha the chance a tested draft is kept.
+
+    costs = machine_costs(pair)                  # measured at load (llama.cpp), else timed now (a few seconds) and kept
+    curve = costs_curve(pair, alpha=0.9)         # v(gamma) and the speedup a draft agreeing 90% of the time would give
+
+What is kept, and under what: `specdec.runtime.costs.measured_costs` (the store's costs file), keyed by each model as its
+runtime names it (file, size, time, threads), the precision and the CPU (`cost_key`). The plan is not changed by a timing
+made here: the planner reads the costs measured at load.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from specdec.engine.costs import CostProfile
+from specdec.planner.drafting import ASSUMED_ALPHA
+from specdec.reference.explainer import VerificationCurve, verification_curve
+from specdec.registry import DRAFT_MODEL, TARGET, Resources
+from specdec.runtime.costs import draft_costs, measured_costs
+
+if TYPE_CHECKING:
+    from specdec.pair.resources import LoadedPair
+
+
+def cost_key(resources: Resources, runtime: str) -> dict[str, object]:
+    """What measured costs are kept under: each model as its runtime names it (a file, its size, time and threads), the CPU."""
+    from specdec.store.machine import cpu_facts
+
+    draft = resources.get(DRAFT_MODEL)
+    return {"target": resources[TARGET].identity, "draft": None if draft is None else draft.identity, "runtime": runtime,
+            "cpu": cpu_facts()["cpu"]}
+
+
+def machine_costs(pair: LoadedPair) -> CostProfile:
+    """c and v(k) of this pair on this machine: those measured at load, else timed now (a few seconds) and kept in the store
+    under the models, their precision and the CPU (`measured_costs`)."""
+    if pair.costs is not None:
+        return pair.costs
+    key = cost_key(pair.resources, pair.target.traits.runtime) | {"precision": pair.precisions}
+    return measured_costs(pair.target, pair.draft, key)
+
+
+def costs_curve(pair: LoadedPair, alpha: float = ASSUMED_ALPHA, max_gamma: int = 16) -> VerificationCurve:
+    """This machine's measured v(gamma) for the pair, and the speedup it allows (`machine_costs`, `verification_curve`):
+    the default policy's alpha unless another is given."""
+    costs = draft_costs(machine_costs(pair), pair.target.verify_slope())
+    return verification_curve(costs.verify, costs.c, alpha, max_gamma)
