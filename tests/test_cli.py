@@ -58,7 +58,7 @@ def test_run_prints_the_report(capsys, model_folders):
     code, out, _ = run_cli(capsys, "run", "--target", model_folders["target"], "--draft", model_folders["draft"],
                            "--prompt", "w2 w3 w4", "--max-new-tokens", "12", "--temperature", "0", "--compare")
     assert code == 0
-    assert out.startswith("Plan: draft -> target: target float32 on torch (cpu) | draft ")
+    assert out.startswith("Plan: draft → target: target float32 on torch (cpu) | draft ")
     for marker in ("--- OUTPUT ---", "--- STATS ---", "avg tokens per target pass:", "(>1 means speedup)",
                    "acceptance rate (accepted/drafted):", "alpha (accepted/tested):", "wall-clock speedup:", "identical to the target's own greedy output: yes"):
         assert marker in out
@@ -92,7 +92,7 @@ def test_run_defaults_to_quantized_weights_and_says_so(capsys, tmp_path):
     code, out, _ = run_cli(capsys, "run", "--target", folders[0], "--draft", folders[1], "--prompt", "w2 w3 w4",
                            "--max-new-tokens", "12", "--temperature", "0", "--compare")
     assert code == 0
-    assert out.startswith("Plan: draft -> target: target float32 int8 on torch (cpu) | draft bfloat16 int4 on torch (cpu) | drafting: ")
+    assert out.startswith("Plan: draft → target: target float32 int8 on torch (cpu) | draft bfloat16 int4 on torch (cpu) | drafting: ")
     assert "Kernels: target float32 int8 on cpu (fbgemm int8 x int8, one activation scale per token): int8 weights: auto on a CPU" in out
     assert "draft bfloat16 int4 on cpu (aten int4pack, groups of 32, bfloat16 activations): int4 weights: auto on a CPU" in out
     assert "identical to the target's own greedy output: yes" in out          # against the int8 target as loaded

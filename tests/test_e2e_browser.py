@@ -113,11 +113,17 @@ def app_environment(folder: Path, catalogue: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def app_url(tmp_path_factory):
+def app_env(tmp_path_factory) -> dict[str, str]:
+    """The environment the app and `specdec run` share in these tests: the tiny models, an empty cache, the guide."""
+    folder = tmp_path_factory.mktemp("browser")
+    return app_environment(folder, write_tiny_catalogue(folder / "models")) | {"SPECDEC_TEST_FOLDER": str(folder)}
+
+
+@pytest.fixture(scope="module")
+def app_url(app_env):
     """The app served by `streamlit run app.py --server.headless true` with the tiny models; stopped afterwards."""
     require_browser()                                    # before anything starts
-    folder = tmp_path_factory.mktemp("browser")
-    env = app_environment(folder, write_tiny_catalogue(folder / "models"))
+    env, folder = app_env, Path(app_env["SPECDEC_TEST_FOLDER"])
     log = folder / "streamlit.log"
     with served_app(env, log) as url:
         yield url
@@ -164,7 +170,7 @@ def test_home_lists_the_models(page, app_url):
     screenshot(page, "home")
 
 
-def test_playground_colours_tokens_and_keeps_the_settings(page, app_url):
+def test_playground_colours_tokens_and_keeps_the_settings(page, app_url, app_env):
     go_to(page, app_url, "Playground")
     settle(page, "text=Example prompts")
     assert "gamma=3" in page.url and "max_new_tokens=64" in page.url                 # the settings came along
@@ -176,6 +182,11 @@ def test_playground_colours_tokens_and_keeps_the_settings(page, app_url):
     assert "p/q = " in accepted.get_attribute("title") and "u = 0." in accepted.get_attribute("title")
     assert page.locator(".specdec-token.rejected").first.evaluate("e => getComputedStyle(e).textDecorationLine") == "line-through"
     assert page.get_by_text("Wall-clock speedup", exact=True).count() == 1
+    shown = page.locator("p:has(strong:text-is('Plan:'))").first.inner_text().strip()   # the planner's header, as the page shows it
+    run = subprocess.run([sys.executable, "-m", "specdec", "run", "--target", "tiny-target", "--draft", "tiny-draft", "--gamma", "3",
+                          "--max-new-tokens", "4"], cwd=APP_FOLDER, env=app_env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert shown == run.stdout.splitlines()[0], (shown, run.stdout.splitlines()[0])     # the same line `specdec run` prints
     screenshot(page, "playground-tiny")                     # the README's Playground is the real pair: test_real_browser.py
 
 
@@ -196,7 +207,7 @@ def test_compare_draws_charts_and_downloads_the_csv(page, app_url, tmp_path):
     download.value.save_as(path)
     frame = tables.load_csv(path)
     assert list(pd.read_csv(path).columns) == tables.COLUMNS
-    # 1 pair x 2 categories (code, summarization) x 1 prompt x 1 repeat x (baseline + gammas 1..4 + the stop rule)
+    # 1 pair x 2 categories (code, summarization) x 1 prompt x 1 repeat x (baseline + gammas 1..4 + the planner's choice)
     assert len(frame) == 12 and set(frame["pair"]) == {TINY_PAIR} and frame["timestamp"].notna().all()
 
 

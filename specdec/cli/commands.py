@@ -103,7 +103,10 @@ def _bench_specdec(args: argparse.Namespace):
                                                       seed=args.seed),
                                     repeats=args.repeats, warmup_runs=args.warmup, draft_vocab_limit=args.draft_vocab_limit,
                                     max_adaptive_gamma=args.max_adaptive_gamma)
-    pairs = [loading.load_spec(spec, progress=_progress, steps=_LoadSteps()) for spec in _bench_specs(args)]
+    specs = _bench_specs(args)
+    pairs = [loading.load_spec(spec, progress=_progress, steps=_LoadSteps()) for spec in specs]
+    for pair, spec in zip(pairs, specs):
+        _progress(f"Plan: {pair.plan(spec).header()}")          # the default's plan, as `specdec run` prints it for the same spec
     rows: list[dict] = []
     try:
         return run_benchmark(pairs, settings, progress=_counted_progress, on_row=rows.append)

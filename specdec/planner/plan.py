@@ -10,7 +10,7 @@ and Compare, `specdec bench` (through `specdec.pair.LoadedPair.plan`) and `specu
     pair = load_spec(spec)                               # loads what they say (specdec.pair.loading)
     plan = pair.plan(spec)                               # = plan(spec, pair.resources, pair.models, pair.measured, ...)
     print(plan.header())                                 # the line every door prints
-    # 'qwen2.5-coder-0.5b -> qwen2.5-coder-1.5b: target Q4_K_M on llama.cpp (exact settings) | draft Q4_K_M on
+    # 'qwen2.5-coder-0.5b → qwen2.5-coder-1.5b: target Q4_K_M on llama.cpp (exact settings) | draft Q4_K_M on
     #  llama.cpp (exact settings) | drafting: tree (budget 16), the default here'
 
 A `Plan` holds each model's plan (`specdec.planner.models.ModelPlan`: runtime, precision, why) and the drafting
@@ -54,7 +54,7 @@ class Plan:
         if self.draft is not None:
             parts.append(f"draft {self.draft.describe()}" + ("" if self.draft_used else " (loaded to time it, not used)"))
         parts.append(f"drafting: {self.drafting.description}")
-        return f"{draft_name} -> {target_name}: " + " | ".join(parts)
+        return f"{draft_name} → {target_name}: " + " | ".join(parts)
 
 
 def _short(name: str) -> str:

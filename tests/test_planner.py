@@ -1,0 +1,71 @@
+"""One plan behind every door: for the same run spec, `specdec run`, the Playground and `specdec bench` get the same plan
+from the planner and print the same header line.
+
+The doors are driven as a person drives them, with the tiny models of the dashboard's catalogue (no download): the command
+line in this process (`specdec.cli.main`), the Playground headless (AppTest), the benchmark's command line and the CSV it
+writes. A negative control proves the comparison can fail: the planner asked for another spec (a fixed gamma) gives
+another header.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+from app_testing import dashboard_environment, open_app, run_playground  # noqa: F401  (autouse: tiny models, empty cache)
+from dashboard_fixtures import TINY_LOOKUP_PAIR, TINY_PAIR
+
+from specdec.cli import main
+from specdec.pair.loading import load_spec
+from specdec.run_spec import Drafting, RunSpec
+from specdec.zoo.catalog import split_pair_name
+
+PLAN = "Plan: "
+
+
+def cli_header(capsys, *argv: str) -> str:
+    """The header `specdec run` prints first in its report (and on stderr before it generates)."""
+    assert main(["run", *argv]) == 0
+    captured = capsys.readouterr()
+    first = captured.out.splitlines()[0]
+    assert first.startswith(PLAN) and first in captured.err.splitlines()     # the same line before and after the run
+    return first.removeprefix(PLAN)
+
+
+def playground_header(pair: str) -> str:
+    """The header the Playground shows for a run of `pair` with the sidebar's defaults."""
+    app = run_playground(open_app("pages/views/playground.py", pair=pair, max_new_tokens="8"))
+    assert not app.error, [error.value for error in app.error]
+    lines = [markdown.value for markdown in app.markdown if markdown.value.startswith("**Plan:** ")]
+    assert len(lines) == 1, lines
+    return lines[0].removeprefix("**Plan:** ")
+
+
+def bench_header(capsys, tmp_path, pair: str) -> tuple[str, set[str]]:
+    """The header `specdec bench` prints for a pair, and the plan column of its CSV for the default's rows."""
+    out = tmp_path / "bench.csv"
+    assert main(["bench", "--pairs", pair, "--methods", "speculative", "--gammas", "default", "--categories", "code",
+                 "--prompts-per-category", "1", "--max-new-tokens", "8", "--warmup", "0", "--out", str(out)]) == 0
+    printed = [line.removeprefix(PLAN) for line in capsys.readouterr().err.splitlines() if line.startswith(PLAN)]
+    assert len(printed) == 1, printed
+    frame = pd.read_csv(out)
+    return printed[0], set(frame.loc[frame["method"] == "speculative", "plan"])
+
+
+def test_the_three_doors_print_the_same_plan(capsys, tmp_path):
+    for pair in (TINY_PAIR, TINY_LOOKUP_PAIR):
+        draft, target = split_pair_name(pair)
+        cli = cli_header(capsys, "--target", target, "--draft", draft, "--max-new-tokens", "8")
+        page = playground_header(pair)
+        printed, in_csv = bench_header(capsys, tmp_path, pair)
+        planned = load_spec(RunSpec(target, draft)).plan(RunSpec(target, draft)).header()   # the planner, asked directly
+        assert cli == page == printed == planned, (cli, page, printed, planned)
+        assert in_csv == {planned}
+    assert "drafting: tree (budget 16), the default here" in cli_header(capsys, "--target", "tiny-target", "--draft", "tiny-draft")
+
+
+def test_another_spec_gets_another_plan(capsys):
+    """The negative control: the comparison above can fail, since a spec that drafts otherwise is planned otherwise."""
+    default = cli_header(capsys, "--target", "tiny-target", "--draft", "tiny-draft", "--max-new-tokens", "4")
+    fixed = cli_header(capsys, "--target", "tiny-target", "--draft", "tiny-draft", "--max-new-tokens", "4", "--gamma", "3")
+    spec = RunSpec("tiny-target", "tiny-draft", drafting=Drafting(gamma=3))
+    assert default != fixed == load_spec(spec).plan(spec).header()
+    assert fixed.endswith("drafting: chain, gamma 3")
