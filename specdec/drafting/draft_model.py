@@ -115,6 +115,8 @@ def check_draft_model(model: Model, generation: Generation, same_tokenizer: bool
     """Refuse a draft on another device than the target, or (sharing its tokenizer) one whose context cannot hold a text."""
     if model.device != generation.target.device:
         raise SpecdecError(f"the draft is on {model.device} but the target on {generation.target.device}: load both on one device")
+    if len(generation.prompts) > 1 and not model.traits.batches:
+        raise SpecdecError("the draft has sliding-window layers, which batches do not handle: give one prompt at a time")
     if same_tokenizer:                                       # the same count of tokens as the target reads
         for prompt in generation.prompts.values():
             check_fits_context(model, prompt.numel(), generation.max_new_tokens, "draft")

@@ -24,7 +24,7 @@ from typing import Protocol
 
 import torch
 
-from specdec.engine.contract import Generation, Verified
+from specdec.engine.contract import DraftNetwork, Generation, Verified
 from specdec.engine.model import Model, Rows
 from specdec.engine.sampling import fit_vocabulary
 from specdec.engine.trees import ROOT
@@ -36,7 +36,7 @@ class TreeReader(Protocol):
     """What a tree drafter reads its guesses with (module docstring)."""
 
     name: str
-    draft_model: Model | None          # the model a read runs: c from its weights, its passes counted by the run
+    draft_model: DraftNetwork | None   # what a read runs (a draft model, a head): c from its weights, its passes counted by the run
     hidden_layers: tuple[int, ...]     # the target layers it reads (a trained head: three), or none
     internals: bool                    # it reaches into the target's modules (torch only)
 

@@ -160,12 +160,24 @@ class Verified:
         return list(range(self.text_rows)) + [self.text_rows + node for node in self.path]
 
 
+class DraftNetwork(Protocol):
+    """What a draft step runs, as far as the planner and the run look at it: a draft model (every `specdec.engine.model.Model`
+    is one) or a drafter's own small network (a trained head). Its weight bytes price c; it counts its own forward passes, and
+    the run reads the count from outside the drafter."""
+
+    name: str
+    passes: int                                 # forward passes made so far
+
+    def weight_bytes(self) -> int:
+        """Bytes of weights one draft step reads."""
+
+
 class Drafter(Protocol):
     """What the loop needs from a drafting method (see the module docstring)."""
 
     name: str
     capabilities: Capabilities
-    draft_model: Model | None                   # the model a draft step runs (c from its weights, its passes counted); None: none
+    draft_model: DraftNetwork | None            # what a draft step runs (c from its weights, its passes counted); None: none
 
     def begin(self, generation: Generation) -> None:
         """Forget the previous texts (a method may keep what it learned across texts); these start."""

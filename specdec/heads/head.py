@@ -205,6 +205,7 @@ class EagleHead(nn.Module):
         self.register_buffer("d2t", torch.zeros(config.draft_vocab_size, dtype=torch.long))   # target id = draft id + d2t
         self.register_buffer("t2d", torch.zeros(config.vocab_size, dtype=torch.bool))         # target ids the head can say
         self.embed_tokens: nn.Module | None = None           # the target's own embedding, bound by `bind` (never stored)
+        self.passes = 0                                      # forward passes (`step`), counted as a model counts its own
 
     @classmethod
     def for_target(cls, target: nn.Module, draft_ids: torch.Tensor, layers: tuple[int, int, int] | None = None, name: str = "",
@@ -254,6 +255,16 @@ class EagleHead(nn.Module):
         """The dtype of the head's activations (its norms' weights: an int8 head's linear layers keep no float weight)."""
         return self.norm.weight.dtype
 
+    @property
+    def name(self) -> str:
+        return f"EAGLE-3 head ({self.config.target or 'trained'})"
+
+    def weight_bytes(self) -> int:
+        """Bytes of weights one head pass reads (the target's embedding table it borrows is not the head's)."""
+        from specdec.runtime.torch_model import weight_bytes
+
+        return weight_bytes(self)
+
     def get_input_embeddings(self) -> nn.Module | None:
         return self.embed_tokens
 
@@ -283,6 +294,7 @@ class EagleHead(nn.Module):
         `past` holds the keys and values [P, kv_heads, dim] of earlier entries; `attend` [n, P + n] says what
         each new entry sees. Returns the draft-vocabulary logits [n, d], g [n, H], and the new keys and values.
         """
+        self.passes += 1
         x = self.midlayer.inputs(self.embed(ids), hidden)                              # [n, 2H]
         q, k, v = self.midlayer.self_attn.project(x, positions)
         keys, values = (k, v) if past is None else (torch.cat([past[0], k]), torch.cat([past[1], v]))

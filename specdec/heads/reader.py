@@ -44,11 +44,9 @@ import torch
 from specdec.drafting.tree_drafter import TreeDrafter, TreeSettings
 from specdec.drafting.tree_reader import level_layout
 from specdec.engine.contract import Capabilities, Generation, Verified
-from specdec.engine.model import ModelTraits
 from specdec.engine.trees import ROOT
 from specdec.errors import SpecdecError
 from specdec.heads.head import EagleHead
-from specdec.runtime.torch_model import weight_bytes
 
 @dataclass(frozen=True)
 class HeadTree(TreeSettings):
@@ -95,29 +93,6 @@ class HeadCache:
         return 0 if self.keys is None else int(self.keys.shape[0])
 
 
-class HeadModel:
-    """A head as "the model a draft step runs": its weights price c, and it counts its passes (the run reads them)."""
-
-    traits = ModelTraits("torch")
-
-    def __init__(self, head: EagleHead, name: str) -> None:
-        self.head, self.name, self.passes = head, name, 0
-
-    @property
-    def identity(self) -> str:
-        return f"{self.name} {self.head.dtype} {self.head.device}"
-
-    @property
-    def device(self) -> torch.device:
-        return self.head.device
-
-    def weight_bytes(self) -> int:
-        return weight_bytes(self.head)
-
-    def verify_slope(self) -> float:
-        return 0.05
-
-
 class HeadReader:
     """A trained EAGLE-3 head reading a tree from the target's own hidden states (module docstring)."""
 
@@ -130,8 +105,8 @@ class HeadReader:
             raise SpecdecError("this head does not say which target layers it reads (a published checkpoint): bind it first, "
                                "head.bind(target), or load it with specdec.load_head(DIR, target)")
         self.head = head
-        self.name = f"EAGLE-3 head ({head.config.target or 'trained'})"
-        self.draft_model = HeadModel(head, self.name)
+        self.name = head.name
+        self.draft_model = head                            # what a draft step runs: the head, which counts its own passes
         self.hidden_layers = head.config.layers
         self.texts: dict[int, HeadCache] = {}
 
@@ -190,5 +165,4 @@ class HeadReader:
         draft_logits, g, k, v = self.head.step(ids.to(device), hidden, positions.to(device), past, attend.to(device))
         cache.keys = k if cache.keys is None else torch.cat([cache.keys, k])
         cache.values = v if cache.values is None else torch.cat([cache.values, v])
-        self.draft_model.passes += 1
         return self.head.target_logits(draft_logits.float()), g

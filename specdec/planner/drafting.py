@@ -76,15 +76,9 @@ def plan_drafting(target: Model, drafter: Drafter, gamma: int | None = None, row
         raise SpecdecError("give one of gamma, adaptive and schedule: each says how long a round is")
     if capabilities.sizes_rounds and (gamma, adaptive, schedule) != (None, None, None):
         raise SpecdecError(f"{drafter.name} sizes its own rounds (a tree's budget, a lookup's match): leave gamma out")
-    check_serves(target, drafter)
-    models = [target] + ([drafter.draft_model] if drafter.draft_model is not None else [])
-    if capabilities.full_attention and any(model.traits.sliding_window for model in models[1:]):
-        raise SpecdecError(f"{drafter.name} needs full-attention caches ({capabilities.drafts}) and this pair has sliding-window "
-                           "layers: draft a chain with a draft model instead")
-    if rows > 1:
-        for model, role in zip(models, ("target", "draft")):
-            if not model.traits.batches:
-                raise SpecdecError(f"the {role} has sliding-window layers, which batches do not handle: give one prompt at a time")
+    check_serves(target, drafter)                    # what the drafter's own draft model can do, the drafter checks (`begin`)
+    if rows > 1 and not target.traits.batches:
+        raise SpecdecError("the target has sliding-window layers, which batches do not handle: give one prompt at a time")
     chosen = None if capabilities.sizes_rounds else schedule or schedule_for(gamma, adaptive, drafter, costs)
     return DraftingPlan(drafter, chosen, costs, by_default, why)
 

@@ -24,7 +24,7 @@ from specdec.engine.costs import CostProfile
 from specdec.engine.inputs import as_prompt
 from specdec.engine.model import Rows
 from specdec.engine.timing import synchronize
-from specdec.runtime import as_model
+from specdec.runtime import as_model, is_model
 
 
 def _pass_time(rows: Rows, tokens: torch.Tensor, device: torch.device) -> float:
@@ -74,7 +74,10 @@ def weight_cost_ratio(target: object, draft: object | None) -> float:
     Decoding one token is bound by reading the weights on CPUs and GPUs alike, so this lands near
     the measured c (Qwen2.5-Coder 0.5B for 1.5B in bfloat16: 0.32 estimated, 0.3-0.45 measured).
     """
-    return 0.0 if draft is None else as_model(draft).weight_bytes() / as_model(target).weight_bytes()
+    if draft is None:
+        return 0.0
+    network = as_model(draft) if is_model(draft) else draft             # a model, or a drafter's own network (a head)
+    return network.weight_bytes() / as_model(target).weight_bytes()
 
 
 VERIFY_KS = (1, 2, 3, 4, 6, 8, 12, 16)   # the passes timed at load: enough for the round sizes a policy weighs (between: linear)
