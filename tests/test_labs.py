@@ -71,7 +71,23 @@ BROKEN = {
         ("the shortest tail first", "    for n in range(min(max_ngram, len(text) - 1), min_ngram - 1, -1):   # the longest tail first",
          "    for n in range(min_ngram, min(max_ngram, len(text) - 1) + 1):"),
     ],
-    "04-batch": [
+    "04-tree": [      # the guesses a reader of chapter 4 had to make (issue 51), each made the wrong way
+        ("T does not grow by c per level", "passes * c + 1 + beta", "c + 1 + beta"),
+        ("the prior worth one test, not four", "    return float((hits[b] + 4 * confidence ** 0.5) / (tests[b] + 4))   # the prior sqrt(q), worth 4 tests",
+         "    return float((hits[b] + confidence ** 0.5) / (tests[b] + 1))"),
+        ("bins by rounding 10 q", "    b = min(int(confidence * 10), 9)                                   # the confidence's bin",
+         "    b = min(int(round(confidence * 10)), 9)"),
+        ("E and T fixed within a level", "            E, T = E + worth, T + beta\n", "            pass\n"),
+        ("the first level's best slot not forced", "            if not (level == 0 and rank == 0) and worth * T <= E * beta:",
+         "            if worth * T <= E * beta:"),
+        ("reach not multiplied along the path", "                reach.append((1.0 if f == -1 else reach[f]) * a(float(laws[f][x])))",
+         "                reach.append(a(float(laws[f][x])))"),
+        ("each node's slots taken node by node, not the level's best first",
+         "        slots = sorted(slots, reverse=True)[:room]                       # 3. the best first", "        slots = slots[:room]"),
+        ("the next level priced with c alone", "        if G * T <= E * (c + beta * len(best)):", "        if G * T <= E * c:"),
+        ("the next frontier in order of reach, not of number", "        frontier = new\n", "        frontier = best\n"),
+    ],
+    "09-batch": [
         ("one length for the batch", "        lengths[b] += len(new)                                   # one length per row",
          "        lengths[:] = lengths[b] + len(new)                       # one count for the batch"),
         ("one write position for the batch", "        buffer[b, lengths[b]:lengths[b] + len(new)] = new        # at this row's end",
@@ -113,7 +129,7 @@ OTHER_WAYS = {
         ("a prompt pass first: a round with gamma 0", "    tokens: list[int] = []",
          "    tokens: list[int] = speculative_round(P, Q, start, 0, rng)"),
     ],
-    "04-batch": [
+    "09-batch": [
         ("every row drafts first, then every row is verified", None,
          "def batch_round(buffer, lengths, gamma, limit, draft_next, target_next):\n"
          "    active = [b for b in range(len(lengths)) if lengths[b] < limit]\n"
@@ -154,7 +170,7 @@ BIASED = {
 
 
 def variant(lab: str, line: str | None, change: str) -> str:
-    """The lab's solution with `line` replaced by `change`, or with `change` appended (it then redefines a function)."""
+    """The lab's solution with `line` replaced by `change` (everywhere), or with `change` appended (it then redefines a function)."""
     source = (LABS / lab / "solution.py").read_text(encoding="utf-8")
     if line is None:
         return source + "\n\n" + change + "\n"
@@ -210,7 +226,7 @@ def test_a_loop_that_never_ends_is_stopped_with_a_verdict(tmp_path):
 
 def test_the_batch_lab_really_is_ragged():
     """Lab 4 tests bookkeeping only if its rows keep different numbers of drafts in one round, and some keep none."""
-    batch = labs.load(LABS / "04-batch" / "checks.py", "lab_checks_04_batch")
+    batch = labs.load(LABS / "09-batch" / "checks.py", "lab_checks_09_batch")
     kept_per_round = []                                                  # [rounds][rows]
     texts = [list(prompt) for prompt in batch.PROMPTS]
     for _ in range(3):
@@ -225,6 +241,17 @@ def test_the_batch_lab_really_is_ragged():
         kept_per_round.append(kept)
     assert all(len(set(kept)) > 1 for kept in kept_per_round), kept_per_round
     assert any(0 in kept for kept in kept_per_round) and any(batch.GAMMA in kept for kept in kept_per_round), kept_per_round
+
+
+def test_the_tree_labs_cases_are_what_tree_drafter_grows_today():
+    """lab 04-tree grades against guide/labs/04-tree/cases.json with NumPy alone; TreeDrafter must still grow those trees."""
+    sys.path.insert(0, str(LABS.parent))
+    import tree_growth  # guide/tree_growth.py
+
+    committed = (LABS / "04-tree" / "cases.json").read_text(encoding="utf-8")
+    assert committed == tree_growth.cases_json(tree_growth.make_cases()), "run `python guide/tree_growth.py --lab-cases`"
+    branching = sum(len(set(case["parents"])) < len(case["parents"]) for case in tree_growth.make_cases())
+    assert branching >= 30                                       # the cases branch: a chain-only grader would teach little
 
 
 def test_every_lab_has_a_time_limit():
