@@ -36,7 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 GUIDE = Path(__file__).resolve().parent
-CHAPTERS = ("00-intuition.md", "01-math.md", "02-algorithm.md", "03-methods.md", "04-beyond-the-chain.md")
+CHAPTERS = ("00-intuition.md", "01-math.md", "02-algorithm.md", "03-methods.md", "04-trees.md", "05-model-free.md", "06-own-vocabulary.md",
+            "07-kernels.md", "08-runtimes.md", "09-batches.md")
 PROSE_WORDS_PER_MINUTE = 150
 CODE_LINES_PER_MINUTE = 10
 

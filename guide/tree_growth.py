@@ -311,3 +311,67 @@ if __name__ == "__main__":
         out.parent.mkdir(exist_ok=True)
         out.write_text(cases_json(make_cases()), encoding="utf-8")
         print(f"wrote {out}")
+
+
+def worked_example_paragraphs() -> list[str]:
+    """Chapter 4's worked example, one paragraph a level, every number from `grow`'s trace (rounded to two decimals)."""
+    grown, c, beta = worked_example(), WORKED_C, WORKED_BETA
+    f2 = "{:.2f}".format
+
+    def tops(path: tuple[int, ...]) -> tuple[str, str]:
+        top = WORKED_LAWS.get(path, WORKED_DEEPER)
+        return (", ".join(f2(value) if value >= 0.01 else f"{value:g}" for value in top),
+                ", ".join(f2(acceptance(value)) for value in top))
+
+    def test(slot: Slot, before: Slot | None) -> str:
+        cost = before.cost_after if before else None
+        return (f"${f2(slot.worth)} \\cdot {f2(cost)} = {f2(slot.gain)}$ against "
+                f"${f2(before.expected_after)} \\cdot {beta:g} = {f2(slot.price)}$")
+
+    def decision(level: Level) -> str:
+        d = level.decision
+        terms = " + ".join(f"{f2(grown.reach[n])} \\cdot {f2(acceptance(confidence(n)))}" for n in d.nodes)
+        verdict = "beats" if d.more else "loses to"
+        then = {0: "a second pass reads both", 1: "a third pass reads them"}.get(len(grown.levels[:grown.levels.index(level)]), "")
+        end = then if d.more else (f"the tree stops, with parents {grown.parents}, after {grown.passes} draft passes")
+        return (f"Another level: $G = {terms} = {f2(d.gain)}$, and ${f2(d.gain)} \\cdot {f2(d.cost)} = {f2(d.gain * d.cost)}$ "
+                f"{verdict} ${f2(d.expected)} \\cdot ({c:g} + {beta:g} \\cdot {len(d.nodes)}) = {f2(d.expected * d.extra)}$: {end}.")
+
+    def path_of(node: int) -> tuple[int, ...]:
+        return () if node == -1 else path_of(grown.parents[node]) + (grown.tokens[node],)
+
+    def confidence(node: int) -> float:
+        """The probability the node's token was drafted with: its parent's law at its token."""
+        return worked_law(path_of(grown.parents[node]))[grown.tokens[node]]
+
+    one, two, three = grown.levels
+    q, a = tops(())
+    s1, s2, s3 = one.slots
+    first = (f"With $c = {c:g}$, $\\beta = {beta:g}$ and a fresh calibration ($a = \\sqrt{{q}}$): the draft's three likeliest "
+             f"tokens after the root have $q$ = {q}, so $a$ = {a}. Level 1 starts at $E = {f2(one.expected)}$, "
+             f"$T = {c:g} + 1 = {f2(one.cost)}$. The first slot is taken (the first of the first level): $E = {f2(s1.expected_after)}$, "
+             f"$T = {f2(s1.cost_after)}$. The second: {test(s2, s1)}, taken: $E = {f2(s2.expected_after)}$, $T = {f2(s2.cost_after)}$. "
+             f"The third: {test(s3, s2)}, refused. The root gets two children, nodes 0 and 1, of reach "
+             f"{f2(grown.reach[0])} and {f2(grown.reach[1])}. {decision(one)}")
+    (q0, a0), (q1, a1) = tops((0,)), tops((1,))
+    t1, t2, t3 = two.slots
+    second = (f"After node 0 the draft's likeliest tokens have $q$ = {q0} ($a$ = {a0}), after node 1 {q1} ($a$ = {a1}). "
+              f"The slots are worth " + ", ".join(f2(grown.reach[0] * acceptance(v)) for v in WORKED_LAWS[(0,)]) + " (node 0) and "
+              + ", ".join(f2(grown.reach[1] * acceptance(v)) for v in WORKED_LAWS[(1,)]) + " (node 1): the three best are node 0's. "
+              f"$T = 2 \\cdot {c:g} + {f2(1 + beta * 2)} = {f2(two.cost)}$, $E = {f2(two.expected)}$: "
+              f"${f2(t1.worth)} \\cdot {f2(two.cost)} = {f2(t1.gain)}$ against ${f2(two.expected)} \\cdot {beta:g} = {f2(t1.price)}$, "
+              f"taken ($E = {f2(t1.expected_after)}$, $T = {f2(t1.cost_after)}$); {test(t2, t1)}, taken ($E = {f2(t2.expected_after)}$, "
+              f"$T = {f2(t2.cost_after)}$); {test(t3, t2)}, taken ($E = {f2(t3.expected_after)}$, $T = {f2(t3.cost_after)}$). "
+              f"Node 0 gets nodes 2, 3 and 4; node 1 none. {decision(two)}")
+    q3, a3 = tops((0, 0))
+    u1, u2, u3 = three.slots
+    third = (f"After each of nodes 2, 3 and 4 the likeliest have $q$ = {q3} ($a$ = {a3}). "
+             f"$T = 3 \\cdot {c:g} + {f2(1 + beta * 5)} = {f2(three.cost)}$. The three best slots are node 2's first two "
+             f"({f2(u1.worth)}, {f2(u2.worth)}) and node 3's first ({f2(u3.worth)}), ahead of node 4's first "
+             f"({f2(grown.reach[4] * acceptance(WORKED_DEEPER[0]))}): ${f2(u1.worth)} \\cdot {f2(three.cost)} = {f2(u1.gain)}$ against "
+             f"${f2(three.expected)} \\cdot {beta:g} = {f2(u1.price)}$, {test(u2, u1)}, {test(u3, u2)}, all taken: "
+             f"$E = {f2(u3.expected_after)}$, $T = {f2(u3.cost_after)}$. Node 2 gets nodes 5 and 6, node 3 node 7. {decision(three)}")
+    assert [s.taken for s in one.slots] == [True, True, False] and all(s.taken for s in two.slots + three.slots)
+    assert one.children == {-1: 2} and two.children == {0: 3} and three.children == {2: 2, 3: 1}
+    assert grown.parents == (-1, -1, 0, 0, 0, 2, 2, 3), "the worked example grew another tree: rewrite its paragraphs"
+    return [first, second, third]
