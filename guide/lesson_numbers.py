@@ -212,7 +212,7 @@ NUMBERS += [
                    r"drafts in <<d>> passes: the prompt pass drafts nothing, and the last round drafts only what is still wanted), and "
                    r"$<<.2f>> / (<<.2f>> \cdot <<.3f>> + <<.3f>>) = <<.2f>>$",
              RUN_JSON, "avx512-bf16/qwen-greedy-bf16.json", lambda saved: _formula_against_run(saved)),
-    Measured(MATH, "in chapter 0's run, alpha was <<.2f>> (<<d>> of <<d>> tested) and the acceptance rate <<.3f>> (<<d>> of <<d>> drafted)",
+    Measured(MATH, "in chapter 0's run (on the AVX-512 BF16 machine), alpha was <<.2f>> (<<d>> of <<d>> tested) and the acceptance rate <<.3f>> (<<d>> of <<d>> drafted)",
              RUN_JSON, "avx512-bf16/qwen-greedy-bf16.json",
              lambda saved: (stats(saved, "alpha_estimate"), stats(saved, "accepted"), stats(saved, "accepted") + stats(saved, "rejections"),
                             stats(saved, "acceptance_rate"), stats(saved, "accepted"), stats(saved, "drafted"))),
