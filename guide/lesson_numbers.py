@@ -1179,3 +1179,8 @@ NUMBERS += [
     Computed(TREES, r"<<s>> bins, bin $b = \min(\lfloor <<d>> q \rfloor, <<d>>)$",
              lambda: ({10: "Ten"}[len(_RULE.hits)], len(_RULE.hits), len(_RULE.hits) - 1)),
 ]
+
+NUMBERS += [
+    Measured(VOCABULARY, r"costs most of one on this machine ($c = <<.2f>>$: a run's draft seconds per pass", HEAD_CURVE, "avx2/eagle-curve.csv",
+             lambda saved: eagle_curve(saved)["speculative_c"]),
+]
