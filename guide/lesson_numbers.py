@@ -1184,3 +1184,12 @@ NUMBERS += [
     Measured(VOCABULARY, r"costs most of one on this machine ($c = <<.2f>>$: a run's draft seconds per pass", HEAD_CURVE, "avx2/eagle-curve.csv",
              lambda saved: eagle_curve(saved)["speculative_c"]),
 ]
+
+# ---- the labs' graders: the bias a grader must see, from the controlled random source itself (guide/labs/controlled_random.py)
+sys.path.insert(0, str(GUIDE / "labs"))
+import controlled_random  # noqa: E402
+
+NUMBERS += [
+    Computed(MATH, "off by <<.2f>> in any token's probability, it fails", lambda: controlled_random.BIAS),
+    Computed(ALGORITHM, "Off by <<.2f>> in any token's probability, it fails", lambda: controlled_random.BIAS),
+]
