@@ -6,10 +6,12 @@ stand-in reader (`LawReader`) that lets `TreeDrafter` itself grow a tree from th
 to the same tree, on the worked example and on random laws and calibrations (`tests/test_tree_growth.py`), so the
 text and the code cannot part. The procedure, in the chapter's words:
 
-    >>> laws = {(): [0.81, 0.09, 0.0049]}                              # q after the root: its three likeliest tokens
-    >>> grown = grow(lambda path: law(*laws.get(path, [0.5])), c=0.2, beta=0.05)
-    >>> grown.parents, round(grown.levels[0].slots[1].expected_after, 2), round(grown.levels[0].slots[1].cost_after, 2)
-    ((-1, -1), 2.2, 1.3)
+    >>> grown = grow(worked_law, c=0.2, beta=0.05)                    # chapter 4's worked example
+    >>> grown.parents, grown.passes
+    ((-1, -1, 0, 0, 0, 2, 2, 3), 3)
+    >>> second = grown.levels[0].slots[1]                              # the root's second slot: taken
+    >>> round(second.worth, 2), round(second.expected_after, 2), round(second.cost_after, 2)
+    (0.3, 2.2, 1.3)
 
 `grow` needs only NumPy; `drafter_tree` imports torch and specdec.
 """
@@ -39,8 +41,8 @@ def law(*top: float, vocabulary: int = VOCABULARY) -> np.ndarray:
 def acceptance(confidence: float, hits: np.ndarray | None = None, tests: np.ndarray | None = None) -> float:
     """Step 0, the calibration: a(q) = (h_b + 4 sqrt(q)) / (t_b + 4), b = min(floor(10 q), 9).
 
-    >>> acceptance(0.81), round(acceptance(0.81, hits=np.full(10, 2.0), tests=np.full(10, 4.0)), 4)
-    (0.9, 0.7833)
+    >>> acceptance(0.81), round(acceptance(0.81, hits=np.full(10, 2.0), tests=np.full(10, 4.0)), 4)   # (2 + 4 * 0.9) / (4 + 4)
+    (0.9, 0.7)
     """
     hits = np.zeros(BINS) if hits is None else hits
     tests = np.zeros(BINS) if tests is None else tests

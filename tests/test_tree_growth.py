@@ -77,3 +77,9 @@ def test_a_procedure_with_one_step_changed_grows_other_trees():
         grown = tree_growth.grow(draft, 0.0, 0.01)
         differ += tree_growth.drafter_tree(draft, 0.6, 0.01) != (grown.tokens, grown.parents, grown.passes)
     assert differ >= 10, differ
+
+
+def test_the_procedures_docstrings_hold():
+    import doctest
+
+    assert doctest.testmod(tree_growth).failed == 0
