@@ -87,6 +87,17 @@ BROKEN = {
         ("the next level priced with c alone", "        if G * T <= E * (c + beta * len(best)):", "        if G * T <= E * c:"),
         ("the next frontier in order of reach, not of number", "        frontier = new\n", "        frontier = best\n"),
     ],
+    "05-recycling": [
+        ("the first write wins", "        latest[rows[i]] = i                                                     # one write per token: the last one",
+         "        latest.setdefault(rows[i], i)"),
+        ("the kept rows not filed last", "    order = [i for i in range(len(rows)) if i not in set(kept)] + list(kept)   # the accepted path last: it wins",
+         "    order = list(range(len(rows)))"),
+        ("the rejected rows not filed", "    order = [i for i in range(len(rows)) if i not in set(kept)] + list(kept)   # the accepted path last: it wins",
+         "    order = list(kept)"),
+        ("a path kept when its parent was left out", "        if path[:-1] not in placed:\n            continue                                # its parent was left out: so is it\n",
+         "        if path[:-1] not in placed:\n            placed[path[:-1]] = (-1, root)\n"),
+        ("the limit ignored", "        if len(path) > limit:\n            break                                   # breadth-first: every later path is as deep or deeper\n", ""),
+    ],
     "09-batch": [
         ("one length for the batch", "        lengths[b] += len(new)                                   # one length per row",
          "        lengths[:] = lengths[b] + len(new)                       # one count for the batch"),
@@ -252,6 +263,13 @@ def test_the_tree_labs_cases_are_what_tree_drafter_grows_today():
     assert committed == tree_growth.cases_json(tree_growth.make_cases()), "run `python guide/tree_growth.py --lab-cases`"
     branching = sum(len(set(case["parents"])) < len(case["parents"]) for case in tree_growth.make_cases())
     assert branching >= 30                                       # the cases branch: a chain-only grader would teach little
+
+
+def test_the_recycling_labs_cases_are_what_token_recycling_does_today():
+    """lab 05-recycling grades against guide/labs/05-recycling/cases.json with Python alone; the drafter must still make them."""
+    make = labs.load(LABS / "05-recycling" / "make_cases.py", "recycling_cases")
+    committed = (LABS / "05-recycling" / "cases.json").read_text(encoding="utf-8")
+    assert committed == make.cases_json(make.make_cases()), "run `python guide/labs/05-recycling/make_cases.py`"
 
 
 def test_every_lab_has_a_time_limit():
