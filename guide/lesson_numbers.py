@@ -338,7 +338,7 @@ METHODS = "03-methods.md"
 CROSS_BENCH = ('specdec bench --pairs "qwen2.5-coder-0.5b->qwen2.5-coder-1.5b" "smollm2-135m->qwen2.5-coder-1.5b" '
                '"gemma3-270m->qwen2.5-coder-1.5b" --methods speculative,assisted-dynamic --gammas stop,adaptive --prompts-per-category 2 '
                '--max-new-tokens 128 --out benchmarks/cross-tokenizer.csv --markdown')
-CROSS_P = (0.60, 0.30, 0.10)      # exercise 4: a target, a point-mass proposal, a same-tokenizer draft
+CROSS_P = (0.60, 0.30, 0.10)      # chapter 6, exercise 1: a target, a point-mass proposal, a same-tokenizer draft
 CROSS_POINT_MASS = (1.0, 0.0, 0.0)
 CROSS_Q = (0.80, 0.20, 0.00)
 TREE_BENCH_BF16 = ('specdec bench --pairs "qwen2.5-coder-0.5b->qwen2.5-coder-1.5b" --methods speculative --gammas 3,4,5,6,stop,tree '
@@ -423,11 +423,11 @@ NUMBERS += [
 ]
 
 
-# --- 04-beyond-the-chain.md: token trees, other tokenizers, quantized kernels ----------------------
+# --- 04 to 09, split from the old chapter 4 (issue 51): trees (04), other tokenizers (06), kernels (07), the stop rule (04) -----
 
 TREES, FREE, VOCABULARY = "04-trees.md", "05-model-free.md", "06-own-vocabulary.md"
 KERNELS_CHAPTER, RUNTIMES, BATCHES = "07-kernels.md", "08-runtimes.md", "09-batches.md"
-TREE_P = (0.60, 0.30, 0.10)       # the tree bugs' table and exercise 1: a target ...
+TREE_P = (0.60, 0.30, 0.10)       # the tree bugs' table and chapter 4, exercise 1: a target ...
 TREE_Q = (0.10, 0.20, 0.70)       # ... and a draft that loves C
 def top_k_tested_as_drawn(p, q, guesses: int) -> np.ndarray:
     """EAGLE-2's tree ported to sampling as it is: a node's children are q's `guesses` most likely tokens (no draw at
@@ -467,7 +467,7 @@ CROSS_BUG_TABLE = [   # (row label, exact output of one position for CROSS_P and
 ]
 
 
-STOP_C, STOP_S = 0.2, 0.05        # exercise 5: a fresh ConfidenceStop's costs ...
+STOP_C, STOP_S = 0.2, 0.05        # chapter 4, exercise 3: a fresh ConfidenceStop's costs ...
 STOP_SURE, STOP_UNSURE = 0.81, 0.25  # ... and two confidences (a fresh rule's chance of acceptance is their square root)
 
 
@@ -555,7 +555,7 @@ NUMBERS += [
     Computed(VOCABULARY, r"keeps $x$ with probability $\min(1, p(x)) = <<.2f>>$", lambda: acceptance_rate(CROSS_P, CROSS_POINT_MASS)),
     Computed(VOCABULARY, r"The output is $(<<s>>) = p$: exact", lambda: vector(bugs.correct_rule(CROSS_P, CROSS_POINT_MASS))),
     Computed(VOCABULARY, r"kept with probability $\alpha = \sum \min(p, q) = <<.2f>>$", lambda: acceptance_rate(CROSS_P, CROSS_Q)),
-    # the classic tree bugs, exercise 1
+    # the classic tree bugs, chapter 4, exercise 1
     Computed(TREES, "a target p = (<<s>>) and a draft that loves C, q = (<<s>>)", lambda: (vector(TREE_P, 3), vector(TREE_Q, 3))),
     *[Computed(TREES, "| <<s>> | (<<s>>) | <<.3f>> |",
                (lambda label=label, bug=bug: (label, vector(bug(TREE_P, TREE_Q), 3), bugs.largest_error(bug(TREE_P, TREE_Q), TREE_P))))
@@ -572,7 +572,7 @@ NUMBERS += [
     *[Computed(VOCABULARY, "| <<s>> | (<<s>>) | <<.3f>> |",
                (lambda label=label, output=output: (label, vector(output(), 3), bugs.largest_error(output(), CROSS_P))))
       for label, output in CROSS_BUG_TABLE],
-    # exercise 4: the kernels' round cost
+    # chapter 7, exercise 1: the kernels' round cost
     Measured(KERNELS_CHAPTER, "With llama.cpp's costs the round costs <<.2f>> steps", KERNELS, "avx512-bf16/kernels.csv",
              lambda saved: round_cost(kernel_costs(saved), "Q4_K_M", "Q4_K_M")),
     Measured(KERNELS_CHAPTER, r"With specdec's int8 target and int4 draft it costs <<.2f>> steps, reached at $\alpha = <<.2f>>$", KERNELS, "avx512-bf16/kernels.csv",
@@ -588,7 +588,7 @@ NUMBERS += [
              lambda saved: tree_against_chain(saved)["chain_oracle"]),
     Measured(TREES, "With a bfloat16 draft it ran at <<.2f>>x against <<.2f>>x", TREE_BENCH_BF16, "avx512-bf16/trees-bf16.csv",
              lambda saved: (lambda t: (t["stop"], t["chain"]))(tree_against_chain(saved))),
-    # exercise 5: the stop rule by hand
+    # chapter 4, exercise 3: the stop rule by hand
     Computed(TREES, r"costs $c = <<.1f>>$ and $\beta = <<.2f>>$", lambda: (STOP_C, STOP_S)),
     Computed(TREES, r"two tokens with confidence <<.2f>> each", lambda: STOP_SURE),
     Computed(TREES, r"The two tokens are worth $a_1 = a_2 = <<.1f>>$, $P_2 = <<.2f>>$, $E_2 = <<.2f>>$ and $T_2 = <<.1f>>$. The gain side is "
@@ -599,7 +599,7 @@ NUMBERS += [
 ]
 
 
-# --- 04: drafting without a draft model (issue 26): fixed candidates, Token Recycling, suffix, self-speculation ----
+# --- 05: drafting without a draft model (issue 26): fixed candidates, Token Recycling, suffix, self-speculation ----
 
 from specdec.drafting import suffix_tree, token_recycling  # noqa: E402
 from specdec.drafting.suffix import SuffixDrafter  # noqa: E402
@@ -613,9 +613,9 @@ CANDIDATE_BUG_TABLE = [   # (row label, exact output of one position for TOY_P a
      lambda: candidate_bugs.told_it_was_drawn(TOY_P, LOOKUP_COUNTS, A)),
 ]
 QWEN_VOCABULARY = 151_936
-RECYCLING_P = (0.50, 0.30, 0.20)  # exercise 6: the target after "b", over ("d", "a", "e")
-SUFFIX_TEXT = [1, 2, 3, 1, 2, 3, 1, 2, 4, 1, 2]   # exercise 8: "a b c a b c a b d a b" with a=1, b=2, c=3, d=4
-SKIP_HEAD, SKIP_KEPT, SKIP_GAMMA = 0.15, 0.5, 3     # exercise 9: the output layer's share of a step, the layers kept, gamma
+RECYCLING_P = (0.50, 0.30, 0.20)  # chapter 5, exercise 1: the target after "b", over ("d", "a", "e")
+SUFFIX_TEXT = [1, 2, 3, 1, 2, 3, 1, 2, 4, 1, 2]   # chapter 5, exercise 3: "a b c a b c a b d a b" with a=1, b=2, c=3, d=4
+SKIP_HEAD, SKIP_KEPT, SKIP_GAMMA = 0.15, 0.5, 3     # chapter 5, exercise 4: the output layer's share of a step, the layers kept, gamma
 
 
 def recycling_by_hand() -> tuple[float, ...]:
@@ -669,7 +669,7 @@ NUMBERS += [
              lambda: (vector(LOOKUP_COUNTS), vector(candidate_bugs.told_it_was_drawn(TOY_P, LOOKUP_COUNTS, A)))),
     Computed(FREE, "the output is the skipped model's distribution: with the toy, (<<s>>) instead of (<<s>>)",
              lambda: (vector(candidate_bugs.q_is_p(TOY_P, TOY_Q)), vector(TOY_P))),
-    # exercises 6, 8 and 9
+    # chapter 5, exercises 1, 3 and 4
     Computed(FREE, 'the target\'s distribution after "b" is p = (<<s>>) over ("d", "a", "e")', lambda: vector(RECYCLING_P)),
     Computed(FREE, r'"d" is kept with probability $p(d) = <<.2f>>$. After a rejection what is left is $p$ without "d", $(<<s>>)$, so '
                      r'"a" is kept with probability <<.2f>>: one of the two is kept with $<<.2f>> + <<.2f>> \cdot <<.2f>> = <<.2f>>$',
@@ -688,7 +688,7 @@ NUMBERS += [
 ]
 
 
-# --- 04: Spec-Bench on this machine (issue 26) -------------------------------------------------------------
+# --- 05: Spec-Bench on this machine (issue 26) -------------------------------------------------------------
 
 from lesson_entries import families  # noqa: E402
 
@@ -750,7 +750,7 @@ NUMBERS += [
              lambda saved: (lambda s: (s["alone"] / s["shared"], s["alone_pass"] / s["shared_pass"], s["alone_v5"], s["shared_v5"]))(_shared(saved))),
 ]
 
-# ---- chapter 4, W8A8: vLLM's CPU kernel probed on an AVX-512 machine and on this AVX2 one (issue 36)
+# ---- chapter 7, W8A8: vLLM's CPU kernel probed on an AVX-512 machine and on this AVX2 one (issue 36)
 
 from lesson_entries import w8a8_probe  # noqa: E402
 
@@ -786,7 +786,7 @@ NUMBERS += [
                                                               n[f"{AVX2_FBGEMM}|v6"]))(w8a8_probe(saved))),
 ]
 
-# ---- chapter 4, batches: the classic bug computed on a tiny model, the measured gain per batch size, vLLM's server
+# ---- chapter 9, batches: the classic bug computed on a tiny model, the measured gain per batch size, vLLM's server
 
 from lesson_entries import batch_bug_demo, batch_numbers  # noqa: E402
 
@@ -861,7 +861,7 @@ NUMBERS += [
              _server_speedups),
 ]
 
-# ---- chapter 4, trained draft heads: Medusa, EAGLE, EAGLE-2, EAGLE-3 (the head's size built from its config, on the meta device)
+# ---- chapter 6, trained draft heads: Medusa, EAGLE, EAGLE-2, EAGLE-3 (the head's size built from its config, on the meta device)
 
 from functools import cache  # noqa: E402
 
@@ -926,7 +926,7 @@ NUMBERS += [
     Computed(VOCABULARY, "with a draft vocabulary of B and C (A left out) and the head's q = (<<s>>) over it, the rule emits (<<s>>) "
                      "instead of $p$ = (<<s>>)",
              lambda: (vector(HEAD_Q), vector(unmapped_q_output()[0]), vector(unmapped_q_output()[1]))),
-    # exercise 11: what the draft vocabulary saves in a draft step
+    # chapter 6, exercise 2: what the draft vocabulary saves in a draft step
     Computed(VOCABULARY, "The decoder layer holds <<.1f>> million weights and the output layer <<,d>> rows of <<d>>, <<.1f>> million, so a "
                      "step reads <<.1f>> million, <<.1f>>% of the target's <<.1f>> million. With the whole vocabulary the output layer "
                      "holds <<,d>> rows, <<.1f>> million, and a step reads <<.1f>> million, <<.1f>>%: the draft vocabulary makes "
@@ -1002,7 +1002,7 @@ LLAMA_TIMING_DEFAULTS = f"python benchmarks/llama_cpp_exactness.py timing --mode
 LLAMA_CONTROL_ROWS = (("llama.cpp's defaults", "defaults"), ("a ubatch of 4", "ubatch4"), ("a ubatch of 512", "ubatch"),
                       ("a ubatch of 512, weights not repacked", "unrepacked"), ("flash attention off", "flash"),
                       ("a float16 V cache", "value"))
-LOOKUP_GAMMA = 3                                    # exercise 12: prompt lookup's round, and the draft's
+LOOKUP_GAMMA = 3                                    # chapter 8, exercise 1: prompt lookup's round, and the draft's
 
 
 def _llama(saved: str) -> dict[str, object]:
@@ -1116,7 +1116,7 @@ NUMBERS += [
     Measured(RUNTIMES, "the 1.5B took a median of <<.1f>> ms a step on 2 threads and <<.1f>> ms on one (quiet: <<.1f>> and <<.1f>>)",
              LLAMA_TIMING_BUSY, LLAMA_EXACTNESS,
              lambda saved: (lambda n: (n["busy_t2"]["step"], n["busy_t1"]["step"], n["t2"]["step"], n["t1"]["step"]))(_llama(saved))),
-    # exercise 12: break-even alphas from the measured v
+    # chapter 8, exercise 1: break-even alphas from the measured v
     Measured(RUNTIMES, r"a pass over 4 tokens costs $v(3) = <<.2f>>$ steps on two threads and <<.2f>> on one", LLAMA_TIMING,
              LLAMA_EXACTNESS, lambda saved: (lambda n: (engine_v(n["t2"], LOOKUP_GAMMA), engine_v(n["t1"], LOOKUP_GAMMA)))(_llama(saved))),
     Measured(RUNTIMES, r"The 0.5B draft at $c = <<.2f>>$, with the $v(3) = <<.2f>>$ of the run that $c$ comes from",
