@@ -21,7 +21,6 @@ import re
 import sys
 from pathlib import Path
 
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 GUIDE = ROOT / "guide"
