@@ -1,6 +1,6 @@
-"""Build print-ready PDFs of the five chapters from their markdown, through Typst.
+"""Build print-ready PDFs of the chapters from their markdown, through Typst.
 
-    python guide/build_pdfs.py                  # writes guide/pdf/00-intuition.pdf ... 04-beyond-the-chain.pdf
+    python guide/build_pdfs.py                  # writes guide/pdf/00-intuition.pdf ... 09-batches.pdf
     python guide/build_pdfs.py --out /tmp/pdf --png /tmp/png   # elsewhere, plus every page as PNG
     python guide/build_pdfs.py --typst /tmp/typ                # also keep the generated .typ sources
 
@@ -32,7 +32,7 @@ from latex_math import ConversionError, latex_to_typst  # noqa: E402
 
 GUIDE = Path(__file__).resolve().parent
 ROOT = GUIDE.parent
-CHAPTERS = ("00-intuition.md", "01-math.md", "02-algorithm.md", "03-methods.md", "04-beyond-the-chain.md")
+from reading_time import CHAPTERS  # noqa: E402  (the chapters, in order: one list for the course)
 COURSE = "specdec: speculative decoding, from zero"
 
 

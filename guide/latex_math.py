@@ -23,7 +23,7 @@ LATEX_COMMANDS = {
     "infty": "infinity", "cdot": "dot", "times": "times", "le": "<=", "leq": "<=", "ge": ">=", "geq": ">=",
     "ne": "!=", "neq": "!=", "approx": "approx", "propto": "prop", "sim": "tilde.op", "to": "->", "rightarrow": "->", "leftarrow": "<-",
     "Rightarrow": "=>", "iff": "<=>", "in": "in", "dots": "dots", "ldots": "dots", "cdots": "dots.c",
-    "mid": "|", "blacksquare": "square.filled", "lvert": "|", "rvert": "|", "prime": "prime",
+    "mid": "|", "blacksquare": "square.filled", "lvert": "|", "rvert": "|", "prime": "prime", "lfloor": "floor.l", "rfloor": "floor.r",
     # operators
     "sum": "sum", "prod": "product", "min": "min", "max": "max", "arg": "arg", "log": "log", "exp": "exp", "cos": "cos",
     "Pr": "Pr",

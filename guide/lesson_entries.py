@@ -353,84 +353,6 @@ def batch_bug_demo() -> dict[str, float]:
             "same_round": int(all(d >= f for d, f in zip(differing, first_round)))}
 
 
-def tree_growth_example(c: float = 0.2, beta: float = 0.05, root=(0.81, 0.09, 0.0049)) -> dict[str, object]:
-    """Chapter 4's worked number for `TreeDrafter`'s growth rule, by hand and then by the drafter itself.
-
-    A fresh calibration (a = sqrt(q)), a draft whose three likeliest tokens after the root have probabilities
-    `root`. By hand: each slot's worth and the test it faces, E and T after each, the children the root gets,
-    and the next level's predicted gain against its cost. Then `TreeDrafter._children_counts` must give the
-    same children and `TreeDrafter.grow`, the tree policy over a stand-in reader that hands out fixed draft distributions
-    (greedy, a 64-token vocabulary), must read a second level; "parents" is the tree it grows.
-    """
-    import numpy as np
-    import torch
-
-    from specdec.drafting.tree_drafter import TreeDrafter, TreeText
-    from specdec.engine.sampling import SamplingConfig
-    from specdec.engine.stop_rule import ConfidenceStop
-
-    vocabulary = 64
-
-    def law(*top: float) -> np.ndarray:
-        q = np.full(vocabulary, (1 - sum(top)) / (vocabulary - len(top)))
-        q[:len(top)] = top
-        return q
-
-    rule = ConfidenceStop(c=c, verify_slope=beta, max_gamma=12)
-    a = [rule.acceptance(value) for value in root]
-    expected, cost, steps, children = 1.0, c + 1.0, [], 0
-    for rank, worth in enumerate(a):                         # the root's reach is 1: a slot is worth a(q)
-        taken = rank == 0 or worth * cost > expected * beta
-        steps.append({"worth": worth, "gain": worth * cost, "price": expected * beta, "taken": taken})
-        if not taken:
-            break
-        children += 1
-        expected, cost = expected + worth, cost + beta
-        steps[-1] |= {"E": expected, "T": cost}
-    reach = a[:children]
-    gain = sum(r * r for r in reach)                         # R(n) a(q(n)): a child as sure as its parent
-    level_cost = c + beta * children                        # one more draft pass, and the next level's nodes
-    level = {"G": gain, "T": cost, "E": expected, "left": gain * cost, "right": expected * level_cost, "more": gain * cost > expected * level_cost}
-
-    class Reader:                                            # a reader handing out fixed draft distributions, one set per pass
-        name, draft_model, hidden_layers, internals = "worked example", None, (), False
-
-        def __init__(self, rows):
-            self.rows, self.passes = rows, 0
-
-        def begin(self, generation):
-            pass
-
-        def read_text(self, row, sequence):
-            return self._next(1)
-
-        def read_level(self, row, new, tokens, parents):
-            return self._next(len(new))
-
-        def observe(self, row, verified):
-            pass
-
-        def forget(self, row):
-            pass
-
-        def _next(self, count):
-            logits = torch.log(torch.tensor(np.array(self.rows[min(self.passes, len(self.rows) - 1)][:count]), dtype=torch.float32))
-            self.passes += 1
-            return logits
-
-    rows = [[law(*root)], [law(0.64, 0.2, 0.1), law(0.36, 0.3, 0.2)], [law(0.5, 0.3, 0.1)] * 3]
-    reader = Reader(rows)
-    drafter = TreeDrafter.reading(reader, name="worked example")
-    drafter.c, drafter.verify_slope, drafter.vocab_size = c, beta, vocabulary
-    counts = drafter._children_counts(rule, torch.tensor(law(*root), dtype=torch.float32)[None], [1.0], expected=1.0,
-                                      cost=c + 1.0, nodes=0, room=drafter.budget, first_level=True)
-    assert counts == [children], (counts, children)
-    drafter.texts[0] = TreeText(ConfidenceStop(c=c, verify_slope=beta, max_gamma=drafter.depth))
-    tree = drafter.grow(0, torch.tensor([5, 7]), drafter.depth, SamplingConfig(temperature=0), None)
-    assert tree.parents[:children] == (-1,) * children and (reader.passes > 1) == level["more"], (tree.parents, reader.passes)
-    return {"a": a, "steps": steps, "children": children, "reach": reach, "level": level, "parents": str(tree.parents)}
-
-
 def llama_cpp_runs(saved: str) -> dict[str, dict]:
     """From `benchmarks/llama_cpp_exactness.py`'s JSON lines: each run's result keyed by its command without `--out FILE`
     ('controls --threads 2' -> {'1.5b ubatch 4': {...}, ...}); a command run again replaces its older line."""
@@ -453,10 +375,11 @@ def first_differing_k(passes: dict[str, dict]) -> int | None:
 def llama_cpp_numbers(saved: str) -> dict[str, object]:
     """What chapter 4 quotes of llama.cpp's exactness and costs, from the JSON lines of `benchmarks/llama_cpp_exactness.py`.
 
-    Keys: "exact_rows" (rows of k-token passes compared per model and thread count), "exact_runs", "exact_differ" (rows
+    Keys: "exact_rows" (rows of k-token passes compared per model and thread count: a row per token, "exact_passes" the
+    pass lengths k), "exact_runs", "exact_differ" (rows
     that differed, all runs), "tree_rows", "keep_rows", "long_rows"; per control C ("defaults", "ubatch4", "ubatch",
     "unrepacked", "flash", "value") and model M ("1.5b", "0.5b"): "C_M_first" (first k whose rows differ, or None), "C_M_max" (largest
-    |logit difference| over the passes), "C_M_rows", "C_M_differ", "C_M_argmax", "C_M_long" (largest difference of the
+    |logit difference| over the passes), "C_M_rows", "C_M_differ", "C_M_argmax", "C_M_passes" (the pass lengths k), "C_M_long" (largest difference of the
     6 tokens after 300); "greedy_*" the speculative loop; timings "t1", "t2" (the 1.5B at 1 and 2 threads, the quieter
     run), "t1_defaults", "busy_t1", "busy_t2", "draft_t1" (the run with another process busy, the 0.5B at 1 thread): each {"step", "min", "v"}
     with v[k] a pass over k tokens over one step.
@@ -474,7 +397,7 @@ def llama_cpp_numbers(saved: str) -> dict[str, object]:
         "exact_runs": len(exact), "exact_rows": pass_rows.pop(),
         "exact_differ": sum(rows["rows_differ"] for run in exact.values() for rows in checks(run)),
         "tree_rows": first["tree"]["branches"]["rows"], "keep_rows": first["tree"]["after_keep"]["rows"],
-        "long_rows": first["6_after_300"]["rows"]}
+        "long_rows": first["6_after_300"]["rows"], "exact_passes": sorted(int(k) for k in first["passes"])}
     controls = runs["controls --threads 2"]
     for key, label in (("defaults", "llama.cpp defaults"), ("ubatch4", "ubatch 4"), ("ubatch", "ubatch 512"),
                        ("unrepacked", "ubatch 512 unrepacked"), ("flash", "flash attention off"), ("value", "V cache float16")):
@@ -486,7 +409,8 @@ def llama_cpp_numbers(saved: str) -> dict[str, object]:
                         f"{key}_{model}_rows": sum(r["rows"] for r in passes),
                         f"{key}_{model}_differ": sum(r["rows_differ"] for r in passes),
                         f"{key}_{model}_argmax": sum(r["argmax_differ"] for r in passes),
-                        f"{key}_{model}_long": run["6_after_300"]["max_abs"]}
+                        f"{key}_{model}_long": run["6_after_300"]["max_abs"],
+                        f"{key}_{model}_passes": sorted(int(k) for k in run["passes"])}
     greedy = runs["greedy --threads 2 --tokens 64"]
     numbers |= {f"greedy_{key}": value for key, value in greedy.items()}
 

@@ -123,24 +123,24 @@ NUMBERS: list[Computed | Measured | Reported] = [
              lambda: (0.8, 4, expected_tokens_per_pass(0.8, 4), 0.1, walltime_speedup(0.8, 4, 0.1))),
     Computed(INTUITION, "c = <<.1f>>, and alpha = <<.1f>>, the same gamma gives only <<.2f>>x", lambda: (0.4, 0.7, walltime_speedup(0.7, 4, 0.4))),
     Measured(INTUITION, "The draft guessed <<d>> tokens and <<d>> were kept: an *acceptance rate* (accepted/drafted) of <<.3f>>.",
-             RUN_JSON, "qwen-greedy-bf16.json",
+             RUN_JSON, "avx512-bf16/qwen-greedy-bf16.json",
              lambda saved: (stats(saved, "drafted"), stats(saved, "accepted"), stats(saved, "acceptance_rate"))),
     Measured(INTUITION, "the target checked <<d>> guesses and kept <<d>>, so alpha, the chance that a *checked* guess is kept, was about "
                         "<<.2f>> (accepted/tested). Each target pass produced <<.2f>> tokens, and the wall clock said <<.2f>>x faster than "
                         "the target alone. Why only <<.2f>>x when each pass gave <<.2f>> tokens?",
-             RUN_JSON, "qwen-greedy-bf16.json",
+             RUN_JSON, "avx512-bf16/qwen-greedy-bf16.json",
              lambda saved: (stats(saved, "accepted") + stats(saved, "rejections"), stats(saved, "accepted"), stats(saved, "alpha_estimate"),
                             stats(saved, "tokens_per_target_pass"), json.loads(saved)["compare"]["wall_clock_speedup"],
                             json.loads(saved)["compare"]["wall_clock_speedup"], stats(saved, "tokens_per_target_pass"))),
-    Measured(INTUITION, "the saved run says `identical_tokens: <<s>>`", RUN_JSON, "qwen-greedy-bf16.json",
+    Measured(INTUITION, "the saved run says `identical_tokens: <<s>>`", RUN_JSON, "avx512-bf16/qwen-greedy-bf16.json",
              lambda saved: str(json.loads(saved)["compare"]["identical_tokens"]).lower()),
-    Measured(INTUITION, "its text parted from the target's greedy text at token <<d>>", RUN_TEXT, "qwen-greedy-bf16-busy.txt",
+    Measured(INTUITION, "its text parted from the target's greedy text at token <<d>>", RUN_TEXT, "avx512-bf16/qwen-greedy-bf16-busy.txt",
              lambda saved: int(report_line(saved, r"they part at token (\d+)"))),
     Measured(INTUITION, "the same command wrote the target's own text for all <<d>> tokens", "specdec run --temperature 0 --compare --chat --dtype float32",
-             "qwen-greedy-fp32.txt",
+             "avx512-bf16/qwen-greedy-fp32.txt",
              lambda saved: int(report_line(saved, r"new tokens: (\d+)")) if "greedy output: yes" in saved else -1),
-    Measured(INTUITION, "each draft step cost about <<.2f>> of a target step", RUN_JSON, "qwen-greedy-bf16.json", draft_cost_ratio),
-    Measured(INTUITION, "reported <<.2f>>x", RUN_TEXT, "qwen-greedy-bf16-busy.txt",
+    Measured(INTUITION, "each draft step cost about <<.2f>> of a target step", RUN_JSON, "avx512-bf16/qwen-greedy-bf16.json", draft_cost_ratio),
+    Measured(INTUITION, "reported <<.2f>>x", RUN_TEXT, "avx512-bf16/qwen-greedy-bf16-busy.txt",
              lambda saved: report_line(saved, r"wall-clock speedup: ([\d.]+)x")),
     Computed(INTUITION, "p(A) / q(A) = <<.2f>> / <<.2f>> = <<.2f>>", lambda: (TOY_P[A], TOY_Q[A], TOY_P[A] / TOY_Q[A])),
     Computed(INTUITION, "the draft proposes it with <<.2f>>, the target wants <<.2f>>", lambda: (TOY_Q[A], TOY_P[A])),
@@ -205,15 +205,15 @@ NUMBERS += [
     Computed(MATH, r"$\alpha = <<.1f>>$, $\gamma = <<d>>$, $c = <<.1f>>$: $S = <<.2f>>$. A draft that costs <<.0f>>% of the target",
              lambda: (0.7, 4, 0.4, walltime_speedup(0.7, 4, 0.4), 0.4 * 100)),
     Computed(MATH, r"where the check costs $v = <<.1f>>$ instead of 1: $S = <<.2f>>$", lambda: (1.2, walltime_speedup(0.7, 4, 0.4, 1.2))),
-    Measured(MATH, r"a draft step cost $c \approx <<.2f>>$ target steps", RUN_JSON, "qwen-greedy-bf16.json", draft_cost_ratio),
-    Measured(MATH, r"a verification pass cost $v \approx <<.2f>>$ target steps", RUN_JSON, "qwen-greedy-bf16.json", verification_cost),
+    Measured(MATH, r"a draft step cost $c \approx <<.2f>>$ target steps", RUN_JSON, "avx512-bf16/qwen-greedy-bf16.json", draft_cost_ratio),
+    Measured(MATH, r"a verification pass cost $v \approx <<.2f>>$ target steps", RUN_JSON, "avx512-bf16/qwen-greedy-bf16.json", verification_cost),
     Measured(MATH, r"Put into the formula with $\gamma = <<d>>$ and its <<.2f>> tokens per pass, they predict $<<.2f>> / (<<d>> \cdot <<.3f>> + "
                    r"<<.3f>>) = <<.2f>>$, below the measured <<.2f>>x: the run did not draft <<d>> tokens per target pass but <<.2f>> (<<d>> "
                    r"drafts in <<d>> passes: the prompt pass drafts nothing, and the last round drafts only what is still wanted), and "
                    r"$<<.2f>> / (<<.2f>> \cdot <<.3f>> + <<.3f>>) = <<.2f>>$",
-             RUN_JSON, "qwen-greedy-bf16.json", lambda saved: _formula_against_run(saved)),
-    Measured(MATH, "in chapter 0's run, alpha was <<.2f>> (<<d>> of <<d>> tested) and the acceptance rate <<.3f>> (<<d>> of <<d>> drafted)",
-             RUN_JSON, "qwen-greedy-bf16.json",
+             RUN_JSON, "avx512-bf16/qwen-greedy-bf16.json", lambda saved: _formula_against_run(saved)),
+    Measured(MATH, "in chapter 0's run (on the AVX-512 BF16 machine), alpha was <<.2f>> (<<d>> of <<d>> tested) and the acceptance rate <<.3f>> (<<d>> of <<d>> drafted)",
+             RUN_JSON, "avx512-bf16/qwen-greedy-bf16.json",
              lambda saved: (stats(saved, "alpha_estimate"), stats(saved, "accepted"), stats(saved, "accepted") + stats(saved, "rejections"),
                             stats(saved, "acceptance_rate"), stats(saved, "accepted"), stats(saved, "drafted"))),
     Computed(MATH, r"For $\alpha = <<.1f>>$, $c = <<.1f>>$ the best $\gamma$ is <<d>> at $v = 1$ and at $v = <<.1f>>$, and <<d>> at $v = 2$. Only a "
@@ -320,9 +320,9 @@ NUMBERS += [
     Computed(ALGORITHM, "after 200,000 trials the standard error of a frequency near <<.1f>> is <<.4f>>",
              lambda: (0.4, binomial_standard_error(0.4, 200_000))),
     Measured(ALGORITHM, "In bfloat16 the speculative text parted from the target's own greedy text at token <<d>>", RUN_TEXT,
-             "qwen-greedy-bf16-busy.txt", lambda saved: int(report_line(saved, r"they part at token (\d+)"))),
+             "avx512-bf16/qwen-greedy-bf16-busy.txt", lambda saved: int(report_line(saved, r"they part at token (\d+)"))),
     Measured(ALGORITHM, "in float32 it was identical to the target's greedy output for all <<d>> tokens", RUN_FP32,
-             "qwen-greedy-fp32.txt",
+             "avx512-bf16/qwen-greedy-fp32.txt",
              lambda saved: int(report_line(saved, r"new tokens: (\d+)")) if "greedy output: yes" in saved else -1),
     Computed(ALGORITHM, "produces the frequencies (<<s>>) for our example", lambda: vector(bugs.reseeded_position(TOY_P, TOY_Q), 1)),
     Computed(ALGORITHM, "Two bugs in the table give A = <<.1f>>: argmax drafting gives (<<s>>) and reseeding gives (<<s>>)",
@@ -338,14 +338,14 @@ METHODS = "03-methods.md"
 CROSS_BENCH = ('specdec bench --pairs "qwen2.5-coder-0.5b->qwen2.5-coder-1.5b" "smollm2-135m->qwen2.5-coder-1.5b" '
                '"gemma3-270m->qwen2.5-coder-1.5b" --methods speculative,assisted-dynamic --gammas stop,adaptive --prompts-per-category 2 '
                '--max-new-tokens 128 --out benchmarks/cross-tokenizer.csv --markdown')
-CROSS_P = (0.60, 0.30, 0.10)      # exercise 4: a target, a point-mass proposal, a same-tokenizer draft
+CROSS_P = (0.60, 0.30, 0.10)      # chapter 6, exercise 1: a target, a point-mass proposal, a same-tokenizer draft
 CROSS_POINT_MASS = (1.0, 0.0, 0.0)
 CROSS_Q = (0.80, 0.20, 0.00)
 TREE_BENCH_BF16 = ('specdec bench --pairs "qwen2.5-coder-0.5b->qwen2.5-coder-1.5b" --methods speculative --gammas 3,4,5,6,stop,tree '
                    '--prompts-per-category 2 --max-new-tokens 128 --dtype bfloat16 --quantization none --draft-quantization none --out benchmarks/trees-bf16.csv --markdown')
 TREE_BENCH_INT8 = "--draft-quantization int8 --out benchmarks/trees-int8.csv"   # the chapter shows it as a change to the bf16 command
 KERNELS = ("python benchmarks/weight_kernels.py --llama-bench ~/.cache/specdec/llama.cpp-11434.0.0/build/bin/llama-bench "
-           "--out guide/measurements/kernels.csv")
+           "--out guide/measurements/avx512-bf16/kernels.csv")
 LLAMA_CPP = ("python benchmarks/llama_cpp.py --specdec plain:bfloat16:none plain:float32:int8 plain:bfloat16:int4 speculative:float32:int8:int4 "
              "speculative:float32:int8:int4:tree speculative:bfloat16:int4:int4 --out benchmarks/llama-cpp.csv")
 
@@ -423,10 +423,11 @@ NUMBERS += [
 ]
 
 
-# --- 04-beyond-the-chain.md: token trees, other tokenizers, quantized kernels ----------------------
+# --- 04 to 09, split from the old chapter 4 (issue 51): trees (04), other tokenizers (06), kernels (07), the stop rule (04) -----
 
-BEYOND = "04-beyond-the-chain.md"
-TREE_P = (0.60, 0.30, 0.10)       # the tree bugs' table and exercise 1: a target ...
+TREES, FREE, VOCABULARY = "04-trees.md", "05-model-free.md", "06-own-vocabulary.md"
+KERNELS_CHAPTER, RUNTIMES, BATCHES = "07-kernels.md", "08-runtimes.md", "09-batches.md"
+TREE_P = (0.60, 0.30, 0.10)       # the tree bugs' table and chapter 4, exercise 1: a target ...
 TREE_Q = (0.10, 0.20, 0.70)       # ... and a draft that loves C
 def top_k_tested_as_drawn(p, q, guesses: int) -> np.ndarray:
     """EAGLE-2's tree ported to sampling as it is: a node's children are q's `guesses` most likely tokens (no draw at
@@ -466,7 +467,7 @@ CROSS_BUG_TABLE = [   # (row label, exact output of one position for CROSS_P and
 ]
 
 
-STOP_C, STOP_S = 0.2, 0.05        # exercise 5: a fresh ConfidenceStop's costs ...
+STOP_C, STOP_S = 0.2, 0.05        # chapter 4, exercise 3: a fresh ConfidenceStop's costs ...
 STOP_SURE, STOP_UNSURE = 0.81, 0.25  # ... and two confidences (a fresh rule's chance of acceptance is their square root)
 
 
@@ -498,107 +499,107 @@ def round_cost(kernels: dict, target: str, draft: str, gamma: int = 5) -> float:
 
 
 NUMBERS += [
-    Computed(BEYOND, r"one guess is accepted with probability $\alpha = <<.2f>>$; two guesses drawn without replacement: <<.2f>>.",
+    Computed(TREES, r"one guess is accepted with probability $\alpha = <<.2f>>$; two guesses drawn without replacement: <<.2f>>.",
              lambda: (multi_candidate_acceptance(TOY_P, TOY_Q, 1), multi_candidate_acceptance(TOY_P, TOY_Q, 2))),
-    Measured(BEYOND, "The tree made <<.2f>> tokens per target pass against <<.2f>> for the best fixed chain (gamma <<d>>), and ran "
+    Measured(TREES, "The tree made <<.2f>> tokens per target pass against <<.2f>> for the best fixed chain (gamma <<d>>), and ran "
                       "<<.2f>>x faster than the target alone against <<.2f>>x: <<.2f>>x the best chain (the median of the per-prompt "
                       "ratios: <<.2f>>x). It drafted <<.1f>> nodes per round",
-             TREE_BENCH_BF16, "trees-bf16.csv",
+             TREE_BENCH_BF16, "avx512-bf16/trees-bf16.csv",
              lambda saved: (lambda t: (t["tree_tpp"], t["chain_tpp"], t["gamma"], t["tree"], t["chain"], t["ratio"], t["paired"],
                                        t["nodes"]))(tree_against_chain(saved))),
-    Measured(BEYOND, "On translation, where the draft agrees least, the tree gave <<.2f>>x against the chain's <<.2f>>x",
-             TREE_BENCH_BF16, "trees-bf16.csv", lambda saved: (lambda t: (t["translation_tree"], t["translation_chain"]))(tree_against_chain(saved))),
-    Measured(BEYOND, "(c is about <<.2f>> here: a bfloat16 draft step over a bfloat16 target step", TREE_BENCH_BF16, "trees-bf16.csv",
+    Measured(TREES, "On translation, where the draft agrees least, the tree gave <<.2f>>x against the chain's <<.2f>>x",
+             TREE_BENCH_BF16, "avx512-bf16/trees-bf16.csv", lambda saved: (lambda t: (t["translation_tree"], t["translation_chain"]))(tree_against_chain(saved))),
+    Measured(TREES, "(c is about <<.2f>> here: a bfloat16 draft step over a bfloat16 target step", TREE_BENCH_BF16, "avx512-bf16/trees-bf16.csv",
              lambda saved: tree_against_chain(saved)["c"]),
-    Measured(BEYOND, "a draft pass is cheaper (c about <<.2f>>), and the tree ran <<.2f>>x faster than the target alone against "
+    Measured(TREES, "a draft pass is cheaper (c about <<.2f>>), and the tree ran <<.2f>>x faster than the target alone against "
                       "<<.2f>>x for the best fixed chain (gamma <<d>>): <<.2f>>x. It still lost on code (<<.2f>>x against the stop rule's "
                       "<<.2f>>x)",
-             TREE_BENCH_INT8, "trees-int8.csv",
+             TREE_BENCH_INT8, "avx512-bf16/trees-int8.csv",
              lambda saved: (lambda t: (t["c"], t["tree"], t["chain"], t["gamma"], t["ratio"], t["code_tree"], t["code_stop"]))(
                  tree_against_chain(saved))),
     # same algorithm, other kernels (issue 10)
-    *[Measured(BEYOND, f"| {label} | <<.0f>> ms | <<.0f>> ms | <<.2f>> | <<.2f>> |", KERNELS, "kernels.csv",
+    *[Measured(KERNELS_CHAPTER, f"| {label} | <<.0f>> ms | <<.0f>> ms | <<.2f>> | <<.2f>> |", KERNELS, "avx512-bf16/kernels.csv",
                lambda saved, key=key: (lambda k: (k[f"{key}_step"], k[f"{key}_draft_step"], k[f"{key}_v5"], k[f"{key}_v17"]))(kernel_costs(saved)))
       for label, key in (("specdec bfloat16", "bfloat16"), ("specdec int8 (`Int8Linear`)", "float32 int8"),
                          ("specdec int4 (`Int4Linear`, bfloat16)", "bfloat16 int4"),
                          ("PyTorch's dynamic int8 (one scale per pass)", "float32 torch dynamic int8"), ("llama.cpp Q4_K_M", "Q4_K_M"))],
-    Measured(BEYOND, "llama.cpp's step is the fastest (<<.0f>> ms for the 1.5B), but its pass over 6 tokens costs <<.2f>> steps and "
+    Measured(KERNELS_CHAPTER, "llama.cpp's step is the fastest (<<.0f>> ms for the 1.5B), but its pass over 6 tokens costs <<.2f>> steps and "
                       "its 0.5B draft costs c = <<.2f>>: with alpha = <<.1f>> and gamma = <<d>>, chapter 1's formula predicts <<.2f>>x.",
-             KERNELS, "kernels.csv", lambda saved: (lambda k: (k["Q4_K_M_step"], k["Q4_K_M_v5"], k["c_Q4_K_M_Q4_K_M"], 0.9, 5,
+             KERNELS, "avx512-bf16/kernels.csv", lambda saved: (lambda k: (k["Q4_K_M_step"], k["Q4_K_M_v5"], k["c_Q4_K_M_Q4_K_M"], 0.9, 5,
                                                                 walltime_speedup(0.9, 5, k["c_Q4_K_M_Q4_K_M"], k["Q4_K_M_v5"])))(kernel_costs(saved))),
-    Measured(BEYOND, "specdec's int8 target keeps a pass over 6 tokens at <<.2f>> steps, and the int4 draft costs c = <<.2f>>: the same "
+    Measured(KERNELS_CHAPTER, "specdec's int8 target keeps a pass over 6 tokens at <<.2f>> steps, and the int4 draft costs c = <<.2f>>: the same "
                       "formula predicts <<.2f>>x.",
-             KERNELS, "kernels.csv", lambda saved: (lambda k: (k["float32 int8_v5"], k["c_float32 int8_bfloat16 int4"],
+             KERNELS, "avx512-bf16/kernels.csv", lambda saved: (lambda k: (k["float32 int8_v5"], k["c_float32 int8_bfloat16 int4"],
                                                                 walltime_speedup(0.9, 5, k["c_float32 int8_bfloat16 int4"], k["float32 int8_v5"])))(
                  kernel_costs(saved))),
-    Measured(BEYOND, "unpacks the weights again for every token of a pass (v(5) = <<.2f>>)", KERNELS, "kernels.csv",
+    Measured(KERNELS_CHAPTER, "unpacks the weights again for every token of a pass (v(5) = <<.2f>>)", KERNELS, "avx512-bf16/kernels.csv",
              lambda saved: kernel_costs(saved)["bfloat16 int4_v5"]),
-    Measured(BEYOND, "llama.cpp's speculative tool ran at <<.1f>> tokens/s against <<.1f>> for its plain decoding (both its Q4_K_M files); "
+    Measured(KERNELS_CHAPTER, "llama.cpp's speculative tool ran at <<.1f>> tokens/s against <<.1f>> for its plain decoding (both its Q4_K_M files); "
                       "specdec's default (an int8 target, an int4 draft) ran at <<.1f>> tokens/s, <<.2f>>x its own int8 target alone (<<.1f>>)",
-             LLAMA_CPP, "llama-cpp.csv", lambda saved: (lambda v: (v["speculative Q4_K_M n-max 16"], v["plain Q4_K_M"],
+             LLAMA_CPP, "avx512-bf16/llama-cpp.csv", lambda saved: (lambda v: (v["speculative Q4_K_M n-max 16"], v["plain Q4_K_M"],
                                                                    v["speculative float32 int8 / int4"], v["default_vs_own_plain"],
                                                                    v["plain float32 int8"]))(side_by_side(saved))),
-    Measured(BEYOND, "our default made <<.2f>> of llama.cpp's plain rate (<<.1f>> over <<.1f>>, the medians; the median of the per-prompt "
-                     "ratios is <<.2f>>)", LLAMA_CPP, "llama-cpp.csv",
+    Measured(KERNELS_CHAPTER, "our default made <<.2f>> of llama.cpp's plain rate (<<.1f>> over <<.1f>>, the medians; the median of the per-prompt "
+                     "ratios is <<.2f>>)", LLAMA_CPP, "avx512-bf16/llama-cpp.csv",
              lambda saved: (lambda v: (v["speculative float32 int8 / int4"] / v["plain Q4_K_M"], v["speculative float32 int8 / int4"],
                                        v["plain Q4_K_M"], v["default_vs_plain"]))(side_by_side(saved))),
-    *[Measured(BEYOND, f"| {label} | {tokenizer} | <<.2f>> | <<.2f>> | <<.2f>> | <<.2f>>x | <<.2f>>x |", CROSS_BENCH, "cross-tokenizer.csv",
+    *[Measured(VOCABULARY, f"| {label} | {tokenizer} | <<.2f>> | <<.2f>> | <<.2f>> | <<.2f>>x | <<.2f>>x |", CROSS_BENCH, "avx512-bf16/cross-tokenizer.csv",
                lambda saved, d=draft: (lambda m: (m[f"{d}_c"], m[f"{d}_alpha"], m[f"{d}_tpp"], m[f"{d}_code"], m[f"{d}_speedup"]))(
                    drafts_for_one_target(saved)))
       for label, tokenizer, draft in (("Qwen2.5-Coder-0.5B", "shared", "qwen2.5-coder-0.5b"), ("SmolLM2-135M", "its own", "smollm2-135m"),
                                       ("Gemma 3 270M", "its own", "gemma3-270m"))],
-    Measured(BEYOND, "given the same SmolLM2 draft, ran at <<.2f>>x the target alone over all prompts", CROSS_BENCH, "cross-tokenizer.csv",
+    Measured(VOCABULARY, "given the same SmolLM2 draft, ran at <<.2f>>x the target alone over all prompts", CROSS_BENCH, "avx512-bf16/cross-tokenizer.csv",
              lambda saved: drafts_for_one_target(saved)["smollm2-135m_hf"]),
-    Computed(BEYOND, r"Take the target's $p = (<<s>>)$ over $x, y, z$", lambda: vector(CROSS_P)),
-    Computed(BEYOND, r"a same-tokenizer draft with $q = (<<s>>)$", lambda: vector(CROSS_Q)),
-    Computed(BEYOND, r"keeps $x$ with probability $\min(1, p(x)) = <<.2f>>$", lambda: acceptance_rate(CROSS_P, CROSS_POINT_MASS)),
-    Computed(BEYOND, r"The output is $(<<s>>) = p$: exact", lambda: vector(bugs.correct_rule(CROSS_P, CROSS_POINT_MASS))),
-    Computed(BEYOND, r"kept with probability $\alpha = \sum \min(p, q) = <<.2f>>$", lambda: acceptance_rate(CROSS_P, CROSS_Q)),
-    # the classic tree bugs, exercise 1
-    Computed(BEYOND, "a target p = (<<s>>) and a draft that loves C, q = (<<s>>)", lambda: (vector(TREE_P, 3), vector(TREE_Q, 3))),
-    *[Computed(BEYOND, "| <<s>> | (<<s>>) | <<.3f>> |",
+    Computed(VOCABULARY, r"Take the target's $p = (<<s>>)$ over $x, y, z$", lambda: vector(CROSS_P)),
+    Computed(VOCABULARY, r"a same-tokenizer draft with $q = (<<s>>)$", lambda: vector(CROSS_Q)),
+    Computed(VOCABULARY, r"keeps $x$ with probability $\min(1, p(x)) = <<.2f>>$", lambda: acceptance_rate(CROSS_P, CROSS_POINT_MASS)),
+    Computed(VOCABULARY, r"The output is $(<<s>>) = p$: exact", lambda: vector(bugs.correct_rule(CROSS_P, CROSS_POINT_MASS))),
+    Computed(VOCABULARY, r"kept with probability $\alpha = \sum \min(p, q) = <<.2f>>$", lambda: acceptance_rate(CROSS_P, CROSS_Q)),
+    # the classic tree bugs, chapter 4, exercise 1
+    Computed(TREES, "a target p = (<<s>>) and a draft that loves C, q = (<<s>>)", lambda: (vector(TREE_P, 3), vector(TREE_Q, 3))),
+    *[Computed(TREES, "| <<s>> | (<<s>>) | <<.3f>> |",
                (lambda label=label, bug=bug: (label, vector(bug(TREE_P, TREE_Q), 3), bugs.largest_error(bug(TREE_P, TREE_Q), TREE_P))))
       for label, bug in TREE_BUG_TABLE],
-    Computed(BEYOND, "Take the table's target p = (<<s>>) and the draft that loves C, q = (<<s>>)",
+    Computed(TREES, "Take the table's target p = (<<s>>) and the draft that loves C, q = (<<s>>)",
              lambda: (vector(TREE_P, 3), vector(TREE_Q, 3))),
-    Computed(BEYOND, r"One guess: $\alpha = \sum \min(p, q) = <<.2f>>$", lambda: multi_candidate_acceptance(TREE_P, TREE_Q, 1)),
-    Computed(BEYOND, r"two guesses are kept with probability $<<.2f>> + <<.2f>> \cdot \frac{1}{2} = <<.2f>>$",
+    Computed(TREES, r"One guess: $\alpha = \sum \min(p, q) = <<.2f>>$", lambda: multi_candidate_acceptance(TREE_P, TREE_Q, 1)),
+    Computed(TREES, r"two guesses are kept with probability $<<.2f>> + <<.2f>> \cdot \frac{1}{2} = <<.2f>>$",
              lambda: (multi_candidate_acceptance(TREE_P, TREE_Q, 1), 1 - multi_candidate_acceptance(TREE_P, TREE_Q, 1),
                       multi_candidate_acceptance(TREE_P, TREE_Q, 2))),
-    Computed(BEYOND, "three guesses are kept with probability <<.2f>>", lambda: multi_candidate_acceptance(TREE_P, TREE_Q, 3)),
+    Computed(TREES, "three guesses are kept with probability <<.2f>>", lambda: multi_candidate_acceptance(TREE_P, TREE_Q, 3)),
     # the cross-tokenizer bugs
-    Computed(BEYOND, "with the target's p = (<<s>>) over $x, y, z$ and the proposal $x$", lambda: vector(CROSS_P, 3)),
-    *[Computed(BEYOND, "| <<s>> | (<<s>>) | <<.3f>> |",
+    Computed(VOCABULARY, "with the target's p = (<<s>>) over $x, y, z$ and the proposal $x$", lambda: vector(CROSS_P, 3)),
+    *[Computed(VOCABULARY, "| <<s>> | (<<s>>) | <<.3f>> |",
                (lambda label=label, output=output: (label, vector(output(), 3), bugs.largest_error(output(), CROSS_P))))
       for label, output in CROSS_BUG_TABLE],
-    # exercise 4: the kernels' round cost
-    Measured(BEYOND, "With llama.cpp's costs the round costs <<.2f>> steps", KERNELS, "kernels.csv",
+    # chapter 7, exercise 1: the kernels' round cost
+    Measured(KERNELS_CHAPTER, "With llama.cpp's costs the round costs <<.2f>> steps", KERNELS, "avx512-bf16/kernels.csv",
              lambda saved: round_cost(kernel_costs(saved), "Q4_K_M", "Q4_K_M")),
-    Measured(BEYOND, r"With specdec's int8 target and int4 draft it costs <<.2f>> steps, reached at $\alpha = <<.2f>>$", KERNELS, "kernels.csv",
+    Measured(KERNELS_CHAPTER, r"With specdec's int8 target and int4 draft it costs <<.2f>> steps, reached at $\alpha = <<.2f>>$", KERNELS, "avx512-bf16/kernels.csv",
              lambda saved: (lambda cost: (cost, break_even_alpha(cost, 5)))(round_cost(kernel_costs(saved), "float32 int8", "bfloat16 int4"))),
     # drafts that know when to stop
-    Computed(BEYOND, "the output is (<<s>>) instead of (<<s>>)",
+    Computed(TREES, "the output is (<<s>>) instead of (<<s>>)",
              lambda: (vector(bugs.stop_where_target_disagrees(TOY_P, TOY_Q), 3), vector(TOY_P))),
-    Measured(BEYOND, "with an int8 draft (PyTorch's dynamic int8) the stop rule ran <<.2f>>x faster than the target alone against <<.2f>>x for the best fixed "
+    Measured(TREES, "with an int8 draft (PyTorch's dynamic int8) the stop rule ran <<.2f>>x faster than the target alone against <<.2f>>x for the best fixed "
                      "chain (gamma <<d>>), drafting <<.1f>> tokens per round, and reached <<.2f>> of the oracle bound",
-             TREE_BENCH_INT8, "trees-int8.csv",
+             TREE_BENCH_INT8, "avx512-bf16/trees-int8.csv",
              lambda saved: (lambda t: (t["stop"], t["chain"], t["gamma"], t["stop_gamma"], t["stop_oracle"]))(tree_against_chain(saved))),
-    Measured(BEYOND, "against <<.2f>> for that chain", TREE_BENCH_INT8, "trees-int8.csv",
+    Measured(TREES, "against <<.2f>> for that chain", TREE_BENCH_INT8, "avx512-bf16/trees-int8.csv",
              lambda saved: tree_against_chain(saved)["chain_oracle"]),
-    Measured(BEYOND, "With a bfloat16 draft it ran at <<.2f>>x against <<.2f>>x", TREE_BENCH_BF16, "trees-bf16.csv",
+    Measured(TREES, "With a bfloat16 draft it ran at <<.2f>>x against <<.2f>>x", TREE_BENCH_BF16, "avx512-bf16/trees-bf16.csv",
              lambda saved: (lambda t: (t["stop"], t["chain"]))(tree_against_chain(saved))),
-    # exercise 5: the stop rule by hand
-    Computed(BEYOND, r"costs $c = <<.1f>>$ and $\beta = <<.2f>>$", lambda: (STOP_C, STOP_S)),
-    Computed(BEYOND, r"two tokens with confidence <<.2f>> each", lambda: STOP_SURE),
-    Computed(BEYOND, r"The two tokens are worth $a_1 = a_2 = <<.1f>>$, $P_2 = <<.2f>>$, $E_2 = <<.2f>>$ and $T_2 = <<.1f>>$. The gain side is "
+    # chapter 4, exercise 3: the stop rule by hand
+    Computed(TREES, r"costs $c = <<.1f>>$ and $\beta = <<.2f>>$", lambda: (STOP_C, STOP_S)),
+    Computed(TREES, r"two tokens with confidence <<.2f>> each", lambda: STOP_SURE),
+    Computed(TREES, r"The two tokens are worth $a_1 = a_2 = <<.1f>>$, $P_2 = <<.2f>>$, $E_2 = <<.2f>>$ and $T_2 = <<.1f>>$. The gain side is "
                      r"$P_2 a_3 T_2 = <<.2f>> \cdot <<.1f>> \cdot <<.1f>> = <<.2f>>$, the rate side $E_2 (c + \beta) = <<.2f>> \cdot <<.2f>> = <<.2f>>$",
              lambda: (lambda a, p2, e2, t2, gain, rate: (a, p2, e2, t2, p2, a, t2, gain, e2, STOP_C + STOP_S, rate))(*stop_by_hand(STOP_SURE))),
-    Computed(BEYOND, r"With confidence <<.2f>> each, $a = <<.1f>>$: the gain side is <<.4f>> and the rate side <<.4f>>",
+    Computed(TREES, r"With confidence <<.2f>> each, $a = <<.1f>>$: the gain side is <<.4f>> and the rate side <<.4f>>",
              lambda: (lambda a, p2, e2, t2, gain, rate: (STOP_UNSURE, a, gain, rate))(*stop_by_hand(STOP_UNSURE))),
 ]
 
 
-# --- 04: drafting without a draft model (issue 26): fixed candidates, Token Recycling, suffix, self-speculation ----
+# --- 05: drafting without a draft model (issue 26): fixed candidates, Token Recycling, suffix, self-speculation ----
 
 from specdec.drafting import suffix_tree, token_recycling  # noqa: E402
 from specdec.drafting.suffix import SuffixDrafter  # noqa: E402
@@ -612,9 +613,9 @@ CANDIDATE_BUG_TABLE = [   # (row label, exact output of one position for TOY_P a
      lambda: candidate_bugs.told_it_was_drawn(TOY_P, LOOKUP_COUNTS, A)),
 ]
 QWEN_VOCABULARY = 151_936
-RECYCLING_P = (0.50, 0.30, 0.20)  # exercise 6: the target after "b", over ("d", "a", "e")
-SUFFIX_TEXT = [1, 2, 3, 1, 2, 3, 1, 2, 4, 1, 2]   # exercise 8: "a b c a b c a b d a b" with a=1, b=2, c=3, d=4
-SKIP_HEAD, SKIP_KEPT, SKIP_GAMMA = 0.15, 0.5, 3     # exercise 9: the output layer's share of a step, the layers kept, gamma
+RECYCLING_P = (0.50, 0.30, 0.20)  # chapter 5, exercise 1: the target after "b", over ("d", "a", "e")
+SUFFIX_TEXT = [1, 2, 3, 1, 2, 3, 1, 2, 4, 1, 2]   # chapter 5, exercise 3: "a b c a b c a b d a b" with a=1, b=2, c=3, d=4
+SKIP_HEAD, SKIP_KEPT, SKIP_GAMMA = 0.15, 0.5, 3     # chapter 5, exercise 4: the output layer's share of a step, the layers kept, gamma
 
 
 def recycling_by_hand() -> tuple[float, ...]:
@@ -655,31 +656,31 @@ def suffix_by_hand() -> tuple[float, ...]:
 
 
 NUMBERS += [
-    *[Computed(BEYOND, "| <<s>> | (<<s>>) | <<.3f>> |",
+    *[Computed(FREE, "| <<s>> | (<<s>>) | <<.3f>> |",
                (lambda label=label, output=output: (label, vector(output(), 3), bugs.largest_error(output(), TOY_P))))
       for label, output in CANDIDATE_BUG_TABLE],
-    Computed(BEYOND, "($k = 8$; <<.1f>> MB of 64-bit ids for Qwen2.5's 151,936 tokens)",
+    Computed(FREE, "($k = 8$; <<.1f>> MB of 64-bit ids for Qwen2.5's 151,936 tokens)",
              lambda: QWEN_VOCABULARY * token_recycling.TokenRecyclingDrafter().k * 8 / 1e6),
-    Computed(BEYOND, r"keeps the template's <<d>> nodes of highest prior chance (the $i$-th candidate counts $<<.1f>> \cdot <<.1f>>^i$",
+    Computed(FREE, r"keeps the template's <<d>> nodes of highest prior chance (the $i$-th candidate counts $<<.1f>> \cdot <<.1f>>^i$",
              lambda: (token_recycling.DEFAULT_BUDGET, token_recycling.PRIOR_TOP, token_recycling.PRIOR_DECAY)),
-    Computed(BEYOND, "node filled, the parents are <<s>>, -1 the root", recycling_parents),
-    Computed(BEYOND, "(shares below `min_chance` = <<.1f>> are never proposed)", lambda: SuffixDrafter().min_chance),
-    Computed(BEYOND, "computed with the toy, counts of (<<s>>) make the output (<<s>>) instead of $p$",
+    Computed(FREE, "node filled, the parents are <<s>>, -1 the root", recycling_parents),
+    Computed(FREE, "(shares below `min_chance` = <<.1f>> are never proposed)", lambda: SuffixDrafter().min_chance),
+    Computed(FREE, "computed with the toy, counts of (<<s>>) make the output (<<s>>) instead of $p$",
              lambda: (vector(LOOKUP_COUNTS), vector(candidate_bugs.told_it_was_drawn(TOY_P, LOOKUP_COUNTS, A)))),
-    Computed(BEYOND, "the output is the skipped model's distribution: with the toy, (<<s>>) instead of (<<s>>)",
+    Computed(FREE, "the output is the skipped model's distribution: with the toy, (<<s>>) instead of (<<s>>)",
              lambda: (vector(candidate_bugs.q_is_p(TOY_P, TOY_Q)), vector(TOY_P))),
-    # exercises 6, 8 and 9
-    Computed(BEYOND, 'the target\'s distribution after "b" is p = (<<s>>) over ("d", "a", "e")', lambda: vector(RECYCLING_P)),
-    Computed(BEYOND, r'"d" is kept with probability $p(d) = <<.2f>>$. After a rejection what is left is $p$ without "d", $(<<s>>)$, so '
+    # chapter 5, exercises 1, 3 and 4
+    Computed(FREE, 'the target\'s distribution after "b" is p = (<<s>>) over ("d", "a", "e")', lambda: vector(RECYCLING_P)),
+    Computed(FREE, r'"d" is kept with probability $p(d) = <<.2f>>$. After a rejection what is left is $p$ without "d", $(<<s>>)$, so '
                      r'"a" is kept with probability <<.2f>>: one of the two is kept with $<<.2f>> + <<.2f>> \cdot <<.2f>> = <<.2f>>$',
              recycling_by_hand),
-    Computed(BEYOND, "both above `min_chance` <<.1f>>. After", lambda: suffix_by_hand()[0]),
-    Computed(BEYOND, "with chances <<.2f>>, <<.2f>>, <<.2f>> and <<.2f>>: an expected <<.2f>> tokens",
+    Computed(FREE, "both above `min_chance` <<.1f>>. After", lambda: suffix_by_hand()[0]),
+    Computed(FREE, "with chances <<.2f>>, <<.2f>>, <<.2f>> and <<.2f>>: an expected <<.2f>> tokens",
              lambda: suffix_by_hand()[1:6]),
-    Computed(BEYOND, "(c or d, an expected <<.2f>>)", lambda: suffix_by_hand()[6]),
-    Computed(BEYOND, r"whose output layer is <<.0f>>% of the bytes a step reads, and take the step's cost as the bytes it reads. What is "
+    Computed(FREE, "(c or d, an expected <<.2f>>)", lambda: suffix_by_hand()[6]),
+    Computed(FREE, r"whose output layer is <<.0f>>% of the bytes a step reads, and take the step's cost as the bytes it reads. What is "
                      r"$c$? With a free verification ($v = 1$) and $\gamma = <<d>>$", lambda: (100 * SKIP_HEAD, SKIP_GAMMA)),
-    Computed(BEYOND, r"half of the <<.0f>>% in layers plus the whole output layer: $c = <<.1f>> \cdot <<.2f>> + <<.2f>> = <<.3f>>$. A round "
+    Computed(FREE, r"half of the <<.0f>>% in layers plus the whole output layer: $c = <<.1f>> \cdot <<.2f>> + <<.2f>> = <<.3f>>$. A round "
                      r"costs $<<d>> c + 1 = <<.3f>>$ steps and makes $1 + \alpha + \alpha^2 + \alpha^3$ tokens; these are equal at "
                      r"$\alpha = <<.2f>>$",
              lambda: (lambda c: (100 * (1 - SKIP_HEAD), SKIP_KEPT, 1 - SKIP_HEAD, SKIP_HEAD, c, SKIP_GAMMA, SKIP_GAMMA * c + 1,
@@ -687,12 +688,12 @@ NUMBERS += [
 ]
 
 
-# --- 04: Spec-Bench on this machine (issue 26) -------------------------------------------------------------
+# --- 05: Spec-Bench on this machine (issue 26) -------------------------------------------------------------
 
 from lesson_entries import families  # noqa: E402
 
 FAMILIES_BENCH = "specdec bench --methods all --prompts-per-category 2 --max-new-tokens 128 --out benchmarks/families-int8.csv --markdown"
-KERNELS_HERE = "python benchmarks/weight_kernels.py --out guide/measurements/kernels-avx2.csv"
+KERNELS_HERE = "python benchmarks/weight_kernels.py --out guide/measurements/avx2/kernels.csv"
 FAMILY_ROWS = (("suffix decoding", "suffix", "REST"), ("prompt lookup", "prompt-lookup", "PLD"), ("Token Recycling", "recycling", "Recycling"),
                ("draft model (0.5B)", "speculative", "SpS"), ("lookahead", "lookahead", "Lookahead"))
 
@@ -703,32 +704,32 @@ def _family(saved: str, *keys: str) -> tuple:
 
 
 NUMBERS += [
-    Measured(BEYOND, "Medians over the <<d>> prompts", FAMILIES_BENCH, "families-int8.csv", lambda saved: _family(saved, "prompts")[0]),
-    *[Measured(BEYOND, f"| {label} | <<.2f>>x | <<.2f>> | <<.2f>> | <<.2f>> | {row} | <<.2f>>x | <<.2f>> |", FAMILIES_BENCH, "families-int8.csv",
+    Measured(FREE, "Medians over the <<d>> prompts", FAMILIES_BENCH, "avx2/families-int8.csv", lambda saved: _family(saved, "prompts")[0]),
+    *[Measured(FREE, f"| {label} | <<.2f>>x | <<.2f>> | <<.2f>> | <<.2f>> | {row} | <<.2f>>x | <<.2f>> |", FAMILIES_BENCH, "avx2/families-int8.csv",
                lambda saved, m=method: _family(saved, f"{m}_speedup", f"{m}_tokens_per_target_pass", f"{m}_c", f"{m}_v",
                                                f"{m}_spec_bench_speedup", f"{m}_spec_bench_tokens_per_step"))
       for label, method, row in FAMILY_ROWS],
-    Measured(BEYOND, "| layer skipping | <<.2f>>x | <<.2f>> | <<.2f>> | <<.2f>> | (none) | | |", FAMILIES_BENCH, "families-int8.csv",
+    Measured(FREE, "| layer skipping | <<.2f>>x | <<.2f>> | <<.2f>> | <<.2f>> | (none) | | |", FAMILIES_BENCH, "avx2/families-int8.csv",
              lambda saved: _family(saved, "layer-skip_speedup", "layer-skip_tokens_per_target_pass", "layer-skip_c", "layer-skip_v")),
-    Measured(BEYOND, "summarization, <<.2f>>x and <<.2f>>x. The draft model gains only on code (<<.2f>>x)", FAMILIES_BENCH, "families-int8.csv",
+    Measured(FREE, "summarization, <<.2f>>x and <<.2f>>x. The draft model gains only on code (<<.2f>>x)", FAMILIES_BENCH, "avx2/families-int8.csv",
              lambda saved: _family(saved, "suffix_summarization", "prompt-lookup_summarization", "speculative_code")),
-    Measured(BEYOND, "Token Recycling stays near even everywhere (at most <<.2f>>x)", FAMILIES_BENCH, "families-int8.csv",
+    Measured(FREE, "Token Recycling stays near even everywhere (at most <<.2f>>x)", FAMILIES_BENCH, "avx2/families-int8.csv",
              lambda saved: max(_family(saved, *(f"recycling_{c}" for c in ("chat", "code", "math", "qa", "rag", "summarization", "translation"))))),
-    Measured(BEYOND, "Token Recycling made <<.2f>> tokens per pass at $v = <<.2f>>$: <<.2f>>x by the formula, <<.2f>>x measured",
-             FAMILIES_BENCH, "families-int8.csv",
+    Measured(FREE, "Token Recycling made <<.2f>> tokens per pass at $v = <<.2f>>$: <<.2f>>x by the formula, <<.2f>>x measured",
+             FAMILIES_BENCH, "avx2/families-int8.csv",
              lambda saved: (lambda tpp, v, s: (tpp, v, tpp / v, s))(*_family(saved, "recycling_tokens_per_target_pass", "recycling_v",
                                                                                "recycling_speedup"))),
-    Reported(BEYOND, f"so its {spec_bench('Recycling', 'tokens')} tokens per step become a large gain", SPEC_BENCH),
-    Measured(BEYOND, "(<<.2f>> tokens per pass), but each of its steps costs $c = <<.2f>>$", FAMILIES_BENCH, "families-int8.csv",
+    Reported(FREE, f"so its {spec_bench('Recycling', 'tokens')} tokens per step become a large gain", SPEC_BENCH),
+    Measured(FREE, "(<<.2f>> tokens per pass), but each of its steps costs $c = <<.2f>>$", FAMILIES_BENCH, "avx2/families-int8.csv",
              lambda saved: _family(saved, "speculative_tokens_per_target_pass", "speculative_c")),
-    Measured(BEYOND, "half the layers still cost $c = <<.2f>>$", FAMILIES_BENCH, "families-int8.csv",
+    Measured(FREE, "half the layers still cost $c = <<.2f>>$", FAMILIES_BENCH, "avx2/families-int8.csv",
              lambda saved: _family(saved, "layer-skip_c")[0]),
-    Measured(BEYOND, "pass over 6 tokens costs <<.2f>> steps, so no family could gain", KERNELS_HERE, "kernels-avx2.csv",
+    Measured(FREE, "pass over 6 tokens costs <<.2f>> steps, so no family could gain", KERNELS_HERE, "avx2/kernels.csv",
              lambda saved: kernel_costs(saved)["bfloat16_v5"]),
 ]
 
 SHARED_INPUT = ('python benchmarks/weight_kernels.py --precisions "float32 int8" "float32 int8, layers alone" --rounds 7 '
-                "--out guide/measurements/shared-input-int8.csv")
+                "--out guide/measurements/avx2/shared-input-int8.csv")
 
 
 def _shared(saved: str) -> dict[str, float]:
@@ -740,21 +741,21 @@ def _shared(saved: str) -> dict[str, float]:
 
 
 NUMBERS += [
-    Measured(BEYOND, "| each layer alone | <<.0f>> ms | <<.0f>> ms | <<.0f>> ms |", SHARED_INPUT, "shared-input-int8.csv",
+    Measured(KERNELS_CHAPTER, "| each layer alone | <<.0f>> ms | <<.0f>> ms | <<.0f>> ms |", SHARED_INPUT, "avx2/shared-input-int8.csv",
              lambda saved: (lambda s: (s["alone"], s["alone_draft"], s["alone_pass"]))(_shared(saved))),
-    Measured(BEYOND, "| q, k, v and gate, up in one call each | <<.0f>> ms | <<.0f>> ms | <<.0f>> ms |", SHARED_INPUT, "shared-input-int8.csv",
+    Measured(KERNELS_CHAPTER, "| q, k, v and gate, up in one call each | <<.0f>> ms | <<.0f>> ms | <<.0f>> ms |", SHARED_INPUT, "avx2/shared-input-int8.csv",
              lambda saved: (lambda s: (s["shared"], s["shared_draft"], s["shared_pass"]))(_shared(saved))),
-    Measured(BEYOND, "The step gains more than the pass (<<.2f>>x against <<.2f>>x), so $v(5)$ *rises*, from <<.2f>> to <<.2f>>",
-             SHARED_INPUT, "shared-input-int8.csv",
+    Measured(KERNELS_CHAPTER, "The step gains more than the pass (<<.2f>>x against <<.2f>>x), so $v(5)$ *rises*, from <<.2f>> to <<.2f>>",
+             SHARED_INPUT, "avx2/shared-input-int8.csv",
              lambda saved: (lambda s: (s["alone"] / s["shared"], s["alone_pass"] / s["shared_pass"], s["alone_v5"], s["shared_v5"]))(_shared(saved))),
 ]
 
-# ---- chapter 4, W8A8: vLLM's CPU kernel probed on an AVX-512 machine and on this AVX2 one (issue 36)
+# ---- chapter 7, W8A8: vLLM's CPU kernel probed on an AVX-512 machine and on this AVX2 one (issue 36)
 
 from lesson_entries import w8a8_probe  # noqa: E402
 
-PROBE_AVX512 = "python benchmarks/w8a8_probe.py --out guide/measurements/w8a8-probe-avx512.txt"
-PROBE_AVX2 = "python benchmarks/w8a8_probe.py --out guide/measurements/w8a8-probe-avx2.txt"
+PROBE_AVX512 = "python benchmarks/w8a8_probe.py --out guide/measurements/avx512-bf16/w8a8-probe.txt"
+PROBE_AVX2 = "python benchmarks/w8a8_probe.py --out guide/measurements/avx2/w8a8-probe.txt"
 FBGEMM, SGL, ONEDNN = "_C.abi3.so|int8 fbgemm (specdec today)", "_C.abi3.so|sgl int8_scaled_mm_with_quant", "_C.abi3.so|oneDNN onednn_scaled_mm"
 AVX2_FBGEMM, AVX2_ONEDNN = "_C_AVX2.abi3.so|int8 fbgemm (specdec today)", "_C_AVX2.abi3.so|oneDNN onednn_scaled_mm"
 
@@ -766,25 +767,26 @@ def _probe_row(saved: str, key: str) -> tuple:
 
 
 NUMBERS += [
-    Measured(BEYOND, "yet on the AVX-512 CPU below its pass over 6 tokens still costs <<.2f>> one-token passes", PROBE_AVX512,
-             "w8a8-probe-avx512.txt", lambda saved: w8a8_probe(saved)[f"{FBGEMM}|v6"]),
-    *[Measured(BEYOND, f"| {label} | <<.1f>> ms | <<.1f>> ms | <<.1f>> ms | <<.2f>> | <<>> |", PROBE_AVX512, "w8a8-probe-avx512.txt",
+    Measured(KERNELS_CHAPTER, "yet on the AVX-512 CPU below its pass over 6 tokens still costs <<.2f>> one-token passes", PROBE_AVX512,
+             "avx512-bf16/w8a8-probe.txt", lambda saved: w8a8_probe(saved)[f"{FBGEMM}|v6"]),
+    *[Measured(KERNELS_CHAPTER, f"| {label} | <<.1f>> ms | <<.1f>> ms | <<.1f>> ms | <<.2f>> | <<>> |", PROBE_AVX512, "avx512-bf16/w8a8-probe.txt",
                lambda saved, key=key: _probe_row(saved, key))
       for label, key in (("fbgemm int8 (`Int8Linear`, today's default)", FBGEMM), ("sgl `int8_scaled_mm_with_quant` (`w8a8`)", SGL),
                          ("oneDNN `onednn_scaled_mm`", ONEDNN))],
-    Measured(BEYOND, "The W8A8 step is <<.2f>>x faster than today's int8 step, and its pass over 6 tokens costs <<.2f>> steps "
-                      "instead of <<.2f>>.", PROBE_AVX512, "w8a8-probe-avx512.txt",
+    Measured(KERNELS_CHAPTER, "The W8A8 step is <<.2f>>x faster than today's int8 step, and its pass over 6 tokens costs <<.2f>> steps "
+                      "instead of <<.2f>>.", PROBE_AVX512, "avx512-bf16/w8a8-probe.txt",
              lambda saved: (lambda n: (n[f"{FBGEMM}|ms_m1"] / n[f"{SGL}|ms_m1"], n[f"{SGL}|v6"], n[f"{FBGEMM}|v6"]))(w8a8_probe(saved))),
-    Measured(BEYOND, "(error <<.1f>> in a 17-token pass)", PROBE_AVX512, "w8a8-probe-avx512.txt",
+    Measured(KERNELS_CHAPTER, "(error <<.1f>> in a 17-token pass)", PROBE_AVX512, "avx512-bf16/w8a8-probe.txt",
              lambda saved: w8a8_probe(saved)[f"{ONEDNN}|error_full"]),
-    Measured(BEYOND, "oneDNN path errs by <<.2f>> of the largest output", PROBE_AVX2, "w8a8-probe-avx2.txt",
+    Measured(KERNELS_CHAPTER, "oneDNN path errs by <<.2f>> of the largest output", PROBE_AVX2, "avx2/w8a8-probe.txt",
              lambda saved: w8a8_probe(saved)[f"{AVX2_ONEDNN}|error_full"]),
-    Measured(BEYOND, "fbgemm's int8, at <<.1f>> ms per step and <<.1f>> ms per pass over 6 tokens (<<.2f>> steps)", PROBE_AVX2,
-             "w8a8-probe-avx2.txt", lambda saved: (lambda n: (n[f"{AVX2_FBGEMM}|ms_m1"], n[f"{AVX2_FBGEMM}|ms_m6"],
+    Measured(KERNELS_CHAPTER, "fbgemm's int8, at <<.1f>> ms per step and <<.1f>> ms per pass over 6 tokens (<<.2f>> steps; the linear layers alone",
+             PROBE_AVX2,
+             "avx2/w8a8-probe.txt", lambda saved: (lambda n: (n[f"{AVX2_FBGEMM}|ms_m1"], n[f"{AVX2_FBGEMM}|ms_m6"],
                                                               n[f"{AVX2_FBGEMM}|v6"]))(w8a8_probe(saved))),
 ]
 
-# ---- chapter 4, batches: the classic bug computed on a tiny model, the measured gain per batch size, vLLM's server
+# ---- chapter 9, batches: the classic bug computed on a tiny model, the measured gain per batch size, vLLM's server
 
 from lesson_entries import batch_bug_demo, batch_numbers  # noqa: E402
 
@@ -822,44 +824,44 @@ def _server_speedups(saved: str) -> tuple:
 
 
 NUMBERS += [
-    Computed(BEYOND, "On a tiny random Llama with a noisy copy as the draft, <<d>> prompts of different lengths, gamma 4, <<d>> tokens "
+    Computed(BATCHES, "On a tiny random Llama with a noisy copy as the draft, <<d>> prompts of different lengths, gamma 4, <<d>> tokens "
                      "each, greedy: with one length per row all <<d>> rows equal their own plain runs; with one count for the batch "
                      "<<d>> of the <<d>> rows differ, <<d>> of their tokens are wrong, and the earliest wrong token is the <<d>>rd",
              lambda: (lambda d: (d["rows"], d["tokens"], d["right_rows"], d["bug_rows"], d["rows"], d["bug_tokens"], d["first"])
                       if d["same_round"] else "the bug already changed a first round: rewrite 'Every row's first round is still right'")(
                  batch_bug_demo())),
-    Measured(BEYOND, "greedy, <<d>> tokens, the same <<d>> prompts at every batch size, <<s>>:", BATCH_BENCH, "batches-int8.csv",
+    Measured(BATCHES, "greedy, <<d>> tokens, the same <<d>> prompts at every batch size, <<s>>:", BATCH_BENCH, "avx2/batches-int8.csv",
              lambda saved: _batch(saved, "tokens", "prompts") + (
                  "every row of every batch identical to plain decoding" if all(value for key, value in batch_numbers(saved).items()
                                                                                if "_exact_" in key and not key.startswith("plain"))
                  else "but NOT every row identical to plain decoding",)),
-    *[Measured(BEYOND, f"| {b} | <<.1f>> | <<.1f>> | <<.2f>>x | <<.2f>>x | <<.2f>>x | <<.2f>> | <<.2f>> |", BATCH_BENCH, "batches-int8.csv",
+    *[Measured(BATCHES, f"| {b} | <<.1f>> | <<.1f>> | <<.2f>>x | <<.2f>>x | <<.2f>>x | <<.2f>> | <<.2f>> |", BATCH_BENCH, "avx2/batches-int8.csv",
                lambda saved, b=b: _batch(saved, f"plain_tok_{b}", f"stop_tok_{b}", f"stop_gain_{b}", f"g1_gain_{b}", f"g3_gain_{b}",
                                          f"stop_c_{b}", f"stop_pass_{b}"))
       for b in (1, 2, 4, 8)],
 ]
 
 NUMBERS += [
-    Measured(BEYOND, "Plain decoding's throughput grows <<.2f>>x from batch 1 to batch 8", BATCH_BENCH, "batches-int8.csv",
+    Measured(BATCHES, "Plain decoding's throughput grows <<.2f>>x from batch 1 to batch 8", BATCH_BENCH, "avx2/batches-int8.csv",
              lambda saved: _batch(saved, "plain_scaling_8")[0]),
-    Measured(BEYOND, "A plain pass of the batch of 8 costs <<.2f>> one-row steps, and holds fewer than 8 rows on average (<<.1f>>: <<d>> "
+    Measured(BATCHES, "A plain pass of the batch of 8 costs <<.2f>> one-row steps, and holds fewer than 8 rows on average (<<.1f>>: <<d>> "
                      "tokens in <<d>> passes, since a row that reaches its end leaves the batch), so a token costs <<.2f>> of a one-row step",
-             BATCH_BENCH, "batches-int8.csv", _plain_batch_of_8),
-    Measured(BEYOND, "<<.2f>>x its batch-1 rate at batch 4 and <<.2f>>x at batch 8; with gamma 1, <<.2f>>x at batch 4", BATCH_BENCH,
-             "batches-int8.csv", lambda saved: _batch(saved, "stop_scaling_4", "stop_scaling_8", "g1_scaling_4")),
-    Measured(BEYOND, "its $c$ goes from <<.2f>> alone to <<.2f>> at batch 8", BATCH_BENCH, "batches-int8.csv",
+             BATCH_BENCH, "avx2/batches-int8.csv", _plain_batch_of_8),
+    Measured(BATCHES, "<<.2f>>x its batch-1 rate at batch 4 and <<.2f>>x at batch 8; with gamma 1, <<.2f>>x at batch 4", BATCH_BENCH,
+             "avx2/batches-int8.csv", lambda saved: _batch(saved, "stop_scaling_4", "stop_scaling_8", "g1_scaling_4")),
+    Measured(BATCHES, "its $c$ goes from <<.2f>> alone to <<.2f>> at batch 8", BATCH_BENCH, "avx2/batches-int8.csv",
              lambda saved: _batch(saved, "stop_c_1", "stop_c_8")),
-    Measured(BEYOND, "drafts costs <<.2f>> plain steps at batch 8 against <<.2f>> alone. So the gain, <<.2f>>x alone", BATCH_BENCH,
-             "batches-int8.csv",
+    Measured(BATCHES, "drafts costs <<.2f>> plain steps at batch 8 against <<.2f>> alone. So the gain, <<.2f>>x alone", BATCH_BENCH,
+             "avx2/batches-int8.csv",
              lambda saved: _batch(saved, "stop_pass_8", "stop_pass_1", "stop_gain_1")),
-    Measured(BEYOND, "(gamma 1: <<.2f>>x at batch 8)", BATCH_BENCH, "batches-int8.csv", lambda saved: _batch(saved, "g1_gain_8")[0]),
-    Measured(BEYOND, "(<<.2f>> per row alone, <<.2f>> at batch 8)", BATCH_BENCH, "batches-int8.csv",
+    Measured(BATCHES, "(gamma 1: <<.2f>>x at batch 8)", BATCH_BENCH, "avx2/batches-int8.csv", lambda saved: _batch(saved, "g1_gain_8")[0]),
+    Measured(BATCHES, "(<<.2f>> per row alone, <<.2f>> at batch 8)", BATCH_BENCH, "avx2/batches-int8.csv",
              lambda saved: _batch(saved, "stop_tpp_1", "stop_tpp_8")),
-    Measured(BEYOND, "made <<.2f>>x alone, <<.2f>>x with 4 requests in flight and <<.2f>>x with 16", SERVER_BENCH, "vllm-server.csv",
+    Measured(BATCHES, "made <<.2f>>x alone, <<.2f>>x with 4 requests in flight and <<.2f>>x with 16", SERVER_BENCH, "avx512-bf16/vllm-server.csv",
              _server_speedups),
 ]
 
-# ---- chapter 4, trained draft heads: Medusa, EAGLE, EAGLE-2, EAGLE-3 (the head's size built from its config, on the meta device)
+# ---- chapter 6, trained draft heads: Medusa, EAGLE, EAGLE-2, EAGLE-3 (the head's size built from its config, on the meta device)
 
 from functools import cache  # noqa: E402
 
@@ -910,22 +912,22 @@ def unmapped_q_output() -> tuple[np.ndarray, np.ndarray]:
 
 
 NUMBERS += [
-    Computed(BEYOND, "`specdec.EagleHead` holds <<.1f>> million weights: a fusion layer of <<.1f>> million, one decoder layer of <<.1f>> "
+    Computed(VOCABULARY, "`specdec.EagleHead` holds <<.1f>> million weights: a fusion layer of <<.1f>> million, one decoder layer of <<.1f>> "
                      "million and an output layer of <<.1f>> million over a draft vocabulary of <<,d>> tokens, beside the target's "
                      "<<.1f>> million. A draft step runs the decoder layer and the output layer: <<.1f>>% of the weights a target step reads",
              lambda: (lambda w: (w["head"], w["fc"], w["layer"], w["output"], TrainingSettings().draft_vocab, w["target"], w["share"]))(
                  head_weights())),
-    *[Reported(BEYOND, spec_bench_row(row, row, target), SPEC_BENCH)
+    *[Reported(VOCABULARY, spec_bench_row(row, row, target), SPEC_BENCH)
       for row, target in (("Medusa", "Vicuna-7B"), ("EAGLE", "Vicuna-7B"), ("EAGLE-2", "Vicuna-7B"), ("EAGLE-3", "Vicuna-13B"))],
-    Reported(BEYOND, "LLaMA-3.1-8B in SGLang on one H100 went from 158 to 373 tokens/s", EAGLE3),
-    Computed(BEYOND, r"(<<,d>> of Qwen's <<,d>>), which makes it <<.1f>>x smaller",
+    Reported(VOCABULARY, "LLaMA-3.1-8B in SGLang on one H100 went from 158 to 373 tokens/s", EAGLE3),
+    Computed(VOCABULARY, r"(<<,d>> of Qwen's <<,d>>), which makes it <<.1f>>x smaller",
              lambda: (TrainingSettings().draft_vocab, QWEN_VOCABULARY, QWEN_VOCABULARY / TrainingSettings().draft_vocab)),
-    Computed(BEYOND, r"cross-entropy to $p_{i+1+k}$, weighted $<<.1f>>^k$", lambda: TrainingSettings().decay),
-    Computed(BEYOND, "with a draft vocabulary of B and C (A left out) and the head's q = (<<s>>) over it, the rule emits (<<s>>) "
+    Computed(VOCABULARY, r"cross-entropy to $p_{i+1+k}$, weighted $<<.1f>>^k$", lambda: TrainingSettings().decay),
+    Computed(VOCABULARY, "with a draft vocabulary of B and C (A left out) and the head's q = (<<s>>) over it, the rule emits (<<s>>) "
                      "instead of $p$ = (<<s>>)",
              lambda: (vector(HEAD_Q), vector(unmapped_q_output()[0]), vector(unmapped_q_output()[1]))),
-    # exercise 11: what the draft vocabulary saves in a draft step
-    Computed(BEYOND, "The decoder layer holds <<.1f>> million weights and the output layer <<,d>> rows of <<d>>, <<.1f>> million, so a "
+    # chapter 6, exercise 2: what the draft vocabulary saves in a draft step
+    Computed(VOCABULARY, "The decoder layer holds <<.1f>> million weights and the output layer <<,d>> rows of <<d>>, <<.1f>> million, so a "
                      "step reads <<.1f>> million, <<.1f>>% of the target's <<.1f>> million. With the whole vocabulary the output layer "
                      "holds <<,d>> rows, <<.1f>> million, and a step reads <<.1f>> million, <<.1f>>%: the draft vocabulary makes "
                      "a step <<.2f>>x cheaper",
@@ -956,52 +958,30 @@ def _curve_row(saved: str, key: str, paired: bool = True) -> tuple:
 
 
 NUMBERS += [
-    Measured(BEYOND, "read <<,d>> tokens of ShareGPT in <<.1f>> minutes", HEAD_TRAINING, "eagle-training.json",
+    Measured(VOCABULARY, "read <<,d>> tokens of ShareGPT in <<.1f>> minutes", HEAD_TRAINING, "avx2/eagle-training.json",
              lambda saved: (_trained(saved)["tokens"], _trained(saved)["minutes"])),
-    Measured(BEYOND, "top-1 agreement with the target rose from <<.1%>> over its first ten steps to <<.1%>> over its last ten",
-             HEAD_TRAINING, "eagle-training.json", lambda saved: (_trained(saved)["first"], _trained(saved)["last"])),
-    Measured(BEYOND, "the hour read them at <<.1f>> tokens a second", HEAD_TRAINING, "eagle-training.json",
+    Measured(VOCABULARY, "top-1 agreement with the target rose from <<.1%>> over its first ten steps to <<.1%>> over its last ten",
+             HEAD_TRAINING, "avx2/eagle-training.json", lambda saved: (_trained(saved)["first"], _trained(saved)["last"])),
+    Measured(VOCABULARY, "the hour read them at <<.1f>> tokens a second", HEAD_TRAINING, "avx2/eagle-training.json",
              lambda saved: _trained(saved)["tokens"] / (_trained(saved)["minutes"] * 60)),
-    Measured(BEYOND, "ran <<d>> prompts of the bench suite", HEAD_CURVE, "eagle-curve.csv", lambda saved: eagle_curve(saved)["prompts"]),
-    Measured(BEYOND, "| 0.5B draft model (default) | <<.2f>> | <<.2f>> | <<.2f>> | <<.2f>>x | |", HEAD_CURVE, "eagle-curve.csv",
+    Measured(VOCABULARY, "ran <<d>> prompts of the bench suite", HEAD_CURVE, "avx2/eagle-curve.csv", lambda saved: eagle_curve(saved)["prompts"]),
+    Measured(VOCABULARY, "| 0.5B draft model (default) | <<.2f>> | <<.2f>> | <<.2f>> | <<.2f>>x | |", HEAD_CURVE, "avx2/eagle-curve.csv",
              lambda saved: _curve_row(saved, "speculative", paired=False)),
-    Measured(BEYOND, "it is not alpha, and <<.2f>> tokens per pass beside <<.2f>> is no contradiction", HEAD_CURVE, "eagle-curve.csv",
+    Measured(VOCABULARY, "it is not alpha, and <<.2f>> tokens per pass beside <<.2f>> is no contradiction", HEAD_CURVE, "avx2/eagle-curve.csv",
              lambda saved: _curve_row(saved, "speculative", paired=False)[:2]),
-    *[Measured(BEYOND, f"| head, {minutes} minutes | <<.2f>> | <<.3f>> | <<.3f>> | <<.2f>>x | <<.2f>>x |", HEAD_CURVE, "eagle-curve.csv",
+    *[Measured(VOCABULARY, f"| head, {minutes} minutes | <<.2f>> | <<.3f>> | <<.3f>> | <<.2f>>x | <<.2f>>x |", HEAD_CURVE, "avx2/eagle-curve.csv",
                lambda saved, m=minutes: _curve_row(saved, f"eagle-{m}")) for minutes in (10, 32, 60)],
-    Reported(BEYOND, f"EAGLE-3's published heads, which reach {spec_bench('EAGLE-3', 'tokens')} tokens per step", SPEC_BENCH),
+    Reported(VOCABULARY, f"EAGLE-3's published heads, which reach {spec_bench('EAGLE-3', 'tokens')} tokens per step", SPEC_BENCH),
 ]
 
 
-# ---- chapter 4, the tree's growth rule as a formula, with a worked number checked against TreeDrafter itself (issue 45)
+# ---- chapter 4, the tree's growth rule step by step, its worked example from guide/tree_growth.py's trace (issues 45, 51)
 
-from lesson_entries import tree_growth_example  # noqa: E402
+import tree_growth  # noqa: E402  (guide/tree_growth.py: the procedure as the chapter numbers it)
 
+NUMBERS += [Computed(TREES, "<<s>>", lambda i=i: tree_growth.worked_example_paragraphs()[i]) for i in range(3)]
 
-def _tree_growth() -> tuple:
-    t = tree_growth_example()
-    first, second, third = t["steps"]
-    assert [step["taken"] for step in t["steps"]] == [True, True, False] and t["level"]["more"], t
-    level = t["level"]
-    return (0.2, 0.05, 0.81, 0.09, 0.0049, *t["a"], first["E"], first["T"], second["worth"], first["T"], second["gain"],
-            first["E"], 0.05, second["price"], second["E"], second["T"], third["worth"], second["T"], third["gain"], second["E"], 0.05,
-            third["price"], *t["reach"], t["reach"][0], t["reach"][0], t["reach"][1], t["reach"][1], level["G"], level["G"], level["T"],
-            level["left"], level["E"], 0.2, 0.05, level["right"], t["parents"])
-
-
-NUMBERS += [
-    Computed(BEYOND, r"A worked number, with $c = <<.1f>>$ and $\beta = <<.2f>>$ and a fresh calibration. The draft's three likeliest "
-                     r"tokens after the root have $q$ = <<.2f>>, <<.2f>> and <<.4f>>, so $a$ = <<.2f>>, <<.2f>> and <<.2f>>. The first slot is "
-                     r"taken: $E = <<.2f>>$, $T = <<.2f>>$ (one draft pass and one node). The second slot's test, its worth times $T$ against "
-                     r"$E$ times $\beta$: $<<.2f>> \cdot <<.2f>> = <<.3f>>$ against $<<.2f>> \cdot <<.2f>> = <<.3f>>$, taken, $E = <<.2f>>$, "
-                     r"$T = <<.2f>>$. The third: $<<.2f>> \cdot <<.2f>> = <<.3f>>$ against $<<.2f>> \cdot <<.2f>> = <<.3f>>$, refused. The root "
-                     r"gets two children, of reach <<.2f>> and <<.2f>>. Another level predicts $G = <<.2f>> \cdot <<.2f>> + <<.2f>> \cdot "
-                     r"<<.2f>> = <<.2f>>$, and $<<.2f>> \cdot <<.2f>> = <<.2f>>$ beats $<<.2f>> \cdot (<<.1f>> + <<.2f>> \cdot 2) = <<.2f>>$: a "
-                     r"second draft pass reads both. Given the level's own $q$, `TreeDrafter.grow` then grew the tree with parents <<s>>",
-             _tree_growth),
-]
-
-# ---- chapter 4, two runtimes: llama.cpp's batch invariance, its exact settings, and v(k) on 2 AVX2 cores (issues 43, 44)
+# ---- chapter 8, two runtimes: llama.cpp's batch invariance, its exact settings, and v(k) on 2 AVX2 cores (issues 43, 44)
 
 from lesson_entries import llama_cpp_numbers, runtime_side_by_side  # noqa: E402
 
@@ -1011,7 +991,7 @@ LLAMA_RUNTIME = ("python benchmarks/llama_cpp.py --specdec llama.cpp:plain llama
 from specdec.engine.contract import DraftCosts  # noqa: E402
 from specdec.planner.drafting import ASSUMED_ALPHA, best_chain
 
-LLAMA_EXACTNESS = "llama-cpp-exactness.jsonl"       # guide/measurements/, a copy of benchmarks/llama-cpp-exactness.jsonl
+LLAMA_EXACTNESS = "avx2/llama-cpp-exactness.jsonl"       # guide/measurements/, a copy of benchmarks/llama-cpp-exactness.jsonl
 LLAMA_OUT = "--out benchmarks/llama-cpp-exactness.jsonl"
 LLAMA_CONTROLS = f"python benchmarks/llama_cpp_exactness.py controls --threads 2 {LLAMA_OUT}"
 LLAMA_EXACT = f"python benchmarks/llama_cpp_exactness.py exactness {LLAMA_OUT}"
@@ -1022,7 +1002,7 @@ LLAMA_TIMING_DEFAULTS = f"python benchmarks/llama_cpp_exactness.py timing --mode
 LLAMA_CONTROL_ROWS = (("llama.cpp's defaults", "defaults"), ("a ubatch of 4", "ubatch4"), ("a ubatch of 512", "ubatch"),
                       ("a ubatch of 512, weights not repacked", "unrepacked"), ("flash attention off", "flash"),
                       ("a float16 V cache", "value"))
-LOOKUP_GAMMA = 3                                    # exercise 12: prompt lookup's round, and the draft's
+LOOKUP_GAMMA = 3                                    # chapter 8, exercise 1: prompt lookup's round, and the draft's
 
 
 def _llama(saved: str) -> dict[str, object]:
@@ -1042,6 +1022,20 @@ def _control_row(saved: str, key: str) -> tuple[str, ...]:
 def engine_v(timing: dict, gamma: int) -> float:
     """Chapter 1's v(gamma), a pass over gamma + 1 tokens in one-token steps, from the benchmark's v[k] over k tokens."""
     return timing["v"][gamma + 1]
+
+
+TABLE_GAMMAS = (1, 2, 3, 4, 8, 16)                  # the v(gamma) table's columns
+
+
+def share_of_tokens(timing: dict) -> tuple[float, float]:
+    """The least and the most of v(gamma) / (gamma + 1) over the table's gammas: how near a pass is to one step per token."""
+    shares = [engine_v(timing, gamma) / (gamma + 1) for gamma in TABLE_GAMMAS]
+    return min(shares), max(shares)
+
+
+def _spelled(numbers: list[int]) -> str:
+    """[2, 3, 4] -> '2, 3 and 4'."""
+    return ", ".join(map(str, numbers[:-1])) + f" and {numbers[-1]}"
 
 
 def free_ceiling(timing: dict) -> tuple[float, int]:
@@ -1067,68 +1061,135 @@ def _greedy_words(n: dict) -> str:
 
 
 NUMBERS += [
-    *[Measured(BEYOND, f"| {label} | <<>>, <<>> | <<>>, <<>> | <<>>, <<>> |", LLAMA_CONTROLS, LLAMA_EXACTNESS,
+    *[Measured(RUNTIMES, f"| {label} | <<>>, <<>> | <<>>, <<>> | <<>>, <<>> |", LLAMA_CONTROLS, LLAMA_EXACTNESS,
                lambda saved, key=key: _control_row(saved, key)) for label, key in LLAMA_CONTROL_ROWS],
-    Measured(BEYOND, "With llama.cpp's defaults <<d>> of the 1.5B's <<d>> rows differed, and the argmax changed in <<d>>",
+    Measured(RUNTIMES, "With llama.cpp's defaults <<d>> of the 1.5B's <<d>> rows differed (a row for each token of the passes of "
+                       "<<s>> tokens: <<s>> = <<d>>), and the argmax changed in <<d>>",
              LLAMA_CONTROLS, LLAMA_EXACTNESS,
-             lambda saved: (lambda n: (n["defaults_1.5b_differ"], n["defaults_1.5b_rows"], n["defaults_1.5b_argmax"]))(_llama(saved))),
-    Measured(BEYOND, "with them <<s>>, on both models at 1 and 2 threads: <<d>> rows of passes of 2 to 32 tokens for each, "
-                     "the step after a rollback, <<d>> rows of a tree's branches in one pass, <<d>> steps after keeping a branch "
+             lambda saved: (lambda n: (n["defaults_1.5b_differ"], n["defaults_1.5b_rows"], _spelled(n["defaults_1.5b_passes"]),
+                                       " + ".join(map(str, n["defaults_1.5b_passes"])), sum(n["defaults_1.5b_passes"]),
+                                       n["defaults_1.5b_argmax"]))(_llama(saved))
+             if sum(_llama(saved)["defaults_1.5b_passes"]) == _llama(saved)["defaults_1.5b_rows"] else "rows are not a row per token"),
+    Measured(RUNTIMES, "with them <<s>>, on both models at 1 and 2 threads: <<d>> rows of passes of <<d>> to <<d>> tokens for each "
+                     "(one pass of each length, a row for each token: <<d>> + <<d>> + ... + <<d>> = <<d>>), the step after a rollback, <<d>> rows of a tree's branches in one pass, <<d>> steps after keeping a branch "
                      "that is not the tree's first, and <<d>> tokens after 300.",
              LLAMA_EXACT, LLAMA_EXACTNESS,
              lambda saved: (lambda n: ("every row compared was bit-equal to one-token steps" if n["exact_differ"] == 0
                                        else f"{n['exact_differ']} rows differed from one-token steps",
-                                       n["exact_rows"], n["tree_rows"], n["keep_rows"], n["long_rows"]))(_llama(saved))),
-    Measured(BEYOND, "A greedy speculative loop on 2 threads, the 0.5B drafting <<d>> tokens a round and the 1.5B verifying, "
+                                       n["exact_rows"], min(n["exact_passes"]), max(n["exact_passes"]), *n["exact_passes"][:2],
+                                       max(n["exact_passes"]), sum(n["exact_passes"]), n["tree_rows"], n["keep_rows"], n["long_rows"]))(
+                 _llama(saved)) if _llama(saved)["exact_passes"] == list(range(2, 33)) and sum(_llama(saved)["exact_passes"]) == _llama(saved)["exact_rows"]
+             else "the passes compared changed: rewrite the sentence"),
+    Measured(RUNTIMES, "A greedy speculative loop on 2 threads, the 0.5B drafting <<d>> tokens a round and the 1.5B verifying, "
                      "wrote <<s>>.", LLAMA_GREEDY, LLAMA_EXACTNESS,
              lambda saved: (lambda n: (n["greedy_gamma"], _greedy_words(n)))(_llama(saved))),
-    Measured(BEYOND, "On one thread, in two runs one after the other, its step took <<.1f>> ms with the exact settings "
+    Measured(RUNTIMES, "On one thread, in two runs one after the other, its step took <<.1f>> ms with the exact settings "
                      "(fastest <<.1f>>) and <<.1f>> ms with llama.cpp's defaults (fastest <<.1f>>)",
              LLAMA_TIMING_DEFAULTS, LLAMA_EXACTNESS,
              lambda saved: (lambda n: (n["t1"]["step"], n["t1"]["min"], n["t1_defaults"]["step"], n["t1_defaults"]["min"]))(_llama(saved))),
-    Measured(BEYOND, "a pass over 4 tokens cost $v(3) = <<.2f>>$ steps with llama.cpp's defaults and <<.2f>> with the exact "
+    Measured(RUNTIMES, "a pass over 4 tokens cost $v(3) = <<.2f>>$ steps with llama.cpp's defaults and <<.2f>> with the exact "
                      "settings; over 8 tokens, where the defaults change kernels again, $v(7) = <<.2f>>$ against <<.2f>>",
              LLAMA_TIMING_DEFAULTS, LLAMA_EXACTNESS,
              lambda saved: (lambda n: (engine_v(n["t1_defaults"], 3), engine_v(n["t1"], 3), engine_v(n["t1_defaults"], 7),
                                        engine_v(n["t1"], 7)))(_llama(saved))),
-    *[Measured(BEYOND, f"| {threads} | <<.1f>> ms | <<.2f>> | <<.2f>> | <<.2f>> | <<.2f>> | <<.2f>> |", LLAMA_TIMING, LLAMA_EXACTNESS,
-               lambda saved, key=key: (lambda t: (t["step"], *(engine_v(t, gamma) for gamma in (1, 2, 4, 8, 16))))(_llama(saved)[key]))
+    *[Measured(RUNTIMES, f"| {threads} | <<.1f>> ms | <<.2f>> | <<.2f>> | <<.2f>> | <<.2f>> | <<.2f>> | <<.2f>> |", LLAMA_TIMING, LLAMA_EXACTNESS,
+               lambda saved, key=key: (lambda t: (t["step"], *(engine_v(t, gamma) for gamma in TABLE_GAMMAS)))(_llama(saved)[key]))
       for threads, key in ((1, "t1"), (2, "t2"))],
-    Measured(BEYOND, r"the largest $(\gamma + 1) / v(\gamma)$: <<.2f>>x at $\gamma = <<d>>$ on one thread and <<.2f>>x at "
+    Measured(RUNTIMES, r"a pass over $\gamma + 1$ tokens costs <<.2f>> to <<.2f>> of $\gamma + 1$ steps on two threads, and <<.2f>> to "
+                       r"<<.2f>> of them on one (the table's $\gamma$)", LLAMA_TIMING, LLAMA_EXACTNESS,
+             lambda saved: (lambda n: (*share_of_tokens(n["t2"]), *share_of_tokens(n["t1"])))(_llama(saved))),
+    Measured(RUNTIMES, r"the largest $(\gamma + 1) / v(\gamma)$: <<.2f>>x at $\gamma = <<d>>$ on one thread and <<.2f>>x at "
                      r"$\gamma = <<d>>$ on two.", LLAMA_TIMING, LLAMA_EXACTNESS,
              lambda saved: (lambda n: (*free_ceiling(n["t1"]), *free_ceiling(n["t2"])))(_llama(saved))),
-    Measured(BEYOND, r"its step took <<.1f>> ms against the 1.5B's <<.1f>>: $c = <<.2f>>$. With that run's $v$, the best chain at "
-                     r"$\alpha = <<.1f>>$ is $\gamma = <<d>>$, predicted at <<.2f>>x the target alone",
+    Measured(RUNTIMES, r"its step took <<.1f>> ms against the 1.5B's <<.1f>>: $c = <<.2f>>$, and the 1.5B's pass over 4 tokens cost "
+                       r"$v(3) = <<.2f>>$ of its steps. With that run's $v$, the best chain at "
+                       r"$\alpha = <<.1f>>$ is $\gamma = <<d>>$, predicted at <<.2f>>x the target alone",
              LLAMA_TIMING_BUSY, LLAMA_EXACTNESS,
-             lambda saved: (lambda d: (d[0], d[1], d[2], ASSUMED_ALPHA, d[3], d[4]))(draft_prediction(saved))),
-    Measured(BEYOND, "The greedy loop above, gamma 4 on 2 threads, ran at <<.2f>> tokens/s against <<.2f>> for plain decoding: "
+             lambda saved: (lambda d: (d[0], d[1], d[2], engine_v(_llama(saved)["busy_t1"], LOOKUP_GAMMA), ASSUMED_ALPHA, d[3], d[4]))(
+                 draft_prediction(saved))),
+    Measured(RUNTIMES, "The greedy loop above, gamma 4 on 2 threads, ran at <<.2f>> tokens/s against <<.2f>> for plain decoding: "
                      "<<.2f>>x.", LLAMA_GREEDY, LLAMA_EXACTNESS,
              lambda saved: (lambda n: (n["greedy_speculative_tok_s"], n["greedy_plain_tok_s"],
                                        n["greedy_speculative_tok_s"] / n["greedy_plain_tok_s"]))(_llama(saved))),
-    Computed(BEYOND, "Where even a draft that agrees `ASSUMED_ALPHA` = <<.0%>> of the time is predicted slower than the target "
+    Computed(RUNTIMES, "Where even a draft that agrees `ASSUMED_ALPHA` = <<.0%>> of the time is predicted slower than the target "
                      "alone, as here,", lambda: ASSUMED_ALPHA),
-    Measured(BEYOND, "the 1.5B took a median of <<.1f>> ms a step on 2 threads and <<.1f>> ms on one (quiet: <<.1f>> and <<.1f>>)",
+    Measured(RUNTIMES, "the 1.5B took a median of <<.1f>> ms a step on 2 threads and <<.1f>> ms on one (quiet: <<.1f>> and <<.1f>>)",
              LLAMA_TIMING_BUSY, LLAMA_EXACTNESS,
              lambda saved: (lambda n: (n["busy_t2"]["step"], n["busy_t1"]["step"], n["t2"]["step"], n["t1"]["step"]))(_llama(saved))),
-    # exercise 12: break-even alphas from the measured v
-    Measured(BEYOND, r"a pass over 4 tokens costs $v(3) = <<.2f>>$ steps on two threads and <<.2f>> on one", LLAMA_TIMING,
+    # chapter 8, exercise 1: break-even alphas from the measured v
+    Measured(RUNTIMES, r"a pass over 4 tokens costs $v(3) = <<.2f>>$ steps on two threads and <<.2f>> on one", LLAMA_TIMING,
              LLAMA_EXACTNESS, lambda saved: (lambda n: (engine_v(n["t2"], LOOKUP_GAMMA), engine_v(n["t1"], LOOKUP_GAMMA)))(_llama(saved))),
-    Measured(BEYOND, r"The 0.5B draft at $c = <<.2f>>$, with the $v(3) = <<.2f>>$ of the run that $c$ comes from",
+    Measured(RUNTIMES, r"The 0.5B draft at $c = <<.2f>>$, with the $v(3) = <<.2f>>$ of the run that $c$ comes from",
              LLAMA_TIMING_BUSY, LLAMA_EXACTNESS,
              lambda saved: (draft_prediction(saved)[2], engine_v(_llama(saved)["busy_t1"], LOOKUP_GAMMA))),
-    Measured(BEYOND, r"these are equal at $\alpha = <<.2f>>$ on two threads and <<.2f>> on one", LLAMA_TIMING, LLAMA_EXACTNESS,
+    Measured(RUNTIMES, r"these are equal at $\alpha = <<.2f>>$ on two threads and <<.2f>> on one", LLAMA_TIMING, LLAMA_EXACTNESS,
              lambda saved: (lambda n: (break_even_alpha(engine_v(n["t2"], LOOKUP_GAMMA), LOOKUP_GAMMA),
                                        break_even_alpha(engine_v(n["t1"], LOOKUP_GAMMA), LOOKUP_GAMMA)))(_llama(saved))),
-    Measured(BEYOND, r"The round costs $3 \cdot <<.2f>> + <<.2f>> = <<.2f>>$ steps, more than the <<d>> tokens",
+    Measured(RUNTIMES, r"The round costs $3 \cdot <<.2f>> + <<.2f>> = <<.2f>>$ steps, more than the <<d>> tokens",
              LLAMA_TIMING_BUSY, LLAMA_EXACTNESS,
              lambda saved: (lambda c, v: (c, v, LOOKUP_GAMMA * c + v, LOOKUP_GAMMA + 1))(draft_prediction(saved)[2],
                                                                                         engine_v(_llama(saved)["busy_t1"], LOOKUP_GAMMA))),
-    Measured(BEYOND, r"even a free draft that is always right could reach <<.2f>>x on two threads", LLAMA_TIMING, LLAMA_EXACTNESS,
+    Measured(RUNTIMES, r"even a free draft that is always right could reach <<.2f>>x on two threads", LLAMA_TIMING, LLAMA_EXACTNESS,
              lambda saved: free_ceiling(_llama(saved)["t2"])[0]),
-    Measured(BEYOND, "its plain decoding made <<.2f>> tokens/s against <<.2f>> for `llama-completion` (<<.2f>>x, the median of the "
-                     "per-prompt ratios)", LLAMA_RUNTIME, "llama-cpp-runtime.csv",
+    Measured(KERNELS_CHAPTER, "its plain decoding made <<.2f>> tokens/s against <<.2f>> for `llama-completion` (<<.2f>>x, the median of the "
+                     "per-prompt ratios)", LLAMA_RUNTIME, "avx2/llama-cpp-runtime.csv",
              lambda saved: (lambda v: (v["plain"], v["completion"], v["plain_vs_completion"]))(runtime_side_by_side(saved))),
-    Measured(BEYOND, "The default made <<.2f>>; the 0.5B draft model <<.2f>>, and llama.cpp's own speculative tool <<.2f>>.", LLAMA_RUNTIME,
-             "llama-cpp-runtime.csv",
+    Measured(KERNELS_CHAPTER, "The default made <<.2f>>; the 0.5B draft model <<.2f>>, and llama.cpp's own speculative tool <<.2f>>.", LLAMA_RUNTIME,
+             "avx2/llama-cpp-runtime.csv",
              lambda saved: (lambda v: (v["defaults"], v["draft-model"], v["speculative"]))(runtime_side_by_side(saved))),
+]
+
+# ---- the chapters split out of chapter 4 (issue 51): the numbers of their new sentences and exercises
+
+
+def _two_pairs(saved: str) -> tuple:
+    """Chapter 7, exercise 2: the bfloat16 pair and the int8/int4 pair at alpha 0.8, gamma 5, from the AVX-512 kernels."""
+    k = kernel_costs(saved)
+    rounds = []
+    for target, draft in (("bfloat16", "bfloat16"), ("float32 int8", "bfloat16 int4")):
+        c, v = k[f"c_{target}_{draft}"], k[f"{target}_v5"]
+        speedup = walltime_speedup(0.8, 5, c, v)
+        rounds.append((k[f"{draft}_draft_step"], k[f"{target}_step"], c, v, 5 * c + v, speedup, 1000 * speedup / k[f"{target}_step"]))
+    (d1, t1, c1, v1, r1, s1, rate1), (d2, t2, c2, v2, r2, s2, rate2) = rounds
+    return (0.8, expected_tokens_per_pass(0.8, 5), d1, t1, c1, v1, c1, v1, r1, s1, d2, t2, c2, v2, r2, s2, t1, t2, s1, t1, rate1,
+            s2, t2, rate2)
+
+
+NUMBERS += [
+    Measured(KERNELS_CHAPTER, "a whole model's pass, attention and all, cost <<.2f>> steps in the table above", KERNELS, "avx512-bf16/kernels.csv",
+             lambda saved: kernel_costs(saved)["float32 int8_v5"]),
+    Computed(KERNELS_CHAPTER, r"formula predict at $\alpha = <<.1f>>$, $\gamma = 5$?", lambda: 0.8),
+    Measured(KERNELS_CHAPTER, r"A round makes $(1 - <<.1f>>^6) / (1 - 0.8) = <<.2f>>$ tokens on average. The bfloat16 pair: "
+                              r"$c = <<.0f>> / <<.0f>> = <<.2f>>$ and $v(5) = <<.2f>>$, so a round costs $5 \cdot <<.2f>> + <<.2f>> = <<.2f>>$ "
+                              r"steps and the formula predicts <<.2f>>x. The int8 target with the int4 draft: $c = <<.0f>> / <<.0f>> = <<.2f>>$ "
+                              r"and $v(5) = <<.2f>>$, a round costs <<.2f>> steps: <<.2f>>x. The bfloat16 pair gains more over its own "
+                              r"target, but its target step costs <<.0f>> ms against <<.0f>>: <<.2f>>x of one token per <<.0f>> ms is <<.2f>> "
+                              r"tokens a second, <<.2f>>x of one per <<.0f>> ms is <<.2f>>.", KERNELS, "avx512-bf16/kernels.csv", _two_pairs),
+    Computed(BATCHES, r"with chance $\alpha = <<.1f>>$, independently, with $\gamma = 4$", lambda: 0.8),
+    Computed(BATCHES, r"$1 + \alpha + \alpha^2 + \alpha^3 + \alpha^4 = <<.2f>>$ tokens", lambda: expected_tokens_per_pass(0.8, 4)),
+    Computed(BATCHES, r"Two rows: $\alpha^2 = <<.2f>>$ and <<.2f>> tokens; eight rows: $\alpha^8 = <<.2f>>$ and <<.2f>> tokens",
+             lambda: (0.8 ** 2, expected_tokens_per_pass(0.8 ** 2, 4), 0.8 ** 8, expected_tokens_per_pass(0.8 ** 8, 4))),
+]
+
+# chapter 4's calibration, read from ConfidenceStop's own defaults: its bins, the prior's weight, the decay
+_RULE = ConfidenceStop()
+NUMBERS += [
+    Computed(TREES, r"Then $a(q) = (h_b + <<.0f>> \sqrt{q}) / (t_b + <<.0f>>)$", lambda: (_RULE.prior_weight, _RULE.prior_weight)),
+    Computed(TREES, r"After each round every count is multiplied by <<.2f>>", lambda: _RULE.decay),
+    Computed(TREES, r"<<s>> bins, bin $b = \min(\lfloor <<d>> q \rfloor, <<d>>)$",
+             lambda: ({10: "Ten"}[len(_RULE.hits)], len(_RULE.hits), len(_RULE.hits) - 1)),
+]
+
+NUMBERS += [
+    Measured(VOCABULARY, r"costs most of one on this machine ($c = <<.2f>>$: a run's draft seconds per pass", HEAD_CURVE, "avx2/eagle-curve.csv",
+             lambda saved: eagle_curve(saved)["speculative_c"]),
+]
+
+# ---- the labs' graders: the bias a grader must see, from the controlled random source itself (guide/labs/controlled_random.py)
+sys.path.insert(0, str(GUIDE / "labs"))
+import controlled_random  # noqa: E402
+
+NUMBERS += [
+    Computed(MATH, "off by <<.2f>> in any token's probability, it fails", lambda: controlled_random.BIAS),
+    Computed(ALGORITHM, "Off by <<.2f>> in any token's probability, it fails", lambda: controlled_random.BIAS),
 ]

@@ -20,7 +20,10 @@ and `course_time()` adds them to the reading time:
     (230, 650, 'about 11 hours: 230 minutes of reading, 300 of exercises and 120 of labs')
 
 The course is long; its first page (`guide/README.md`) and chapter 0 state a one-hour path through it,
-`ONE_HOUR_PATH`, whose minutes are counted the same way (`path_minutes()`). `python guide/reading_time.py --write`
+`ONE_HOUR_PATH`, for a newcomer: its minutes are counted at a newcomer's pace (`NEWCOMER_WORDS_PER_MINUTE` words and
+`NEWCOMER_LINES_PER_MINUTE` lines of code, tables and display formulas a minute: a first read of a technical text
+whose every formula is new, code included), must fit the hour (`path_minutes()`), and the path ends with lab 2,
+where the chain rule is written and graded (`PATH_LAB`, its own minutes, after the hour). `python guide/reading_time.py --write`
 writes every stated time anew after a chapter changed.
 
 `tests/test_guide.py` checks that every exercise and lab carries an estimate, that every chapter opens with
@@ -36,9 +39,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 GUIDE = Path(__file__).resolve().parent
-CHAPTERS = ("00-intuition.md", "01-math.md", "02-algorithm.md", "03-methods.md", "04-beyond-the-chain.md")
+CHAPTERS = ("00-intuition.md", "01-math.md", "02-algorithm.md", "03-methods.md", "04-trees.md", "05-model-free.md", "06-own-vocabulary.md",
+            "07-kernels.md", "08-runtimes.md", "09-batches.md")
 PROSE_WORDS_PER_MINUTE = 150
 CODE_LINES_PER_MINUTE = 10
+NEWCOMER_WORDS_PER_MINUTE = 100      # the one-hour path is counted at a newcomer's pace: two thirds of the course's ...
+NEWCOMER_LINES_PER_MINUTE = 5        # ... and half its speed through code, tables and display formulas
 
 FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 DISPLAY_MATH = re.compile(r"^\$\$[ \t]*\n(.*?)^\$\$[ \t]*$", re.MULTILINE | re.DOTALL)
@@ -49,18 +55,20 @@ EXERCISE_ESTIMATE = re.compile(r"^\*\*\d+\.\*\* \*\((\d+) min\)\*", re.MULTILINE
 LAB = re.compile(r"^\*\*Lab\.\*\*", re.MULTILINE)
 LAB_ESTIMATE = re.compile(r"^\*\*Lab\.\*\* \*\((\d+) min\)\*", re.MULTILINE)
 
-# The one-hour path: chapter -> the "## " sections to read, in order (None: the whole chapter). The core of the
-# course: the idea, the rule and its proof, what the speedup depends on, and the loop that runs it.
+# The one-hour path: chapter -> the "## " sections to read, in order. The core of the course for a newcomer: why
+# generation is slow and what speculation does (chapter 0), the rule, its proof, the expected tokens, the speedup
+# and the greedy limit (chapter 1), the loop, the rule in the engine, the bonus token and the toy language
+# (chapter 2): everything lab 2 asks for, and no section that points to one the path skips
+# (tests/test_guide.py checks it).
 ONE_HOUR_PATH: tuple[tuple[str, tuple[str, ...] | None], ...] = (
-    ("00-intuition.md", None),
+    ("00-intuition.md", ("Why generating text is slow", "Guess and check", "Why the output is exactly the big model's",
+                         "What the speedup depends on")),
     ("01-math.md", ("The setting", "The rule for one drafted token", "Proof that the output is distributed as p",
-                    "Alpha is one minus the total variation", "Many tokens per round", "Expected tokens per target pass",
-                    "Wall-clock speedup", "When does it pay off?", "Choosing gamma", "Greedy decoding is the temperature-0 limit")),
-    ("02-algorithm.md", ("The loop in one screen", "KV caches: why each pass only reads the new tokens", "Step b: one target pass over the drafts",
-                         "Step c: the accept/reject rule", "Step d: roll the caches back", "The bonus token", "Stopping rules",
-                         "The classic bugs")),
-    ("03-methods.md", ("A common yardstick: Spec-Bench", "Prompt lookup and n-gram drafting", "Token trees and tree attention (SpecInfer)")),
+                    "Many tokens per round", "Expected tokens per target pass", "Wall-clock speedup",
+                    "Greedy decoding is the temperature-0 limit")),
+    ("02-algorithm.md", ("The loop in one screen", "Step c: the accept/reject rule", "The bonus token", "A toy to test it with")),
 )
+PATH_LAB = ("02-toy", "`cp guide/labs/02-toy/starter.py my_toy.py`, then `python guide/labs/grade.py 02-toy my_toy.py`")
 
 
 def prose(text: str) -> str:
@@ -153,8 +161,11 @@ def section(text: str, heading: str) -> str:
     return match.group(1)
 
 
-def reading_minutes_of(text: str) -> float:
+def reading_minutes_of(text: str, newcomer: bool = False) -> float:
+    """Minutes to read `text`: at the course's pace, or at a newcomer's (the one-hour path's)."""
     words, lines = reading_parts(text)
+    if newcomer:
+        return words / NEWCOMER_WORDS_PER_MINUTE + lines / NEWCOMER_LINES_PER_MINUTE
     return words / PROSE_WORDS_PER_MINUTE + lines / CODE_LINES_PER_MINUTE
 
 
@@ -164,23 +175,36 @@ def chapter_body(text: str) -> str:
 
 
 def path_minutes(guide: Path = GUIDE) -> list[tuple[str, tuple[str, ...] | None, int]]:
-    """(chapter, its sections or None, minutes to read them) for every step of the one-hour path."""
+    """(chapter, its sections or None, minutes to read them at a newcomer's pace) for every step of the one-hour path."""
     steps = []
     for name, headings in ONE_HOUR_PATH:
         text = (guide / name).read_text(encoding="utf-8")
         parts = [chapter_body(text)] if headings is None else [section(text, heading) for heading in headings]
-        steps.append((name, headings, round(sum(reading_minutes_of(part) for part in parts))))
+        steps.append((name, headings, round(sum(reading_minutes_of(part, newcomer=True) for part in parts))))
     return steps
 
 
+def lab_minutes(lab: str, guide: Path = GUIDE) -> int:
+    """The minutes a lab's pointer opens with, in the chapter that points to it."""
+    for name in CHAPTERS:
+        for match in re.finditer(r"^\*\*Lab\.\*\* \*\((\d+) min\)\*(.*?)(?=\n\n)", (guide / name).read_text(encoding="utf-8"),
+                                 re.MULTILINE | re.DOTALL):
+            if f"guide/labs/{lab}/" in match.group(2):
+                return int(match.group(1))
+    raise ValueError(f"no chapter points to lab {lab}")
+
+
 def path_lines(guide: Path = GUIDE) -> list[str]:
-    """The one-hour path as the guide's first page and chapter 0 state it: one markdown list item a step, then the total."""
+    """The one-hour path as the guide's first page and chapter 0 state it: one markdown list item a step, the total, the lab."""
     lines = []
     for name, headings, minutes in path_minutes(guide):
         what = "all of it, without the exercises" if headings is None else ", ".join(f"*{heading}*" for heading in headings)
         lines.append(f"- `{name}`: {what} ({minutes} min)")
     total = sum(minutes for _, _, minutes in path_minutes(guide))
-    lines.append(f"- together {total} minutes of reading")
+    lines.append(f"- together {total} minutes of reading at a newcomer's pace ({NEWCOMER_WORDS_PER_MINUTE} words and "
+                 f"{NEWCOMER_LINES_PER_MINUTE} lines of code a minute)")
+    lab, how = PATH_LAB
+    lines.append(f"- then lab 2, the chain rule written by you and graded: {how} ({lab_minutes(lab, guide)} min)")
     return lines
 
 

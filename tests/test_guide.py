@@ -31,7 +31,7 @@ import figures  # noqa: E402  (guide/figures.py)
 import lesson_numbers as guide_numbers  # noqa: E402  (guide/lesson_numbers.py)
 import reading_time  # noqa: E402  (guide/reading_time.py)
 
-CHAPTERS = ["00-intuition.md", "01-math.md", "02-algorithm.md", "03-methods.md", "04-beyond-the-chain.md"]
+CHAPTERS = list(reading_time.CHAPTERS)
 EXTRAS = ["papers.md", "glossary.md"]
 
 FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
@@ -428,11 +428,11 @@ def test_the_eagle2_porting_bug_is_computed_as_the_engine_runs_it():
 
 
 def test_the_llama_cpp_lesson_reads_the_benchmarks_own_results():
-    """Chapter 4's llama.cpp numbers come from guide/measurements/llama-cpp-exactness.jsonl, a copy of the file
+    """Chapter 8's llama.cpp numbers come from guide/measurements/avx2/llama-cpp-exactness.jsonl, a copy of the file
     `benchmarks/llama_cpp_exactness.py` appends to: rerunning a measurement there and not here must fail."""
-    copy = (GUIDE / "measurements" / "llama-cpp-exactness.jsonl").read_bytes()
+    copy = (GUIDE / "measurements" / "avx2" / "llama-cpp-exactness.jsonl").read_bytes()
     assert copy == (ROOT / "benchmarks" / "llama-cpp-exactness.jsonl").read_bytes(), \
-        "copy benchmarks/llama-cpp-exactness.jsonl to guide/measurements/ and rerun this test"
+        "copy benchmarks/llama-cpp-exactness.jsonl to guide/measurements/avx2/ and rerun this test"
     numbers = guide_numbers.llama_cpp_numbers(copy.decode("utf-8"))
     # what the prose says in words (whole numbers, which the number check leaves alone): where each control breaks
     said = {"ubatch4": (4, 4), "ubatch": (4, 4), "unrepacked": (8, 8), "flash": (2, 2), "value": (None, None)}

@@ -40,7 +40,7 @@ def solutions() -> dict[str, str]:
 
 def load(source: str):
     namespace: dict = {}
-    exec(compile(source, "04-beyond-the-chain.md (solution)", "exec"), namespace)
+    exec(compile(source, "04-trees.md (solution)", "exec"), namespace)
     return namespace["verify_tree"]
 
 
@@ -79,9 +79,9 @@ def fit(verify_tree):
 @pytest.fixture(scope="module")
 def tree_solution() -> str:
     found = solutions()
-    assert list(found) == ["04-beyond-the-chain.md"] and len(found["04-beyond-the-chain.md"]) == 1, (
+    assert list(found) == ["04-trees.md"] and len(found["04-trees.md"]) == 1, (
         "a new ```python solution block needs a test here")
-    return found["04-beyond-the-chain.md"][0]
+    return found["04-trees.md"][0]
 
 
 def test_the_tree_solution_matches_the_target_distribution(tree_solution):

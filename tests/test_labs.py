@@ -7,18 +7,33 @@ drafts or drops the bonus token, plain decoding in a batch): a grader that let i
 anything. Each is the negative control of the check that catches it. Correct answers written another way (a
 last round shortened instead of cut, a prompt pass as a round of its own) must pass, and a loop that never
 ends must be stopped with a verdict.
+
+The graders of labs 1 and 2 compute the output law of a learner's sampler exactly, by driving it with a controlled
+random source (`guide/labs/controlled_random.py`). Their negative controls are answers whose law is off by a small
+bias, between 0.005 and 0.03 in one token's probability (the tests compute each bias exactly and check that it is
+that small): a sampled chi-square test of a few thousand draws let such answers through (issue 51); these must fail.
+Correct answers the controlled source cannot drive (several values per draw) are sampled instead, enough to see
+a 0.01 bias with probability 0.99. And `grade.py` runs from a fresh clone with NumPy alone: the labs
+other than 03-lookup never import specdec, and 03-lookup says in one line what it needs.
 """
 
 from __future__ import annotations
 
+import doctest
+import os
+import shutil
+import subprocess
 import sys
+import types
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 LABS = Path(__file__).resolve().parents[1] / "guide" / "labs"
 sys.path.insert(0, str(LABS))
 
+import controlled_random  # noqa: E402  (guide/labs/controlled_random.py)
 import grade as labs  # noqa: E402  (guide/labs/grade.py)
 
 # lab -> wrong answers, each (name, a line of the solution or None, the line with the bug or code appended to the file):
@@ -56,7 +71,34 @@ BROKEN = {
         ("the shortest tail first", "    for n in range(min(max_ngram, len(text) - 1), min_ngram - 1, -1):   # the longest tail first",
          "    for n in range(min_ngram, min(max_ngram, len(text) - 1) + 1):"),
     ],
-    "04-batch": [
+    "04-tree": [      # the guesses a reader of chapter 4 had to make (issue 51), each made the wrong way
+        ("T does not grow by c per level", "passes * c + 1 + beta", "c + 1 + beta"),
+        ("the prior worth one test, not four", "    return float((hits[b] + 4 * confidence ** 0.5) / (tests[b] + 4))   # the prior sqrt(q), worth 4 tests",
+         "    return float((hits[b] + confidence ** 0.5) / (tests[b] + 1))"),
+        ("bins by rounding 10 q", "    b = min(int(confidence * 10), 9)                                   # the confidence's bin",
+         "    b = min(int(round(confidence * 10)), 9)"),
+        ("E and T fixed within a level", "            E, T = E + worth, T + beta\n", "            pass\n"),
+        ("the first level's best slot not forced", "            if not (level == 0 and rank == 0) and worth * T <= E * beta:",
+         "            if worth * T <= E * beta:"),
+        ("reach not multiplied along the path", "                reach.append((1.0 if f == -1 else reach[f]) * a(float(laws[f][x])))",
+         "                reach.append(a(float(laws[f][x])))"),
+        ("each node's slots taken node by node, not the level's best first",
+         "        slots = sorted(slots, reverse=True)[:room]                       # 3. the best first", "        slots = slots[:room]"),
+        ("the next level priced with c alone", "        if G * T <= E * (c + beta * len(best)):", "        if G * T <= E * c:"),
+        ("the next frontier in order of reach, not of number", "        frontier = new\n", "        frontier = best\n"),
+    ],
+    "05-recycling": [
+        ("the first write wins", "        latest[rows[i]] = i                                                     # one write per token: the last one",
+         "        latest.setdefault(rows[i], i)"),
+        ("the kept rows not filed last", "    order = [i for i in range(len(rows)) if i not in set(kept)] + list(kept)   # the accepted path last: it wins",
+         "    order = list(range(len(rows)))"),
+        ("the rejected rows not filed", "    order = [i for i in range(len(rows)) if i not in set(kept)] + list(kept)   # the accepted path last: it wins",
+         "    order = list(kept)"),
+        ("a path kept when its parent was left out", "        if path[:-1] not in placed:\n            continue                                # its parent was left out: so is it\n",
+         "        if path[:-1] not in placed:\n            placed[path[:-1]] = (-1, root)\n"),
+        ("the limit ignored", "        if len(path) > limit:\n            break                                   # breadth-first: every later path is as deep or deeper\n", ""),
+    ],
+    "09-batch": [
         ("one length for the batch", "        lengths[b] += len(new)                                   # one length per row",
          "        lengths[:] = lengths[b] + len(new)                       # one count for the batch"),
         ("one write position for the batch", "        buffer[b, lengths[b]:lengths[b] + len(new)] = new        # at this row's end",
@@ -79,14 +121,26 @@ OTHER_WAYS = {
          "def speculative_sample(p, q, rng):\n    x = min(int(np.searchsorted(np.cumsum(q), rng.random(), side='right')), len(q) - 1)\n"
          "    if rng.random() < min(1.0, p[x] / q[x]):\n        return x\n"
          "    left = np.maximum(p - q, 0.0)\n    return int(rng.choice(len(p), p=left / left.sum()))"),
+        ("the test as u > 1 - a, with rng.uniform", "    if rng.random() < accept_probability(p, q, x):",
+         "    if rng.uniform(0.0, 1.0) > 1.0 - accept_probability(p, q, x):"),
+        ("the residual drawn by inverting its cumulative sum", "    return int(rng.choice(len(p), p=residual(p, q)))",
+         "    r = residual(p, q)\n    return min(int(np.searchsorted(np.cumsum(r), rng.random(), side='right')), len(r) - 1)"),
     ],
     "02-toy": [
+        ("the test as a ratio, u < p(x) / q(x)", "        if rng.random() * q[x] < p[x]:                           # keep x with probability min(1, p(x) / q(x))",
+         "        if rng.random() < p[x] / q[x]:"),
+        ("each draft tested as soon as it is drawn", None,
+         "def speculative_round(P, Q, previous, gamma, rng):\n    emitted, context = [], previous\n    for _ in range(gamma):\n"
+         "        x = int(rng.choice(len(Q), p=Q[context]))\n        if rng.random() < min(1.0, P[context, x] / Q[context, x]):\n"
+         "            emitted.append(x)\n            context = x\n            continue\n"
+         "        left = np.maximum(P[context] - Q[context], 0.0)\n        emitted.append(int(rng.choice(len(left), p=left / left.sum())))\n"
+         "        return emitted\n    emitted.append(int(rng.choice(len(P), p=P[context])))\n    return emitted"),
         ("the last round shortened instead of cut", "        tokens += speculative_round(P, Q, previous, gamma, rng)  # a full round; the last one is cut below",
          "        tokens += speculative_round(P, Q, previous, min(gamma, length - len(tokens) - 1), rng)"),
         ("a prompt pass first: a round with gamma 0", "    tokens: list[int] = []",
          "    tokens: list[int] = speculative_round(P, Q, start, 0, rng)"),
     ],
-    "04-batch": [
+    "09-batch": [
         ("every row drafts first, then every row is verified", None,
          "def batch_round(buffer, lengths, gamma, limit, draft_next, target_next):\n"
          "    active = [b for b in range(len(lengths)) if lengths[b] < limit]\n"
@@ -100,8 +154,34 @@ OTHER_WAYS = {
 }
 
 
+# lab -> answers whose output law is off by a small bias (each computed in test_the_biased_answers_are_only_slightly_off):
+# what a sampled test of a few thousand draws cannot see, and what the graders must
+BIASED = {
+    "01-rule": [
+        ("keeps a draft 2 points more often", "    if rng.random() < accept_probability(p, q, x):",
+         "    if rng.random() < accept_probability(p, q, x) + 0.02:"),
+        ("keeps a draft 3% more often", "    if rng.random() < accept_probability(p, q, x):",
+         "    if rng.random() < 1.03 * accept_probability(p, q, x):"),
+        ("a tenth of p mixed into the residual", "    return int(rng.choice(len(p), p=residual(p, q)))",
+         "    return int(rng.choice(len(p), p=0.9 * residual(p, q) + 0.1 * p))"),
+        ("drafts from q with 3% of a uniform mixed in", "    x = int(rng.choice(len(q), p=q))",
+         "    x = int(rng.choice(len(q), p=0.97 * q + 0.03 / len(q)))"),
+    ],
+    "02-toy": [
+        ("a bonus token with 3% of a uniform mixed in", "    emitted.append(int(rng.choice(len(P), p=P[context])))       # the bonus token",
+         "    emitted.append(int(rng.choice(len(P), p=0.97 * P[context] + 0.01)))"),
+        ("keeps a draft 5% more often", "        if rng.random() * q[x] < p[x]:                           # keep x with probability min(1, p(x) / q(x))",
+         "        if rng.random() * q[x] < 1.05 * p[x]:"),
+        ("5% of p mixed into the residual", "        emitted.append(int(rng.choice(len(p), p=excess / excess.sum())))   # the residual",
+         "        emitted.append(int(rng.choice(len(p), p=0.95 * excess / excess.sum() + 0.05 * p)))"),
+        ("drafts from Q with 3% of a uniform mixed in", "        state = int(rng.choice(len(Q), p=Q[state]))",
+         "        state = int(rng.choice(len(Q), p=0.97 * Q[state] + 0.01))"),
+    ],
+}
+
+
 def variant(lab: str, line: str | None, change: str) -> str:
-    """The lab's solution with `line` replaced by `change`, or with `change` appended (it then redefines a function)."""
+    """The lab's solution with `line` replaced by `change` (everywhere), or with `change` appended (it then redefines a function)."""
     source = (LABS / lab / "solution.py").read_text(encoding="utf-8")
     if line is None:
         return source + "\n\n" + change + "\n"
@@ -157,7 +237,7 @@ def test_a_loop_that_never_ends_is_stopped_with_a_verdict(tmp_path):
 
 def test_the_batch_lab_really_is_ragged():
     """Lab 4 tests bookkeeping only if its rows keep different numbers of drafts in one round, and some keep none."""
-    batch = labs.load(LABS / "04-batch" / "checks.py", "lab_checks_04_batch")
+    batch = labs.load(LABS / "09-batch" / "checks.py", "lab_checks_09_batch")
     kept_per_round = []                                                  # [rounds][rows]
     texts = [list(prompt) for prompt in batch.PROMPTS]
     for _ in range(3):
@@ -174,6 +254,24 @@ def test_the_batch_lab_really_is_ragged():
     assert any(0 in kept for kept in kept_per_round) and any(batch.GAMMA in kept for kept in kept_per_round), kept_per_round
 
 
+def test_the_tree_labs_cases_are_what_tree_drafter_grows_today():
+    """lab 04-tree grades against guide/labs/04-tree/cases.json with NumPy alone; TreeDrafter must still grow those trees."""
+    sys.path.insert(0, str(LABS.parent))
+    import tree_growth  # guide/tree_growth.py
+
+    committed = (LABS / "04-tree" / "cases.json").read_text(encoding="utf-8")
+    assert committed == tree_growth.cases_json(tree_growth.make_cases()), "run `python guide/tree_growth.py --lab-cases`"
+    branching = sum(len(set(case["parents"])) < len(case["parents"]) for case in tree_growth.make_cases())
+    assert branching >= 30                                       # the cases branch: a chain-only grader would teach little
+
+
+def test_the_recycling_labs_cases_are_what_token_recycling_does_today():
+    """lab 05-recycling grades against guide/labs/05-recycling/cases.json with Python alone; the drafter must still make them."""
+    make = labs.load(LABS / "05-recycling" / "make_cases.py", "recycling_cases")
+    committed = (LABS / "05-recycling" / "cases.json").read_text(encoding="utf-8")
+    assert committed == make.cases_json(make.make_cases()), "run `python guide/labs/05-recycling/make_cases.py`"
+
+
 def test_every_lab_has_a_time_limit():
     for lab in labs.NAMES:
         assert 0 < labs.checks(lab).TIME_LIMIT_S <= 120, lab
@@ -185,3 +283,109 @@ def test_the_command_line_says_pass_or_fail_in_one_line(capsys):
     assert labs.main(["no-such-lab", "x.py"]) == 2
     passed, failed, usage = capsys.readouterr().out.splitlines()
     assert passed.startswith("PASS (03-lookup)") and failed.startswith("FAIL (03-lookup): not written yet"), (passed, failed)
+
+
+BIASES = [(lab, name, line, change) for lab, answers in sorted(BIASED.items()) for name, line, change in answers]
+
+
+def module_from(source: str) -> types.ModuleType:
+    module = types.ModuleType("answer")
+    exec(compile(source, "answer.py", "exec"), module.__dict__)
+    return module
+
+
+def largest_bias(lab: str, module: types.ModuleType) -> float:
+    """The largest error, in any token's probability, of the answer's law over what the lab's grader looks at (exactly)."""
+    checks = labs.checks(lab)
+    gaps = []
+    if lab == "01-rule":
+        cases = checks.pairs(np.random.default_rng(0))
+        for _, p, q in cases[:checks.HAND_PICKED] + cases[-checks.RANDOM_LAWS:]:
+            law = controlled_random.exact_law(lambda rng: int(module.speculative_sample(p, q, rng)))
+            gaps.append(controlled_random.law_distance(law, dict(enumerate(map(float, p))))[0])
+    else:
+        for previous in range(3):
+            for gamma in range(checks.GAMMA + 1):
+                law = controlled_random.exact_law(lambda rng: tuple(int(t) for t in module.speculative_round(
+                    checks.P, checks.Q, previous, gamma, rng)))
+                gaps.append(controlled_random.law_distance(law, checks.round_law(checks.P, checks.Q, previous, gamma))[0])
+    return max(gaps)
+
+
+@pytest.mark.parametrize("lab, name, line, change", BIASES, ids=[f"{lab}: {name}" for lab, name, _, _ in BIASES])
+def test_an_answer_off_by_a_small_bias_fails_its_grader(lab, name, line, change, tmp_path):
+    """The negative control of the law checks: the answer is off by 0.005 to 0.03 in one token's probability, no more."""
+    source = variant(lab, line, change)
+    assert 0.005 <= largest_bias(lab, module_from(source)) <= 0.03
+    (tmp_path / "biased.py").write_text(source, encoding="utf-8")
+    problems = labs.grade(lab, tmp_path / "biased.py")
+    assert problems and "probability" in problems[0], problems
+
+
+def test_the_exact_law_of_the_solutions_is_the_target_law():
+    """The controlled source is right where it must be: the reference answers' laws are p, to within 1e-4."""
+    assert largest_bias("01-rule", module_from(variant("01-rule", None, ""))) < 1e-4
+    assert largest_bias("02-toy", module_from(variant("02-toy", None, ""))) < 1e-4
+
+
+def test_the_controlled_random_source_holds_its_docstrings():
+    assert doctest.testmod(controlled_random).failed == 0
+    assert doctest.testmod(labs).failed == 0
+    for lab in ("01-rule", "02-toy"):
+        assert doctest.testmod(labs.checks(lab)).failed == 0
+
+
+@pytest.mark.parametrize("biased", [False, True], ids=["exact", "biased"])
+def test_an_answer_the_source_cannot_drive_is_sampled_with_the_same_power(biased, tmp_path):
+    """Several values per draw (`rng.random(1)`): no exact law, so the grader samples 153,273 times. A correct answer
+    passes; one that keeps a draft 2 points too often fails."""
+    accept = "accept_probability(p, q, x) + 0.02" if biased else "accept_probability(p, q, x)"
+    source = variant("01-rule", "    if rng.random() < accept_probability(p, q, x):", f"    if rng.random(1)[0] < {accept}:")
+    (tmp_path / "vector.py").write_text(source, encoding="utf-8")
+    checks = labs.checks("01-rule")
+    p, q = np.array([0.3, 0.4, 0.3]), np.array([0.6, 0.2, 0.2])
+    assert controlled_random.exact_law(lambda rng: int(module_from(source).speculative_sample(p, q, rng))) is None
+    problems = checks.sample_law_problems(module_from(source), "the course's example", p, q)
+    assert bool(problems) == biased, problems
+
+
+# --- grade.py from a fresh clone: NumPy alone, no specdec ------------------------------------------------
+
+POISON = "raise ModuleNotFoundError(\"No module named 'specdec' (a fresh clone, not installed)\", name='specdec')\n"
+
+
+def fresh_clone(tmp_path: Path) -> tuple[Path, dict]:
+    """guide/labs/ copied into a folder without specdec, and an environment where `import specdec` fails wherever it is
+    installed (a package of that name that raises, first on the path), run from another folder."""
+    clone = tmp_path / "clone"
+    shutil.copytree(LABS, clone / "guide" / "labs", ignore=shutil.ignore_patterns("__pycache__"))
+    poison = tmp_path / "poison" / "specdec"
+    poison.mkdir(parents=True)
+    (poison / "__init__.py").write_text(POISON, encoding="utf-8")
+    environment = {key: value for key, value in os.environ.items() if not key.startswith(("PYTHON", "PYTEST"))}
+    environment["PYTHONPATH"] = str(poison.parent)
+    return clone, environment
+
+
+def run_grader(clone: Path, environment: dict, lab: str, answer: str, cwd: Path) -> subprocess.CompletedProcess:
+    command = [sys.executable, str(clone / "guide" / "labs" / "grade.py"), lab, str(clone / "guide" / "labs" / lab / answer)]
+    return subprocess.run(command, env=environment, cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("lab", [lab for lab in sorted(BROKEN) if lab != "03-lookup"])
+def test_grade_py_runs_from_a_fresh_clone_with_numpy_alone(lab, tmp_path):
+    clone, environment = fresh_clone(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    done = run_grader(clone, environment, lab, "solution.py", elsewhere)
+    assert done.returncode == 0 and done.stdout.startswith(f"PASS ({lab})"), (done.stdout, done.stderr)
+    done = run_grader(clone, environment, lab, "starter.py", elsewhere)
+    assert done.returncode == 1 and done.stdout.startswith(f"FAIL ({lab}): not written yet"), (done.stdout, done.stderr)
+
+
+def test_the_lookup_lab_says_in_one_line_what_it_needs(tmp_path):
+    """Negative control of the fresh-clone test: the poisoned specdec really is what the child imports."""
+    clone, environment = fresh_clone(tmp_path)
+    done = run_grader(clone, environment, "03-lookup", "solution.py", tmp_path)
+    assert done.returncode == 2 and done.stdout.count("\n") == 1, (done.stdout, done.stderr)
+    assert done.stdout.startswith("CANNOT GRADE (03-lookup): lab 03-lookup grades your lookup against specdec's") and "pip install" in done.stdout

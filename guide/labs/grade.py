@@ -12,11 +12,18 @@ and they check the algorithm as well as its output law: a function that never dr
 Your code runs in a process of its own, stopped after the lab's `TIME_LIMIT_S` seconds (a loop that never
 ends, such as a round that emits no token, is a finding like any other). The verdict is one line: PASS, or
 FAIL with the first problem found (and how many more there were).
-Exit code 0: passed; 1: a problem was found; 2: the lab or the file does not exist.
+Exit code 0: passed; 1: a problem was found; 2: the lab or the file does not exist, or the lab's grader needs a
+package this Python lacks (the line says which: lab 03-lookup grades against specdec's PromptLookupDrafter, which
+imports torch).
+
+No install is needed: this process reads only the lab's time limit from its `checks.py` (as text) and imports no
+lab code; the process that grades puts the checkout and `guide/labs/` on its path. Labs other than 03-lookup need
+nothing but NumPy.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import os
@@ -39,14 +46,40 @@ def load(path: Path, name: str) -> ModuleType:
     return module
 
 
+class GraderCannotRun(Exception):
+    """The lab's grader needs a package this Python lacks; the message says which and what to do."""
+
+
 def checks(lab: str) -> ModuleType:
+    """The lab's checks, imported (with `guide/labs/` on the path, for `controlled_random`)."""
+    if str(LABS) not in sys.path:
+        sys.path.insert(0, str(LABS))
     return load(LABS / lab / "checks.py", f"lab_checks_{lab.replace('-', '_')}")
 
 
+def lab_time_limit(lab: str) -> float:
+    """The lab's TIME_LIMIT_S, read from its checks.py as text: the grading process alone imports the checks.
+
+    >>> lab_time_limit("01-rule")
+    60
+    """
+    tree = ast.parse((LABS / lab / "checks.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(target, "id", None) == "TIME_LIMIT_S" for target in node.targets):
+            return ast.literal_eval(node.value)
+    return TIME_LIMIT_S
+
+
 def grade_here(lab: str, path: Path) -> list[str]:
-    """The problems the lab's checks find in the module at `path`, in this process (no time limit)."""
+    """The problems the lab's checks find in the module at `path`, in this process (no time limit).
+
+    Raises GraderCannotRun when the checks cannot be imported for want of a package."""
     try:
-        return checks(lab).grade(load(Path(path), "learner"))
+        lab_checks = checks(lab)
+    except ModuleNotFoundError as missing:
+        raise GraderCannotRun(str(missing)) from missing
+    try:
+        return lab_checks.grade(load(Path(path), "learner"))
     except NotImplementedError as error:
         return [f"not written yet: {error}"]
     except Exception as error:                                   # a learner's crash is a finding, not a traceback
@@ -55,10 +88,11 @@ def grade_here(lab: str, path: Path) -> list[str]:
 
 def grade(lab: str, path: Path, time_limit: float | None = None) -> list[str]:
     """The problems the lab's checks find in the module at `path` (empty: passed), the code stopped after `time_limit` s."""
-    limit = time_limit if time_limit is not None else getattr(checks(lab), "TIME_LIMIT_S", TIME_LIMIT_S)
+    limit = time_limit if time_limit is not None else lab_time_limit(lab)
     with tempfile.TemporaryDirectory() as folder:
         report = Path(folder) / "problems.json"
-        environment = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+        path_entries = [str(ROOT), str(LABS)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
+        environment = dict(os.environ, PYTHONPATH=os.pathsep.join(path_entries))
         command = [sys.executable, str(Path(__file__).resolve()), "--inside", lab, str(Path(path).resolve()), str(report)]
         try:
             done = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=limit)
@@ -68,7 +102,10 @@ def grade(lab: str, path: Path, time_limit: float | None = None) -> list[str]:
         if not report.exists():
             last = (done.stderr.strip().splitlines() or ["no message"])[-1]
             return [f"your code stopped the grader before it could finish (exit code {done.returncode}): {last}"]
-        return json.loads(report.read_text(encoding="utf-8"))
+        answer = json.loads(report.read_text(encoding="utf-8"))
+        if isinstance(answer, dict):
+            raise GraderCannotRun(answer["cannot_run"])
+        return answer
 
 
 def verdict(lab: str, path: str, problems: list[str]) -> str:
@@ -87,12 +124,20 @@ def verdict(lab: str, path: str, problems: list[str]) -> str:
 
 def main(argv: list[str]) -> int:
     if len(argv) == 4 and argv[0] == "--inside":                    # the child process: grade, write the problems
-        Path(argv[3]).write_text(json.dumps(grade_here(argv[1], Path(argv[2]))), encoding="utf-8")
+        try:
+            answer: object = grade_here(argv[1], Path(argv[2]))
+        except GraderCannotRun as missing:
+            answer = {"cannot_run": str(missing)}
+        Path(argv[3]).write_text(json.dumps(answer), encoding="utf-8")
         return 0
     if len(argv) != 2 or argv[0] not in NAMES or not Path(argv[1]).is_file():
         print(f"usage: python guide/labs/grade.py LAB FILE, with LAB one of {', '.join(NAMES)} and FILE your .py file")
         return 2
-    problems = grade(argv[0], Path(argv[1]))
+    try:
+        problems = grade(argv[0], Path(argv[1]))
+    except GraderCannotRun as missing:
+        print(f"CANNOT GRADE ({argv[0]}): {missing}")
+        return 2
     print(verdict(argv[0], argv[1], problems))
     return 1 if problems else 0
 

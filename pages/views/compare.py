@@ -179,7 +179,7 @@ def keep_costs(job: jobs.Job) -> None:
 
 
 def show_costs() -> None:
-    """What verifying costs on this machine for the sidebar's pair, and the speedup it allows (chapter 4, 'Why verification
+    """What verifying costs on this machine for the sidebar's pair, and the speedup it allows (chapter 8, 'Why verification
     is not free on a CPU with few cores')."""
     st.subheader("What verifying costs here")
     st.caption("Chapter 1's speedup assumes a pass over gamma + 1 tokens costs one step, v(gamma) = 1: true where a step is bound "

@@ -277,7 +277,7 @@ def batch_section(settings: Settings, chat: bool, ready: bool) -> None:
     st.caption("Each row keeps its own accepted length: its own cache, positions and end. One target pass verifies every "
                "row's drafts; a draft model's chains are drafted for every row in one pass per step (other drafters may draft "
                "row by row). The batch drafts as the sidebar asks, and says below what it drafted. The gain shrinks as the "
-               "batch grows: chapter 4, “Batches”.")
+               "batch grows: chapter 9, “Batches”.")
     default = "\n".join(_example_text(i).splitlines()[0][:120] for i in range(3))
     text = st.text_area(f"Prompts, one per line (at most {MAX_ROWS})", height=100, **remember("batch_prompts", default))
     if st.button("Run the batch", key="batch_run", disabled=not ready or jobs.running(BATCH_RUN)):

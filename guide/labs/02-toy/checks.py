@@ -5,32 +5,72 @@
 2. `speculative_round` with Q = P: every draft is kept, so every round emits exactly gamma + 1 tokens (a round
    that never drafts emits 1, one that drops the bonus token emits gamma, one that emits nothing would hang a
    generator), and gamma = 0 emits one token.
-3. `speculative_round` with a draft far from P: 3,000 rounds against the exact law of one round, enumerated
-   below (which tokens, and how many: a round that drafts from P instead of Q, tests with the wrong q or skips
-   the residual has another law).
+3. `speculative_round` with a draft far from P: its law, computed exactly by driving it with a controlled
+   random source (`controlled_random.exact_law`), against the exact law of one round, enumerated below (which
+   tokens, and how many: a round that drafts from P instead of Q, tests with the wrong q or skips the residual has
+   another law), after every token and for every gamma up to `GAMMA`: a round off by 0.01 in any token's
+   probability at any position fails every time.
 4. `speculative_generate` is made of your rounds: every token it returns came out of a `speculative_round`
    call after the last token before it (at most one extra call: a prompt pass, if you write one, is a round
    with gamma 0), and it returns exactly `length` tokens.
-5. `speculative_generate`'s sequences against the exact law: 3,000 sequences of 4 tokens with gamma 2 (rounds
-   2 and 3 are tested too: a bug in what one round hands the next never shows in round 1), and 600 of 2 tokens
-   after another start token. Chi-square tests, fixed seeds: the grade is repeatable.
+5. `speculative_generate`'s law, computed exactly the same way, against P's: sequences of 2 tokens with gamma 1
+   after two start tokens (a round that rejects its draft emits one token and hands the next round its start: a bug
+   there never shows in a single round). A generator that draws from a random source of its own is caught here: its law is no longer its
+   rounds'.
+
+Where your code draws in a way the controlled source cannot follow (several values per call), it is sampled
+instead, `controlled_random.sampled_draws()` times: enough to see a 0.01 bias with probability 0.99. NumPy only
+(the grader runs from a fresh clone); fixed seeds: the grade is repeatable.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 
 import numpy as np
 
-from specdec.reference.rule import markov_sequence_distribution
-from specdec.reference.stats import chi_square_test
+from controlled_random import exact_law, law_distance, sampled_problems
 
 TIME_LIMIT_S = 60
 P = np.array([[0.60, 0.30, 0.10], [0.20, 0.50, 0.30], [0.30, 0.10, 0.60]])   # p(next | previous)
 Q = np.array([[0.10, 0.20, 0.70], [0.50, 0.20, 0.30], [0.40, 0.50, 0.10]])   # q(next | previous), far from P
 ZEROS = np.array([[0.50, 0.50, 0.00], [0.00, 0.00, 1.00], [0.25, 0.00, 0.75]])   # a table with impossible steps
-START, LENGTH, GAMMA, RUNS, ROUNDS = 0, 4, 2, 3_000, 3_000
-SAMPLED = ((START, LENGTH, RUNS), (2, 2, 600))                  # (start token, tokens per sequence, sequences)
+START, GAMMA = 0, 2
+GENERATED = ((START, 2, 1), (2, 2, 1))                          # (start token, tokens per sequence, gamma)
+TOLERANCE = 0.002                                               # the exact law's own error is below 1e-4
+
+
+def markov_sequence_distribution(table: np.ndarray, start: int, length: int) -> dict[tuple[int, ...], float]:
+    """The exact probability of every sequence of `length` tokens after `start` (specdec.reference.rule's, NumPy only).
+
+    >>> markov_sequence_distribution(np.array([[0.5, 0.5], [1.0, 0.0]]), 0, 2)
+    {(0, 0): 0.25, (0, 1): 0.25, (1, 0): 0.5, (1, 1): 0.0}
+    """
+    distribution = {}
+    for sequence in itertools.product(range(table.shape[0]), repeat=length):
+        probability, previous = 1.0, start
+        for token in sequence:
+            probability *= table[previous, token]
+            previous = token
+        distribution[sequence] = float(probability)
+    return distribution
+
+
+def law_problems(draw, truth: dict, what: str, seed: int) -> list[str]:
+    """`draw(rng)`'s law against `truth`: computed exactly, or sampled where the code cannot be driven."""
+    law = exact_law(draw)
+    if law is None:
+        return sampled_problems(draw, truth, seed=seed, seconds=TIME_LIMIT_S / 4, what=what)
+    gap, kind, where = law_distance(law, truth)
+    if gap <= TOLERANCE:
+        return []
+    if kind == "marginal":
+        position, token = where
+        return [f"{what}: token {token} comes out at position {position + 1} with probability off by {gap:.4f} from the "
+                "exact law (computed exactly from your code, every way its draws can fall)"]
+    return [f"{what}: the tokens {list(where)} come out with probability {law.get(where, 0.0):.4f}, the exact law gives it "
+            f"{truth.get(where, 0.0):.4f} (computed exactly from your code, every way its draws can fall)"]
 
 
 def round_law(target: np.ndarray, draft: np.ndarray, previous: int, gamma: int) -> dict[tuple[int, ...], float]:
@@ -39,7 +79,7 @@ def round_law(target: np.ndarray, draft: np.ndarray, previous: int, gamma: int) 
     after gamma kept drafts with chance p(y).
 
     >>> law = round_law(np.array([[0.5, 0.5], [0.5, 0.5]]), np.array([[1.0, 0.0], [1.0, 0.0]]), 0, 1)
-    >>> law[(0, 0)], law[(0, 1)], law[(1,)]
+    >>> float(law[(0, 0)]), float(law[(0, 1)]), float(law[(1,)])
     (0.25, 0.25, 0.5)
     """
     law: Counter = Counter()
@@ -85,14 +125,14 @@ def round_problems(module) -> list[str]:
         emitted = list(module.speculative_round(P, Q, previous, 0, rng))
         if len(emitted) != 1:
             return [f"speculative_round(P, Q, {previous}, 0, rng) emitted {emitted}: with gamma = 0 a round is one token from P"]
-    for previous in (0, 2):
-        counts = Counter(tuple(int(t) for t in module.speculative_round(P, Q, previous, GAMMA, rng)) for _ in range(ROUNDS))
-        fit = chi_square_test(counts, round_law(P, Q, previous, GAMMA))
-        if fit.p_value < 1e-4:
-            lengths = Counter(len(run) for run in counts.elements())
-            return [f"your {ROUNDS} rounds after token {previous} (gamma {GAMMA}, Q far from P) do not follow the exact law of a "
-                    f"round (chi-square p-value {fit.p_value:.1e}; round lengths {dict(sorted(lengths.items()))}): check that "
-                    "the drafts come from Q, the test min(1, p(x) / q(x)) with q from Q, the residual and the bonus token"]
+    for previous in (0, 1, 2):
+        for gamma in range(GAMMA + 1):
+            problems = law_problems(lambda rng, previous=previous, gamma=gamma: tuple(int(t) for t in module.speculative_round(
+                P, Q, previous, gamma, rng)), round_law(P, Q, previous, gamma),
+                f"speculative_round(P, Q, {previous}, {gamma}, rng) with Q far from P", seed=previous)
+            if problems:
+                return [problems[0] + ": check that the drafts come from Q, the test min(1, p(x) / q(x)) with q from Q, "
+                        "the residual and the bonus token"]
     return []
 
 
@@ -134,14 +174,11 @@ def grade(module) -> list[str]:
     problems = enumeration_problems(module) or round_problems(module) or generator_problems(module)
     if problems:
         return problems
-    rng = np.random.default_rng(7)
-    for start, length, count in SAMPLED:
-        runs = [tuple(module.speculative_generate(P, Q, start, length, GAMMA, rng)) for _ in range(count)]
-        if any(len(run) != length for run in runs):
-            return [f"speculative_generate(P, Q, {start}, {length}, ...) must return exactly {length} tokens"]
-        fit = chi_square_test(Counter(runs), markov_sequence_distribution(P, start, length))
-        if fit.p_value < 1e-4:
-            problems.append(f"your {count} sequences of {length} tokens after token {start} do not follow P "
-                            f"(chi-square p-value {fit.p_value:.1e}): check the residual, the bonus token, "
-                            "and where each round starts")
-    return problems
+    for start, length, gamma in GENERATED:
+        problems = law_problems(lambda rng, start=start, length=length, gamma=gamma: tuple(int(t) for t in module.speculative_generate(
+            P, Q, start, length, gamma, rng)), markov_sequence_distribution(P, start, length),
+            f"speculative_generate(P, Q, {start}, {length}, {gamma}, rng)", seed=10 + start)
+        if problems:
+            return [problems[0] + ": check the residual, the bonus token, where each round starts, and that every draw "
+                    "comes from the rng you are given"]
+    return []

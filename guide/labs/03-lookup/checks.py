@@ -1,10 +1,19 @@
-"""Checks for lab 3: your lookup against the engine's `PromptLookupDrafter.lookup`, on hand cases and random texts."""
+"""Checks for lab 3: your lookup against the engine's `PromptLookupDrafter.lookup`, on hand cases and random texts.
+
+The one lab whose grader needs more than NumPy: `specdec.drafting.prompt_lookup` imports torch. Without it the grader
+says so in one line (`grade.py` prints CANNOT GRADE and what to install).
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from specdec.drafting.prompt_lookup import PromptLookupDrafter
+try:
+    from specdec.drafting.prompt_lookup import PromptLookupDrafter
+except ModuleNotFoundError as missing:
+    raise ModuleNotFoundError(f"lab 03-lookup grades your lookup against specdec's PromptLookupDrafter, which needs the package "
+                              f"'{missing.name}' (torch): run `pip install -e .` in the checkout, or `pip install torch`",
+                              name=missing.name) from missing
 
 TIME_LIMIT_S = 60
 HAND = [([7, 8, 9, 4, 5, 7, 8], 3, 3, 1), ([1, 2, 3], 4, 3, 1), ([5, 5, 5, 5], 2, 3, 1), ([1, 2, 1, 3, 1, 2], 5, 3, 2),

@@ -1,11 +1,11 @@
-"""Lab 4 (chapter 4): a batch with ragged acceptance, cache-free: one token buffer, one length per row.
+"""Lab 9 (chapter 9): a batch with ragged acceptance, cache-free: one token buffer, one length per row.
 
 `buffer` is a numpy int array [B, W]; row b's text (prompt and everything accepted so far) is
 buffer[b, :lengths[b]], and the rest of the row is free space. The models are greedy and take one row's
 text as a list of ints: `draft_next(text)` and `target_next(text)` return the next token. Grade your copy with
 
-    cp guide/labs/04-batch/starter.py my_batch.py        # work on a copy; this file stays as it is
-    python guide/labs/grade.py 04-batch my_batch.py
+    cp guide/labs/09-batch/starter.py my_batch.py        # work on a copy; this file stays as it is
+    python guide/labs/grade.py 09-batch my_batch.py
 """
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""Lab 4 (chapter 4), a solution: batched bookkeeping with one length per row."""
+"""Lab 9 (chapter 9), a solution: batched bookkeeping with one length per row."""
 
 import numpy as np
 
