@@ -59,7 +59,7 @@ from lesson_entries import (  # noqa: E402,F401  (entry_text and the kinds are w
 )
 
 from specdec.engine.stop_rule import ConfidenceStop  # noqa: E402
-from specdec.reference import bugs, tree_bugs  # noqa: E402
+from specdec.bugs import rules as bugs, trees as tree_bugs  # noqa: E402
 from specdec.reference.stats import binomial_standard_error  # noqa: E402
 from specdec.reference.theory import (  # noqa: E402
     acceptance_rate,
@@ -603,7 +603,7 @@ NUMBERS += [
 
 from specdec.drafting import suffix_tree, token_recycling  # noqa: E402
 from specdec.drafting.suffix import SuffixDrafter  # noqa: E402
-from specdec.reference import candidate_bugs  # noqa: E402
+from specdec.bugs import candidates as candidate_bugs  # noqa: E402
 
 LOOKUP_COUNTS = TOY_Q             # the shares a lookup or a table gives the candidate A, told to the rule as if they were q
 CANDIDATE_BUG_TABLE = [   # (row label, exact output of one position for TOY_P and the fixed candidate A)

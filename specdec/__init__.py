@@ -27,13 +27,13 @@ contract, `tests/test_layers.py` proves it can fail):
     specdec/drafting/      the drafting methods, one per module, each written against the contract;
                            the tree policy and the reader it grows trees with
     specdec/kernels/       int8 / int4 / W8A8 / packed bfloat16 layers, invariant attention, precision
-    specdec/reference/     the lessons' classic bugs (which break the engine's pieces on purpose), and
-                           below the engine the rule, its formulas and statistics in NumPy
+    specdec/bugs/          the lessons' classic bugs, which break the engine's pieces on purpose
     specdec/runtime/       what runs a model behind the model contract: transformers on torch (its KV
                            caches), llama.cpp for GGUF files; measured costs
     specdec/engine/        the pieces: the one loop (loop.py) and a round's steps (rounds.py), the drafter
                            contract (contract.py) and the model contract (model.py), token trees, the rule
                            in torch, sampling, schedules and the stop rule, inputs and results, timing
+    specdec/reference/     the rule, its formulas and statistics in NumPy: the trusted reference
     specdec/store/         files kept on disk: atomic folders, manifests, wheels, progress with time left
     specdec/errors.py      `SpecdecError`: one line a person can act on
 

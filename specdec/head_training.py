@@ -25,6 +25,8 @@ from specdec.heads.files import heads_dir, load_head, load_training, save_head
 from specdec.heads.training import TrainingSettings, train_head
 from specdec.pair.resources import LoadedPair
 from specdec.pair.loading import load_pair
+from specdec.registry import FREE_DRAFT
+from specdec.runtime import transformers_model
 from specdec.store import Progress, check_run_length
 
 CONVERSATIONS = 800          # conversations read by default: about a million tokens, more than an hour on a 2-core CPU reads
@@ -75,7 +77,8 @@ def train_pair_head(pair: LoadedPair, sequences: Sequence[torch.Tensor], folder:
     found = load_training(folder) if resume else None
     if found is not None:
         done, optimizer_state = found
-        head, start, earlier = load_head(folder, pair.target.module), int(done["step"]), done.get("history", [])
+        head, start, earlier = load_head(folder, transformers_model(pair.target, "training a head")), int(done["step"]), \
+            done.get("history", [])
     run = HeadRun(head, folder, resumed_from=start)       # type: ignore[arg-type]  (the head is set when training returns)
     offset = earlier[-1]["minutes"] * 60 if earlier else 0.0
 
@@ -109,7 +112,7 @@ def train_for_target(target_name: str, *, minutes: float | None = None, steps: i
     check_run_length(minutes, steps)
     say = say or (lambda message: None)
     folder = Path(out) if out is not None else heads_dir() / Path(target_name).name
-    pair = load_pair(target_name, "prompt-lookup", device, "auto", progress=say, quantization=quantization)
+    pair = load_pair(target_name, FREE_DRAFT, device, "auto", progress=say, quantization=quantization)   # the target alone loads
     say("Reading ShareGPT …")
     data = fetch_sharegpt()
     sequences = training_sequences(pair.tokenizer, read_conversations(data, limit=conversations))

@@ -31,21 +31,22 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from specdec.drafting.cross_tokenizer import CrossTokenizerDrafter
-from specdec.drafting.draft_model import ModelDrafter
-from specdec.drafting.layer_skip import LayerSkipDrafter
-from specdec.drafting.lookahead import LookaheadDrafter
-from specdec.drafting.prompt_lookup import PromptLookupDrafter
-from specdec.drafting.suffix import SuffixDrafter
-from specdec.drafting.token_recycling import DEFAULT_BUDGET, TokenRecyclingDrafter
+from specdec.drafting.draft_model import DraftModelOptions, ModelDrafter
+from specdec.drafting.layer_skip import LayerSkipOptions, LayerSkipDrafter
+from specdec.drafting.lookahead import LookaheadOptions, LookaheadDrafter
+from specdec.drafting.prompt_lookup import PromptLookupOptions, PromptLookupDrafter
+from specdec.drafting.suffix import SuffixOptions, SuffixDrafter
+from specdec.drafting.token_recycling import RecyclingOptions, TokenRecyclingDrafter
 from specdec.drafting.tree_drafter import TreeDrafter, TreeSettings
 from specdec.engine.contract import Capabilities, Drafter
 from specdec.errors import SpecdecError
 from specdec.heads.files import find_head, is_head, load_for_target, trained_head
 from specdec.heads.reader import EagleDrafter, HeadTree
+from specdec.runtime import transformers_model
 from specdec.zoo.catalog import DEFAULT_PAIR, PAIRS, PairEntry, split_pair_name
 
 TARGET, TOKENIZER = "target", "tokenizer"                   # always loaded
@@ -61,59 +62,6 @@ Resources = dict                                            # resource name -> w
 @dataclass(frozen=True)
 class NoOptions:
     """A method without options of its own."""
-
-
-@dataclass(frozen=True)
-class DraftModelOptions:
-    """A draft model's chain."""
-
-    vocab_limit: int = field(default=0, metadata={"help": "compute only the first K rows of the draft's output layer (0: all)"})
-
-    def __post_init__(self) -> None:
-        if self.vocab_limit < 0:
-            raise SpecdecError(f"vocab_limit must be >= 0 (0: the whole output layer), got {self.vocab_limit}")
-
-
-@dataclass(frozen=True)
-class PromptLookupOptions:
-    """Prompt lookup's n-grams."""
-
-    max_ngram: int = field(default=3, metadata={"help": "the longest n-gram looked up"})
-    min_ngram: int = field(default=1, metadata={"help": "the shortest n-gram looked up"})
-
-
-@dataclass(frozen=True)
-class RecyclingOptions:
-    """Token Recycling's table and tree."""
-
-    candidates: int = field(default=8, metadata={"help": "candidates kept per token in the adjacency table"})
-    budget: int = field(default=DEFAULT_BUDGET, metadata={"help": "at most this many nodes of the tree template"})
-
-
-@dataclass(frozen=True)
-class LookaheadOptions:
-    """Lookahead decoding's Jacobi window."""
-
-    window: int = field(default=3, metadata={"help": "columns of the Jacobi window"})
-    ngram: int = field(default=3, metadata={"help": "length of the n-grams it collects"})
-    candidates: int = field(default=3, metadata={"help": "n-grams verified per round"})
-
-
-@dataclass(frozen=True)
-class SuffixOptions:
-    """Suffix decoding's trees."""
-
-    budget: int = field(default=8, metadata={"help": "at most this many nodes per drafted tree"})
-    max_depth: int = field(default=24, metadata={"help": "the deepest path it drafts"})
-    tree: bool = field(default=True, metadata={"help": "draft a tree (else a chain)"})
-
-
-@dataclass(frozen=True)
-class LayerSkipOptions:
-    """Which of the target's layers its draft skips."""
-
-    fraction: float = field(default=0.5, metadata={"help": "share of the layers skipped (the least influential on the prompt)"})
-    max_gamma: int = field(default=8, metadata={"help": "the longest chain a round drafts"})
 
 
 @dataclass(frozen=True)
@@ -142,6 +90,7 @@ class Method:
     uses: tuple[str, ...] = ()                               # resources it reads when given (a corpus), never required
     family: bool = True                                      # runs in `specdec bench --methods all`, Spec-Bench style
     targets: tuple[str, ...] = ()                            # curated targets it is offered with (a method needing only the target)
+    spec_bench: str = ""                                     # the Spec-Bench leaderboard row beside it ("PLD"), if there is one
 
     @property
     def capabilities(self) -> Capabilities:
@@ -221,21 +170,22 @@ for _method in (
            needs=(DRAFT_MODEL, DRAFT_TOKENIZER), family=False),
     Method("prompt-lookup", "n-gram lookup in the prompt and the output (Saxena 2023)", PromptLookupDrafter,
            lambda resources, options: PromptLookupDrafter(options.max_ngram, options.min_ngram), options=PromptLookupOptions,
-           targets=("qwen2.5-coder-1.5b", "smollm2-135m")),
+           targets=("qwen2.5-coder-1.5b", "smollm2-135m"), spec_bench="PLD"),
     Method("recycling", "the target's runner-up tokens, recycled into a tree (Luo et al. 2024)", TokenRecyclingDrafter,
            lambda resources, options: TokenRecyclingDrafter(candidates=options.candidates, budget=options.budget),
-           options=RecyclingOptions, targets=("qwen2.5-coder-1.5b",)),
+           options=RecyclingOptions, targets=("qwen2.5-coder-1.5b",), spec_bench="Recycling"),
     Method("lookahead", "Jacobi iterations riding in the verification pass (Fu et al. 2024)", LookaheadDrafter,
            lambda resources, options: LookaheadDrafter(options.window, options.ngram, options.candidates), options=LookaheadOptions,
-           targets=("qwen2.5-coder-1.5b",)),
+           targets=("qwen2.5-coder-1.5b",), spec_bench="Lookahead"),
     Method("suffix", "what followed the text's end before, from suffix trees (Oliaro et al. 2024)", SuffixDrafter,
            lambda resources, options: SuffixDrafter(options.budget, options.max_depth, tree=options.tree, corpus=_corpus(resources)),
-           options=SuffixOptions, uses=(CORPUS,), targets=("qwen2.5-coder-1.5b",)),
+           options=SuffixOptions, uses=(CORPUS,), targets=("qwen2.5-coder-1.5b",), spec_bench="REST"),
     Method("eagle", "a trained EAGLE-3 head reads the target's hidden states and drafts a dynamic tree (Li et al. 2024-25)",
            EagleDrafter, lambda resources, options: EagleDrafter(resources[HEAD], None, options.budget, options.depth, options.width),
-           needs=(HEAD,), options=HeadTree),
+           needs=(HEAD,), options=HeadTree, spec_bench="EAGLE-3"),
     Method("layer-skip", "the target skipping its quietest layers drafts for itself (SWIFT)", LayerSkipDrafter,
-           lambda resources, options: LayerSkipDrafter(resources[TARGET].module, fraction=options.fraction, max_gamma=options.max_gamma),
+           lambda resources, options: LayerSkipDrafter(transformers_model(resources[TARGET], "layer skipping"), fraction=options.fraction,
+                                                       max_gamma=options.max_gamma),
            options=LayerSkipOptions, targets=("qwen2.5-coder-1.5b",)),
 ):
     register(_method)
@@ -245,7 +195,8 @@ for _method in (
 # constants, and nothing outside this module names a method.
 CHAIN = "draft-model"                                       # a draft model's chain, under the stop rule
 TREE = "tree"                                               # a draft model's token tree, where trees pay
-FREE_DRAFT = "prompt-lookup"                                # drafting that costs nothing, where a draft model does not pay ...
+LOOKUP = "prompt-lookup"                                    # n-gram lookup: the draft name other engines' lookup is filed under
+FREE_DRAFT = LOOKUP                                         # drafting that costs nothing, where a draft model does not pay ...
 FREE_DRAFT_OPTIONS = (("max_ngram", "3"), ("min_ngram", "3"))   # ... and only where the text's last 3 tokens came before
 
 

@@ -9,7 +9,7 @@ Against the trusted references:
   values a fresh pass over that text gives;
 - sampling: each row's distribution equals the target's for its prompt (chi-square against
   enumeration), two rows with the same prompt are independent draws, and the classic bug (every row's
-  cache advanced by the same count, `specdec.reference.batch_bugs`) fails the same tests;
+  cache advanced by the same count, `specdec.bugs.batches`) fails the same tests;
 - a batch of one equals today's single-text run token for token, greedy and sampled with a seed, and rows
   of neighbouring seeds share no random stream;
 - bad input gets one clear line.
@@ -38,7 +38,7 @@ from specdec.engine.contract import Capabilities
 from specdec.engine.inputs import Decoding, row_generator
 from specdec.engine.sampling import SamplingConfig
 from specdec.engine.trees import DraftTree
-from specdec.reference.batch_bugs import generate_with_one_count
+from specdec.bugs.batches import generate_with_one_count
 from specdec.reference.stats import chi_square_test
 
 ARCHITECTURES = ("gpt2", "llama", "qwen2")

@@ -1,4 +1,4 @@
-"""specdec.reference.bugs: each exact formula against a simulation of the buggy procedure it describes.
+"""specdec.bugs.rules: each exact formula against a simulation of the buggy procedure it describes.
 
 The lessons (guide/02-algorithm.md) quote these formulas as what each classic bug does to the
 output distribution, so every one is held to a direct simulation here with a chi-square test,
@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specdec.reference import bugs
+from specdec.bugs import rules as bugs
 from specdec.reference.rule import sample_from, speculative_rule
 from specdec.reference.stats import chi_square_test
 from specdec.reference.theory import acceptance_rate, residual_distribution

@@ -57,15 +57,14 @@ def missing_from_table(readme: str, tree: dict[str, set[str]]) -> list[str]:
 
 
 def contract_layers() -> list[str]:
-    """The layers contract's module names, top to bottom (the lessons' bugs as one entry, the reference's as 'specdec.reference')."""
+    """The layers contract's module names, top to bottom."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
     (layers,) = [contract["layers"] for contract in config["contracts"] if contract["type"] == "layers"]
     names = []
     for layer in layers:
         for part in re.split(r"[|:]", layer):
             name = part.strip()
-            name = "specdec.reference" if name.startswith("specdec.reference.") and "bugs" not in name else name
-            if "bugs" not in name and name not in names:
+            if name not in names:
                 names.append(name)
     return names
 

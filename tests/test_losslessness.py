@@ -18,7 +18,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from specdec.reference.bugs import accept_always_rule, resample_from_target_rule  # noqa: E402
+from specdec.bugs.rules import accept_always_rule, resample_from_target_rule  # noqa: E402
 from specdec.reference.rule import (  # noqa: E402
     markov_sequence_distribution,
     sample_one_position,

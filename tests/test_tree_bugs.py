@@ -1,4 +1,4 @@
-"""specdec.reference.tree_bugs: each exact formula for a tree node against a simulation of the procedure it describes.
+"""specdec.bugs.trees: each exact formula for a tree node against a simulation of the procedure it describes.
 
 Chapter 4 quotes these formulas as what each classic tree bug does to the output, so every one is
 held to a direct simulation here (chi-square), written out step by step and independently of the
@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specdec.reference import tree_bugs
+from specdec.bugs import trees as tree_bugs
 from specdec.reference.rule import sample_from
 from specdec.reference.stats import chi_square_test
 from specdec.reference.theory import residual_distribution
@@ -84,6 +84,6 @@ def test_the_bugs_are_far_from_p_and_the_rule_is_exact():
 
 
 def test_one_guess_is_the_chain():
-    from specdec.reference import bugs
+    from specdec.bugs import rules as bugs
     assert np.allclose(tree_bugs.same_test_for_every_guess(P, Q, 1), bugs.correct_rule(P, Q))
     assert np.allclose(tree_bugs.fallback_from_target(P, Q, 1), bugs.resample_from_target(P, Q))

@@ -11,6 +11,8 @@ from pathlib import Path
 import gguf
 import numpy as np
 
+from specdec.runtime.llama_cpp.tiny_model import Shape, write_header
+
 HIDDEN, LAYERS, HEADS, KV_HEADS, FFN, CONTEXT = 32, 2, 4, 2, 64, 128
 # A byte-level BPE vocabulary: the letters a-h, spaces as 'Ġ', a few merges, and two special tokens.
 LETTERS = list("abcdefgh")
@@ -23,23 +25,7 @@ def write_tiny_gguf(path: Path, seed: int = 0, layers: int = LAYERS) -> Path:
     rng = np.random.default_rng(seed)
     vocab = len(TOKENS)
     writer = gguf.GGUFWriter(str(path), "qwen2")
-    writer.add_context_length(CONTEXT)
-    writer.add_embedding_length(HIDDEN)
-    writer.add_block_count(layers)
-    writer.add_feed_forward_length(FFN)
-    writer.add_head_count(HEADS)
-    writer.add_head_count_kv(KV_HEADS)
-    writer.add_layer_norm_rms_eps(1e-6)
-    writer.add_rope_freq_base(10000.0)
-    writer.add_tokenizer_model("gpt2")
-    writer.add_tokenizer_pre("qwen2")
-    writer.add_token_list(TOKENS)
-    writer.add_token_types([1] * (vocab - 2) + [3, 3])   # 1 normal, 3 control
-    writer.add_token_scores([0.0] * vocab)                # transformers needs scores even for BPE
-    writer.add_token_merges(MERGES)
-    writer.add_eos_token_id(vocab - 1)
-    writer.add_bos_token_id(vocab - 2)
-
+    write_header(writer, TOKENS, MERGES, Shape(HIDDEN, layers, HEADS, KV_HEADS, FFN, CONTEXT))          # the product's header
     def tensor(name: str, *shape: int, scale: float = 0.2) -> None:
         writer.add_tensor(name, (rng.standard_normal(shape) * scale).astype(np.float32))
 

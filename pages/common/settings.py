@@ -35,7 +35,7 @@ from specdec.engine.inputs import Decoding
 from specdec.errors import SpecdecError
 from specdec.kernels.devices import DTYPE_CHOICES
 from specdec.kernels.quantization import QUANTIZATION_CHOICES
-from specdec.registry import DRAFT_MODEL, HEAD, METHODS, Method, draft_methods, needs_of, pairs
+from specdec.registry import DRAFT_MODEL, HEAD, METHODS, TREE, Method, draft_methods, needs_of, pairs
 from specdec.run_spec import GAMMA_RANGE, RUNTIMES, Drafting, ModelChoices, RunSpec
 from specdec.zoo.catalog import DEFAULT_PAIR, split_pair_name
 
@@ -176,9 +176,9 @@ class Settings:
             else:
                 settings = replace(settings, **{name: value})
         asked = f"method={query['method']}" if "method" in query else None
-        if asked is None and older.get("tree"):                             # an older link: the tree method, and its budget
-            budget = (("budget", str(older["tree_budget"])),) if "tree_budget" in older else ()
-            settings, asked = replace(settings, method="tree", options=budget), f"tree={query['tree']}"
+        if asked is None and older.get(TREE):                               # an older link: the tree method, and its budget
+            budget = (("budget", str(older[TREE_BUDGET])),) if TREE_BUDGET in older else ()
+            settings, asked = replace(settings, method=TREE, options=budget), f"{TREE}={query[TREE]}"
         settings, unfit = _fitting_method(settings)
         if unfit:
             problems.append(asked)
@@ -243,7 +243,8 @@ def _flag(text: str, devices: Sequence[str]) -> bool | None:
     return {"True": True, "False": False}.get(text)
 
 
-OLDER_KEYS = ("tree", "tree_budget")       # links from before the method picker: read, never written
+TREE_BUDGET = f"{TREE}_budget"
+OLDER_KEYS = (TREE, TREE_BUDGET)           # links from before the method picker (tree=True&tree_budget=9): read, never written
 PARSERS: dict[str, Parser] = {
     "pair": _one_of(lambda devices: (*pairs(), CUSTOM)),
     "custom_draft": _text,
@@ -256,8 +257,8 @@ PARSERS: dict[str, Parser] = {
     "method": _one_of(lambda devices: (AUTO, *METHODS)),
     "stop_rule": _flag,
     "gamma": _number(int, GAMMA_RANGE),
-    "tree": _flag,
-    "tree_budget": _number(int, TREE_BUDGET_RANGE),
+    TREE: _flag,
+    TREE_BUDGET: _number(int, TREE_BUDGET_RANGE),
     "max_new_tokens": _number(int, MAX_NEW_TOKENS_RANGE),
     "temperature": _number(float, TEMPERATURE_RANGE),
     "top_k": _number(int, TOP_K_RANGE),

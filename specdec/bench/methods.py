@@ -42,6 +42,7 @@ from specdec.planner.drafting import refused
 from specdec.planner.plan import method_of
 from specdec.registry import METHODS, RESOURCES, Method
 from specdec.run_spec import Drafting
+from specdec.runtime import transformers_model
 
 
 @dataclass(frozen=True)
@@ -170,8 +171,9 @@ class Transformers(BenchMethod):
 
     def run(self, pair, input_ids, decoding, gamma, costs, settings):
         tokenizers = (pair.tokenizer, pair.draft_tokenizer) if pair.cross_tokenizer else None
-        draft = None if pair.draft is None else pair.draft.module
-        tokens, wall = hf_generate(self.name, pair.target.module, draft, input_ids, gamma=None if gamma == ADAPTIVE else gamma,
+        draft = None if pair.draft is None else transformers_model(pair.draft, "transformers' own generate")
+        target = transformers_model(pair.target, "transformers' own generate")
+        tokens, wall = hf_generate(self.name, target, draft, input_ids, gamma=None if gamma == ADAPTIVE else gamma,
                                    eos_token_id=pair.eos_token_ids, tokenizers=tokenizers, **decoding.as_kwargs())
         return Outcome(tokens, wall)
 

@@ -34,6 +34,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from specdec.bench.charts import COLOURS
+from specdec.registry import METHODS
 
 REVISION = "fd2c1cd7d2201ef71db4c5f4e455008f017967bf"       # hemingkx/Spec-Bench, "Leaderboard updated", 2025-04-22
 LEADERBOARD = f"https://github.com/hemingkx/Spec-Bench/blob/{REVISION}/Leaderboard.md"
@@ -83,14 +84,16 @@ A100_VICUNA_7B: dict[str, Published] = {row.row: row for row in (
 # EAGLE-3 has a row on the same revision's A100 table for Vicuna-13B-v1.3 only.
 EAGLE3_VICUNA_13B = Published("EAGLE-3", dict(zip(_ORDER, (3.48, 2.36, 3.14, 2.94, 3.42, 2.78))), 5.71, 3.02, model="Vicuna-13B-v1.3")
 
-# Our family -> the leaderboard row beside it.
-PUBLISHED: dict[str, Published] = {
-    "speculative": A100_VICUNA_7B["SpS"], "prompt-lookup": A100_VICUNA_7B["PLD"], "recycling": A100_VICUNA_7B["Recycling"],
-    "lookahead": A100_VICUNA_7B["Lookahead"], "suffix": A100_VICUNA_7B["REST"], "eagle": EAGLE3_VICUNA_13B,
-}
+# Our family -> the leaderboard row beside it: the pair's draft model is SpS; each method of the registry names its own row
+# (`Method.spec_bench`).
+_ROWS = A100_VICUNA_7B | {EAGLE3_VICUNA_13B.row: EAGLE3_VICUNA_13B}
+PUBLISHED: dict[str, Published] = {"speculative": A100_VICUNA_7B["SpS"]} | {
+    name: _ROWS[method.spec_bench] for name, method in METHODS.items() if method.spec_bench}
 
 # Earlier versions of a family on the same leaderboard, listed beside it (A100, Vicuna-7B-v1.3).
-EARLIER: dict[str, tuple[Published, ...]] = {"eagle": (A100_VICUNA_7B["EAGLE-2"], A100_VICUNA_7B["EAGLE"])}
+_EARLIER_ROWS = {EAGLE3_VICUNA_13B.row: (A100_VICUNA_7B["EAGLE-2"], A100_VICUNA_7B["EAGLE"])}
+EARLIER: dict[str, tuple[Published, ...]] = {name: _EARLIER_ROWS[method.spec_bench] for name, method in METHODS.items()
+                                             if method.spec_bench in _EARLIER_ROWS}
 
 
 def _earlier(method: str) -> str | None:

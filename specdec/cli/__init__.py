@@ -5,7 +5,7 @@
     specdec run --target ./big-model --draft ./small-model --prompt "def fib(n):" --temperature 0 --compare
 
 Bad input prints one line on stderr and exits with code 2, never a traceback. All the work is
-done by the package; the CLI only parses (`parser`), loads, calls and prints (`commands`). torch
+done by the package; the CLI only parses (`parser`), loads, calls and prints (`commands`, `run`, `bench`, `heads`). torch
 is imported only by the commands that need it, so `specdec toy` starts fast.
 """
 
@@ -15,11 +15,13 @@ import sys
 from collections.abc import Sequence
 
 from specdec.cli import commands
+from specdec.cli.bench import bench
 from specdec.cli.heads import heads
+from specdec.cli.run import run
 from specdec.cli.parser import build_parser
 from specdec.errors import SpecdecError
 
-COMMANDS = {"toy": commands.toy, "run": commands.run, "bench": commands.bench, "models": commands.models, "heads": heads}
+COMMANDS = {"toy": commands.toy, "run": run, "bench": bench, "models": commands.models, "heads": heads}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

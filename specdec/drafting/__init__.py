@@ -11,9 +11,10 @@ target step.
 - `lookahead`: Jacobi iterations riding along in the verification pass (`LookaheadDrafter`)
 - `suffix`, `suffix_tree`: what followed the text's end before, counted in a suffix tree (`SuffixDrafter`)
 - `layer_skip`: the target skipping some of its own layers (`LayerSkipDrafter`)
+- `no_draft`: drafting nothing, plain decoding as the same loop (`NoDraft`, `PLAIN`)
 
-A new method is a new module here: a class with `name`, `capabilities`, `draft_model`, `begin`, `draft`,
-`observe` and `passes`; the loop needs no change (tests/test_drafter_contract.py plugs one in, in a test
-file). The list of methods by name (`specdec.generation.methods`) and the default choice of drafter
-(`specdec.generation.policy`) live above this layer: no module here knows any other.
+A new method is a new module here: a class with `name`, `capabilities`, `draft_model`, `begin`, `draft` and
+`observe` (and its options dataclass beside it), plus one `register(Method(...))` in `specdec.registry`; the loop
+needs no change (tests/test_drafter_contract.py plugs one in, in a test file). The list of methods by name
+(`specdec.registry`) and the default choice of drafter (`specdec.planner.drafting`) live above this layer.
 """

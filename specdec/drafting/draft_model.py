@@ -26,6 +26,8 @@ Not handled here: a draft with another tokenizer (`specdec.drafting.cross_tokeni
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import torch
 
 from specdec.engine.contract import Capabilities, DraftRequest, Generation, Verified
@@ -120,3 +122,14 @@ def check_draft_model(model: Model, generation: Generation, same_tokenizer: bool
     if same_tokenizer:                                       # the same count of tokens as the target reads
         for prompt in generation.prompts.values():
             check_fits_context(model, prompt.numel(), generation.max_new_tokens, "draft")
+
+
+@dataclass(frozen=True)
+class DraftModelOptions:
+    """A draft model's chain."""
+
+    vocab_limit: int = field(default=0, metadata={"help": "compute only the first K rows of the draft's output layer (0: all)"})
+
+    def __post_init__(self) -> None:
+        if self.vocab_limit < 0:
+            raise SpecdecError(f"vocab_limit must be >= 0 (0: the whole output layer), got {self.vocab_limit}")

@@ -43,7 +43,7 @@ import copy
 import statistics
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import torch
 from transformers import PreTrainedModel
@@ -56,6 +56,7 @@ from specdec.engine.stop_rule import ConfidenceStop
 from specdec.engine.timing import synchronize
 from specdec.engine.trees import DraftTree
 from specdec.errors import SpecdecError
+from specdec.runtime import transformers_model
 
 
 def decoder_layers(model: PreTrainedModel) -> tuple[str, torch.nn.ModuleList]:
@@ -164,7 +165,7 @@ class LayerSkipDrafter:
         return 1.0 - self.layer_count_skipped() / self.layers
 
     def begin(self, generation: Generation) -> None:
-        if generation.target.module is not self.target:
+        if transformers_model(generation.target, "layer skipping") is not self.target:
             raise SpecdecError("a LayerSkipDrafter drafts for the target it was made with: make one for this target")
         self.generation = generation
         self._step_s, self._target_step_s, self._proposed_at = [], [], None
@@ -217,3 +218,11 @@ def _now(model: PreTrainedModel) -> float:
     """Seconds on the clock once `model`'s device has finished its queued work."""
     synchronize(model.device)
     return time.perf_counter()
+
+
+@dataclass(frozen=True)
+class LayerSkipOptions:
+    """Which of the target's layers its draft skips."""
+
+    fraction: float = field(default=0.5, metadata={"help": "share of the layers skipped (the least influential on the prompt)"})
+    max_gamma: int = field(default=8, metadata={"help": "the longest chain a round drafts"})

@@ -165,3 +165,12 @@ class LookaheadDrafter:
         grams.append(rest)
         if len(grams) > self.max_candidates:
             del grams[0]                                    # the oldest goes
+
+
+@dataclass(frozen=True)
+class LookaheadOptions:
+    """Lookahead decoding's Jacobi window."""
+
+    window: int = field(default=3, metadata={"help": "columns of the Jacobi window"})
+    ngram: int = field(default=3, metadata={"help": "length of the n-grams it collects"})
+    candidates: int = field(default=3, metadata={"help": "n-grams verified per round"})

@@ -15,6 +15,8 @@ Not handled: several candidates per round (`specdec.drafting.suffix` proposes a 
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import torch
 
 from specdec.engine.contract import Capabilities, DraftRequest, Generation, Verified
@@ -58,3 +60,11 @@ class PromptLookupDrafter:
 
     def observe(self, verified: dict[int, Verified]) -> None:
         pass
+
+
+@dataclass(frozen=True)
+class PromptLookupOptions:
+    """Prompt lookup's n-grams."""
+
+    max_ngram: int = field(default=3, metadata={"help": "the longest n-gram looked up"})
+    min_ngram: int = field(default=1, metadata={"help": "the shortest n-gram looked up"})

@@ -132,3 +132,12 @@ def _best_path(speculation: Speculation) -> Speculation:
         tokens.append(speculation.tokens[node])
         chances.append(speculation.chances[node])
     return Speculation(tuple(tokens), tuple(range(-1, len(tokens) - 1)), tuple(chances))
+
+
+@dataclass(frozen=True)
+class SuffixOptions:
+    """Suffix decoding's trees."""
+
+    budget: int = field(default=8, metadata={"help": "at most this many nodes per drafted tree"})
+    max_depth: int = field(default=24, metadata={"help": "the deepest path it drafts"})
+    tree: bool = field(default=True, metadata={"help": "draft a tree (else a chain)"})

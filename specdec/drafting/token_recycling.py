@@ -39,6 +39,8 @@ Not handled: a dynamic tree shape (the template is fixed; EAGLE-2 grows its tree
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -178,3 +180,11 @@ class TokenRecyclingDrafter:
             latest[int(rows[row])] = row                                     # one write per token: the last one
         tokens = torch.tensor(list(latest), dtype=torch.long)
         self.table[tokens] = top[torch.tensor(list(latest.values()), dtype=torch.long)]
+
+
+@dataclass(frozen=True)
+class RecyclingOptions:
+    """Token Recycling's table and tree."""
+
+    candidates: int = field(default=8, metadata={"help": "candidates kept per token in the adjacency table"})
+    budget: int = field(default=DEFAULT_BUDGET, metadata={"help": "at most this many nodes of the tree template"})

@@ -25,7 +25,7 @@ from typing import Protocol
 import torch
 
 from specdec.engine.contract import DraftNetwork, Generation, Verified
-from specdec.engine.model import Model, Rows
+from specdec.engine.model import Rows
 from specdec.engine.sampling import fit_vocabulary
 from specdec.engine.trees import ROOT
 from specdec.errors import SpecdecError

@@ -33,6 +33,7 @@ from safetensors.torch import load_file
 
 from specdec.heads.head import EagleHead, HeadConfig
 from specdec.errors import SpecdecError
+from specdec.runtime import transformers_model
 from specdec.store import MANIFEST, cache_dir, check_folder, file_sha256, new_folder, settle, write_manifest
 from specdec.zoo.safetensors_writer import write_safetensors
 
@@ -83,7 +84,7 @@ def load_for_target(name: str, target_name: str, target: object, weights: str = 
     if not target.traits.internals:
         raise SpecdecError(f"an EAGLE head reads the target's hidden states, which the {target.traits.runtime} runtime does not give: "
                            "run it on the torch runtime (--runtime torch)")
-    head = load_head(find_head(name, target_name), target.module)
+    head = load_head(find_head(name, target_name), transformers_model(target, "an EAGLE head"))
     chosen = ("int8" if target.device.type == "cpu" else "none") if weights == "auto" else weights
     quantize_linears(head, chosen)
     return head

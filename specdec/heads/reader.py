@@ -46,6 +46,7 @@ from specdec.drafting.tree_reader import level_layout
 from specdec.engine.contract import Capabilities, Generation, Verified
 from specdec.engine.trees import ROOT
 from specdec.errors import SpecdecError
+from specdec.runtime import transformers_model
 from specdec.heads.head import EagleHead
 
 @dataclass(frozen=True)
@@ -111,7 +112,7 @@ class HeadReader:
         self.texts: dict[int, HeadCache] = {}
 
     def begin(self, generation: Generation) -> None:
-        self.head.bind(generation.target.module)           # one clear line for a head trained for another target
+        self.head.bind(transformers_model(generation.target, "an EAGLE head"))   # one line for a head trained for another target
         if self.head.device != generation.target.device:
             raise SpecdecError(f"the head is on {self.head.device} but the target on {generation.target.device}: load both on one device")
         self.texts = {row: HeadCache() for row in generation.prompts}

@@ -48,7 +48,7 @@ from torch import nn
 from specdec.engine.inputs import as_ids
 from specdec.errors import SpecdecError
 from specdec.heads.head import EagleHead
-from specdec.runtime import as_model
+from specdec.runtime import transformers_model
 from specdec.store import Progress, check_run_length
 
 
@@ -133,11 +133,7 @@ def unrolled_loss(head: EagleHead, ids: torch.Tensor, features: tuple[torch.Tens
 
 def training_target(target: object) -> nn.Module:
     """The transformers model a head trains on: the target's own modules, which only the torch runtime reaches (one line else)."""
-    model = as_model(target)
-    if not model.traits.internals:
-        raise SpecdecError(f"training a head reads the target's hidden states, which the {model.traits.runtime} runtime does not give: "
-                           "load the target on the torch runtime")
-    return model.module
+    return transformers_model(target, "training a head")
 
 
 def chunks(sequences: Sequence[torch.Tensor], length: int) -> list[torch.Tensor]:

@@ -20,7 +20,7 @@ the next-token tables P and Q play the roles of target and draft models. The tor
 against each other and against exact enumeration (`markov_sequence_distribution`).
 
 Deliberately broken rules, the negative controls the statistical tests must catch, live with
-the other classic bugs in `specdec.reference.bugs` (`accept_always_rule`, `resample_from_target_rule`).
+the other classic bugs in `specdec.bugs.rules` (`accept_always_rule`, `resample_from_target_rule`).
 
 Not handled here: temperature, top-k and top-p (see `specdec.engine.sampling`), models, caches.
 """

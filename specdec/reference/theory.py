@@ -63,7 +63,7 @@ def residual_distribution(p: Sequence[float], q: Sequence[float], strict: bool =
     It puts its mass exactly where the draft under-proposes (p > q). When p <= q everywhere there
     is nothing to correct and rejection cannot happen; we return norm(p) so the function is total
     (as `specdec.engine.verification` does). `strict=False` accepts weights that do not sum to exactly 1,
-    such as the bfloat16-rounded p and q of `specdec.reference.bugs.mixed_dtypes`.
+    such as the bfloat16-rounded p and q of `specdec.bugs.rules.mixed_dtypes`.
 
     >>> residual_distribution([0.3, 0.4, 0.3], [0.6, 0.2, 0.2]).round(6).tolist()
     [0.0, 0.666667, 0.333333]

@@ -5,7 +5,7 @@ row 1 none; row 2 hit its end-of-sequence token and is done. A cache with one le
 batch cannot hold that, and the classic bug of batched speculative decoding is to pretend it can:
 advance (or roll back) every row by the same count, so some row keeps keys and values of tokens it
 rejected, or loses tokens it accepted, and from then on its target reads a text that is not its own
-(`specdec.reference.batch_bugs` keeps that bug, to show what it does to the output).
+(`specdec.bugs.batches` keeps that bug, to show what it does to the output).
 
 The design here: one `DynamicCache` of width W for B rows, and beside it a mask `valid` [B, W] saying
 which columns hold a token of each row's text. Nothing is ever shifted during a pass:

@@ -25,7 +25,7 @@ looks its rows up there (`GGUFEmbedding`), with no header to parse and no table 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -210,12 +210,24 @@ def _steps_reported(report: Reporter) -> Iterator[None]:
     """
     from transformers import modeling_gguf_pytorch_utils as gguf_utils
 
-    original_bar = getattr(gguf_utils, "tqdm", None)
-    original_match = getattr(gguf_utils, "get_gguf_hf_weights_map", None)
-    original_read = getattr(gguf_utils, "load_gguf_checkpoint", None)
-    if not report.listening or original_bar is None:
+    originals = {name: getattr(gguf_utils, name, None) for name in ("tqdm", "get_gguf_hf_weights_map", "load_gguf_checkpoint")}
+    if not report.listening or originals["tqdm"] is None:
         yield
         return
+    wrapped = {name: wrapper for name, wrapper in _reporting(report, originals).items() if originals[name] is not None}
+    for name, wrapper in wrapped.items():
+        setattr(gguf_utils, name, wrapper)
+    try:
+        yield
+    finally:
+        for name in wrapped:
+            setattr(gguf_utils, name, originals[name])
+
+
+def _reporting(report: Reporter, originals: dict[str, Callable]) -> dict[str, Callable]:
+    """transformers' three GGUF-loading names, each wrapped to tell `report` how far it got (`_steps_reported`)."""
+    original_bar, original_match, original_read = (originals[name] for name in ("tqdm", "get_gguf_hf_weights_map",
+                                                                                "load_gguf_checkpoint"))
 
     def reading(*args, **kwargs):                     # the config's read: half of the reading before the names
         if kwargs.get("return_tensors", False):
@@ -252,19 +264,7 @@ def _steps_reported(report: Reporter) -> Iterator[None]:
         report(GGUF_NAMES, matched["done"], matched["total"])
         return names
 
-    gguf_utils.tqdm = counted
-    if original_match is not None:
-        gguf_utils.get_gguf_hf_weights_map = matching
-    if original_read is not None:
-        gguf_utils.load_gguf_checkpoint = reading
-    try:
-        yield
-    finally:
-        gguf_utils.tqdm = original_bar
-        if original_match is not None:
-            gguf_utils.get_gguf_hf_weights_map = original_match
-        if original_read is not None:
-            gguf_utils.load_gguf_checkpoint = original_read
+    return {"tqdm": counted, "get_gguf_hf_weights_map": matching, "load_gguf_checkpoint": reading}
 
 
 def _module_tree_size(module) -> int:

@@ -20,10 +20,10 @@ import pandas as pd
 
 from specdec.bench.tables import COLUMNS
 from specdec.bench.vllm.counters import SpecCounters
+from specdec.registry import LOOKUP              # the draft name of n-gram lookup, as in our own pairs
 
 ENGINE = "vllm"              # rows from vLLM's offline LLM
 SERVER_ENGINE = "vllm-server"   # rows from a running vLLM server, one per concurrency level
-LOOKUP = "prompt-lookup"     # the draft name of n-gram lookup, as in our own pairs
 
 
 def pair_label(draft: str | None, target: str) -> str:

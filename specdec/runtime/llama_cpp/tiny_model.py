@@ -1,4 +1,7 @@
-"""A tiny quantized GGUF model (qwen2 architecture) for the self-test and the tests: written here, never downloaded.
+"""The self-test's model: a tiny quantized GGUF (qwen2 architecture), written here, never downloaded.
+
+The self-test (`specdec.runtime.llama_cpp.self_test`) proves llama.cpp exact on each machine with it, so it ships with
+the package; the tests use it too, and write their float GGUF files with the same header (`write_header`).
 
 The zoo's models are Q4_K_M files: most weights Q4_K, some (V, the FFN's down projection, the output layer)
 Q6_K. A self-test that is to prove llama.cpp's kernels batch-invariant must run those kernels, so the tiny
@@ -27,6 +30,7 @@ after 300 tokens; the exact settings pass everything at 1 and 2 threads.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import gguf
@@ -67,6 +71,43 @@ def q6_k(rng: np.random.Generator, rows: int, columns: int) -> np.ndarray:
     return out.reshape(rows, blocks * Q6_K_BYTES)
 
 
+@dataclass(frozen=True)
+class Shape:
+    """A tiny qwen2 model's sizes."""
+
+    hidden: int
+    layers: int
+    heads: int
+    kv_heads: int
+    ffn: int
+    context: int
+    rope_base: float = 10000.0
+
+
+def write_header(writer: gguf.GGUFWriter, tokens: list[str], merges: list[str], shape: Shape, file_type=None) -> None:
+    """A qwen2 model's metadata and its byte-level BPE tokenizer (the last two tokens control tokens: BOS, then EOS): what
+    llama.cpp and transformers both read from a GGUF file. The tests' float GGUF files are written with it too."""
+    vocab = len(tokens)
+    writer.add_context_length(shape.context)
+    writer.add_embedding_length(shape.hidden)
+    writer.add_block_count(shape.layers)
+    writer.add_feed_forward_length(shape.ffn)
+    writer.add_head_count(shape.heads)
+    writer.add_head_count_kv(shape.kv_heads)
+    writer.add_layer_norm_rms_eps(1e-6)
+    writer.add_rope_freq_base(shape.rope_base)
+    if file_type is not None:
+        writer.add_file_type(file_type)
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre("qwen2")
+    writer.add_token_list(tokens)
+    writer.add_token_types([1] * (vocab - 2) + [3, 3])          # 1 normal, 3 control
+    writer.add_token_scores([0.0] * vocab)                      # transformers needs scores even for BPE
+    writer.add_token_merges(merges)
+    writer.add_eos_token_id(vocab - 1)
+    writer.add_bos_token_id(vocab - 2)
+
+
 def write_tiny_quantized_gguf(path: Path, seed: int = 0, layers: int = LAYERS, output_noise: float = 0.0) -> Path:
     """Write a tiny random qwen2 model, Q4_K/Q6_K like a Q4_K_M file, with a byte-level vocabulary of 512 tokens.
 
@@ -76,24 +117,8 @@ def write_tiny_quantized_gguf(path: Path, seed: int = 0, layers: int = LAYERS, o
     tokens = byte_tokens() + [f"Ġw{i}" for i in range(254)] + ["<|endoftext|>", "<|im_end|>"]
     vocab = len(tokens)                                        # 512: a multiple of 8, as repacking wants
     writer = gguf.GGUFWriter(str(path), "qwen2")
-    writer.add_context_length(CONTEXT)
-    writer.add_embedding_length(HIDDEN)
-    writer.add_block_count(layers)
-    writer.add_feed_forward_length(FFN)
-    writer.add_head_count(HEADS)
-    writer.add_head_count_kv(KV_HEADS)
-    writer.add_layer_norm_rms_eps(1e-6)
-    writer.add_rope_freq_base(1000000.0)
-    writer.add_file_type(gguf.LlamaFileType.MOSTLY_Q4_K_M)
-    writer.add_tokenizer_model("gpt2")
-    writer.add_tokenizer_pre("qwen2")
-    writer.add_token_list(tokens)
-    writer.add_token_types([1] * (vocab - 2) + [3, 3])          # 1 normal, 3 control
-    writer.add_token_scores([0.0] * vocab)
-    writer.add_token_merges(["Ġ w"])
-    writer.add_eos_token_id(vocab - 1)
-    writer.add_bos_token_id(vocab - 2)
-
+    write_header(writer, tokens, ["Ġ w"], Shape(HIDDEN, layers, HEADS, KV_HEADS, FFN, CONTEXT, 1000000.0),
+                 gguf.LlamaFileType.MOSTLY_Q4_K_M)
     def quantized(name: str, rows: int, columns: int, kind: str = "q4_k", scale: float = 1.0) -> None:
         data = q4_k(rng, rows, columns, scale) if kind == "q4_k" else q6_k(rng, rows, columns)
         if name == "output.weight" and output_noise > 0:

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from specdec.reference.bugs import one_hot, output_distribution
+from specdec.bugs.rules import one_hot, output_distribution
 
 Distribution = Sequence[float] | np.ndarray
 
