@@ -91,11 +91,17 @@ class Method:
     family: bool = True                                      # runs in `specdec bench --methods all`, Spec-Bench style
     targets: tuple[str, ...] = ()                            # curated targets it is offered with (a method needing only the target)
     spec_bench: str = ""                                     # the Spec-Bench leaderboard row beside it ("PLD"), if there is one
+    declare: Callable[[object], Capabilities] | None = None  # its drafter's own declaration from options, where they change it
 
     @property
     def capabilities(self) -> Capabilities:
-        """What the method's drafters declare (with its defaults)."""
-        return self.drafter.capabilities
+        """What the method's drafters declare with its default options (`capabilities_for`)."""
+        return self.capabilities_for(self.options())
+
+    def capabilities_for(self, options: object) -> Capabilities:
+        """What a drafter made with `options` declares, read from the one place its class declares it (`declare`, the class's
+        `declared`; else its class attribute): the checks before a run see what the loop will see."""
+        return self.drafter.capabilities if self.declare is None else self.declare(options)
 
     @property
     def target_only(self) -> bool:
@@ -163,7 +169,7 @@ for _method in (
            needs=(DRAFT_MODEL,), options=DraftModelOptions, family=False),
     Method("tree", "a small model drafts a token tree where it hesitates (SpecInfer, EAGLE-2's idea)", TreeDrafter,
            lambda resources, options: TreeDrafter.from_settings(resources[DRAFT_MODEL], options, resources[DRAFT_MODEL].name),
-           needs=(DRAFT_MODEL,), options=TreeSettings, family=False),
+           needs=(DRAFT_MODEL,), options=TreeSettings, family=False, declare=TreeDrafter.declared),
     Method("cross-tokenizer", "a model with another tokenizer drafts text, re-encoded", CrossTokenizerDrafter,
            lambda resources, options: CrossTokenizerDrafter(resources[DRAFT_MODEL], resources[DRAFT_TOKENIZER], resources[TOKENIZER],
                                                              resources[DRAFT_MODEL].name, resources.get(WHOLE)),
@@ -173,20 +179,23 @@ for _method in (
            targets=("qwen2.5-coder-1.5b", "smollm2-135m"), spec_bench="PLD"),
     Method("recycling", "the target's runner-up tokens, recycled into a tree (Luo et al. 2024)", TokenRecyclingDrafter,
            lambda resources, options: TokenRecyclingDrafter(candidates=options.candidates, budget=options.budget),
-           options=RecyclingOptions, targets=("qwen2.5-coder-1.5b",), spec_bench="Recycling"),
+           options=RecyclingOptions, targets=("qwen2.5-coder-1.5b",), spec_bench="Recycling",
+           declare=TokenRecyclingDrafter.declared),
     Method("lookahead", "Jacobi iterations riding in the verification pass (Fu et al. 2024)", LookaheadDrafter,
            lambda resources, options: LookaheadDrafter(options.window, options.ngram, options.candidates), options=LookaheadOptions,
-           targets=("qwen2.5-coder-1.5b",), spec_bench="Lookahead"),
+           targets=("qwen2.5-coder-1.5b",), spec_bench="Lookahead",
+           declare=LookaheadDrafter.declared),
     Method("suffix", "what followed the text's end before, from suffix trees (Oliaro et al. 2024)", SuffixDrafter,
            lambda resources, options: SuffixDrafter(options.budget, options.max_depth, tree=options.tree, corpus=_corpus(resources)),
-           options=SuffixOptions, uses=(CORPUS,), targets=("qwen2.5-coder-1.5b",), spec_bench="REST"),
+           options=SuffixOptions, uses=(CORPUS,), targets=("qwen2.5-coder-1.5b",), spec_bench="REST",
+           declare=SuffixDrafter.declared),
     Method("eagle", "a trained EAGLE-3 head reads the target's hidden states and drafts a dynamic tree (Li et al. 2024-25)",
            EagleDrafter, lambda resources, options: EagleDrafter(resources[HEAD], None, options.budget, options.depth, options.width),
-           needs=(HEAD,), options=HeadTree, spec_bench="EAGLE-3"),
+           needs=(HEAD,), options=HeadTree, spec_bench="EAGLE-3", declare=EagleDrafter.declared),
     Method("layer-skip", "the target skipping its quietest layers drafts for itself (SWIFT)", LayerSkipDrafter,
            lambda resources, options: LayerSkipDrafter(transformers_model(resources[TARGET], "layer skipping"), fraction=options.fraction,
                                                        max_gamma=options.max_gamma),
-           options=LayerSkipOptions, targets=("qwen2.5-coder-1.5b",)),
+           options=LayerSkipOptions, targets=("qwen2.5-coder-1.5b",), declare=LayerSkipDrafter.declared),
 ):
     register(_method)
 

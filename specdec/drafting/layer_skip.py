@@ -121,8 +121,13 @@ class LayerSkipDrafter:
     """The target drafting for itself with layers skipped: `skip` given, or the `fraction` least influential (module docstring)."""
 
     name = "layer-skip"
-    capabilities = Capabilities(sizes_rounds=True, hidden_states=True, full_attention=True, internals=True,
-                                drafts="chain from its own layers")
+
+    @staticmethod
+    def declared(options: LayerSkipOptions, skip_given: bool = False, skipped: str = "") -> Capabilities:
+        """What a layer-skipping drafter declares (its instances and the registry's checks read this one place): it reaches
+        into the target's layers, and reads its hidden states to choose which to skip unless they are given."""
+        return Capabilities(sizes_rounds=True, hidden_states=not skip_given, full_attention=True, internals=True,
+                            drafts=f"chain from its own layers{f' ({skipped} skipped)' if skipped else ''}")
 
     def __init__(self, target: PreTrainedModel, skip: Sequence[int] | None = None, fraction: float = 0.5, max_gamma: int = 8,
                  c: float | None = None) -> None:
@@ -138,8 +143,8 @@ class LayerSkipDrafter:
         self.draft_model = TorchModel(target, "layer-skip")     # counts the passes of every text's view of the target
         self.given = None if skip is None else sorted(set(skip))
         self.fraction, self.max_gamma, self.fixed_c = fraction, max_gamma, c
-        self.capabilities = replace(LayerSkipDrafter.capabilities, hidden_states=skip is None,
-                                    drafts=f"chain from its own layers ({self.layer_count_skipped()} of {self.layers} skipped)")
+        self.capabilities = self.declared(LayerSkipOptions(fraction, max_gamma), skip is not None,
+                                          f"{self.layer_count_skipped()} of {self.layers}")
         self.texts: dict[int, SkipText] = {}
         self.generation: Generation | None = None
         self._step_s: list[float] = []                  # seconds per draft step, these texts

@@ -43,7 +43,7 @@ has a window and a pool of its own (`Window`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import torch
 
@@ -73,7 +73,12 @@ class LookaheadDrafter:
     """
 
     name, draft_model = "lookahead", None
-    capabilities = Capabilities(sizes_rounds=True, full_attention=True, drafts="lookahead (window 3, 3-grams, 3 candidates)")
+
+    @staticmethod
+    def declared(options: LookaheadOptions) -> Capabilities:
+        """What a lookahead drafter with these options declares (its instances and the registry's checks read this one place)."""
+        return Capabilities(sizes_rounds=True, full_attention=True,
+                            drafts=f"lookahead (window {options.window}, {options.ngram}-grams, {options.candidates} candidates)")
 
     def __init__(self, window: int = 3, ngram: int = 3, candidates: int = 3, pool_from_prompt: bool = True) -> None:
         if window < 2 or ngram < 3 or candidates < 1:
@@ -81,8 +86,7 @@ class LookaheadDrafter:
                                f"got {window}, {ngram} and {candidates}")
         self.window, self.ngram, self.max_candidates = window, ngram, candidates
         self.pool_from_prompt = pool_from_prompt
-        self.capabilities = replace(LookaheadDrafter.capabilities,
-                                    drafts=f"lookahead (window {window}, {ngram}-grams, {candidates} candidates)")
+        self.capabilities = self.declared(LookaheadOptions(window, ngram, candidates))
         self.texts: dict[int, Window] = {}
         self.context: int | None = None                    # the target's longest position, when its config says
 

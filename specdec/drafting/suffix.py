@@ -33,7 +33,7 @@ Not handled: forgetting (the session's tree only grows; SuffixDecoding evicts ol
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import torch
 
@@ -63,7 +63,12 @@ class SuffixDrafter:
     """
 
     name, draft_model = "suffix", None
-    capabilities = Capabilities(sizes_rounds=True, full_attention=True, drafts="suffix tree (up to 8 nodes)")
+
+    @staticmethod
+    def declared(options: SuffixOptions) -> Capabilities:
+        """What a suffix drafter with these options declares (its instances and the registry's checks read this one place)."""
+        shape = f"suffix tree (up to {options.budget} nodes)" if options.tree else "suffix chain"
+        return Capabilities(sizes_rounds=True, full_attention=options.tree, drafts=shape)
 
     def __init__(self, budget: int = 8, max_depth: int = 24, spec_factor: float = 1.0, min_chance: float = 0.1,
                  tree: bool = True, corpus: Iterable[Sequence[int]] = ()) -> None:
@@ -71,8 +76,7 @@ class SuffixDrafter:
             raise SpecdecError(f"suffix decoding needs budget >= 1, spec_factor > 0 and min_chance in [0, 1], got {budget}, "
                                f"{spec_factor} and {min_chance}")
         self.budget, self.spec_factor, self.min_chance, self.tree = budget, spec_factor, min_chance, tree
-        shape = f"suffix tree (up to {budget} nodes)" if tree else "suffix chain"
-        self.capabilities = replace(SuffixDrafter.capabilities, full_attention=tree, drafts=shape)
+        self.capabilities = self.declared(SuffixOptions(budget, max_depth, tree))
         self.session = SuffixTree(max_depth)              # earlier outputs and the corpus
         for document in corpus:
             self.session.add([int(token) for token in document])

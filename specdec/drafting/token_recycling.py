@@ -42,7 +42,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 import torch
 
@@ -110,8 +109,13 @@ class TokenRecyclingDrafter:
     """
 
     name, draft_model = "recycling", None
-    capabilities = Capabilities(sizes_rounds=True, prompt_rows=PROMPT_ROWS, full_attention=True,
-                                drafts=f"recycled tree (up to {DEFAULT_BUDGET} nodes)")
+
+    @staticmethod
+    def declared(options: RecyclingOptions, prompt_rows: int = PROMPT_ROWS, nodes: int | None = None) -> Capabilities:
+        """What a Token Recycling drafter declares (its instances and the registry's checks read this one place): a tree of at
+        most `nodes` (the template's, else the budget), the last `prompt_rows` rows of the prompt pass read."""
+        return Capabilities(sizes_rounds=True, prompt_rows=max(prompt_rows, 1), full_attention=True,
+                            drafts=f"recycled tree (up to {options.budget if nodes is None else nodes} nodes)")
 
     def __init__(self, candidates: int = 8, tree: Sequence[Sequence[int]] = PAPER_TREE, budget: int | None = DEFAULT_BUDGET,
                  prompt_rows: int = PROMPT_ROWS) -> None:
@@ -122,8 +126,7 @@ class TokenRecyclingDrafter:
             raise SpecdecError(f"the tree template asks for candidate {max(max(path) for path in self.template)} but the table "
                                f"keeps {candidates} per token: raise candidates or trim the template")
         self.k = candidates
-        self.capabilities = replace(TokenRecyclingDrafter.capabilities, prompt_rows=max(prompt_rows, 1),
-                                    drafts=f"recycled tree (up to {len(self.template)} nodes)")
+        self.capabilities = self.declared(RecyclingOptions(candidates, budget or len(self.template)), prompt_rows, len(self.template))
         self.table: torch.Tensor | None = None              # [V, k] long on the CPU, -1 where nothing is known yet
 
     def reset(self) -> None:

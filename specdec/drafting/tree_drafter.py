@@ -45,7 +45,7 @@ Not handled: a draft with another tokenizer.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import torch
 
@@ -96,8 +96,15 @@ class TreeDrafter:
     `TreeDrafter.from_settings(model, TreeSettings(...))` takes the limits as one frozen value.
     """
 
-    capabilities = Capabilities(sizes_rounds=True, full_attention=True, drafts=TreeSettings().describe())
     default_budget = TreeSettings.budget
+
+    @staticmethod
+    def declared(options: TreeSettings, reader: TreeReader | None = None, kind: str = "tree") -> Capabilities:
+        """What a tree drafter declares (its instances and the registry's checks read this one place): it sizes its own
+        rounds and needs full-attention caches; what the target must give its reader (hidden layers, internals) is the
+        reader's (a draft model reads none)."""
+        return Capabilities(sizes_rounds=True, full_attention=True, hidden_layers=() if reader is None else reader.hidden_layers,
+                            internals=reader is not None and reader.internals, drafts=f"{kind} (budget {options.budget})")
 
     def __init__(self, model: object, name: str | None = None, budget: int = default_budget, depth: int = 12, width: int = 3,
                  c: float | None = None, verify_slope: float | None = None, reader: TreeReader | None = None,
@@ -108,8 +115,7 @@ class TreeDrafter:
         self.reader = reader if reader is not None else ModelReader(model, name)
         self.draft_model = self.reader.draft_model
         self.name = name or self.reader.name
-        self.capabilities = replace(TreeDrafter.capabilities, hidden_layers=self.reader.hidden_layers, internals=self.reader.internals,
-                                    drafts=f"{kind} (budget {budget})")
+        self.capabilities = self.declared(self.settings, self.reader, kind)
         self.budget, self.depth, self.width = budget, depth, width
         self.c, self.verify_slope = c, verify_slope
         self.vocab_size = 0                              # the target's, told by `begin`

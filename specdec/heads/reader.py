@@ -63,7 +63,13 @@ class EagleDrafter(TreeDrafter):
     """An EAGLE-3 head drafting a dynamic tree of at most `budget` nodes, `depth` levels and `width` nodes per level: the tree
     policy every tree drafter shares (`specdec.drafting.tree_drafter`), over the head's reader (`HeadReader`), nothing else."""
 
-    capabilities = Capabilities(sizes_rounds=True, full_attention=True, internals=True, drafts="EAGLE-3 head, tree (budget 16)")
+    @staticmethod
+    def declared(options: HeadTree, reader: HeadReader | None = None, kind: str = "EAGLE-3 head, tree") -> Capabilities:
+        """What an EAGLE-3 drafter declares (its instances and the registry's checks read this one place): before a head is
+        loaded, that it reads the target's hidden states and its embedding table; once loaded, the three layers its head names."""
+        layers = () if reader is None else reader.hidden_layers
+        return Capabilities(sizes_rounds=True, full_attention=True, internals=True, hidden_states=reader is None,
+                            hidden_layers=layers, drafts=f"{kind} (budget {options.budget})")
 
     def __init__(self, head: EagleHead, name: str | None = None, budget: int = HEAD_TREE.budget, depth: int = HEAD_TREE.depth,
                  width: int = HEAD_TREE.width) -> None:

@@ -100,10 +100,10 @@ def method_of(spec: RunSpec, resources: Resources) -> Method:
 def drafter_for(method: Method, drafting: Drafting, resources: Resources, kept: dict[tuple, Drafter] | None,
                 fresh: bool = False) -> Drafter:
     """The drafter `drafting` asks of `method`, made from `resources` by the registry; kept in `kept` unless `fresh`."""
-    refusal = refused(resources[TARGET], method.capabilities, method.name)
+    options = method.parse_options(dict(drafting.options))
+    refusal = refused(resources[TARGET], method.capabilities_for(options), method.name)
     if refusal is not None:                          # before making it: a drafter may reach for what is not there
         raise SpecdecError(refusal)
-    options = method.parse_options(dict(drafting.options))
     key = (method.name, options)
     if fresh or kept is None:
         return method.make(resources, options)
