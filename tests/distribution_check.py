@@ -71,8 +71,10 @@ def sampled_counts(generate: Callable[[int], list[int]], runs: int, length: int,
 
 
 def batched_runs(target, draft, sampling: SamplingConfig, prompt=PROMPT, gamma=3, runs=RUNS, length=LENGTH, seed=0) -> list:
-    """`runs` independent generations of `length` tokens after `prompt`, as the rows of one batched call."""
-    return speculative_generate(target, draft, [torch.tensor(prompt)] * runs, gamma=gamma, max_new_tokens=length,
+    """`runs` independent generations of `length` tokens after `prompt`, as the rows of one batched call; `gamma` is a
+    whole number, None (the planner's choice) or a schedule object (ConfidenceStop, AdaptiveGamma)."""
+    length_of_round = {"gamma": gamma} if gamma is None or isinstance(gamma, int) else {"schedule": gamma}
+    return speculative_generate(target, draft, [torch.tensor(prompt)] * runs, **length_of_round, max_new_tokens=length,
                                 temperature=sampling.temperature, top_k=sampling.top_k, top_p=sampling.top_p, seed=seed)
 
 

@@ -54,9 +54,15 @@ def text(n: int, seed: int = 0) -> torch.Tensor:
     return torch.randint(0, 510, (n,), generator=torch.Generator().manual_seed(seed))
 
 
-def steps(model, ids: torch.Tensor) -> torch.Tensor:
-    """[n, V]: `ids` one token a pass, in a cache of their own."""
-    return self_test.steps(model, ids)
+def steps(model, ids: torch.Tensor, prompt: int, keep: int = 1) -> torch.Tensor:
+    """[n, V]: plain decoding of `ids` in a cache of their own: a prompt pass over the first `prompt` (its last `keep` rows
+    read), then one token a pass; the rows the prompt pass does not read stay zero (no pass gives a zero row)."""
+    reference = torch.zeros(len(ids), model.vocab_size)
+    rows = model.rows([0])
+    reference[prompt - keep:prompt] = rows.feed([ids[:prompt]], keep=keep)[0][0]
+    for i in range(prompt, len(ids)):
+        reference[i] = rows.feed([ids[i:i + 1]])[0][0, 0]
+    return reference
 
 
 def test_the_model_describes_itself(model):
@@ -70,7 +76,7 @@ def test_the_model_describes_itself(model):
 @pytest.mark.parametrize("k", [2, 5, 6, 7, 8, 13])
 def test_a_pass_gives_the_rows_of_one_token_steps(model, k):
     ids = text(9 + k)
-    reference = steps(model, ids)
+    reference = steps(model, ids, prompt=9)
     rows = model.rows([0])
     prompt, _ = rows.feed([ids[:9]])
     together, _ = rows.feed([ids[9:]], keep=k)
@@ -81,7 +87,7 @@ def test_a_pass_gives_the_rows_of_one_token_steps(model, k):
 
 def test_a_ragged_batch_of_three_texts_gives_each_text_its_rows_alone(model):
     texts = [text(14, seed) for seed in (1, 2, 3)]
-    alone = [steps(model, t) for t in texts]
+    alone = [steps(model, t, prompt, keep) for t, prompt, keep in zip(texts, (4, 9, 1), (2, 2, 1))]
     rows = model.rows([7, 3, 5])
     first, _ = rows.feed([texts[0][:4], texts[1][:9], texts[2][:1]], keep=2)     # prompts of 4, 9 and 1 tokens
     assert torch.equal(first[0], alone[0][2:4]) and torch.equal(first[1], alone[1][7:9])
@@ -117,12 +123,12 @@ def test_a_tree_pass_gives_each_branch_the_rows_of_its_chain_and_keep_goes_on_fr
         path = [leaf]
         while parents[path[0]] >= 0:
             path.insert(0, parents[path[0]])
-        chain = steps(model, torch.cat([prompt, nodes[path]]))
+        chain = steps(model, torch.cat([prompt, nodes[path]]), prompt=8)
         assert torch.equal(tree[0, path], chain[8:]), f"branch {path}"
     # keep the second root's chain: its cells come after six dropped ones, which must not be reused before it
     rows.keep(0, list(range(8)) + [8 + 6, 8 + 7, 8 + 8, 8 + 9])
     after = text(6, 6)
-    reference = steps(model, torch.cat([prompt, nodes[6:], after]))
+    reference = steps(model, torch.cat([prompt, nodes[6:], after]), prompt=8)
     going_on = torch.cat([rows.feed([after[i:i + 1]])[0][0] for i in range(6)])
     assert rows.length(0) == 18 and torch.equal(going_on, reference[12:])
 
@@ -137,13 +143,13 @@ def test_a_tree_read_level_by_level_keeps_its_pending_nodes_visible(model):
     level_two = torch.tensor([[1] * 6 + [1, 0] + [1, 0], [1] * 6 + [0, 1] + [0, 1]], dtype=torch.bool)
     second, _ = rows.feed([nodes[2:]], keep=2, attend=[level_two], offsets=[torch.tensor([-1, -1])])
     for a, b, row in ((0, 2, 0), (1, 3, 1)):
-        chain = steps(model, torch.cat([prompt, nodes[[a, b]]]))
+        chain = steps(model, torch.cat([prompt, nodes[[a, b]]]), prompt=6)
         assert torch.equal(first[0, row], chain[6]) and torch.equal(second[0, row], chain[7])
 
 
 def test_rollback_then_the_next_row_is_a_fresh_runs(model):
     ids = text(20, 9)
-    reference = steps(model, ids)
+    reference = steps(model, ids, prompt=10)          # the prompt pass's first 10 rows are kept, as a pass of 10 gives them
     rows = model.rows([0])
     rows.feed([ids[:12]])
     rows.rollback(0, 10)
@@ -155,7 +161,7 @@ def test_rollback_then_the_next_row_is_a_fresh_runs(model):
 def test_a_full_cache_is_repacked_and_stays_exact(tiny_path):
     small = load_gguf(tiny_path, threads=1, context=64)          # 64 cells a text + 256 slack: 512 cells (padded)
     ids = text(40, 10)
-    reference = steps(small, ids)
+    references = [steps(small, ids, prompt=8), steps(small, ids, prompt=5)]
     rows = small.rows([0, 1])
     rows.feed([ids[:8], ids[:5]])
     for _ in range(30):                                           # 30 rounds of 10 drafted tokens, 9 of them rejected
@@ -166,7 +172,7 @@ def test_a_full_cache_is_repacked_and_stays_exact(tiny_path):
             rows.rollback(row, length + 1 if length < 30 else length)
     assert rows.context.repacks > 0
     last, _ = rows.feed([ids[30:31], ids[30:31]])
-    assert torch.equal(last[0, 0], reference[30]) and torch.equal(last[1, 0], reference[30])
+    assert torch.equal(last[0, 0], references[0][30]) and torch.equal(last[1, 0], references[1][30])
     del rows
     small.close()
 

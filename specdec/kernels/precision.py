@@ -160,11 +160,16 @@ def read_off(model: nn.Module, role: str = "target") -> Precision:
     return Precision(device, model.dtype, weights, kernel_of(device, model.dtype, weights), f"read off the {role} as built")
 
 
-def gguf_precision(file_type: str, why: str) -> Precision:
-    """How a GGUF file runs on llama.cpp's CPU kernels: its weights as stored (`file_type`, e.g. "Q4_K_M"), float32 activations.
+GGUF_KERNELS = {"exact": "llama.cpp's ggml kernels, exact settings (repacked weights in ubatches of 3, flash attention, V cache "
+                         "bfloat16; the prompt pass in ubatches of 512)",
+                "fastest": "llama.cpp's ggml kernels, its own fastest settings (a draft needs no batch invariance)"}
+
+
+def gguf_precision(file_type: str, why: str, settings: str = "exact") -> Precision:
+    """How a GGUF file runs on llama.cpp's CPU kernels: its weights as stored (`file_type`, e.g. "Q4_K_M"), float32 activations,
+    with the `settings` ("exact" for a target, "fastest" for a draft).
 
     >>> gguf_precision("Q4_K_M", "auto: a GGUF file on a CPU").name
     'float32 Q4_K_M'
     """
-    return Precision(torch.device("cpu"), torch.float32, file_type,
-                     "llama.cpp's ggml kernels, exact settings (repacked weights in ubatches of 3, flash attention, V cache bfloat16)", why)
+    return Precision(torch.device("cpu"), torch.float32, file_type, GGUF_KERNELS[settings], why)

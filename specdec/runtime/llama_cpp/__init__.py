@@ -24,6 +24,6 @@ Importing this package loads nothing: the library is opened by the first `load_g
 
 from specdec.runtime.llama_cpp.model import LlamaCppModel, load_gguf
 from specdec.runtime.llama_cpp.self_test import check_runtime
-from specdec.runtime.llama_cpp.settings import EXACT, LLAMA_DEFAULTS, Settings
+from specdec.runtime.llama_cpp.settings import EXACT, FASTEST, LLAMA_DEFAULTS, Settings
 
-__all__ = ["EXACT", "LLAMA_DEFAULTS", "LlamaCppModel", "Settings", "check_runtime", "load_gguf"]
+__all__ = ["EXACT", "FASTEST", "LLAMA_DEFAULTS", "LlamaCppModel", "Settings", "check_runtime", "load_gguf"]

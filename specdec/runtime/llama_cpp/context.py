@@ -126,13 +126,30 @@ class Context:
             self.used += max(0, int(lib.llama_memory_seq_pos_max(self.memory, sequence)) + 1)
         self.repacks += 1
 
-    def decode(self, entries: list[Entry]) -> list[np.ndarray]:
-        """Run one `llama_decode` over `entries` (at most `BATCH_TOKENS`): the logits [V] of each output entry, in order."""
-        ffi, lib, batch = self.library.ffi, self.library.lib, self.batch
+    def decode(self, entries: list[Entry], prompt: bool = False) -> list[np.ndarray]:
+        """Run a pass over `entries` (at most `BATCH_TOKENS`): the logits [V] of each output entry, in order.
+
+        A `prompt` pass (one text's first tokens) runs in ubatches of `settings.prompt_ubatch`, any other in ubatches of
+        `settings.ubatch`, one `llama_decode` each: what llama.cpp's own split would do with that ubatch size, while the
+        context itself is made for the larger of the two."""
         if not 0 < len(entries) <= BATCH_TOKENS:
             raise ValueError(f"a llama.cpp pass takes 1 to {BATCH_TOKENS} tokens, got {len(entries)}")
         if len(entries) > self.free:
             raise SpecdecError(f"the llama.cpp KV cache is full ({self.cells} cells): load the model with a larger context")
+        if self.governor.count != self.threads:
+            self.threads = self.governor.count
+            self.library.lib.llama_set_n_threads(self.handle, self.threads, self.threads)
+        size = self.settings.prompt_ubatch if prompt else self.settings.ubatch
+        start = time.perf_counter()
+        rows = []
+        for first in range(0, len(entries), size):
+            rows += self._decode_one(entries[first:first + size])
+        self.governor.passed(len(entries), time.perf_counter() - start)
+        return rows
+
+    def _decode_one(self, entries: list[Entry]) -> list[np.ndarray]:
+        """One `llama_decode` over `entries`: the logits [V] of each output entry, in order."""
+        ffi, lib, batch = self.library.ffi, self.library.lib, self.batch
         batch.n_tokens = len(entries)
         for i, entry in enumerate(entries):
             batch.token[i] = entry.token
@@ -141,12 +158,7 @@ class Context:
             for j, sequence in enumerate(entry.sequences):
                 batch.seq_id[i][j] = sequence
             batch.logits[i] = entry.output
-        if self.governor.count != self.threads:
-            self.threads = self.governor.count
-            lib.llama_set_n_threads(self.handle, self.threads, self.threads)
-        start = time.perf_counter()
         status = lib.llama_decode(self.handle, batch)
-        self.governor.passed(len(entries), time.perf_counter() - start)
         if status != 0:
             raise SpecdecError(f"llama.cpp's llama_decode failed with status {status} (1: no room in the KV cache, "
                                "-1: a batch it refused): this is a bug in specdec's llama.cpp runtime, please report it")

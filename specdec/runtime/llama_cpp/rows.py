@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import groupby
 
 import torch
 
@@ -104,14 +105,17 @@ class LlamaCppRows:
             raise ValueError(f"a pass with a tree takes at most {BATCH_TOKENS} tokens in all, got {total}")
         if total > self.context.free:
             self._make_room(total)
-        entries, after, views = [], [], []
+        entries, after, views, prompts = [], [], [], set()
         try:
             for i, part in enumerate(parts):
                 if part is not None:
-                    row_entries, commit = self._entries(self._texts[self.rows[i]], part, views)
+                    text = self._texts[self.rows[i]]
+                    if text.length == 0 and part.plan is None:
+                        prompts.add(i)                    # a text's first pass: its prompt, on the fastest kernels
+                    row_entries, commit = self._entries(text, part, views)
                     entries += [(i, entry) for entry in row_entries]
                     after.append(commit)
-            logits = self._run(entries, len(self.rows), keep, counts)
+            logits = self._run(entries, len(self.rows), keep, counts, prompts)
         except BaseException:
             for view in views:                            # a failed pass leaves no view behind
                 self.context.release(view)
@@ -163,8 +167,9 @@ class LlamaCppRows:
             text.pending += [Pending(p, view) for p, view in zip(positions, views)]
         return entries, commit
 
-    def _run(self, entries: list[tuple[int, Entry]], rows: int, keep: int, counts: list[int]) -> torch.Tensor:
-        """Decode the entries (in passes of `BATCH_TOKENS`; a tree must fit in one) into right-aligned logits [B, keep, V]."""
+    def _run(self, entries: list[tuple[int, Entry]], rows: int, keep: int, counts: list[int], prompts: set[int]) -> torch.Tensor:
+        """Decode the entries into right-aligned logits [B, keep, V]: each row in `prompts` alone (its prompt pass, the same
+        bits whatever else the pass holds), the rest together; in passes of `BATCH_TOKENS` (a tree must fit in one)."""
         width = self.context.vocab_size if self.output_rows is None else min(self.output_rows, self.context.vocab_size)
         logits = torch.zeros(rows, keep, width, dtype=torch.float32)                  # [B, keep, V]
         slots = []                                                                    # (row, column) of each output
