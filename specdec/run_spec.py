@@ -39,8 +39,10 @@ class ModelChoices:
     dtype: str = "auto"
     quantization: str = "auto"               # the target's weights: auto, none, int8, int4, w8a8
     draft_quantization: str = "auto"         # the draft's weights
-    runtime: str = "auto"                    # auto, torch or llama.cpp
+    runtime: str = "auto"                    # the target's runtime: auto, torch or llama.cpp
     threads: int | None = None               # llama.cpp's threads (None: the runtime's choice)
+    draft_runtime: str = "auto"              # the draft model's runtime: auto (llama.cpp's fastest settings for a GGUF draft
+                                             # on a CPU that shares the target's tokenizer), torch or llama.cpp
 
 
 @dataclass(frozen=True)
@@ -83,8 +85,9 @@ class RunSpec:
                 check_counts(1, gamma)
         if self.drafting.gamma is not None and self.drafting.adaptive is not None:
             raise SpecdecError("a run drafts a fixed gamma or an adaptive one, not both: drop one")
-        if self.models.runtime not in RUNTIMES:
-            raise SpecdecError(f"unknown runtime '{self.models.runtime}': choose from {', '.join(RUNTIMES)}")
+        for runtime in (self.models.runtime, self.models.draft_runtime):
+            if runtime not in RUNTIMES:
+                raise SpecdecError(f"unknown runtime '{runtime}': choose from {', '.join(RUNTIMES)}")
         if self.target in METHODS:
             raise SpecdecError(f"{self.target} can only be the draft: give a model as the target")
         implied, _ = needs_of(self.draft)

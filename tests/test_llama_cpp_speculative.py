@@ -1,7 +1,8 @@
 """Speculative decoding on the llama.cpp runtime, held to that runtime's own plain decoding: tiny GGUF files written here.
 
 The target's own greedy output on llama.cpp is its own one-token decoding (`autoregressive_generate` on the same
-model): a draft model's chains, its token trees, a ragged batch of three texts, prompt lookup and Token Recycling
+model): a draft model's chains (the draft on the exact settings or on llama.cpp's fastest, as the planner runs it), its
+token trees, a ragged batch of three texts, prompt lookup and Token Recycling
 must give it token for token. Sampled output must have the target's exact distribution on llama.cpp: the first
 round's tokens over 3,000 runs against the distribution enumerated from llama.cpp's own logits (top-k 3 keeps
 the enumeration small), with two broken rules as negative controls that must fail the same test. A drafter that
@@ -34,6 +35,7 @@ except (ImportError, SpecdecError) as error:                                    
     pytest.skip(f"the llama.cpp runtime is not installed here: {error}", allow_module_level=True)
 
 from specdec.runtime.llama_cpp.model import load_gguf
+from specdec.runtime.llama_cpp.settings import FASTEST
 from specdec.runtime.llama_cpp.tiny_model import write_tiny_quantized_gguf
 
 PROMPTS = [[5, 9, 300, 7, 5, 9], [200, 201, 202, 203], [17, 18, 19, 17, 18, 19, 17, 18, 19, 20, 21]]
@@ -43,14 +45,16 @@ NOISE = 0.01         # the draft: the target with 1% of its output layer's 6-bit
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
-    """A tiny quantized target and two drafts: the target with a noisy output layer (it agrees often, not always) and the
-    target's own file (it always agrees)."""
+    """A tiny quantized target and three drafts: the target with a noisy output layer (it agrees often, not always), the
+    same draft on llama.cpp's fastest settings (as the planner runs a draft: not batch-invariant, which a draft need not
+    be), and the target's own file (it always agrees)."""
     folder = tmp_path_factory.mktemp("gguf")
     target = load_gguf(write_tiny_quantized_gguf(folder / "target.gguf", seed=0), threads=1, context=256)
     other = load_gguf(write_tiny_quantized_gguf(folder / "draft.gguf", seed=0, output_noise=NOISE), threads=1, context=256)
+    fast = load_gguf(folder / "draft.gguf", threads=1, context=256, settings=FASTEST)
     same = load_gguf(folder / "target.gguf", threads=1, context=256)
-    yield target, other, same
-    for model in (target, other, same):
+    yield target, other, same, fast
+    for model in (target, other, same, fast):
         model.close()
 
 
@@ -59,15 +63,15 @@ def plain(target, prompt, **options):
 
 
 def test_greedy_chains_trees_and_model_free_drafts_give_the_targets_own_tokens(models):
-    target, other, same = models
+    target, other, same, fast = models
     for prompt in PROMPTS:
         expected = plain(target, prompt)
-        for draft, gamma in ((other, 1), (other, 4), (same, 3), (same, None), (other, None)):
+        for draft, gamma in ((other, 1), (other, 4), (same, 3), (same, None), (other, None), (fast, 4), (fast, None)):
             result = speculative_generate(target, draft, torch.tensor(prompt), gamma=gamma, max_new_tokens=NEW, temperature=0)
             assert result.tokens == expected, (prompt, draft.path.name, gamma)
         accepted = speculative_generate(target, same, torch.tensor(prompt), gamma=4, max_new_tokens=NEW, temperature=0)
         assert accepted.stats.accepted == accepted.stats.drafted > 0        # the target's own file drafts: always accepted
-        for drafter in (TreeDrafter(other, budget=8), TreeDrafter(same, budget=6, width=2), PromptLookupDrafter(),
+        for drafter in (TreeDrafter(other, budget=8), TreeDrafter(fast, budget=8), TreeDrafter(same, budget=6, width=2), PromptLookupDrafter(),
                         TokenRecyclingDrafter()):
             assert speculative_generate(target, drafter, torch.tensor(prompt), max_new_tokens=NEW, temperature=0).tokens == expected
     stop = plain(target, PROMPTS[0])[NEW // 2]
@@ -76,9 +80,9 @@ def test_greedy_chains_trees_and_model_free_drafts_give_the_targets_own_tokens(m
 
 
 def test_a_ragged_batch_gives_each_row_its_own_greedy_tokens(models):
-    target, other, same = models
+    target, other, same, fast = models
     expected = [plain(target, prompt) for prompt in PROMPTS]
-    for draft in (other, same, PromptLookupDrafter()):
+    for draft in (other, same, fast, PromptLookupDrafter()):
         results = speculative_generate(target, draft, [torch.tensor(prompt) for prompt in PROMPTS], gamma=3, max_new_tokens=NEW,
                                        temperature=0)
         assert [result.tokens for result in results] == expected
@@ -93,7 +97,7 @@ def test_drafters_that_read_the_targets_insides_are_refused_in_one_line(models):
     from specdec.pair.running import generate_speculative
     from specdec.run_spec import Drafting
 
-    target, _, _ = models
+    target = models[0]
 
     class HiddenReader(PromptLookupDrafter):
         name, capabilities = "hidden-reader", Capabilities(hidden_states=True)
@@ -149,9 +153,11 @@ def sampled_fit(target, draft):
 
 
 @pytest.mark.slow
-def test_sampled_output_has_the_targets_distribution_on_llama_cpp(models):
-    target, other, _ = models
-    fit, acceptance = sampled_fit(target, other)
+@pytest.mark.parametrize("draft_settings", ["exact", "fastest"])
+def test_sampled_output_has_the_targets_distribution_on_llama_cpp(models, draft_settings):
+    """The draft on either settings: the rule divides by the q the drafted token was sampled from, whatever kernel made it."""
+    target, other, _, fast = models
+    fit, acceptance = sampled_fit(target, other if draft_settings == "exact" else fast)
     assert fit.p_value > SIGNIFICANCE, fit
     assert 0.05 < acceptance < 0.95                   # both branches of the rule ran
 
@@ -163,9 +169,9 @@ def test_negative_control_broken_rules_fail_on_llama_cpp(models, monkeypatch, br
     statistic is infinite); skipping the residual moved D = 0.28 (statistic 458.5 with 38 degrees of freedom at 1,500 runs),
     so at 1,000 runs the broken rule's mean statistic is 38 + 280 = 318 against the p = 1e-3 threshold of 71: with D a third
     smaller it fails with probability above 0.999 (`distribution_check.power`, and `tests/test_power.py` checks it)."""
-    target, other, _ = models
+    target, _, _, fast = models
     monkeypatch.setattr(specdec.engine.rounds, "verify_sampled", broken_rule)
-    fit, _ = sampled_fit(target, other)
+    fit, _ = sampled_fit(target, fast)
     assert fit.p_value < SIGNIFICANCE, fit
 
 

@@ -120,7 +120,8 @@ def _bench_specs(args: argparse.Namespace) -> list:
     from specdec.run_spec import ModelChoices, RunSpec
     from specdec.zoo.catalog import split_pair_name
 
-    models = ModelChoices(args.device, args.dtype, args.quantization, args.draft_quantization, args.runtime)
+    models = ModelChoices(args.device, args.dtype, args.quantization, args.draft_quantization, args.runtime,
+                          draft_runtime=args.draft_runtime)
     return [RunSpec(target, draft, models).check() for draft, target in map(split_pair_name, args.pairs)]
 
 

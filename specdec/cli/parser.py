@@ -157,7 +157,11 @@ def _run_options(run: argparse.ArgumentParser, registry, GAMMA_RANGE: tuple[int,
                      help="the draft's weights: auto (default: int4 on a CPU, none elsewhere), none, int8 or int4 (cheaper drafts, same output)")
     run.add_argument("--runtime", default="auto", choices=RUNTIMES,
                      help="what runs the models: auto (default: llama.cpp for a GGUF model on a CPU where its self-test passes, "
-                          "else torch), torch (transformers: any model, CUDA, MPS, hidden states) or llama.cpp (GGUF files)")
+                          "else torch), torch (transformers: any model, CUDA, MPS, hidden states) or llama.cpp (GGUF files); "
+                          "auto may pick w8a8 weights on torch where this machine measured them faster")
+    run.add_argument("--draft-runtime", default="auto", choices=RUNTIMES,
+                     help="what runs the draft model: auto (default: llama.cpp's fastest settings for a GGUF draft on a CPU that "
+                          "shares the target's tokenizer, whatever runs the target), torch or llama.cpp")
     run.add_argument("--chat", action="store_true", help="wrap the prompt in the target's chat template")
     run.add_argument("--compare", action="store_true", help="also run the target alone and report the wall-clock speedup")
     run.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
@@ -188,7 +192,8 @@ def _bench_options(bench: argparse.ArgumentParser, bench_methods, families, RUNT
     bench.add_argument("--draft-quantization", default="auto",
                        help="the draft's weights for every method that uses it: auto (int4 on a CPU), none, int8 or int4")
     bench.add_argument("--seed", type=int, default=0)
-    bench.add_argument("--runtime", default="auto", choices=RUNTIMES, help="what runs the models (as for `specdec run`; a CSV column)")
+    bench.add_argument("--runtime", default="auto", choices=RUNTIMES, help="what runs the target (as for `specdec run`; a CSV column)")
+    bench.add_argument("--draft-runtime", default="auto", choices=RUNTIMES, help="what runs the draft model (as for `specdec run`)")
     bench.add_argument("--device", default="auto")
     bench.add_argument("--dtype", default="auto")
     bench.add_argument("--out", default=None, help="write one row per run to this CSV file")

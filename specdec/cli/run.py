@@ -31,7 +31,8 @@ def run_spec(args: argparse.Namespace):
         raise SpecdecError("--gamma sizes a chain draft; a tree sizes its own rounds: drop --gamma (or set --tree-budget)")
     if not args.prompt.strip():
         raise SpecdecError("the prompt is empty: pass some text with --prompt")
-    models = ModelChoices(args.device, args.dtype, args.quantization, args.draft_quantization, args.runtime)
+    models = ModelChoices(args.device, args.dtype, args.quantization, args.draft_quantization, args.runtime,
+                          draft_runtime=args.draft_runtime)
     drafting = Drafting(method, args.gamma, tuple(options.items()), tuple(args.corpus or ()))
     decoding = Decoding(args.max_new_tokens, args.temperature, args.top_k, args.top_p, args.seed)
     return RunSpec(args.target, args.draft, models, drafting, decoding).check()

@@ -28,10 +28,13 @@ from specdec.errors import SpecdecError
 from specdec.pair.measuring import cost_key
 from specdec.pair.resources import LoadedPair
 from specdec.planner import LLAMA_CPP, TORCH, ModelPlan, choose_models
+from specdec.planner.models import FASTEST as FASTEST_SETTINGS
+from specdec.planner.models import W8A8_TARGET
 from specdec.planner.models import choose_runtime
 from specdec.registry import CORPUS, DRAFT_MODEL, DRAFT_TOKENIZER, METHODS, RESOURCES, TARGET, TOKENIZER, WHOLE, Resources, corpus_files, needs_of
 from specdec.run_spec import Drafting, ModelChoices, RunSpec
-from specdec.runtime.costs import measured_costs
+from specdec.runtime.costs import keep_speed, measured_costs
+from specdec.runtime.llama_cpp.settings import EXACT, FASTEST, Settings
 from specdec.runtime.torch_model import TorchModel
 from specdec.store import Progress, Reporter
 from specdec.zoo.fetch import where
@@ -82,12 +85,25 @@ def load_spec(spec: RunSpec, progress: Callable[[str], None] | None = None,
     if texts:
         resources[CORPUS] = [resources[TOKENIZER](text).input_ids for text in texts]
     costs = None
-    if models[0].runtime == LLAMA_CPP:              # verification is compute-bound there: time c and v(k), once per machine
+    option = target_option(models[0])
+    if option is not None:                          # verification is compute-bound there: time c and v(k), once per machine
         start = time.perf_counter()
-        costs = measured_costs(resources[TARGET], resources.get(DRAFT_MODEL), cost_key(resources, LLAMA_CPP),
+        key = cost_key(resources, models[0].runtime) | ({} if models[0].runtime == LLAMA_CPP else {"precision": option})
+        costs = measured_costs(resources[TARGET], resources.get(DRAFT_MODEL), key,
                                timing=lambda: say("Timing a draft step and the verification passes (kept for next time) …"))
+        keep_speed(spec.target, option, spec.models.threads, costs)     # what the planner weighs the target's runtimes by
         seconds["costs"] = time.perf_counter() - start
     return LoadedPair(spec.target, spec.draft, resources, models, seconds, costs=costs)
+
+
+def target_option(planned: ModelPlan) -> str | None:
+    """How a CPU target runs whose costs are measured at load (`W8A8_TARGET` or llama.cpp), None for any other: verification is
+    compute-bound on a CPU with few cores, so what a pass over k tokens costs decides the drafting."""
+    if planned.runtime == LLAMA_CPP:
+        return LLAMA_CPP
+    if planned.precision.weights == "w8a8" and planned.precision.device.type == "cpu":
+        return W8A8_TARGET
+    return None
 
 
 def _tokenizers(spec: RunSpec, with_draft: bool, seconds: dict[str, float], steps: Callable[[Progress], None] | None) -> Resources:
@@ -114,7 +130,7 @@ def _load_planned(planned: ModelPlan, threads: int | None, say: Callable[[str], 
     say(f"Loading {planned.role} {planned.name} …")
     start = time.perf_counter()
     if planned.runtime == LLAMA_CPP:
-        model = load_on_llama_cpp(planned.name, threads)
+        model = load_on_llama_cpp(planned.name, threads, FASTEST if planned.settings == FASTEST_SETTINGS else EXACT)
     else:
         module = load_torch_model(planned.name, precision=planned.precision, role=planned.role, progress=steps)
         planned = replace(planned, precision=planned.precision.as_loaded(module))
@@ -160,13 +176,13 @@ def load_model(name_or_path: str, device: str = "auto", dtype: str = "auto", qua
     return load_torch_model(name_or_path, device, dtype, quantization, **options)
 
 
-def load_on_llama_cpp(name: str, threads: int | None = None) -> Model:
-    """A GGUF model mapped into llama.cpp with the exact settings (`threads`: the runtime's choice when None), named and
-    holding its file's type as its weights."""
+def load_on_llama_cpp(name: str, threads: int | None = None, settings: Settings = EXACT) -> Model:
+    """A GGUF model mapped into llama.cpp with the exact settings (a draft: `FASTEST`; `threads`: the runtime's choice when
+    None), named and holding its file's type as its weights."""
     from specdec.runtime.llama_cpp import load_gguf
 
     path = where(name).location
-    model = load_gguf(path, threads=threads)
+    model = load_gguf(path, threads=threads, settings=settings)
     model.name, model.weights = name, gguf_file_type(path)
     return model
 

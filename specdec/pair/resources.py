@@ -174,6 +174,9 @@ def read_off(model: Model, role: str, name: str) -> ModelPlan:
     """The plan of a model built by hand: its runtime, dtype and weights as it holds them."""
     why = f"read off the {role} as built"
     if model.traits.runtime == LLAMA_CPP:
-        return ModelPlan(role, name, LLAMA_CPP, gguf_precision(model.weights, why), EXACT, "given")
+        from specdec.runtime.llama_cpp.settings import EXACT as EXACT_SETTINGS
+
+        settings = EXACT if getattr(model, "settings", EXACT_SETTINGS) == EXACT_SETTINGS else FASTEST
+        return ModelPlan(role, name, LLAMA_CPP, gguf_precision(model.weights, why, settings), settings, "given")
     precision = Precision(model.device, model.dtype, model.weights, kernel_of(model.device, model.dtype, model.weights), why)
     return ModelPlan(role, name, TORCH, precision, "", "given")

