@@ -1,8 +1,8 @@
 """The first docs a newcomer reads describe the house as it is: checked against the tree, so they cannot drift.
 
-- the README's table of modules ("What you get") has a row for every folder and top-level module of `specdec/`, and
+- the layout page's table of modules (`docs/layout.md`, "What you get") has a row for every folder and top-level module of `specdec/`, and
   each folder's row names every module and sub-folder in it;
-- the README's layers sentence names the layers of the import contract (`pyproject.toml`), in its order;
+- its layers sentence names the layers of the import contract (`pyproject.toml`), in its order;
 - `help(specdec)` (the package docstring) names every folder and top-level module.
 
 Each check is shown to fail on a tree with a module the docs do not name.
@@ -38,7 +38,7 @@ def house(package: Path = PACKAGE) -> dict[str, set[str]]:
 
 
 def table_rows(readme: str) -> dict[str, str]:
-    """The README's module table: '`specdec/x/`' -> the row's text."""
+    """The layout page's module table: '`specdec/x/`' -> the row's text."""
     section = readme.split("## What you get", 1)[1].split("\n\n", 2)[1]
     rows = {}
     for line in section.splitlines():
@@ -74,15 +74,18 @@ def layers_sentence(readme: str) -> list[str]:
     return re.findall(r"`(specdec(?:\.\w+)?)`", sentence)
 
 
-def test_the_readme_names_every_module_in_its_table():
-    readme = (ROOT / "README.md").read_text()
+LAYOUT = ROOT / "docs" / "layout.md"
+
+
+def test_the_layout_page_names_every_module_in_its_table():
+    readme = LAYOUT.read_text()
     assert missing_from_table(readme, house()) == []
     assert missing_from_table(readme, house() | {"specdec/oracle.py": set()}) == ["specdec/oracle.py"]          # it can fail
     assert missing_from_table(readme, {"specdec/engine/": {"loop.py", "gremlin.py"}}) == ["specdec/engine/gremlin.py"]
 
 
-def test_the_readme_names_the_layers_in_the_contracts_order():
-    readme = (ROOT / "README.md").read_text()
+def test_the_layout_page_names_the_layers_in_the_contracts_order():
+    readme = LAYOUT.read_text()
     assert layers_sentence(readme) == contract_layers()
     assert layers_sentence(readme.replace("`specdec.registry` > `specdec.heads`", "`specdec.heads` > `specdec.registry`")) != \
         contract_layers()                                                                                 # it can fail
