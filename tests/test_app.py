@@ -45,6 +45,21 @@ def test_home_lists_models_and_pairs_with_their_state():
     assert states["qwen2.5-coder-1.5b"] == "needs download (1,117 MB)"          # the cache is empty here
     assert "tiny-draft → tiny-target" in set(pairs["pair (draft → target)"])
     assert "speculative decoding" in app.title[0].value.lower()
+    first = [caption.value for caption in app.caption if caption.value.startswith("A first click")]
+    assert first == ["A first click downloads qwen2.5-coder-0.5b (491 MB), qwen2.5-coder-1.5b (1,117 MB), then loads the pair "
+                     "as the planner says."], first
+
+
+def test_home_says_what_a_first_click_loads_and_how_long_it_took_last_time(monkeypatch):
+    from specdec.pair.measuring import keep_load_time
+    from specdec.zoo import catalog
+
+    monkeypatch.setattr(catalog, "DEFAULT_PAIR", TINY_PAIR)
+    said = lambda app: [caption.value for caption in app.caption if caption.value.startswith("A first click")]  # noqa: E731
+    assert said(open_app()) == ["A first click loads tiny-target on torch (int8) and loads tiny-draft on torch (int4). "
+                                "Not loaded on this machine yet."]
+    keep_load_time(TINY_PAIR, {"target": 2.5, "draft": 1.0})
+    assert said(open_app())[0].endswith("The last load here took 4 s.")
 
 
 def test_one_click_start_runs_the_default_pair_in_the_playground(monkeypatch):
@@ -332,6 +347,7 @@ def test_explainer_shows_alpha_residual_monte_carlo_and_best_gamma():
 def test_lessons_render_chapters_with_math_navigation_and_pdf():
     app = open_app("pages/views/lessons.py")
     no_errors(app)
+    assert app.title[0].value == "Lessons"                                  # above the chapter picker
     text = "\n".join(markdown.value for markdown in app.markdown)
     assert "# Welcome to the guide" in text and "$$\\frac{1 - \\alpha^{\\gamma + 1}}{1 - \\alpha}$$" in text
     assert "<details><summary>Solution</summary>" in text

@@ -5,6 +5,8 @@ The environment (tiny models, empty cache) is `app_testing.dashboard_environment
 
 from __future__ import annotations
 
+import re
+
 import io
 import threading
 
@@ -302,6 +304,11 @@ def test_a_tree_run_draws_its_tree_and_stays_exact():
     tree = next(element for element in app.get("plotly_chart") if "drafted nodes" in element.proto.spec)
     assert "accepted" in tree.proto.spec and "root" in tree.proto.spec
     assert app.dataframe[0].value["tokens out"].sum() == 20
+    metrics = {metric.label: metric.value for metric in app.metric}
+    assert metrics["Acceptance rate: accepted / drafted"].endswith("%")              # beside α, not in a tooltip
+    drafted = next(caption.value for caption in app.caption if caption.value.startswith("Drafted "))
+    counts = [int(number) for number in re.findall(r"(\d+) (?:tokens|accepted|rejected|drafted but unused)", drafted)]
+    assert counts[0] == counts[1] + counts[2] + counts[3] and "a tree's other branches" in drafted, drafted
 
 
 # --- batches ----------------------------------------------------------------------------------

@@ -106,6 +106,8 @@ def test_drafters_that_read_the_targets_insides_are_refused_in_one_line(models):
                                            "run it on the torch runtime"):
         speculative_generate(target, HiddenReader(), torch.tensor(PROMPTS[0]), max_new_tokens=4, temperature=0)
     pair = LoadedPair.from_models("tiny", "layer-skip", target, None, PreTrainedTokenizerFast(tokenizer_object=_byte_tokenizer()))
+    built = LoadedPair.from_models("tiny", "tiny-draft", target, models[3], PreTrainedTokenizerFast(tokenizer_object=_byte_tokenizer()))
+    assert [planned.settings for planned in built.models] == ["exact", "fastest"]       # each read off as it runs
     for method in ("layer-skip", "eagle"):                                  # through the registry, as the CLI and the dashboard
         with pytest.raises(SpecdecError, match="llama.cpp runtime does not .*: run it on the torch runtime"):
             generate_speculative(pair, torch.tensor([PROMPTS[0]]), specdec.engine.inputs.Decoding(4, 0.0), Drafting(method))

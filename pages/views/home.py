@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from pages.common import fetch_models, shows_errors
-from pages.common.models import is_loaded, missing_models, pair_availability_labels, warm_up
+from pages.common.models import first_click, is_loaded, missing_models, pair_availability_labels, warm_up
 from pages.common.navigation import HOME, PAGES, PLAYGROUND
 from pages.common.settings import Settings
 from pages.common.sidebar import current_settings
@@ -41,6 +41,7 @@ if is_loaded(default_settings):
 elif warm_up(default_settings):          # converted copies on disk: load them now, while the page is read
     memory = ", loading in the background"
 st.markdown(f"The default pair: **{default.draft} → {default.target}** ({default.description}; {state}{memory}).")
+st.caption(first_click(default_settings))
 if st.button("Run the default pair on an example prompt" + ("" if state == "cached" else f" ({state})"), type="primary",
              icon=":material/play_arrow:"):
     with shows_errors():

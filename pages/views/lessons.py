@@ -20,7 +20,7 @@ def _initial_slug(slugs: list[str]) -> str:
 
 def _navigation(chapters: list[Chapter], position: int, where: str) -> None:
     """Previous / next buttons."""
-    left, _, right = st.columns([2, 3, 2])
+    left, right = st.columns(2)                 # half the page each: a long chapter title is never cut off
     if position > 0:
         left.button(f"← {chapters[position - 1].title}", key=f"previous_{where}", width="stretch",
                     on_click=keep, args=("lesson", chapters[position - 1].slug))
@@ -35,6 +35,7 @@ if not chapters:
     st.info(f"No chapters yet: they are the Markdown files in {guide_folder()}.")
     st.stop()
 
+st.title("Lessons")
 slugs = [chapter.slug for chapter in chapters]
 initial = _initial_slug(slugs)
 titles = {chapter.slug: chapter.title for chapter in chapters}

@@ -66,13 +66,21 @@ def _prompt_controls(settings: Settings) -> tuple[str, bool, bool, bool]:
 def _metrics(run: PlaygroundRun) -> None:
     stats = run.speculative.stats
     comparison = RunComparison(stats, run.plain.stats if run.plain else None, run.settings.spec.drafting.gamma)
-    columns = st.columns(5)
+    columns = st.columns(6)
     alpha, kept = stats.alpha_estimate, stats.acceptance_rate
     columns[0].metric("α: accepted / tested", "n/a" if math.isnan(alpha) else f"{alpha:.0%}",
                       help=f"accepted / (accepted + rejections) = {stats.accepted} / ({stats.accepted} + {stats.rejections}): "
                            "the per-token α of the formulas. Accepted / all drafted is "
                            + ("n/a" if math.isnan(kept) else f"{kept:.0%}")
                            + ", lower, because drafts after a rejection are never tested.")
+    columns[5].metric("Acceptance rate: accepted / drafted", "n/a" if math.isnan(kept) else f"{kept:.0%}",
+                      help=f"{stats.accepted} of {stats.drafted} drafted tokens kept; the others were rejected, or never "
+                           "tested (after a rejection, or on a tree's branches off the path the target kept)")
+    untested = stats.drafted - stats.accepted - stats.rejections
+    st.caption(f"Drafted {stats.drafted} tokens: {stats.accepted} accepted, {stats.rejections} rejected, {untested} drafted "
+               "but unused" + (" (a tree's other branches: the target walks one path and keeps where it agrees)"
+                                     if any(r.tree for r in run.speculative.rounds) and untested else
+                                     " (after a rejection in their round: never tested)" if untested else "") + ".")
     predicted = comparison.predicted_tokens_per_pass
     columns[1].metric("Tokens per target pass", f"{stats.tokens_per_target_pass:.2f}",
                       help=f"{stats.new_tokens} new tokens / {stats.target_passes} target passes (the prompt pass included). "
@@ -349,7 +357,7 @@ if st.session_state.get(NOTE):
 
 if RESULT in st.session_state:
     show_run(st.session_state[RESULT], settings)
-else:
+elif not jobs.running(RUN):                 # while a run loads or generates, its own messages say what is happening
     st.info("Pick a pair in the sidebar, choose or write a prompt, and press Generate.")
 batch_section(settings, chat, ready)
 training_section(settings)

@@ -140,7 +140,9 @@ def _report_text(pair, text, result, baseline, check, gamma: int | None) -> str:
         f"alpha (accepted/tested): {alpha}   ({stats.accepted} of {tested} tested; drafts after a rejection are never "
         "tested: this estimates the formulas' alpha)",
         *([f"tree: {stats.drafted / max(stats.target_passes - 1, 1):.1f} nodes per round on average, "
-           f"{stats.accepted / max(stats.target_passes - 1, 1):.2f} accepted"] if any(r.tree for r in result.rounds) else []),
+           f"{stats.accepted / max(stats.target_passes - 1, 1):.2f} accepted; "
+           f"{stats.drafted - stats.accepted - stats.rejections} drafted nodes unused (the branches off the kept path)"]
+          if any(r.tree for r in result.rounds) else []),
         f"new tokens: {stats.new_tokens}   target passes: {stats.target_passes}   draft passes: {stats.draft_passes}",
         f"time: {stats.wall_time_s:.2f} s   (draft {stats.draft_time_s:.2f} s, verify {stats.verify_time_s:.2f} s, "
         f"other {stats.other_time_s:.2f} s)   {stats.tokens_per_second:.1f} tokens/s",

@@ -8,7 +8,8 @@ alpha the chance a tested draft is kept.
 
 What is kept, and under what: `specdec.runtime.costs.measured_costs` (the store's costs file), keyed by each model as its
 runtime names it (file, size, time, threads), the precision and the CPU (`cost_key`). The plan is not changed by a timing
-made here: the planner reads the costs measured at load.
+made here: the planner reads the costs measured at load. How long a pair's last load took is kept too (`keep_load_time`),
+for a page to say before the next first click.
 """
 
 from __future__ import annotations
@@ -48,3 +49,37 @@ def costs_curve(pair: LoadedPair, alpha: float = ASSUMED_ALPHA, max_gamma: int =
     the default policy's alpha unless another is given."""
     costs = draft_costs(machine_costs(pair), pair.target.verify_slope())
     return verification_curve(costs.verify, costs.c, alpha, max_gamma)
+
+
+LOAD_TIMES = "load-times.json"        # in the store: how long the last load of each run spec's pair took on this machine
+
+
+def keep_load_time(pair: str, seconds: dict[str, float]) -> None:
+    """Keep how long loading `pair` ("draft->target") took, stage by stage, so a page can say it before the next first click."""
+    import json
+
+    from specdec.store import cache_dir, write_text
+
+    path = cache_dir() / LOAD_TIMES
+    try:
+        kept = json.loads(path.read_text())
+    except (OSError, ValueError):
+        kept = {}
+    kept[pair] = {"seconds": round(sum(seconds.values()), 1), "stages": {name: round(s, 1) for name, s in seconds.items()}}
+    write_text(path, json.dumps(kept, indent=1))
+
+
+def last_load_time(pair: str) -> float | None:
+    """Seconds the last load of `pair` took on this machine (`keep_load_time`), None where it was never loaded here.
+
+    >>> last_load_time("no-draft->no-target") is None
+    True
+    """
+    import json
+
+    from specdec.store import cache_dir
+
+    try:
+        return float(json.loads((cache_dir() / LOAD_TIMES).read_text())[pair]["seconds"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None

@@ -31,7 +31,7 @@ from specdec.engine.model import Model
 from specdec.kernels.precision import Precision, gguf_precision, kernel_of
 from specdec.kernels.quantization import precision_summary
 from specdec.planner import LLAMA_CPP, TORCH, ModelPlan, Plan, plan
-from specdec.planner.models import EXACT
+from specdec.planner.models import EXACT, FASTEST
 from specdec.registry import DRAFT_MODEL, DRAFT_TOKENIZER, TARGET, TOKENIZER, WHOLE, Resources
 from specdec.run_spec import Drafting, RunSpec
 from specdec.runtime import as_model
