@@ -355,6 +355,8 @@ class SpecdecVariant:
 
     @property
     def label(self) -> str:
+        if self.dtype == "llama.cpp" and self.target_quantization == "w8a8":
+            return f"{self.method}, W8A8 target on torch, draft on specdec's llama.cpp runtime"
         if self.dtype == "llama.cpp":
             return f"{self.method} on specdec's llama.cpp runtime"
         if self.method == "plain":
@@ -368,7 +370,7 @@ def precision(dtype: str, quantization: str) -> str:
     return dtype if quantization == "none" else f"{dtype} {quantization}"
 
 
-RUNTIME_CHOICES = ("plain", "defaults", "draft-model", "tree", "prompt-lookup", "suffix", "recycling")
+RUNTIME_CHOICES = ("plain", "defaults", "draft-model", "tree", "prompt-lookup", "suffix", "recycling", "w8a8-plain", "w8a8-defaults")
 
 
 def parse_variant(spec: str) -> SpecdecVariant:
@@ -379,7 +381,8 @@ def parse_variant(spec: str) -> SpecdecVariant:
         choice = spec.split(":", 1)[1]
         if choice not in RUNTIME_CHOICES:
             raise argparse.ArgumentTypeError(f"{spec!r}: llama.cpp:CHOICE, CHOICE one of {', '.join(RUNTIME_CHOICES)}")
-        return SpecdecVariant("plain" if choice == "plain" else choice, "llama.cpp", "gguf")
+        return SpecdecVariant("plain" if choice in ("plain", "w8a8-plain") else choice.removeprefix("w8a8-"), "llama.cpp",
+                              "w8a8" if choice.startswith("w8a8") else "gguf")
     parts = spec.split(":")
     if len(parts) < 3 or parts[0] not in ("plain", "speculative"):
         raise argparse.ArgumentTypeError(f"{spec!r}: write METHOD:DTYPE:TARGET_QUANT[:DRAFT_QUANT][:tree|:gamma=N], "
@@ -430,10 +433,13 @@ def run_on_llama_cpp(variant: SpecdecVariant, models: dict, input_ids, max_new_t
 
     decoding = Decoding(max_new_tokens=max_new_tokens, temperature=0)
     drafting = Drafting() if variant.method in ("plain", "defaults") else Drafting(variant.method)
-    spec = RunSpec(TARGET, DRAFT, ModelChoices(runtime="llama.cpp", threads=threads), drafting, decoding)   # as `specdec run`
-    if "llama.cpp pair" not in models:
-        models["llama.cpp pair"] = loading.load_spec(spec)
-    pair = models["llama.cpp pair"]
+    choices = (ModelChoices(runtime="llama.cpp", threads=threads) if variant.target_quantization == "gguf" else
+               ModelChoices(runtime="torch", quantization="w8a8", threads=threads))
+    spec = RunSpec(TARGET, DRAFT, choices, drafting, decoding)                     # as `specdec run`
+    key = f"llama.cpp pair {variant.target_quantization}"
+    if key not in models:
+        models[key] = loading.load_spec(spec)
+    pair = models[key]
     first_token: list[float] = []
 
     def mark(_) -> None:

@@ -1193,3 +1193,61 @@ NUMBERS += [
     Computed(MATH, "off by <<.2f>> in any token's probability, it fails", lambda: controlled_random.BIAS),
     Computed(ALGORITHM, "Off by <<.2f>> in any token's probability, it fails", lambda: controlled_random.BIAS),
 ]
+
+# ---- chapter 8: each model on its fastest path, measured on the AVX-512 AMX machine (benchmarks/fast_paths.py, llama_cpp.py)
+FAST_PATHS = "avx512-amx/fast-paths.json"
+FAST_PATHS_RUN = "python benchmarks/fast_paths.py --out guide/measurements/avx512-amx/fast-paths.json --llama-bench LLAMA_BENCH"
+SIDE = "avx512-amx/side-by-side.csv"
+SIDE_RUN = ("python benchmarks/llama_cpp.py --build no-amx --categories code summarization qa math --prompts-per-category 1 "
+            "--llama-tools completion --specdec llama.cpp:plain llama.cpp:defaults llama.cpp:w8a8-plain llama.cpp:w8a8-defaults "
+            "--out guide/measurements/avx512-amx/side-by-side.csv")
+SIDE_CATEGORIES = ("code", "summarization", "qa", "math")
+
+
+def _fast(saved: str, *keys: str):
+    found = json.loads(saved)
+    for key in keys:
+        found = found[key]
+    return found
+
+
+def _side_rates(saved: str, variant: str) -> list[float]:
+    """Tokens a second with the prompt pass, per category, of the side-by-side run's `variant`."""
+    import csv
+    import io
+
+    rows = {(row["variant"], row["category"]): float(row["total_tokens_per_s"]) for row in csv.DictReader(io.StringIO(saved))}
+    return [rows[(variant, category)] for category in SIDE_CATEGORIES]
+
+
+SIDE_VARIANTS = (("`llama-completion`", "plain Q4_K_M"),
+                 ("`specdec run`'s defaults (target on llama.cpp)", "defaults on specdec's llama.cpp runtime"),
+                 ("the same, W8A8 target on torch", "defaults, W8A8 target on torch, draft on specdec's llama.cpp runtime"))
+
+NUMBERS += [
+    Measured(RUNTIMES, "Its one-token step is the same either way (exact <<.1f>> ms, fastest <<.1f>> ms), but a pass over "
+                       "4 rows of the 0.5B (a tree level) took <<.0f>> ms on the exact settings and <<.0f>> ms on llama.cpp's fastest",
+             FAST_PATHS_RUN, FAST_PATHS,
+             lambda saved: (*(_fast(saved, "draft_0.5b", "step_ms", way) for way in ("exact", "fastest")),
+                            *(_fast(saved, "draft_0.5b", "four_rows_ms", way) for way in ("exact", "fastest")))),
+    Measured(RUNTIMES, "The first pass over a <<d>>-token prompt took <<.1f>> s in ubatches of 3 and <<.2f>> s as a prompt pass; "
+                       "llama.cpp's own prompt pass (`llama-bench`, its default settings) <<.2f>> s: <<.2f>> times it",
+             FAST_PATHS_RUN, FAST_PATHS,
+             lambda saved: (_fast(saved, "prompt_1.5b", "tokens"),
+                            _fast(saved, "prompt_1.5b", "first_pass_ms", "ubatches of 3") / 1000,
+                            _fast(saved, "prompt_1.5b", "first_pass_ms", "prompt pass") / 1000,
+                            _fast(saved, "llama_bench_prompt_1.5b", "first_pass_ms") / 1000,
+                            _fast(saved, "prompt_1.5b", "first_pass_ms", "prompt pass") / _fast(saved, "llama_bench_prompt_1.5b", "first_pass_ms"))),
+    Measured(RUNTIMES, r"On llama.cpp's exact settings a pass over 8 rows cost $v(7) = <<.2f>>$ steps", FAST_PATHS_RUN, FAST_PATHS,
+             lambda saved: _fast(saved, "target_1.5b", "llama.cpp exact", "v7")),
+    Measured(RUNTIMES, r"its $v(7)$ was <<.2f>>, though its step is slower (<<.0f>> ms against <<.0f>>)", FAST_PATHS_RUN, FAST_PATHS,
+             lambda saved: (_fast(saved, "target_1.5b", "torch w8a8", "v7"), _fast(saved, "target_1.5b", "torch w8a8", "step_ms"),
+                            _fast(saved, "target_1.5b", "llama.cpp exact", "step_ms"))),
+    Measured(RUNTIMES, "a one-token step took <<.1f>> ms through the wheel and <<.1f>> ms through the build", FAST_PATHS_RUN, FAST_PATHS,
+             lambda saved: (_fast(saved, "library_step_ms_1.5b", "wheel"), _fast(saved, "library_step_ms_1.5b", "built for this CPU"))),
+    *[Measured(RUNTIMES, f"| {label} | <<.1f>> | <<.1f>> | <<.1f>> | <<.1f>> |", SIDE_RUN, SIDE,
+               lambda saved, variant=variant: tuple(_side_rates(saved, variant))) for label, variant in SIDE_VARIANTS],
+    Measured(RUNTIMES, "| the defaults against `llama-completion` | <<.2f>>x | <<.2f>>x | <<.2f>>x | <<.2f>>x |", SIDE_RUN, SIDE,
+             lambda saved: tuple(ours / theirs for ours, theirs in zip(_side_rates(saved, SIDE_VARIANTS[1][1]),
+                                                                       _side_rates(saved, SIDE_VARIANTS[0][1])))),
+]

@@ -1,4 +1,4 @@
-"""The command line: `specdec toy`, `run`, `bench`, `models` and `heads`.
+"""The command line: `specdec toy`, `run`, `bench`, `models`, `heads` and `runtime`.
 
     specdec toy                                   # is the accept/reject rule exact? 200k trials
     specdec toy --target 0.3,0.4,0.3 --draft 0.6,0.2,0.2 --theory
@@ -21,7 +21,8 @@ from specdec.cli.run import run
 from specdec.cli.parser import build_parser
 from specdec.errors import SpecdecError
 
-COMMANDS = {"toy": commands.toy, "run": run, "bench": bench, "models": commands.models, "heads": heads}
+COMMANDS = {"toy": commands.toy, "run": run, "bench": bench, "models": commands.models, "heads": heads,
+            "runtime": commands.runtime}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

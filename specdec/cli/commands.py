@@ -1,4 +1,4 @@
-"""What `specdec toy` and `specdec models` do once their arguments are parsed, and what every command shares: progress on
+"""What `specdec toy`, `specdec models` and `specdec runtime` do once their arguments are parsed, and what every command shares: progress on
 stderr, a plain table.
 
 Every command takes the parsed `argparse.Namespace` and returns the exit code; a `SpecdecError` raised in one becomes one line
@@ -108,3 +108,22 @@ class _LoadSteps:
         if due or (step.done == step.total and step.elapsed_s >= self.every_s):
             self.last[step.stage] = now
             _progress(step.describe())
+
+
+def runtime(args: argparse.Namespace) -> int:
+    """`specdec runtime build / status / remove`: llama.cpp built for this CPU (`specdec.runtime.llama_cpp.native`)."""
+    from specdec.runtime.llama_cpp import native
+    from specdec.runtime.llama_cpp.library import library_path
+    from specdec.runtime.llama_cpp.self_test import prove_library
+
+    if args.action == "build":
+        start = time.monotonic()
+        library = native.build(_progress, prove_library, args.jobs)
+        print(f"Built and proved in {time.monotonic() - start:.0f} s: {library}; specdec's llama.cpp runtime uses it from now on "
+              "(SPECDEC_LLAMA_LIBRARY=wheel for the wheel's)")
+    elif args.action == "status":
+        built = native.recorded_library()
+        print(f"llama.cpp library: {library_path()} ({'built for this CPU' if built == library_path() else 'the wheel' if built is None else 'asked for'})")
+    else:
+        print("Removed the build: the wheel's library runs again." if native.remove() else "No build to remove.")
+    return 0

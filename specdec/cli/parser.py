@@ -113,6 +113,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                    bench_methods, families, RUNTIMES)
     _heads_options(commands.add_parser("heads", help="trained draft heads (EAGLE-3): train one for a target"))
     _models_options(commands.add_parser("models", help="the model zoo: list, fetch, locate and remove models"))
+    _runtime_options(commands.add_parser("runtime", help="llama.cpp built for this CPU (opt-in): build, status, remove"))
     return parser
 
 
@@ -248,3 +249,13 @@ def _models_options(models: argparse.ArgumentParser) -> None:
     path.add_argument("name", metavar="NAME")
     remove = actions.add_parser("remove", help="delete a model's cached files")
     remove.add_argument("names", nargs="+", metavar="NAME")
+
+
+def _runtime_options(runtime: argparse.ArgumentParser) -> None:
+    """`specdec runtime build / status / remove`."""
+    actions = runtime.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    build = actions.add_parser("build", help="build llama.cpp for this CPU from the pinned source (cmake and a C++ compiler, a "
+                                             "few minutes), prove it with the exactness self-test, then use it")
+    build.add_argument("--jobs", type=_positive_int, default=None, help="parallel compile jobs (default: every core)")
+    actions.add_parser("status", help="which llama.cpp library runs here: the wheel's or one built for this CPU")
+    actions.add_parser("remove", help="forget the build: the wheel's library runs again")

@@ -59,6 +59,20 @@ _keep_alive: list[object] = []          # the log callback must outlive every ca
 
 
 def library_path() -> Path:
+    """The library this process loads: `$SPECDEC_LLAMA_LIBRARY` when it names a file; else the build for this CPU that
+    `specdec runtime build` proved and recorded (`native`), unless that variable says "wheel"; else the wheel's."""
+    from specdec.runtime.llama_cpp import native
+
+    asked = os.environ.get(native.ENVIRONMENT, "")
+    if asked and asked != "wheel":
+        if not Path(asked).is_file():
+            raise SpecdecError(f"{native.ENVIRONMENT}={asked} names no file: unset it, or give a built libllama.so")
+        return Path(asked)
+    built = None if asked == "wheel" else native.recorded_library()
+    return built if built is not None else wheel_library()
+
+
+def wheel_library() -> Path:
     """The wheel's extension module, found without importing `xllamacpp` (a `SpecdecError` when it is not installed)."""
     try:
         spec = importlib.util.find_spec(declarations.PACKAGE)

@@ -148,9 +148,11 @@ class LlamaCppModel:
 
     @property
     def identity(self) -> str:
-        """The file (its size and modification time), the threads and the exact settings: what timings are kept under."""
+        """The file (its size and modification time), the threads, the settings and the library (the wheel's or one built for
+        this CPU): what timings are kept under."""
         stat = self.path.stat()
-        return f"{self.path}:{stat.st_size}:{stat.st_mtime_ns} threads={self.threads} {sorted(self.settings.key().items())}"
+        return (f"{self.path}:{stat.st_size}:{stat.st_mtime_ns} threads={self.threads} {sorted(self.settings.key().items())} "
+                f"library={self.library.path}")
 
     @property
     def eos_token_ids(self) -> tuple[int, ...]:

@@ -178,9 +178,11 @@ class LlamaCppRows:
             if entry.output:
                 slots.append((i, keep - min(keep, counts[i]) + seen[i]))
                 seen[i] += 1
-        read = []                                                                     # a long causal pass: several decodes
-        for start in range(0, len(entries), BATCH_TOKENS):
-            read += self.context.decode([entry for _, entry in entries[start:start + BATCH_TOKENS]])
+        read = []                                                   # a prompt alone, the rest together; long: several decodes
+        for prompt, group in groupby(entries, key=lambda item: item[0] if item[0] in prompts else None):
+            group = [entry for _, entry in group]
+            for start in range(0, len(group), BATCH_TOKENS):
+                read += self.context.decode(group[start:start + BATCH_TOKENS], prompt=prompt is not None)
         for (i, column), row in zip(slots, read):
             logits[i, column] = torch.from_numpy(row[:width])
         return logits

@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -223,6 +224,25 @@ def check_runtime(threads: int | None = None, settings: Settings = EXACT) -> tup
     """(usable, why): whether the llama.cpp runtime may run here with `threads`, and why not in one line (torch then)."""
     verdict = check_machine(threads, settings)
     return verdict.usable, verdict.why
+
+
+def prove_library(library: Path) -> str:
+    """The self-test's verdict for a library built here (`native.build`), run in a subprocess with it; one `SpecdecError` line
+    when it fails."""
+    from specdec.runtime.llama_cpp.native import ENVIRONMENT
+
+    before = os.environ.get(ENVIRONMENT)
+    os.environ[ENVIRONMENT] = str(library)
+    try:
+        verdict = check_machine()
+    finally:
+        if before is None:
+            os.environ.pop(ENVIRONMENT)
+        else:
+            os.environ[ENVIRONMENT] = before
+    if not verdict.usable:
+        raise SpecdecError(f"the library built here failed: {verdict.why}; the wheel's build stays in use")
+    return verdict.why
 
 
 def main(argv: list[str] | None = None) -> int:
