@@ -61,7 +61,8 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as folder:
         base = import_revision(args.base, Path(folder))
-        pair = load_pair(args.target, args.draft, quantization="auto", draft_quantization="auto", runtime="torch")
+        pair = load_pair(args.target, args.draft, quantization="auto", draft_quantization="auto", runtime="torch",
+                         draft_runtime="torch")
         target, draft = pair.target.module, pair.draft.module       # the transformers models: what both revisions take
         print(f"{pair.draft_name} -> {pair.target_name}: {pair.precisions}", flush=True)
         prompts = [prompt for prompt in suite(tuple(args.categories.split(",")), 1)]

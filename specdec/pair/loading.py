@@ -144,14 +144,16 @@ def _load_planned(planned: ModelPlan, threads: int | None, say: Callable[[str], 
 def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: str = "auto",
               progress: Callable[[str], None] | None = None, draft_quantization: str = "none",
               quantization: str = "none", steps: Callable[[Progress], None] | None = None,
-              corpus: Sequence[str] = (), runtime: str = "auto", threads: int | None = None) -> LoadedPair:
+              corpus: Sequence[str] = (), runtime: str = "auto", threads: int | None = None,
+              draft_runtime: str = "auto") -> LoadedPair:
     """`load_spec` of the run spec these arguments describe (`specdec.run_spec.ModelChoices`): the target, its tokenizer and
     what the draft name asks for (`specdec.registry.needs_of`). `quantization` is the target's weights, `draft_quantization`
     the draft's: "none", "int8", "int4" (CPU only), "w8a8", or "auto" (the planner's choice). The draft's precision changes
-    c, never the output; the target's changes the target itself, and exactness then holds against that target as loaded."""
+    c, never the output; the target's changes the target itself, and exactness then holds against that target as loaded.
+    `runtime` is the target's, `draft_runtime` the draft model's (auto: llama.cpp's fastest settings for a GGUF draft on a CPU)."""
     if target_name in METHODS:
         raise SpecdecError(f"{target_name} can only be the draft: give a model as the target")
-    choices = ModelChoices(device, dtype, quantization, draft_quantization, runtime, threads)
+    choices = ModelChoices(device, dtype, quantization, draft_quantization, runtime, threads, draft_runtime)
     spec = RunSpec(target_name, draft_name, choices, Drafting(corpus=tuple(corpus)), Decoding())
     return load_spec(spec, progress, steps)
 
