@@ -87,9 +87,10 @@ def recorded_library() -> Path | None:
     return library
 
 
-def build(say: Callable[[str], None], prove: Callable[[Path], str], threads: int | None = None) -> Path:
+def build(say: Callable[[str], None], prove: Callable[[Path], str], jobs: int | None = None) -> Path:
     """Build llama.cpp for this CPU, prove it, record it (module docstring); the library's path. Progress goes to `say`;
-    `prove(library)` gives the self-test's verdict in words, or raises (`self_test.prove_library`)."""
+    `prove(library)` gives the self-test's verdict in words, or raises (`self_test.prove_library`); `jobs`: parallel compiles
+    (every core when None)."""
     missing = [tool for tool in ("cmake", "c++") if shutil.which(tool) is None]
     if missing:
         raise SpecdecError(f"building llama.cpp needs {' and '.join(missing)}, not found here: install them "
@@ -97,7 +98,7 @@ def build(say: Callable[[str], None], prove: Callable[[Path], str], threads: int
     home = folder()
     home.mkdir(parents=True, exist_ok=True)
     source = _source(home, say)
-    library = _compile(source, home / "build", cpu_options(cpu_flags()), say, threads or os.cpu_count() or 1)
+    library = _compile(source, home / "build", cpu_options(cpu_flags()), say, jobs or os.cpu_count() or 1)
     say("Checking the library and running the exactness self-test with it …")
     why = prove(library)
     from specdec.store import write_text
@@ -107,9 +108,10 @@ def build(say: Callable[[str], None], prove: Callable[[Path], str], threads: int
 
 
 def _source(home: Path, say: Callable[[str], None]) -> Path:
-    """The pinned sdist's llama.cpp tree, fetched (SHA-256 checked) and unpacked once."""
-    source = home / SOURCE
-    if (source / "CMakeLists.txt").is_file():
+    """The pinned sdist's llama.cpp tree, fetched (SHA-256 checked) and unpacked once: into a folder beside, renamed into place
+    when whole, so an interrupted unpacking is never taken for the source."""
+    source = home / "source" / SOURCE
+    if source.is_dir():
         return source
     from specdec.runtime.llama_cpp.generate_declarations import INDEX, fetch_sdist
 
@@ -123,9 +125,15 @@ def _source(home: Path, say: Callable[[str], None]) -> Path:
     if digest != declarations.SDIST_SHA256:
         sdist.unlink()
         raise SpecdecError(f"the source the index served has SHA-256 {digest[:12]}…, not the pinned one: nothing was kept")
+    partial = home / "source.partial"
+    shutil.rmtree(partial, ignore_errors=True)
     with tarfile.open(sdist) as archive:
         members = [member for member in archive.getmembers() if member.name.startswith(SOURCE + "/")]
-        archive.extractall(home, members=members, filter="data")
+        try:
+            archive.extractall(partial, members=members, filter="data")
+        except TypeError:                                # a Python without extraction filters (before 3.10.12)
+            archive.extractall(partial, members=members)
+    partial.rename(home / "source")
     sdist.unlink()
     return source
 
