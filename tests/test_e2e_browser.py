@@ -262,13 +262,15 @@ def test_explainer_draws_its_charts(page, app_url):
 def test_lessons_render_chapters_with_math_figures_and_solutions(page, app_url):
     go_to(page, app_url, "Lessons")
     settle(page, "h1")
-    first = page.locator("h1").first.inner_text().strip()
+    headings = "() => Array.from(document.querySelectorAll('h1')).map(h => h.innerText.trim()).join(' | ')"
+    first = page.evaluate(headings)
+    assert first.startswith("Lessons | "), first                                      # the page's title, then the chapter's
     assert page.locator("details summary", has_text="Solution").count() >= 1        # raw HTML blocks render
     assert page.locator('img[src^="data:image/"]').count() >= 1                    # figures are inlined
     math = page.locator(".katex").count()
     screenshot(page, "lessons")
     page.locator("button", has_text="→").first.click()                              # next chapter
-    page.wait_for_function(f"() => document.querySelector('h1').innerText.trim() !== {first!r}")
+    page.wait_for_function(f"() => ({headings})() !== {first!r}")                    # the next chapter's heading
     settle(page, "h1")
     assert math + page.locator(".katex").count() >= 1                              # KaTeX drew the math
 
