@@ -102,9 +102,12 @@ BATCH_TOKENS = 512          # the longest pass one llama_decode takes (a longer 
 
 
 def model_params(lib, settings: Settings = EXACT):
-    """`llama_model_params` for loading a GGUF: the defaults, weights not repacked (unless `settings` say so)."""
+    """`llama_model_params` for loading a GGUF: the defaults, weights repacked as `settings` say, read rather than mapped."""
     params = lib.llama_model_default_params()
     params.use_extra_bufts = settings.repacked_weights
+    # read into memory, not mapped: the repacked weights are a copy, and the mapped file's pages would stay resident beside
+    # it. `specdec run`'s default pair, measured (Intel Xeon, 2 threads): 3.01 GB resident mapped, 2.37 GB read
+    params.load_mode = lib.LLAMA_LOAD_MODE_NONE
     params.n_gpu_layers = 0                      # a CPU runtime: nothing offloaded even where a GPU backend exists
     return params
 
