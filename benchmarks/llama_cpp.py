@@ -94,6 +94,9 @@ QUANTIZATIONS = ("none", "int8", "int4", "w8a8")   # specdec.kernels.quantizatio
 WARMUP_TOKENS = 8
 DEFAULT_SPECDEC = ("plain:bfloat16:none", "speculative:bfloat16:none:none")
 LLAMA_TOOLS = {"completion": "llama-completion", "speculative": "llama-speculative", "speculative-simple": "llama-speculative-simple"}
+# `--llama-settings exact`: llama-completion on the kernels specdec's exact settings choose (specdec.runtime.llama_cpp.settings):
+# flash attention, a float16 K and bfloat16 V cache, the prompt in ubatches of 512 (repacked weights are its default).
+EXACT_FLAGS = ("-fa", "on", "-ctk", "f16", "-ctv", "bf16", "-ub", "512", "-b", "512")
 
 
 class BenchmarkError(RuntimeError):
@@ -185,8 +188,8 @@ def tool_path(build_dir: Path, tool: str) -> Path:
     return build_dir / "bin" / tool
 
 
-def missing_tools(build_dir: Path) -> list[str]:
-    return [tool for tool in BUILD_TARGETS if not os.access(tool_path(build_dir, tool), os.X_OK)]
+def missing_tools(build_dir: Path, tools: tuple[str, ...] = BUILD_TARGETS) -> list[str]:
+    return [tool for tool in tools if not os.access(tool_path(build_dir, tool), os.X_OK)]
 
 
 def cpu_flags() -> set[str]:
@@ -235,7 +238,7 @@ def build(llama_dir: Path, build_dir: Path, index_url: str, jobs: int, kind: str
 
 def ensure_built(args: argparse.Namespace, kind: str = "native") -> None:
     build_dir = build_dir_of(args, kind)
-    if missing := missing_tools(build_dir):
+    if missing := missing_tools(build_dir, tuple(LLAMA_TOOLS[name] for name in args.llama_tools)):
         print(f"{', '.join(missing)} not in {build_dir / 'bin'}: building llama.cpp {LLAMA_VERSION}, {kind} (takes a while)",
               file=sys.stderr)
         build(args.llama_dir, build_dir, args.index_url, args.jobs, kind)
@@ -260,11 +263,11 @@ class Measurement:
 
 
 def llama_command(tool: str, build_dir: Path, target: Path, draft: Path, prompt_file: Path, max_new_tokens: int,
-                  threads: int, n_max: int, context: int) -> list[str]:
+                  threads: int, n_max: int, context: int, settings: str = "defaults") -> list[str]:
     command = [str(tool_path(build_dir, tool)), "-m", str(target), "-f", str(prompt_file), "-n", str(max_new_tokens),
                "-t", str(threads), "-c", str(context), "--temp", "0", "--top-k", "1", "--ignore-eos", "-s", "0"]
     if tool == "llama-completion":
-        return command + ["-no-cnv", "--no-display-prompt", "--verbose-prompt"]
+        return command + ["-no-cnv", "--no-display-prompt", "--verbose-prompt", *(EXACT_FLAGS if settings == "exact" else ())]
     command += ["-md", str(draft), "-td", str(threads), "--spec-draft-n-max", str(n_max)]
     if tool == "llama-speculative-simple":
         command += ["--spec-type", "draft-simple"]    # this version's default type is none: it would fail to start
@@ -316,7 +319,7 @@ def run_llama(tool: str, args: argparse.Namespace, prompt_file: Path, prompt_tex
               max_new_tokens: int) -> Measurement:
     context = max(4096, len(prompt_ids) + max_new_tokens + 2 * args.draft_n_max + 64)
     command = llama_command(tool, build_dir_of(args, args.llama_build), args.target_gguf, args.draft_gguf, prompt_file, max_new_tokens,
-                            args.threads, args.draft_n_max, context)
+                            args.threads, args.draft_n_max, context, args.llama_settings)
     completed = subprocess.run(command, check=False, capture_output=True, text=True, errors="replace", stdin=subprocess.DEVNULL)
     if died_of_illegal_instruction(completed.returncode):
         raise IllegalInstruction(f"{tool} died of an illegal instruction (signal {signal.SIGILL.value}): {' '.join(command)}")
@@ -603,6 +606,12 @@ def warm_up(variants: list[Variant], args: argparse.Namespace, warm) -> None:
             warm(variant)
 
 
+def llama_label(args: argparse.Namespace) -> str:
+    """The CSV's name for the llama.cpp that ran: this script's build of 11434 (native or no-amx), or the --build-dir given."""
+    build = f"{LLAMA_VERSION} {args.llama_build}" if args.build_dir == args.llama_dir / "build" else str(build_dir_of(args, args.llama_build))
+    return build + (", exact settings' flags" if args.llama_settings == "exact" else "")
+
+
 def measure(variant: Variant, args: argparse.Namespace, models: dict, tokenizer, prompt_file: Path, text: str,
             input_ids, max_new_tokens: int) -> Measurement:
     if variant.engine == "llama.cpp":
@@ -639,7 +648,7 @@ def run(args: argparse.Namespace) -> list[Row]:
 
         warm_up(variants, args, warm)
         machine = {"max_new_tokens": args.max_new_tokens, "threads": args.threads, "cpu": cpu_model(), "cores": os.cpu_count() or 0,
-                   "llama_cpp": f"{LLAMA_VERSION} {args.llama_build}", "torch": torch.__version__}
+                   "llama_cpp": llama_label(args), "torch": torch.__version__}
         for index, (prompt, path, text, ids) in enumerate(inputs):
             order = variants if index % 2 == 0 else variants[::-1]
             for position, variant in enumerate(order):
@@ -702,7 +711,40 @@ def markdown(rows: list[dict]) -> str:
     header = (f"llama.cpp {first['llama_cpp']} vs specdec, {first['cpu']}, {first['threads']} threads, greedy, "
               f"{first['max_new_tokens']} new tokens, {len({row['prompt_id'] for row in rows})} prompts")
     return (f"{header}\n\nGenerating (after the prompt pass), tokens/s, median over prompts:\n\n{summary_table(rows, 'tokens_per_s')}\n\n"
-            f"With the prompt pass, tokens/s:\n\n{summary_table(rows, 'total_tokens_per_s')}\n")
+            f"With the prompt pass, tokens/s:\n\n{summary_table(rows, 'total_tokens_per_s')}\n\n"
+            f"Greedy text against llama-completion's:\n\n{same_text_table(rows)}\n")
+
+
+def same_text(ours: str, theirs: str) -> tuple[bool, int]:
+    """Whether two greedy texts agree, and on how many characters: one must begin the other (a run may stop at the end of
+    sequence, and llama-completion's asynchronous log may drop its last few bytes at exit).
+
+    >>> same_text("def f(x):", "def f(x"), same_text("def f(y)", "def f(x)")
+    ((True, 7), (False, 6))
+    """
+    common = len(os.path.commonprefix([ours, theirs]))
+    return common == min(len(ours), len(theirs)), common
+
+
+CONTROL_TOKEN = re.compile(r"<\|[a-z_]+\|>")     # "<|im_end|>": specdec's text shows it, llama-completion prints none
+
+
+def same_text_table(rows: list[dict]) -> str:
+    """Per prompt, whether each specdec variant's greedy text agrees with llama-completion's (and on how many characters;
+    specdec's runs stop at the end of sequence, llama-completion runs on)."""
+    theirs = {row["prompt_id"]: row["text"] for row in rows if row["tool"] == "llama-completion"}
+    names = list(dict.fromkeys(row["variant"] for row in rows if row["engine"] == "specdec"))
+    if not theirs or not names:
+        return "(needs llama-completion and a specdec variant)"
+    lines = [f"| prompt | {' | '.join(names)} |", "|---|" + "---|" * len(names)]
+    for prompt, text in theirs.items():
+        cells = []
+        for name in names:
+            ours = [row["text"] for row in rows if row["variant"] == name and row["prompt_id"] == prompt]
+            agreed, common = same_text(CONTROL_TOKEN.sub("", ours[0]), text) if ours else (False, 0)
+            cells.append(("same" if agreed else "differs") + f" ({common} chars)" if ours else "-")
+        lines.append(f"| {prompt} | {' | '.join(cells)} |")
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------- command line
@@ -735,6 +777,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--draft-n-max", type=int, default=16, help="llama.cpp's --spec-draft-n-max")
     parser.add_argument("--llama-tools", nargs="*", choices=tuple(LLAMA_TOOLS), default=list(LLAMA_TOOLS))
+    parser.add_argument("--llama-settings", choices=("defaults", "exact"), default="defaults",
+                        help="llama-completion's kernels: its defaults, or the ones specdec's exact settings choose (to compare "
+                             "texts with specdec's plain decoding, with a llama-completion built from specdec's library source)")
     parser.add_argument("--specdec", nargs="*", type=parse_variant, default=[parse_variant(spec) for spec in DEFAULT_SPECDEC],
                         metavar="METHOD:DTYPE:TARGET_QUANT[:DRAFT_QUANT][:tree|:gamma=N]")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "llama-cpp.csv")

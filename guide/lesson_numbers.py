@@ -1204,6 +1204,29 @@ SIDE_RUN = ("python benchmarks/llama_cpp.py --build no-amx --categories code sum
 SIDE_CATEGORIES = ("code", "summarization", "qa", "math")
 
 
+SAME = "avx512-amx/same-text.csv"
+SAME_RUN = ("python benchmarks/llama_cpp.py --build-dir ~/.cache/specdec/llama_cpp/native-*/tools --llama-tools completion "
+            "--llama-settings exact --specdec llama.cpp:plain --categories code summarization qa math --prompts-per-category 1 "
+            "--out guide/measurements/avx512-amx/same-text.csv")
+
+
+def _same_text_lengths(saved: str) -> tuple[int, ...]:
+    """Per category, how many characters specdec's plain text and llama-completion's agree on; None where they differ
+    before the shorter one ends (specdec's "<|im_end|>" removed: llama-completion prints no control token)."""
+    import csv
+    import io
+    import os
+    import re
+
+    texts = {(row["tool"], row["category"]): re.sub(r"<\|[a-z_]+\|>", "", row["text"]) for row in csv.DictReader(io.StringIO(saved))}
+    lengths = []
+    for category in SIDE_CATEGORIES:
+        ours, theirs = texts[("specdec", category)], texts[("llama-completion", category)]
+        common = len(os.path.commonprefix([ours, theirs]))
+        lengths.append(common if common == min(len(ours), len(theirs)) else None)
+    return tuple(lengths)
+
+
 def _fast(saved: str, *keys: str):
     found = json.loads(saved)
     for key in keys:
@@ -1238,6 +1261,8 @@ NUMBERS += [
                             _fast(saved, "prompt_1.5b", "first_pass_ms", "prompt pass") / 1000,
                             _fast(saved, "llama_bench_prompt_1.5b", "first_pass_ms") / 1000,
                             _fast(saved, "prompt_1.5b", "first_pass_ms", "prompt pass") / _fast(saved, "llama_bench_prompt_1.5b", "first_pass_ms"))),
+    Measured(RUNTIMES, "printed the same greedy text as specdec's plain decoding on the four prompts below, <<d>>, <<d>>, <<d>> and <<d>> characters",
+             SAME_RUN, SAME, _same_text_lengths),
     Measured(RUNTIMES, r"On llama.cpp's exact settings a pass over 8 rows cost $v(7) = <<.2f>>$ steps", FAST_PATHS_RUN, FAST_PATHS,
              lambda saved: _fast(saved, "target_1.5b", "llama.cpp exact", "v7")),
     Measured(RUNTIMES, r"its $v(7)$ was <<.2f>>, though its step is slower (<<.0f>> ms against <<.0f>>)", FAST_PATHS_RUN, FAST_PATHS,

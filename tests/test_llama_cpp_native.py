@@ -54,6 +54,22 @@ def test_a_build_is_used_only_on_the_cpu_it_was_recorded_for(store, monkeypatch)
     assert library_path() == wheel_library()                                         # gone: not used
 
 
+def test_status_names_the_library_and_how_to_build_llama_completion_on_the_same_kernels(store, capsys):
+    assert main(["runtime", "status"]) == 0
+    assert "(the wheel)" in capsys.readouterr().out                                   # nothing built: no commands
+    library = store / "libllama.so"
+    library.write_bytes(b"\x7fELF")
+    record(library, native.build_flags())
+    (native.folder() / "source" / native.SOURCE).mkdir(parents=True)
+    assert main(["runtime", "status"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "built for this CPU" in out[0] and len(out) == 4, out
+    configure, compile_ = out[2].split(), out[3].split()
+    assert configure[:3] == ["cmake", "-S", str(native.folder() / "source" / native.SOURCE)]
+    assert {"-DLLAMA_BUILD_TOOLS=ON", "-DBUILD_SHARED_LIBS=OFF", *native.cpu_options(native.cpu_flags())} <= set(configure)
+    assert "-DLLAMA_BUILD_TOOLS=OFF" not in configure and compile_[-2:] == ["--target", "llama-completion"]
+
+
 def test_building_without_a_compiler_is_one_line(store, monkeypatch, capsys):
     monkeypatch.setattr(native.shutil, "which", lambda tool: None if tool == "c++" else "/usr/bin/" + tool)
     assert main(["runtime", "build"]) == 2

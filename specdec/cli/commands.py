@@ -124,6 +124,9 @@ def runtime(args: argparse.Namespace) -> int:
     elif args.action == "status":
         built = native.recorded_library()
         print(f"llama.cpp library: {library_path()} ({'built for this CPU' if built == library_path() else 'the wheel' if built is None else 'asked for'})")
+        if built is not None and (commands := native.tool_commands(native.folder() / "tools")):
+            print("llama.cpp's own llama-completion on the same kernels (to compare plain greedy output, docs/hardware.md):")
+            print("\n".join(f"  {command}" for command in commands))
     else:
         print("Removed the build: the wheel's library runs again." if native.remove() else "No build to remove.")
     return 0

@@ -161,6 +161,24 @@ def _compile(source: Path, build_dir: Path, options: list[str], say: Callable[[s
     return library
 
 
+def tool_commands(build_dir: Path, tool: str = "llama-completion") -> list[str]:
+    """The two commands that build one of llama.cpp's own tools from the build's source with its instruction sets: the
+    same kernels as specdec's library, so its plain greedy output can be compared token for token (static, so the tool
+    needs no library path). Empty where no build's source is here.
+
+    >>> tool_commands(Path("/tmp/tools")) == [] or tool_commands(Path("/tmp/tools"))[1].endswith("--target llama-completion")
+    True
+    """
+    source = folder() / "source" / SOURCE
+    if not source.is_dir():
+        return []
+    fixed = [option for option in FIXED if "BUILD_SHARED_LIBS" not in option and "BUILD_TOOLS" not in option
+             and "BUILD_COMMON" not in option]
+    options = [*fixed, "-DBUILD_SHARED_LIBS=OFF", "-DLLAMA_BUILD_TOOLS=ON", "-DLLAMA_BUILD_COMMON=ON", *cpu_options(cpu_flags())]
+    return [" ".join(["cmake", "-S", str(source), "-B", str(build_dir), *options]),
+            f"cmake --build {build_dir} -j {os.cpu_count() or 1} --target {tool}"]
+
+
 def remove() -> bool:
     """Forget the build (its folder): the wheel's library runs again. Whether there was one."""
     home = folder()
