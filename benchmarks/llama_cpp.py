@@ -358,8 +358,8 @@ class SpecdecVariant:
 
     @property
     def label(self) -> str:
-        if self.dtype == "llama.cpp" and self.target_quantization == "w8a8":
-            return f"{self.method}, W8A8 target on torch, draft on specdec's llama.cpp runtime"
+        if self.dtype == "llama.cpp" and self.target_quantization in TORCH_TARGETS:
+            return f"{self.method}, {self.target_quantization.upper()} target on torch, draft on specdec's llama.cpp runtime"
         if self.dtype == "llama.cpp":
             return f"{self.method} on specdec's llama.cpp runtime"
         if self.method == "plain":
@@ -373,7 +373,9 @@ def precision(dtype: str, quantization: str) -> str:
     return dtype if quantization == "none" else f"{dtype} {quantization}"
 
 
-RUNTIME_CHOICES = ("plain", "defaults", "draft-model", "tree", "prompt-lookup", "suffix", "recycling", "w8a8-plain", "w8a8-defaults")
+RUNTIME_CHOICES = ("plain", "defaults", "draft-model", "tree", "prompt-lookup", "suffix", "recycling", "w8a8-plain", "w8a8-defaults",
+                   "int8-plain", "int8-defaults")
+TORCH_TARGETS = ("w8a8", "int8")            # llama.cpp:w8a8-*, llama.cpp:int8-*: the target on torch with those weights
 
 
 def parse_variant(spec: str) -> SpecdecVariant:
@@ -384,8 +386,8 @@ def parse_variant(spec: str) -> SpecdecVariant:
         choice = spec.split(":", 1)[1]
         if choice not in RUNTIME_CHOICES:
             raise argparse.ArgumentTypeError(f"{spec!r}: llama.cpp:CHOICE, CHOICE one of {', '.join(RUNTIME_CHOICES)}")
-        return SpecdecVariant("plain" if choice in ("plain", "w8a8-plain") else choice.removeprefix("w8a8-"), "llama.cpp",
-                              "w8a8" if choice.startswith("w8a8") else "gguf")
+        weights = next((kind for kind in TORCH_TARGETS if choice.startswith(kind + "-")), "gguf")
+        return SpecdecVariant(choice.removeprefix(weights + "-"), "llama.cpp", weights)
     parts = spec.split(":")
     if len(parts) < 3 or parts[0] not in ("plain", "speculative"):
         raise argparse.ArgumentTypeError(f"{spec!r}: write METHOD:DTYPE:TARGET_QUANT[:DRAFT_QUANT][:tree|:gamma=N], "
@@ -437,7 +439,7 @@ def run_on_llama_cpp(variant: SpecdecVariant, models: dict, input_ids, max_new_t
     decoding = Decoding(max_new_tokens=max_new_tokens, temperature=0)
     drafting = Drafting() if variant.method in ("plain", "defaults") else Drafting(variant.method)
     choices = (ModelChoices(runtime="llama.cpp", threads=threads) if variant.target_quantization == "gguf" else
-               ModelChoices(runtime="torch", quantization="w8a8", threads=threads))
+               ModelChoices(runtime="torch", quantization=variant.target_quantization, threads=threads))
     spec = RunSpec(TARGET, DRAFT, choices, drafting, decoding)                     # as `specdec run`
     key = f"llama.cpp pair {variant.target_quantization}"
     if key not in models:
