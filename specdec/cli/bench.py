@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import argparse
 
-from specdec.cli.commands import _LoadSteps, _progress
+from specdec.cli.progress import LoadSteps as _LoadSteps
+from specdec.cli.progress import say as _progress
 from specdec.errors import SpecdecError
 
 

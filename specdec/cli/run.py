@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from specdec.cli.commands import _LoadSteps, _progress
+from specdec.cli.progress import LoadSteps as _LoadSteps
+from specdec.cli.progress import say as _progress
 from specdec.errors import SpecdecError
 
 
