@@ -433,7 +433,9 @@ def run_on_llama_cpp(variant: SpecdecVariant, models: dict, input_ids, max_new_t
     """Our llama.cpp runtime: the pair loaded once as `specdec run` loads it (all precisions auto, the runtime llama.cpp), then
     plain decoding, `specdec run`'s defaults (the policy's choice, said in the CSV's `tool` column) or a registry method."""
     from specdec.engine.inputs import Decoding
-    from specdec.pair import loading, running
+    from specdec.generation.autoregressive import autoregressive_generate
+    from specdec.generation.run import run_plan
+    from specdec.pair import loading
     from specdec.run_spec import Drafting, ModelChoices, RunSpec
 
     decoding = Decoding(max_new_tokens=max_new_tokens, temperature=0)
@@ -452,10 +454,13 @@ def run_on_llama_cpp(variant: SpecdecVariant, models: dict, input_ids, max_new_t
             first_token.append(time.perf_counter())
 
     start = time.perf_counter()
+    # no stop at the end of sequence, as llama.cpp runs here (--ignore-eos): both sides make max_new_tokens, so the prompt
+    # pass is shared by as many tokens on each (specdec.pair.running stops there, as `specdec run` does)
     if variant.method == "plain":
-        result = running.generate_plain(pair, input_ids, decoding, on_token=mark)
+        result = autoregressive_generate(pair.target, input_ids, eos_token_id=None, on_token=mark, **decoding.as_kwargs())
     else:
-        result = running.generate(pair, input_ids, spec, on_round=mark)
+        plan = pair.plan(spec)
+        result = run_plan(pair.target, plan.drafting, [input_ids.reshape(-1)], decoding, None, lambda row, round_: mark(round_))[0]
     end = time.perf_counter()
     new_tokens, stats = len(result.tokens), result.stats
     speculative = variant.method != "plain"
@@ -732,8 +737,9 @@ CONTROL_TOKEN = re.compile(r"<\|[a-z_]+\|>")     # "<|im_end|>": specdec's text 
 
 
 def same_text_table(rows: list[dict]) -> str:
-    """Per prompt, whether each specdec variant's greedy text agrees with llama-completion's (and on how many characters;
-    specdec's runs stop at the end of sequence, llama-completion runs on)."""
+    """Per prompt, whether each specdec variant's greedy text agrees with llama-completion's (and on how many characters), up
+    to specdec's first control token: llama.cpp's --ignore-eos bans the end of sequence, so its text goes another way there,
+    while specdec's runs write it and go on."""
     theirs = {row["prompt_id"]: row["text"] for row in rows if row["tool"] == "llama-completion"}
     names = list(dict.fromkeys(row["variant"] for row in rows if row["engine"] == "specdec"))
     if not theirs or not names:
@@ -743,7 +749,7 @@ def same_text_table(rows: list[dict]) -> str:
         cells = []
         for name in names:
             ours = [row["text"] for row in rows if row["variant"] == name and row["prompt_id"] == prompt]
-            agreed, common = same_text(CONTROL_TOKEN.sub("", ours[0]), text) if ours else (False, 0)
+            agreed, common = same_text(CONTROL_TOKEN.split(ours[0], 1)[0], text) if ours else (False, 0)
             cells.append(("same" if agreed else "differs") + f" ({common} chars)" if ours else "-")
         lines.append(f"| {prompt} | {' | '.join(cells)} |")
     return "\n".join(lines)

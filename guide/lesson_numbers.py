@@ -1212,13 +1212,15 @@ SAME_RUN = ("python benchmarks/llama_cpp.py --build-dir ~/.cache/specdec/llama_c
 
 def _same_text_lengths(saved: str) -> tuple[int, ...]:
     """Per category, how many characters specdec's plain text and llama-completion's agree on; None where they differ
-    before the shorter one ends (specdec's "<|im_end|>" removed: llama-completion prints no control token)."""
+    before the shorter one ends (specdec's text cut at its first control token: llama-completion's --ignore-eos bans the
+    end of sequence, specdec writes it and goes on)."""
     import csv
     import io
     import os
     import re
 
-    texts = {(row["tool"], row["category"]): re.sub(r"<\|[a-z_]+\|>", "", row["text"]) for row in csv.DictReader(io.StringIO(saved))}
+    texts = {(row["tool"], row["category"]): re.split(r"<\|[a-z_]+\|>", row["text"], maxsplit=1)[0]
+             for row in csv.DictReader(io.StringIO(saved))}
     lengths = []
     for category in SIDE_CATEGORIES:
         ours, theirs = texts[("specdec", category)], texts[("llama-completion", category)]
