@@ -722,24 +722,11 @@ def markdown(rows: list[dict]) -> str:
             f"Greedy text against llama-completion's:\n\n{same_text_table(rows)}\n")
 
 
-def same_text(ours: str, theirs: str) -> tuple[bool, int]:
-    """Whether two greedy texts agree, and on how many characters: one must begin the other (a run may stop at the end of
-    sequence, and llama-completion's asynchronous log may drop its last few bytes at exit).
-
-    >>> same_text("def f(x):", "def f(x"), same_text("def f(y)", "def f(x)")
-    ((True, 7), (False, 6))
-    """
-    common = len(os.path.commonprefix([ours, theirs]))
-    return common == min(len(ours), len(theirs)), common
-
-
-CONTROL_TOKEN = re.compile(r"<\|[a-z_]+\|>")     # "<|im_end|>": specdec's text shows it, llama-completion prints none
-
-
 def same_text_table(rows: list[dict]) -> str:
-    """Per prompt, whether each specdec variant's greedy text agrees with llama-completion's (and on how many characters), up
-    to specdec's first control token: llama.cpp's --ignore-eos bans the end of sequence, so its text goes another way there,
-    while specdec's runs write it and go on."""
+    """Per prompt, whether each specdec variant's greedy text agrees with llama-completion's, and on how many characters
+    (`specdec.bench.comparison.same_text`)."""
+    from specdec.bench.comparison import same_text
+
     theirs = {row["prompt_id"]: row["text"] for row in rows if row["tool"] == "llama-completion"}
     names = list(dict.fromkeys(row["variant"] for row in rows if row["engine"] == "specdec"))
     if not theirs or not names:
@@ -749,7 +736,7 @@ def same_text_table(rows: list[dict]) -> str:
         cells = []
         for name in names:
             ours = [row["text"] for row in rows if row["variant"] == name and row["prompt_id"] == prompt]
-            agreed, common = same_text(CONTROL_TOKEN.split(ours[0], 1)[0], text) if ours else (False, 0)
+            agreed, common = same_text(ours[0], text) if ours else (False, 0)
             cells.append(("same" if agreed else "differs") + f" ({common} chars)" if ours else "-")
         lines.append(f"| {prompt} | {' | '.join(cells)} |")
     return "\n".join(lines)

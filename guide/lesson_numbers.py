@@ -1210,23 +1210,17 @@ SAME_RUN = ("python benchmarks/llama_cpp.py --build-dir ~/.cache/specdec/llama_c
             "--out guide/measurements/avx512-amx/same-text.csv")
 
 
-def _same_text_lengths(saved: str) -> tuple[int, ...]:
+def _same_text_lengths(saved: str) -> tuple[int | None, ...]:
     """Per category, how many characters specdec's plain text and llama-completion's agree on; None where they differ
-    before the shorter one ends (specdec's text cut at its first control token: llama-completion's --ignore-eos bans the
-    end of sequence, specdec writes it and goes on)."""
+    (`specdec.bench.comparison.same_text`, the rule the benchmark's table uses)."""
     import csv
     import io
-    import os
-    import re
 
-    texts = {(row["tool"], row["category"]): re.split(r"<\|[a-z_]+\|>", row["text"], maxsplit=1)[0]
-             for row in csv.DictReader(io.StringIO(saved))}
-    lengths = []
-    for category in SIDE_CATEGORIES:
-        ours, theirs = texts[("specdec", category)], texts[("llama-completion", category)]
-        common = len(os.path.commonprefix([ours, theirs]))
-        lengths.append(common if common == min(len(ours), len(theirs)) else None)
-    return tuple(lengths)
+    from specdec.bench.comparison import same_text
+
+    texts = {(row["tool"], row["category"]): row["text"] for row in csv.DictReader(io.StringIO(saved))}
+    verdicts = [same_text(texts[("specdec", category)], texts[("llama-completion", category)]) for category in SIDE_CATEGORIES]
+    return tuple(common if agreed else None for agreed, common in verdicts)
 
 
 def _fast(saved: str, *keys: str):

@@ -22,6 +22,8 @@ Not handled: statistics over many runs (see `specdec.bench.harness`).
 from __future__ import annotations
 
 import math
+import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -126,6 +128,23 @@ def first_difference(a: list[int], b: list[int]) -> int | None:
     if a == b:
         return None
     return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+
+CONTROL_TOKEN = re.compile(r"<\|[a-z_]+\|>")     # "<|im_end|>": specdec's text shows it, llama.cpp's tools print none
+
+
+def same_text(ours: str, theirs: str) -> tuple[bool, int]:
+    """Whether specdec's greedy text and another engine's agree, and on how many characters. Ours is read up to its first
+    control token: llama.cpp's --ignore-eos bans the end of sequence, so its text goes another way there, while specdec's
+    runs write it and go on. Then one text must begin the other (llama-completion's asynchronous log may drop its last
+    few bytes at exit).
+
+    >>> same_text("def f(x):", "def f(x"), same_text("def f(y)", "def f(x)"), same_text("ok.<|im_end|>Human", "ok. The")
+    ((True, 7), (False, 6), (True, 3))
+    """
+    ours = CONTROL_TOKEN.split(ours, maxsplit=1)[0]
+    common = len(os.path.commonprefix([ours, theirs]))
+    return common == min(len(ours), len(theirs)), common
 
 
 NEAR_TIE = 1e-3   # a float32 gap between the two best logits below this can flip with the shape of the pass
