@@ -32,14 +32,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))          # the tests' tiny models and exact laws
 
 import torch  # noqa: E402
-from distribution_check import LENGTH, PROMPT, SAMPLING_IDS, SAMPLINGS, SIGNIFICANCE  # noqa: E402
+from distribution_check import SAMPLING_IDS, SAMPLINGS, SIGNIFICANCE, speculative_fit  # noqa: E402
 from test_distribution import accept_always, skip_the_residual  # noqa: E402
 from tiny_models import ARCHITECTURES, tiny_pair  # noqa: E402
 
 import specdec.engine.rounds  # noqa: E402
 from specdec import autoregressive_generate, speculative_generate  # noqa: E402
-from specdec.engine.sampling import SamplingConfig, probabilities  # noqa: E402
-from specdec.reference.stats import chi_square_test  # noqa: E402
+from specdec.engine.sampling import SamplingConfig  # noqa: E402
 
 GAMMAS = (1, 3, 5, None)                          # None: the default schedule
 SPEED = ["--pairs", "qwen2.5-coder-0.5b->qwen2.5-coder-1.5b", "--runtime", "torch", "--methods", "speculative,plain,generate,assisted-default",
@@ -61,46 +60,18 @@ def greedy_checks(device: torch.device) -> list[dict]:
     return checks
 
 
-@torch.inference_mode()
-def exact_law(model, prompt: list[int], sampling: SamplingConfig, device: torch.device) -> dict:
-    """P(t_2..t_LENGTH | prompt) under the warped target, every continuation enumerated on the device
-    (`distribution_check.exact_distribution`, with the batch on the model's device)."""
-    vocab = model.get_output_embeddings().out_features
-    joint = {(): 1.0}
-    for _ in range(LENGTH):
-        prefixes = list(joint)
-        batch = torch.tensor([prompt + list(prefix) for prefix in prefixes], device=device)     # [B, T + i]
-        next_probs = probabilities(model(input_ids=batch).logits[:, -1], sampling).cpu().tolist()   # [B, V]
-        joint = {prefix + (token,): joint[prefix] * next_probs[b][token]
-                 for b, prefix in enumerate(prefixes) for token in range(vocab) if next_probs[b][token] > 0}
-    marginal: dict = {}
-    for sequence, probability in joint.items():
-        marginal[sequence[1:]] = marginal.get(sequence[1:], 0.0) + probability
-    return marginal
-
-
-def sampled_fit(target, draft, sampling: SamplingConfig, runs: int, device: torch.device):
-    results = speculative_generate(target, draft, [torch.tensor(PROMPT, device=device)] * runs, gamma=3, max_new_tokens=LENGTH,
-                                   temperature=sampling.temperature, top_k=sampling.top_k, top_p=sampling.top_p, seed=0)
-    counts: dict = {}
-    for result in results:
-        key = tuple(result.tokens[1:LENGTH])
-        counts[key] = counts.get(key, 0) + 1
-    return chi_square_test(counts, exact_law(target, PROMPT, sampling, device))
-
-
 def sampled_checks(device: torch.device, runs: int) -> list[dict]:
     """The law at four decodings must pass; each broken rule must fail (the negative controls)."""
     target, draft = (model.to(device) for model in tiny_pair("gpt2", vocab_size=8, noise=0.4))
     checks = []
     for sampling, name in zip(SAMPLINGS, SAMPLING_IDS):
-        fit = sampled_fit(target, draft, sampling, runs, device)
+        fit, _ = speculative_fit(target, lambda: draft, sampling, runs=runs)
         checks.append({"rule": "specdec's", "sampling": name, "p_value": fit.p_value, "passed": fit.p_value > SIGNIFICANCE})
     correct = specdec.engine.rounds.verify_sampled
     for broken in (accept_always, skip_the_residual):
         specdec.engine.rounds.verify_sampled = broken
         try:
-            fit = sampled_fit(target, draft, SamplingConfig(temperature=1.0), runs, device)
+            fit, _ = speculative_fit(target, lambda: draft, SamplingConfig(temperature=1.0), runs=runs)
         finally:
             specdec.engine.rounds.verify_sampled = correct
         checks.append({"rule": f"broken: {broken.__name__}", "sampling": "t1.0", "p_value": fit.p_value,

@@ -51,7 +51,7 @@ def exact_distribution(model: torch.nn.Module, prompt: list[int], length: int, s
     joint = {(): 1.0}
     for _ in range(length):
         prefixes = list(joint)
-        batch = torch.tensor([prompt + list(prefix) for prefix in prefixes])      # [B, T + i]
+        batch = torch.tensor([prompt + list(prefix) for prefix in prefixes], device=model.device)      # [B, T + i]
         logits = model(input_ids=batch).logits[:, -1]                            # [B, V]
         next_probs = probabilities(logits, sampling).tolist()                    # [B, V]
         joint = {prefix + (token,): joint[prefix] * next_probs[b][token]
