@@ -33,6 +33,7 @@ from specdec.registry import DRAFT_MODEL, needs_of
 from specdec.run_spec import RunSpec
 from specdec.zoo.fetch import where
 from specdec.zoo.gguf_files import gguf_file_type
+from specdec.zoo.kernel_library import refuse_w8a8_by_cpu
 from specdec.zoo.loading import same_tokenizer_files
 
 TORCH, LLAMA_CPP = "torch", "llama.cpp"
@@ -73,6 +74,8 @@ def choose_models(spec: RunSpec) -> tuple[ModelPlan, ModelPlan | None]:
     with_draft = DRAFT_MODEL in needs_of(spec.draft)[1]
     precisions = resolve_pair_precision(choices.device, choices.dtype, choices.quantization, choices.draft_quantization, with_draft)
     device = precisions[0].device
+    if device.type == "cpu" and "w8a8" in (choices.quantization, choices.draft_quantization if with_draft else None):
+        refuse_w8a8_by_cpu()                 # before where(): a CPU that can never run it says so, not "fetch the model first"
     # a draft that is no GGUF file keeps the pair on torch, as before drafts could run elsewhere than their target
     together = [spec.draft] if with_draft and not where(spec.draft).gguf else []
     runtime, why = choose_runtime(choices.runtime, [spec.target] + together, device, (choices.dtype, choices.quantization))

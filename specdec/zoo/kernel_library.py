@@ -88,7 +88,16 @@ def prepare_w8a8(say: Callable[[str], None] | None = None, wheel: KernelWheel = 
 
 def require_w8a8(say: Callable[[str], None] | None = None) -> None:
     """`prepare_w8a8`, and a `SpecdecError` with its reason where W8A8 cannot run."""
-    verdict = prepare_w8a8(say)
+    _refuse(prepare_w8a8(say))
+
+
+def refuse_w8a8_by_cpu() -> None:
+    """The `SpecdecError` of `require_w8a8` where this CPU's flags alone rule W8A8 out; nothing downloaded, tested or read. The
+    planner asks it before it looks for the models, so such a CPU hears why at once, not "fetch the model first"."""
+    _refuse(cpu_refusal() or Verdict(True, ""))
+
+
+def _refuse(verdict: Verdict) -> None:
     if not verdict.usable:
         raise SpecdecError(f"w8a8 weights cannot run here: {verdict.why}: use int8 weights (--quantization int8)")
 
