@@ -7,10 +7,23 @@ drive a real browser. The README's test command and CI run `--all`.
 """
 
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")          # tests never reach for a model hub
+
+_MADE_HERE = ""                                           # the suite's cache, when this process made it (removed at the end)
+# The user's own cache, as it was before the suite: the suite must leave it as it found it (`pytest_sessionfinish`).
+USER_CACHE = Path(os.environ.get("SPECDEC_CACHE") or Path.home() / ".cache" / "specdec").expanduser()
+if os.environ.get("SPECDEC_REAL_MODELS") != "1":          # the opt-in real-model tests read the models the user fetched
+    # Every test, and every process a test starts, sees an empty cache of the suite's own (one per run: xdist's workers
+    # inherit the controller's), so no test passes or fails by what this machine downloaded, measured or kept.
+    if not os.environ.get("SPECDEC_SUITE_CACHE"):
+        os.environ["SPECDEC_SUITE_CACHE"] = _MADE_HERE = tempfile.mkdtemp(prefix="specdec-suite-cache-")
+    os.environ["SPECDEC_CACHE"] = os.environ["SPECDEC_SUITE_CACHE"]
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 if os.environ.get("PYTEST_XDIST_WORKER"):                # one of pytest-xdist's workers (pyproject.toml: -n auto):
     os.environ.setdefault("OMP_NUM_THREADS", "1")      # one thread each, so the workers share the cores instead of fighting
@@ -42,3 +55,28 @@ def pytest_collection_modifyitems(config, items):
     if slow:
         config.hook.pytest_deselected(items=slow)
         items[:] = [item for item in items if item not in set(slow)]
+
+
+def cache_state(root: Path) -> dict[str, tuple[int, int]]:
+    """Every file under `root` with its size and modification time (nanoseconds): what a run of the suite must not change."""
+    if not root.is_dir():
+        return {}
+    return {str(path.relative_to(root)): (path.stat().st_size, path.stat().st_mtime_ns)
+            for path in root.rglob("*") if path.is_file()}
+
+
+_USER_CACHE_BEFORE = cache_state(USER_CACHE) if not os.environ.get("PYTEST_XDIST_WORKER") else {}
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The suite leaves the user's cache alone: a run that added, changed or removed a file under it fails, naming the file."""
+    if _MADE_HERE:
+        shutil.rmtree(_MADE_HERE, ignore_errors=True)
+    if os.environ.get("PYTEST_XDIST_WORKER") or os.environ.get("SPECDEC_REAL_MODELS") == "1":
+        return
+    after = cache_state(USER_CACHE)
+    changed = sorted(name for name in set(_USER_CACHE_BEFORE) | set(after) if _USER_CACHE_BEFORE.get(name) != after.get(name))
+    if changed:
+        session.config.get_terminal_writer().line(f"the suite changed the user's cache {USER_CACHE}: {', '.join(changed[:5])}",
+                                                  red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
