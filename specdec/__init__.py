@@ -50,10 +50,15 @@ import os
 # imported anywhere, so it is the first thing the package does.
 os.environ.setdefault("PYTORCH_ENABLE_MPS_FALLBACK", "1")
 
-# OpenMP threads that wait by sleeping, not spinning: a spinning wait fights whoever holds the other cores
-# (2 cores, one `yes > /dev/null` beside: 6.0 -> 1.5 tokens/s spinning, 3.5 passive). libgomp reads this once, when
-# torch loads it, and llama.cpp's library shares torch's libgomp, so it too must be set before torch is imported.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# How OpenMP threads wait between operations, chosen by how busy the machine is now (`specdec.store.machine.
+# wait_policy_here`): spinning where it is quiet (a sleeping thread wakes late for every operation: 16.5 against 10 tokens/s
+# on 2 AVX2 cores), sleeping beside other work, which spinning threads fight (5.5 against 9.1). libgomp reads it once, when
+# torch loads it, and llama.cpp's library shares torch's libgomp: so it is decided here, before torch is imported. A value
+# set by the user is kept.
+if "OMP_WAIT_POLICY" not in os.environ:
+    from specdec.store.machine import busy_now, wait_policy_here
+
+    os.environ["OMP_WAIT_POLICY"] = wait_policy_here(busy_now())
 
 # Public names and the module each lives in. They are imported on first use, so that
 # `import specdec.reference.rule` (the NumPy reference) and `specdec toy` do not load torch.

@@ -27,6 +27,7 @@ if os.environ.get("SPECDEC_REAL_MODELS") != "1":          # the opt-in real-mode
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 if os.environ.get("PYTEST_XDIST_WORKER"):                # one of pytest-xdist's workers (pyproject.toml: -n auto):
     os.environ.setdefault("OMP_NUM_THREADS", "1")      # one thread each, so the workers share the cores instead of fighting
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # and threads a test starts (llama.cpp's) sleep: the others work
 
 
 @pytest.fixture(scope="session")

@@ -30,3 +30,60 @@ def cpu_facts(wanted: tuple[str, ...] = FLAGS) -> dict[str, object]:
     except OSError:
         pass
     return {"cpu": model, "flags": [flag for flag in wanted if flag in flags]}
+
+
+# ---------------------------------------------------------------- how busy the machine is
+
+def cpu_sample() -> tuple[float, float, float] | None:
+    """(seconds every core spent working, seconds this process spent working, wall seconds) now, from /proc/stat and
+    `os.times`; None where /proc/stat cannot be read. Two samples give what other processes did between them
+    (`others_busy`)."""
+    import os
+    import time
+
+    try:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    except OSError:
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(value) for value in fields[:8])
+    own = os.times()
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK"), own.user + own.system, time.monotonic()
+
+
+def others_busy(before: tuple[float, float, float] | None, after: tuple[float, float, float] | None) -> float | None:
+    """Cores' worth of work done by other processes between two `cpu_sample`s: 1.0 is one core kept busy all along.
+
+    >>> others_busy((100.0, 5.0, 0.0), (101.5, 5.9, 1.0))       # 1.5 core-seconds in 1 s, 0.9 of them this process's
+    0.6
+    >>> others_busy(None, (1.0, 1.0, 1.0)) is None
+    True
+    """
+    if before is None or after is None or after[2] <= before[2]:
+        return None
+    return round(max(0.0, (after[0] - before[0]) - (after[1] - before[1])) / (after[2] - before[2]), 3)
+
+
+BUSY_FROM = 0.5            # cores' worth of other work from which a machine counts as busy (timings flagged, threads passive)
+
+
+def busy_now(seconds: float = 0.05) -> float | None:
+    """Cores' worth of work other processes do over the next `seconds` (this process sleeps meanwhile); None where unknown."""
+    import time
+
+    before = cpu_sample()
+    time.sleep(seconds)
+    return others_busy(before, cpu_sample())
+
+
+def wait_policy_here(busy: float | None) -> str:
+    """How OpenMP threads should wait between parallel regions on a machine with `busy` cores of other work: spinning
+    (ACTIVE) where it is quiet, sleeping (PASSIVE) beside other work, which spinning threads fight for the cores.
+
+    Plain decoding of the zoo's 1.5B on llama.cpp, 2 AVX2 cores (benchmarks/thread_wait.py, guide/measurements/avx2/
+    thread-wait.csv): quiet, ACTIVE 16.2-16.8 tokens/s, libgomp's default spin 12.4-14.1, PASSIVE 9.1-11.0; one core busy,
+    ACTIVE 4.8-6.2, default 8.5-9.2, PASSIVE 9.1-9.2.
+
+    >>> wait_policy_here(0.0), wait_policy_here(1.0), wait_policy_here(None)
+    ('ACTIVE', 'PASSIVE', 'PASSIVE')
+    """
+    return "ACTIVE" if busy is not None and busy < BUSY_FROM else "PASSIVE"
