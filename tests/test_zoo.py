@@ -100,6 +100,7 @@ def test_the_cli_fetch_says_the_time_left_in_a_log(wheel_index, monkeypatch, cap
 def test_a_fetch_that_completes_the_default_pair_prepares_it_as_specdec_run_loads_it(monkeypatch, capsys, cached_before,
                                                                                       fetched, prepared):
     import specdec.pair.loading
+    import specdec.store.machine
     import specdec.zoo.status
     from specdec.cli.parser import build_parser
     from specdec.cli.run import run_spec
@@ -108,9 +109,25 @@ def test_a_fetch_that_completes_the_default_pair_prepares_it_as_specdec_run_load
     monkeypatch.setattr(specdec.zoo.status, "model_status", lambda entry: SimpleNamespace(cached=entry.name in on_disk))
     monkeypatch.setattr(specdec.zoo.status, "fetch", lambda name, progress=None: on_disk.add(name) or Path("/models") / name)
     monkeypatch.setattr(specdec.pair.loading, "load_spec", lambda spec, **kwargs: loads.append(spec))
+    monkeypatch.setattr(specdec.store.machine, "busy_now", lambda seconds: 0.0)          # a quiet machine
     assert main(["models", "fetch", *fetched]) == 0
     assert loads == ([run_spec(build_parser().parse_args(["run"]))] if prepared else [])
     assert ("Preparing the default pair" in capsys.readouterr().err) == prepared
+
+
+def test_a_fetch_beside_a_busy_process_does_not_time_the_pair(monkeypatch, capsys):
+    """Costs timed while another process works would be that process's, and kept: the fetch leaves them to the first run."""
+    import specdec.pair.loading
+    import specdec.store.machine
+    import specdec.zoo.status
+
+    on_disk, loads = {"qwen2.5-coder-1.5b"}, []
+    monkeypatch.setattr(specdec.zoo.status, "model_status", lambda entry: SimpleNamespace(cached=entry.name in on_disk))
+    monkeypatch.setattr(specdec.zoo.status, "fetch", lambda name, progress=None: on_disk.add(name) or Path("/models") / name)
+    monkeypatch.setattr(specdec.pair.loading, "load_spec", lambda spec, **kwargs: loads.append(spec))
+    monkeypatch.setattr(specdec.store.machine, "busy_now", lambda seconds: 1.0)          # one core taken by another process
+    assert main(["models", "fetch", "qwen2.5-coder-0.5b"]) == 0
+    assert loads == [] and "Not timing the pair now: other processes keep 1.0 cores busy" in capsys.readouterr().err
 
 
 def test_checksum_mismatch_discards_the_file(wheel_index):

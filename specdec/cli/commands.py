@@ -88,7 +88,12 @@ def _prepare_the_default_pair(downloaded: set[str]) -> None:
     if not downloaded & set(pair) or not all(status.model_status(catalog.require_model(name)).cached for name in pair):
         return
     from specdec.pair import loading
+    from specdec.store.machine import BUSY_FROM, busy_now
 
+    busy = busy_now(0.5)
+    if busy is not None and busy >= BUSY_FROM:                  # timings taken now would be the other process's, and kept
+        _progress(f"Not timing the pair now: other processes keep {busy:.1f} cores busy. The first `specdec run` times it.")
+        return
     _progress(f"Preparing the default pair on this machine, once: llama.cpp's exactness self-test and the timing of c and v(k) …")
     start = time.monotonic()
     loading.load_spec(spec, progress=_progress, steps=_LoadSteps())

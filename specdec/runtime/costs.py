@@ -13,9 +13,11 @@ repetitions (rolled back after each, so the cache does not grow).
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import time
 from collections.abc import Callable
+from datetime import datetime, timezone
 
 import torch
 
@@ -25,6 +27,7 @@ from specdec.engine.inputs import as_prompt
 from specdec.engine.model import Rows
 from specdec.engine.timing import synchronize
 from specdec.runtime import as_model, is_model
+from specdec.store.machine import BUSY_FROM
 
 
 def _pass_time(rows: Rows, tokens: torch.Tensor, device: torch.device) -> float:
@@ -87,14 +90,14 @@ COSTS_FILE = "costs.json"                # in the store: measured costs per mode
 @torch.inference_mode()
 def time_costs(target: object, draft: object | None, ks: tuple[int, ...] = VERIFY_KS, steps: int = 3) -> CostProfile:
     """c and v(k) timed once, as a run would see them: a 32-token text cached, then the median of `steps` one-token steps of
-    each model and one pass over k + 1 tokens for each k (about 40 target steps in all: 3-4 s for Qwen2.5-Coder-1.5B on
-    llama.cpp on 2 AVX2 cores); every pass rolled back."""
+    each model and of `steps` passes over k + 1 tokens for each k (about 110 target steps in all: 7 s for Qwen2.5-Coder-1.5B
+    on llama.cpp on 2 quiet AVX2 cores); every pass rolled back."""
     target, draft = as_model(target), None if draft is None else as_model(draft)
     text = torch.arange(32, dtype=torch.long) % min(target.embedding_rows, 1000)        # any ids: timing does not read them
     rows = target.rows([0])
     rows.feed([text])                                                                      # warm: the cache holds a text
     step = _median_pass_time(rows, text[:1], steps, target.device)
-    verify = {k: _pass_time(rows, text[:k + 1], target.device) for k in ks}
+    verify = {k: statistics.median(_pass_time(rows, text[:k + 1], target.device) for _ in range(steps)) for k in ks}
     draft_step = 0.0
     if draft is not None:
         draft_rows = draft.rows([0])
@@ -106,27 +109,53 @@ def time_costs(target: object, draft: object | None, ks: tuple[int, ...] = VERIF
 
 def measured_costs(target: object, draft: object | None, key: dict[str, object], ks: tuple[int, ...] = VERIFY_KS,
                    timing: Callable[[], None] | None = None) -> CostProfile:
-    """The costs kept in the store for `key` (the models, their runtime and precision, the CPU, the threads), else timed
-    now (`time_costs`) and kept: a machine pays for the timing once per pair and setting. `timing()` is called just before
-    a timing (to say so)."""
+    """The costs kept in the store for `key` (the models, their runtime and precision, the CPU, the threads; this process's
+    OpenMP wait policy is added), else timed now (`time_costs`) and kept with the conditions they were taken under: a machine
+    pays for the timing once per pair and setting. A timing beside other work (`BUSY_FROM` cores or more of it, measured
+    during the timing) is taken again once; still busy, it is used for this run and kept flagged, and the next load times it
+    again. `timing()` is called just before a timing (to say so)."""
     from specdec.store import cache_dir, write_text
 
     path = cache_dir() / COSTS_FILE
-    entry = json.dumps(key, sort_keys=True)
+    entry = json.dumps(key | {"wait_policy": os.environ.get("OMP_WAIT_POLICY", "")}, sort_keys=True)
     try:
         kept = json.loads(path.read_text())
     except (OSError, ValueError):
         kept = {}
     found = kept.get(entry)
-    if found is not None and set(ks) <= {int(k) for k in found["verify_s"]}:
-        return CostProfile(found["target_step_s"], found["draft_step_s"], {int(k): s for k, s in found["verify_s"].items()})
+    if found is not None and set(ks) <= {int(k) for k in found["verify_s"]} and not found.get("busy"):
+        return _profile(found)
     if timing is not None:
         timing()
-    profile = time_costs(target, draft, ks)
+    for _ in range(2):
+        profile, busy = _timed_with_load(target, draft, ks)
+        if busy is not None and busy < BUSY_FROM:
+            break
     kept[entry] = {"target_step_s": profile.target_step_s, "draft_step_s": profile.draft_step_s,
-                   "verify_s": {str(k): s for k, s in profile.verify_s.items()}}
+                   "verify_s": {str(k): s for k, s in profile.verify_s.items()},
+                   "measured": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "others_busy_cores": busy,
+                   "busy": busy is None or busy >= BUSY_FROM, "wait_policy": os.environ.get("OMP_WAIT_POLICY", "")}
     write_text(path, json.dumps(kept, indent=1))
-    return profile
+    return _profile(kept[entry])
+
+
+def _timed_with_load(target: object, draft: object | None, ks: tuple[int, ...]) -> tuple[CostProfile, float | None]:
+    """`time_costs`, and the cores' worth of other processes' work while it ran (None where unknown)."""
+    from specdec.store.machine import cpu_sample, others_busy
+
+    before = cpu_sample()
+    profile = time_costs(target, draft, ks)
+    return profile, others_busy(before, cpu_sample())
+
+
+def _profile(found: dict) -> CostProfile:
+    """A kept entry as a `CostProfile`, with the conditions it was timed under in words."""
+    busy = found.get("others_busy_cores")
+    load = "load unknown" if busy is None else (f"beside {busy:.1f} busy cores: flagged, timed again at the next load"
+                                               if found.get("busy") else f"quiet ({busy:.2f} cores of other work)")
+    under = (f"timed {found['measured']}, medians of 3, {load}, OpenMP wait {found.get('wait_policy') or 'default'}"
+             if "measured" in found else "timed before conditions were kept")
+    return CostProfile(found["target_step_s"], found["draft_step_s"], {int(k): s for k, s in found["verify_s"].items()}, under)
 
 
 def draft_costs(profile: CostProfile, verify_slope: float, up_to: int = 64) -> DraftCosts:
