@@ -45,13 +45,17 @@ class ModelChoices:
                                              # on a CPU that shares the target's tokenizer), torch or llama.cpp
 
 
+FASTEST_PLAN = "auto"     # Drafting.method for "the fastest exact plan here", which may draft without the draft model or not at all
+
+
 @dataclass(frozen=True)
 class Drafting:
-    """How a run drafts, as chosen: the method (None: what the draft implies, or the planner's choice for a draft model), how
+    """How a run drafts, as chosen: the method (None: what the draft implies, for a draft model the planner's chain or tree
+    with it, even where it does not pay here; `FASTEST_PLAN`: the planner's fastest exact plan, whatever drafts it), how
     many tokens a round (a fixed `gamma`, or an `adaptive` gamma of at most that many, or neither: the planner's schedule), the
     method's options."""
 
-    method: str | None = None
+    method: str | None = None                     # a registry method's name, None or FASTEST_PLAN
     gamma: int | None = None                      # a fixed number of drafted tokens every round
     options: tuple[tuple[str, str], ...] = ()    # the method's options by name, as text (`Method.parse_options`)
     corpus: tuple[str, ...] = ()                  # text files a method that reads a corpus drafts from (suffix decoding)
@@ -91,9 +95,12 @@ class RunSpec:
         if self.target in METHODS:
             raise SpecdecError(f"{self.target} can only be the draft: give a model as the target")
         implied, _ = needs_of(self.draft)
-        name = self.drafting.method or (implied.name if implied is not None else None)
-        if self.drafting.method is not None and self.drafting.method not in METHODS:
-            raise SpecdecError(f"unknown drafting method '{self.drafting.method}': choose from {', '.join(METHODS)}")
+        named = None if self.drafting.method == FASTEST_PLAN else self.drafting.method
+        name = named or (implied.name if implied is not None else None)
+        if named is not None and named not in METHODS:
+            raise SpecdecError(f"unknown drafting method '{named}': choose from {', '.join(METHODS)}, or {FASTEST_PLAN}")
+        if self.drafting.method == FASTEST_PLAN and (self.drafting.gamma, self.drafting.adaptive) != (None, None):
+            raise SpecdecError(f"--method {FASTEST_PLAN} leaves the rounds to the planner: drop --gamma")
         method = METHODS.get(name) if name is not None else None
         if implied is not None and method is not None and method is not implied and implied.target_only:
             raise SpecdecError(f"{self.draft} drafts without a draft model, and {method.name} needs one: drop the method "

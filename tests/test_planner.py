@@ -13,7 +13,11 @@ import pandas as pd
 from app_testing import dashboard_environment, open_app, run_playground  # noqa: F401  (autouse: tiny models, empty cache)
 from dashboard_fixtures import TINY_LOOKUP_PAIR, TINY_PAIR
 
+import pytest
+
 from specdec.cli import main
+from specdec.engine.contract import DraftCosts
+from specdec.errors import SpecdecError
 from specdec.pair.loading import load_spec
 from specdec.run_spec import Drafting, RunSpec
 from specdec.zoo.catalog import split_pair_name
@@ -69,3 +73,44 @@ def test_another_spec_gets_another_plan(capsys):
     spec = RunSpec("tiny-target", "tiny-draft", drafting=Drafting(gamma=3))
     assert default != fixed == load_spec(spec).plan(spec).header()
     assert fixed.endswith("drafting: chain, gamma 3")
+
+
+# ---------------------------------------------------------------- a draft model that cannot pay here (issue 57)
+
+def _tiny_model():
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from specdec.runtime import as_model
+
+    return as_model(LlamaForCausalLM(LlamaConfig(hidden_size=8, intermediate_size=8, num_hidden_layers=1,
+                                                 num_attention_heads=1, vocab_size=4)))
+
+
+STEEP = DraftCosts(0.61, 1.0, (1.0, 1.5, 3.25, 4.42, 5.82))        # measured on 2 AVX2 cores: no chain pays
+CHEAP = DraftCosts(0.2, 0.05, (1.0, 1.05, 1.1, 1.15, 1.2))         # a pass over k tokens about one step: chains pay
+
+
+def test_the_default_shows_the_draft_at_work_where_it_cannot_pay_and_names_the_fastest_plan():
+    from specdec.planner.drafting import plan_for_draft_model
+
+    target = draft = _tiny_model()
+    shown = plan_for_draft_model(target, draft, name="the-draft", costs=STEEP)
+    assert shown.drafter.draft_model is draft and shown.schedule.describe() == "chain, stop rule"
+    assert shown.schedule.verify_slope == 0.0 and shown.costs == STEEP              # priced as on a GPU, reported as measured
+    assert "to show the draft at work" in shown.description and "predicted at 0.90x the target alone" in shown.description
+    assert shown.description.endswith("the fastest exact plan here is prompt-lookup (--method auto)"), shown.description
+    fastest = plan_for_draft_model(target, draft, name="the-draft", costs=STEEP, fastest=True)
+    assert fastest.drafter.draft_model is None and fastest.description.startswith("chain"), fastest.description
+    assert "prompt-lookup, the default here, instead of the-draft" in fastest.description
+    # negative control: where chains pay, neither says so, and both draft with the draft model alike
+    for paying in (plan_for_draft_model(target, draft, costs=CHEAP), plan_for_draft_model(target, draft, costs=CHEAP, fastest=True)):
+        assert paying.drafter.draft_model is draft and "predicted" not in paying.description
+
+
+def test_method_auto_is_the_fastest_plan_and_leaves_the_rounds_to_the_planner():
+    spec = RunSpec(drafting=Drafting(method="auto"))
+    assert spec.check() is spec
+    with pytest.raises(SpecdecError, match=r"^--method auto leaves the rounds to the planner: drop --gamma$"):
+        RunSpec(drafting=Drafting(method="auto", gamma=3)).check()
+    with pytest.raises(SpecdecError, match=r"choose from .*, or auto$"):
+        RunSpec(drafting=Drafting(method="no-such")).check()

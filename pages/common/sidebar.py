@@ -84,7 +84,7 @@ def _pair_picker(initial: Settings) -> tuple[str, str, str]:
 
 
 def _method_label(name: str) -> str:
-    return "auto (the default)" if name == AUTO else name
+    return "default: the draft model at work" if name == AUTO else name
 
 
 def _method_picker(initial: Settings, draft: str) -> tuple[str, Method | None]:
@@ -100,7 +100,8 @@ def _method_picker(initial: Settings, draft: str) -> tuple[str, Method | None]:
         if kept("method", initial.method) not in choices:        # a method unregistered since
             keep("method", AUTO)
         choice = st.selectbox("Drafting method", choices, format_func=_method_label, **remember("method", initial.method),
-                              help="how the draft model drafts; auto leaves it to the default policy, and the run says what it chose")
+                              help="how the draft model drafts; the default drafts a chain or tree with it even where that "
+                                   "does not pay here, and the run says how fast it is predicted and which plan is fastest")
         method = None if choice == AUTO else METHODS[choice]
     st.caption(method.summary if method is not None else
                "The default policy chooses for the pair as loaded; the run says what it drafted.")

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 
+from specdec.run_spec import FASTEST_PLAN
+
 DEFAULT_PROMPT = "Write a Python function that checks whether a number is prime."
 
 
@@ -125,8 +127,10 @@ def _run_options(run: argparse.ArgumentParser, registry, GAMMA_RANGE: tuple[int,
                      help="draft model q (any tokenizer), or a method that needs no draft model: "
                           f"{_listed(registry.target_only())}; or a trained EAGLE-3 head: eagle (the one `specdec heads train` made "
                           "for the target) or a head's folder")
-    run.add_argument("--method", default=None, choices=list(registry.METHODS), metavar="METHOD",
-                     help="how to draft (default: what the draft implies; for a draft model the policy's choice): "
+    run.add_argument("--method", default=None, choices=[*registry.METHODS, FASTEST_PLAN], metavar="METHOD",
+                     help="how to draft (default: what the draft implies; a draft model drafts a chain or tree as the policy "
+                          f"chooses, even where it does not pay here, and the plan says so); {FASTEST_PLAN}: the fastest exact "
+                          "plan here, which may draft without the draft model or not at all; "
                           + "; ".join(f"{name}: {method.summary}" for name, method in registry.METHODS.items()))
     run.add_argument("--option", action="append", default=None, metavar="NAME=VALUE",
                      help="an option of the method (repeatable), e.g. --method tree --option budget=8; "

@@ -47,6 +47,7 @@ TREE_FROM_C = 0.25            # the default drafts a tree when a draft step cost
 TREE_UP_TO_SLOPE = 0.1        # ... and one more token in a verification pass at most this share (v(k) = 1 + s k)
 ASSUMED_ALPHA = 0.9           # with measured costs: a draft model is kept only if agreeing this often would beat the target alone
 FREE_PRIOR_ALPHA = 0.75       # free drafting's acceptance before a run has tested any: it tries, and learns (AdaptiveGamma)
+FASTEST_PLAN_FLAG = "--method auto"   # how a person asks for the fastest exact plan (`specdec.run_spec.FASTEST_PLAN`)
 MAX_ADAPTIVE_GAMMA = 16       # the longest round an adaptive gamma picks when the run spec does not say
 
 
@@ -107,9 +108,13 @@ def refused(target: Model, capabilities: Capabilities, name: str) -> str | None:
 
 def plan_for_draft_model(target: Model, draft: Model, gamma: int | None = None, rows: int = 1, name: str | None = None,
                          costs: DraftCosts | None = None, adaptive: int | None = None,
-                         schedule: GammaSchedule | None = None) -> DraftingPlan:
+                         schedule: GammaSchedule | None = None, fastest: bool = False) -> DraftingPlan:
     """The plan for a draft model sharing the target's tokenizer: with gamma left out, the policy's choice (module docstring);
-    with a gamma, a chain of that gamma. Without measured `costs`, c from the weights and s guessed."""
+    with a gamma, a chain of that gamma. Without measured `costs`, c from the weights and s guessed.
+
+    Where the measured costs say no round with the draft model can beat the target alone, the plan still drafts with it (the
+    draft at work, the verdict and the fastest exact plan in its description: `shown_anyway`), unless `fastest` asks for the
+    fastest exact plan (`--method auto`): then a free draft or plain decoding (`plain_or_free`)."""
     costs = costs or estimated_costs(target, draft)
     resources: Resources = {TARGET: target, DRAFT_MODEL: draft}
     named = name or draft.name
@@ -117,14 +122,42 @@ def plan_for_draft_model(target: Model, draft: Model, gamma: int | None = None, 
     if not named_length and costs.verify:
         chain = best_chain(costs, ASSUMED_ALPHA)
         if chain[1] < 1.0:
-            why = (f"instead of {named}, which even agreeing {ASSUMED_ALPHA:.0%} of the time is predicted at {chain[1]:.2f}x the "
-                   f"target alone (c = {costs.c:.2f}, v({chain[0]}) = {costs.v(chain[0]):.2f}, measured here)")
-            return plain_or_free(target, costs, rows, why)
+            predicted = (f"predicted at {chain[1]:.2f}x the target alone (c = {costs.c:.2f}, v({chain[0]}) = "
+                         f"{costs.v(chain[0]):.2f}, measured here)")
+            faster = plain_or_free(target, costs, rows,
+                                   f"instead of {named}, which even agreeing {ASSUMED_ALPHA:.0%} of the time is {predicted}")
+            if fastest:
+                return faster
+            fastest_here = "plain decoding" if faster.drafter.name == PLAIN.drafter.name else faster.drafter.name
+            return shown_anyway(target, draft, costs, rows, f"its best chain, even agreeing {ASSUMED_ALPHA:.0%} of the time, is "
+                                f"{predicted}, and these rounds are longer; the fastest exact plan here is {fastest_here} "
+                                f"({FASTEST_PLAN_FLAG})")
     tree = not named_length and rows == 1 and trees_pay(target, draft, costs)
     method = METHODS[TREE if tree else CHAIN]
     drafter = method.make(resources, method.options())
     return plan_drafting(target, drafter, gamma, rows, by_default=not named_length, costs=costs, adaptive=adaptive,
                          schedule=schedule)
+
+
+def shown_anyway(target: Model, draft: Model, costs: DraftCosts, rows: int, verdict: str) -> DraftingPlan:
+    """The default where a draft model cannot pay here (a CPU with few cores, where a pass over k tokens costs nearly k steps):
+    it drafts all the same, so that a run shows the draft at work, with the verdict in its description. Its chain's rounds
+    are priced by the stop rule as where a pass over k tokens costs one step (a GPU, a target bound by reading its weights),
+    with the draft's measured c; the measured costs stay the plan's, for every report.
+
+    >>> from transformers import LlamaConfig, LlamaForCausalLM
+    >>> from specdec.runtime import as_model
+    >>> tiny = as_model(LlamaForCausalLM(LlamaConfig(hidden_size=8, intermediate_size=8, num_hidden_layers=1,
+    ...                                              num_attention_heads=1, vocab_size=4)))
+    >>> shown = shown_anyway(tiny, tiny, DraftCosts(0.6, 1.0, (1.0, 2.0, 3.0)), 1, "it is predicted at 0.50x")
+    >>> shown.description, shown.schedule.verify_slope, shown.costs.verify
+    ('chain, stop rule: the default, to show the draft at work; it is predicted at 0.50x', 0.0, (1.0, 2.0, 3.0))
+    """
+    method = METHODS[CHAIN]
+    drafter = method.make({TARGET: target, DRAFT_MODEL: draft}, method.options())
+    schedule = ConfidenceStop(c=costs.c, verify_slope=0.0)
+    return plan_drafting(target, drafter, rows=rows, by_default=True, costs=costs, schedule=schedule,
+                         why=f"the default, to show the draft at work; {verdict}")
 
 
 def best_chain(costs: DraftCosts, alpha: float, max_gamma: int = 16) -> tuple[int, float]:

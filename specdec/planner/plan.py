@@ -30,7 +30,7 @@ from specdec.errors import SpecdecError
 from specdec.planner.drafting import plan_drafting, plan_for_draft_model, refused
 from specdec.planner.models import ModelPlan
 from specdec.registry import DRAFT_MODEL, METHODS, TARGET, Method, Resources, method_for
-from specdec.run_spec import Drafting, RunSpec
+from specdec.run_spec import FASTEST_PLAN, Drafting, RunSpec
 
 
 @dataclass(frozen=True)
@@ -74,8 +74,9 @@ def plan(spec: RunSpec, resources: Resources, models: tuple[ModelPlan, ModelPlan
     drafting = spec.drafting
     target, draft = resources[TARGET], resources.get(DRAFT_MODEL)
     method = method_of(spec, resources)
-    if drafting.method is None and not drafting.options and method.needs == (DRAFT_MODEL,):
-        chosen = plan_for_draft_model(target, draft, drafting.gamma, rows, spec.draft, measured, drafting.adaptive)
+    if drafting.method in (None, FASTEST_PLAN) and not drafting.options and method.needs == (DRAFT_MODEL,):
+        chosen = plan_for_draft_model(target, draft, drafting.gamma, rows, spec.draft, measured, drafting.adaptive,
+                                      fastest=drafting.method == FASTEST_PLAN)
     else:
         drafter = drafter_for(method, drafting, resources, kept, fresh)
         costs = measured
@@ -89,7 +90,7 @@ def method_of(spec: RunSpec, resources: Resources) -> Method:
     """The drafting method of the run: the one the spec names, else the one its draft implies (`specdec.registry.method_for`);
     one line for a method the target's runtime cannot serve (it reads the target's hidden states or layers), before anything
     is made."""
-    name = spec.drafting.method
+    name = None if spec.drafting.method == FASTEST_PLAN else spec.drafting.method
     if name in METHODS:
         refusal = refused(resources[TARGET], METHODS[name].capabilities, name)
         if refusal is not None:
