@@ -24,6 +24,9 @@ if os.environ.get("SPECDEC_REAL_MODELS") != "1":          # the opt-in real-mode
     if not os.environ.get("SPECDEC_SUITE_CACHE"):
         os.environ["SPECDEC_SUITE_CACHE"] = _MADE_HERE = tempfile.mkdtemp(prefix="specdec-suite-cache-")
     os.environ["SPECDEC_CACHE"] = os.environ["SPECDEC_SUITE_CACHE"]
+    # and what the processes the tests start keep for themselves (chromium's profile and crash reports, dconf) goes there too
+    os.environ["XDG_CONFIG_HOME"] = os.path.join(os.environ["SPECDEC_SUITE_CACHE"], "xdg-config")
+    os.environ["XDG_CACHE_HOME"] = os.path.join(os.environ["SPECDEC_SUITE_CACHE"], "xdg-cache")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 if os.environ.get("PYTEST_XDIST_WORKER"):                # one of pytest-xdist's workers (pyproject.toml: -n auto):
     os.environ.setdefault("OMP_NUM_THREADS", "1")      # one thread each, so the workers share the cores instead of fighting
@@ -66,11 +69,21 @@ def cache_state(root: Path) -> dict[str, tuple[int, int]]:
             for path in root.rglob("*") if path.is_file()}
 
 
+def home_entries() -> set[str]:
+    """What the user's home, its .cache and its .config hold, by name (one level each): a suite that made something there
+    wrote into the user's home."""
+    home = Path.home()
+    return {str(path.relative_to(home)) for folder in (home, home / ".cache", home / ".config") if folder.is_dir()
+            for path in folder.iterdir()}
+
+
 _USER_CACHE_BEFORE = cache_state(USER_CACHE) if not os.environ.get("PYTEST_XDIST_WORKER") else {}
+_HOME_BEFORE = home_entries() if not os.environ.get("PYTEST_XDIST_WORKER") else set()
 
 
 def pytest_sessionfinish(session, exitstatus):
-    """The suite leaves the user's cache alone: a run that added, changed or removed a file under it fails, naming the file."""
+    """The suite leaves the user's files alone: a run that added, changed or removed a file under the user's cache, or made
+    anything in the home, its .cache or .config, fails, naming it."""
     if _MADE_HERE:
         shutil.rmtree(_MADE_HERE, ignore_errors=True)
     if os.environ.get("PYTEST_XDIST_WORKER") or os.environ.get("SPECDEC_REAL_MODELS") == "1":
@@ -79,5 +92,10 @@ def pytest_sessionfinish(session, exitstatus):
     changed = sorted(name for name in set(_USER_CACHE_BEFORE) | set(after) if _USER_CACHE_BEFORE.get(name) != after.get(name))
     if changed:
         session.config.get_terminal_writer().line(f"the suite changed the user's cache {USER_CACHE}: {', '.join(changed[:5])}",
+                                                  red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    made = sorted(home_entries() - _HOME_BEFORE)
+    if made:
+        session.config.get_terminal_writer().line(f"the suite made {', '.join(made[:5])} in the user's home {Path.home()}",
                                                   red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED

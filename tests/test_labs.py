@@ -231,8 +231,8 @@ def test_a_loop_that_never_ends_is_stopped_with_a_verdict(tmp_path):
     (tmp_path / "hangs.py").write_text(variant("02-toy", None, "def speculative_generate(P, Q, start, length, gamma, rng):\n"
                                                                "    tokens = []\n    while len(tokens) < length:\n"
                                                                "        tokens += []\n    return tokens"), encoding="utf-8")
-    problems = labs.grade("02-toy", tmp_path / "hangs.py", time_limit=8)
-    assert len(problems) == 1 and "time limit of 8 s" in problems[0], problems
+    problems = labs.grade("02-toy", tmp_path / "hangs.py", time_limit=3)      # the grading process starts in under a second
+    assert len(problems) == 1 and "time limit of 3 s" in problems[0], problems
     assert labs.verdict("02-toy", "hangs.py", problems).startswith("FAIL (02-toy): your code did not finish")
 
 
