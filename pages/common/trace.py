@@ -4,7 +4,7 @@ Only the dashboard uses this (the Playground's coloured text and round table); i
 Streamlit and no torch, so it is tested like the package.
 
 Notation: p is the target, q the draft, gamma the drafted tokens per round, alpha the acceptance
-rate. The engine (`specdec.generation.speculative`) records every round: the drafted tokens with p(x), q(x)
+rate. The engine (`specdec.engine.loop`) records every round: the drafted tokens with p(x), q(x)
 and the uniform draw u that tested them, how many were accepted, and the token the target added.
 This module lays that record out in reading order, the way the dashboard colours it:
 

@@ -1,6 +1,6 @@
 """The benchmark layer: measuring speculative decoding against the target alone and against transformers.
 
-It runs the engine on loaded pairs (`specdec.pairing`) and turns the runs into tables, charts
+It runs the engine on loaded pairs (`specdec.pair`) and turns the runs into tables, charts
 and verdicts; the engine never imports it. One module per concern:
 
 - `prompts`: the built-in prompt suite, by category

@@ -35,7 +35,7 @@ the target's modules (a runtime without them, llama.cpp, refuses such a method i
 come from the verification pass that already ran (transformers computes them anyway): no second target
 pass. `drafter.draft_model` is the model a draft step runs (`specdec.engine.model`): c is estimated from
 its weights and the run counts its forward passes from outside; None for a method without one. The
-default choices (which drafter, which schedule, c and s) live above the loop (`specdec.generation`), the
+default choices (which drafter, which schedule, c and s) live above the loop (`specdec.planner`), the
 list of methods in the registry (`specdec.registry`).
 
 Exactness does not depend on the method. A proposal's q is the law each node was drawn from; with

@@ -9,8 +9,8 @@
     result.origins()                    # how each new token arose, for colouring text
     result.timeline[-1].end_s           # when the last target pass ended, seconds from the run's start
 
-Every field is computed by the generation loops in `specdec.generation.speculative` and
-`specdec.generation.autoregressive`; nothing here runs a model.
+Every field is computed by the loop (`specdec.engine.loop`) as `specdec.generation.run` and
+`specdec.generation.autoregressive` run it; nothing here runs a model.
 """
 
 from __future__ import annotations

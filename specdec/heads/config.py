@@ -6,7 +6,7 @@ The head itself is `specdec.heads.head.EagleHead`.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 
 from torch import nn
 
@@ -75,6 +75,3 @@ class HeadConfig:
                                f"and {self.vocab_size} tokens{f' ({self.target})' if self.target else ''}; this target has "
                                f"{seen[0]}, {seen[1]} and {seen[2]}: train a head for it (specdec heads train --target NAME)")
         return self
-
-    def as_dict(self) -> dict:
-        return asdict(self)

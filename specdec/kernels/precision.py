@@ -6,7 +6,7 @@ the cost of one target pass over gamma + 1 tokens over one step.
 A user picks four things, each of which may be "auto": the device, the dtype, the target's weights
 and the draft's. Which kernel computes the linear layers follows from them, and that kernel is what
 sets c and v(gamma). They are resolved here once, into one frozen `Precision` per model, which
-loading (`specdec.zoo.loading`), the pair (`specdec.pairing`), the reports and the dashboard
+loading (`specdec.zoo.loading`), the pair (`specdec.pair`), the reports and the dashboard
 carry; nothing downstream resolves them again.
 
     >>> target = resolve_precision("cpu", "auto", "auto", role="target")

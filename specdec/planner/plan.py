@@ -4,7 +4,7 @@ Notation: p is the target, q the draft, gamma the drafted tokens per round, c a 
 target step, v(k) a verification pass over k drafted tokens in target steps.
 
 Every door asks this one function and only prints what it says: `specdec run`, the dashboard's Playground
-and Compare, `specdec bench` (through `specdec.pair.LoadedPair.plan`) and `speculative_generate`:
+and Compare, `specdec bench` (through `specdec.pair.resources.LoadedPair.plan`) and `speculative_generate`:
 
     target_plan, draft_plan = choose_models(spec)        # before loading: each model's runtime and precision
     pair = load_spec(spec)                               # loads what they say (specdec.pair.loading)

@@ -20,5 +20,5 @@ Loading a model goes down through them once, in this order, never coming back in
 written the one way `specdec.store` writes it.
 
 Not handled here: how weights are multiplied (`specdec.kernels`), a loaded pair ready to generate
-(`specdec.pairing`), measurement (`specdec.bench`).
+(`specdec.pair`), measurement (`specdec.bench`).
 """

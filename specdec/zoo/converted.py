@@ -143,11 +143,6 @@ def _copies(entry: ModelEntry, models: Path, gguf_fetched: bool) -> list[tuple[P
     return copies
 
 
-def converted_copies(entry: ModelEntry) -> list[tuple[Path, torch.dtype, str]]:
-    """Every complete, checked converted copy of `entry` on disk: (folder, dtype, quantization), by folder name."""
-    return _copies(entry, model_dir(entry), is_cached(entry))
-
-
 def tokenizer_files_match(sources: list[Source]) -> bool:
     """Whether fetched zoo models' converted copies hold byte-identical tokenizer files (by their manifests' checksums).
 

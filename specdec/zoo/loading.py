@@ -50,7 +50,7 @@ from specdec.zoo import converted, gguf_files
 from specdec.zoo.fetch import Source, where
 from specdec.zoo.kernel_library import require_w8a8
 
-TOKENIZERS = "reading the tokenizers"   # a stage of a pair's load (`specdec.pairing`): from GGUF files on a first load, about 10 s each
+TOKENIZERS = "reading the tokenizers"   # a stage of a pair's load (`specdec.pair`): from GGUF files on a first load, about 10 s each
 
 
 def load_model(name_or_path: str, device: str | torch.device = "auto", dtype: str | torch.dtype = "auto",
