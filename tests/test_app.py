@@ -58,7 +58,15 @@ def test_home_says_what_a_first_click_loads_and_how_long_it_took_last_time(monke
     said = lambda app: [caption.value for caption in app.caption if caption.value.startswith("A first click")]  # noqa: E731
     assert said(open_app()) == ["A first click loads tiny-target on torch (int8) and loads tiny-draft on torch (int4). "
                                 "Not loaded on this machine yet."]
-    keep_load_time(TINY_PAIR, {"target": 2.5, "draft": 1.0})
+    from specdec.pair.measuring import load_key
+    from specdec.planner import choose_models
+    from specdec.run_spec import RunSpec
+
+    draft, target = TINY_PAIR.split("->")
+    planned = choose_models(RunSpec(target, draft))
+    keep_load_time(load_key(TINY_PAIR, [planned[0], None]), {"target": 2.5})       # another plan: the target alone
+    assert said(open_app())[0].endswith("Not loaded on this machine yet.")
+    keep_load_time(load_key(TINY_PAIR, planned), {"target": 2.5, "draft": 1.0})
     assert said(open_app())[0].endswith("The last load here took 4 s.")
 
 

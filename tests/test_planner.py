@@ -114,3 +114,14 @@ def test_method_auto_is_the_fastest_plan_and_leaves_the_rounds_to_the_planner():
         RunSpec(drafting=Drafting(method="auto", gamma=3)).check()
     with pytest.raises(SpecdecError, match=r"choose from .*, or auto$"):
         RunSpec(drafting=Drafting(method="no-such")).check()
+
+
+def test_the_sidebar_offers_the_fastest_plan_as_the_command_line_names_it():
+    from dataclasses import replace
+
+    from pages.common.settings import AUTO, FASTEST, Settings, method_choices
+
+    settings = Settings()
+    assert method_choices(settings.draft)[:2] == (AUTO, FASTEST)
+    assert replace(settings, method=FASTEST, gamma=5).spec.drafting == Drafting(method="auto")     # the planner sizes rounds
+    assert replace(settings, method=AUTO).spec.drafting.method is None                           # the default: the draft at work

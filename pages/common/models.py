@@ -32,7 +32,7 @@ from pages.common.settings import Settings, drafts_with, loads_a_draft_model
 from pages.common.turns import shared_turns, waiting_note
 from specdec.pair import loading
 from specdec.errors import SpecdecError
-from specdec.pair.measuring import last_load_time
+from specdec.pair.measuring import last_load_time, load_key
 from specdec.pair.resources import LoadedPair
 from specdec.planner import TORCH, choose_models
 from specdec.registry import HEAD, pairs
@@ -223,9 +223,21 @@ def first_click(settings: Settings) -> str:
             ways.append(f"loads {model.name} on torch ({model.precision.weights})")
         else:
             ways.append(f"converts {model.name} for torch ({model.precision.weights}; about a minute, kept for next time)")
-    last = last_load_time(settings.spec.pair_name)
+    last = last_load_time(load_key(settings.spec.pair_name, planned))
     return ("A first click " + " and ".join(ways) + ". "
             + ("Not loaded on this machine yet." if last is None else f"The last load here took {last:.0f} s."))
+
+
+def planned_weights(settings: Settings) -> tuple[str, str]:
+    """How the target's and the draft's weights run as the planner plans `settings` ('Q4_K_M on llama.cpp', 'int8 on
+    torch'): what "auto" means for these settings, said as the run will do it; torch's CPU defaults where it cannot plan yet
+    (a model not downloaded)."""
+    try:
+        planned = choose_models(settings.spec)
+    except SpecdecError:
+        return "int8 on torch", "int4 on torch"
+    said = [f"{model.precision.weights} on {model.runtime}" if model is not None else "no draft model" for model in planned]
+    return said[0], said[1]
 
 
 _warming = threading.Lock()

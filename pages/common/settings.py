@@ -36,11 +36,12 @@ from specdec.errors import SpecdecError
 from specdec.kernels.devices import DTYPE_CHOICES
 from specdec.kernels.quantization import QUANTIZATION_CHOICES
 from specdec.registry import DRAFT_MODEL, HEAD, METHODS, TREE, Method, draft_methods, needs_of, pairs
-from specdec.run_spec import GAMMA_RANGE, RUNTIMES, Drafting, ModelChoices, RunSpec
+from specdec.run_spec import FASTEST_PLAN, GAMMA_RANGE, RUNTIMES, Drafting, ModelChoices, RunSpec
 from specdec.zoo.catalog import DEFAULT_PAIR, split_pair_name
 
 CUSTOM = "custom"               # the pair picker's entry for your own draft and target
 AUTO = "auto"                   # the method picker's entry for "what the draft stands for, or the policy's choice"
+FASTEST = "fastest"             # ... for the planner's fastest exact plan here (`specdec run --method auto`)
 OPTION = "opt."                 # the query keys of the method's options: opt.budget=8
 TREE_BUDGET_RANGE = (1, 64)     # older links' tree_budget
 TEMPERATURE_RANGE = (0.0, 2.0)
@@ -88,7 +89,7 @@ def drafts_with(draft: str, resource: str) -> bool:
 def method_choices(draft: str) -> tuple[str, ...]:
     """What the method picker offers for a draft: AUTO alone where the draft stands for a method, else AUTO and every method
     of the registry that drafts with the pair's draft model."""
-    return (AUTO,) if implied_method(draft) is not None else (AUTO, *draft_methods())
+    return (AUTO,) if implied_method(draft) is not None else (AUTO, FASTEST, *draft_methods())
 
 
 def pair_choices() -> list[str]:
@@ -134,7 +135,7 @@ class Settings:
     def chosen_method(self) -> Method | None:
         """The registry's method the settings ask for: the one picked, else the one the draft stands for; None when a draft
         model is left to the policy."""
-        if self.method != AUTO:
+        if self.method not in (AUTO, FASTEST):
             return METHODS.get(self.method)
         return implied_method(self.draft)
 
@@ -144,8 +145,8 @@ class Settings:
         method = self.chosen_method
         sizes_rounds = method is not None and method.capabilities.sizes_rounds
         models = ModelChoices(self.device, self.dtype, self.quantization, self.draft_quantization, self.runtime)
-        drafting = Drafting(None if self.method == AUTO else self.method, None if self.stop_rule or sizes_rounds else self.gamma,
-                            self.options)
+        named = {AUTO: None, FASTEST: FASTEST_PLAN}.get(self.method, self.method)
+        drafting = Drafting(named, None if self.stop_rule or sizes_rounds or named == FASTEST_PLAN else self.gamma, self.options)
         return RunSpec(self.target, self.draft, models, drafting, self.decoding)
 
     def to_query(self) -> dict[str, str]:

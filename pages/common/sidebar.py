@@ -16,10 +16,11 @@ import dataclasses
 import streamlit as st
 
 from pages.common.heads import head_caption, head_draft, head_pair_label
-from pages.common.models import pair_availability_labels
+from pages.common.models import pair_availability_labels, planned_weights
 from pages.common.settings import (
     AUTO,
     CUSTOM,
+    FASTEST,
     MAX_NEW_TOKENS_RANGE,
     OLDER_KEYS,
     OPTION,
@@ -84,7 +85,7 @@ def _pair_picker(initial: Settings) -> tuple[str, str, str]:
 
 
 def _method_label(name: str) -> str:
-    return "default: the draft model at work" if name == AUTO else name
+    return {AUTO: "default: the draft model at work", FASTEST: "auto: the fastest exact plan here"}.get(name, name)
 
 
 def _method_picker(initial: Settings, draft: str) -> tuple[str, Method | None]:
@@ -102,8 +103,10 @@ def _method_picker(initial: Settings, draft: str) -> tuple[str, Method | None]:
         choice = st.selectbox("Drafting method", choices, format_func=_method_label, **remember("method", initial.method),
                               help="how the draft model drafts; the default drafts a chain or tree with it even where that "
                                    "does not pay here, and the run says how fast it is predicted and which plan is fastest")
-        method = None if choice == AUTO else METHODS[choice]
+        method = None if choice in (AUTO, FASTEST) else METHODS[choice]
     st.caption(method.summary if method is not None else
+               "The planner's fastest exact plan here, which may draft without the draft model or not at all (as `specdec run "
+               "--method auto`); the run says what it chose." if choice == FASTEST else
                "The default policy chooses for the pair as loaded; the run says what it drafted.")
     return choice, method
 
@@ -149,7 +152,7 @@ def _drafting(initial: Settings, draft: str) -> tuple[str, tuple[tuple[str, str]
 
 SETTINGS = "sidebar_settings"   # in the session: what the sidebar showed in this run
 
-_PRECISION_LABELS = {"auto": "auto ({auto} on a CPU)", "none": "as the dtype", "int8": "int8 (CPU)", "int4": "int4 (CPU)",
+_PRECISION_LABELS = {"auto": "auto ({auto})", "none": "as the dtype", "int8": "int8 (CPU)", "int4": "int4 (CPU)",
                      "w8a8": "w8a8 (CPU with AVX-512)"}
 
 
@@ -169,14 +172,15 @@ def render_sidebar() -> Settings:
                               help="auto picks cuda, then mps, then cpu; only devices this machine has are listed")
         dtype = st.selectbox("dtype", DTYPE_CHOICES, **remember("dtype", initial.dtype),
                              help="auto: float32 on the CPU (exact greedy checks; bfloat16 for int4 weights), bfloat16 on CUDA.")
+        planned = planned_weights(initial)                        # what auto means here, as the plan will run it
         quantization = st.selectbox(
             "target weights", QUANTIZATION_CHOICES, **remember("quantization", initial.quantization),
-            format_func=lambda choice: _PRECISION_LABELS[choice].format(auto="int8"),
+            format_func=lambda choice: _PRECISION_LABELS[choice].format(auto=planned[0]),
             help="int8 weights make each target pass several times cheaper on a CPU, and a pass over several tokens still costs "
                  "about one step. A quantized target is a different target: the output is exactly that target's.")
         draft_quantization = st.selectbox(
             "draft weights", QUANTIZATION_CHOICES, **remember("draft_quantization", initial.draft_quantization),
-            format_func=lambda choice: _PRECISION_LABELS[choice].format(auto="int4"),
+            format_func=lambda choice: _PRECISION_LABELS[choice].format(auto=planned[1]),
             help="int4 makes each draft step several times cheaper on a CPU (a smaller c). Only the draft's q changes, never the output.")
         runtime = st.selectbox("Runtime", RUNTIMES, **remember("runtime", initial.runtime),
                                help="what runs the models: torch (transformers), or llama.cpp for GGUF models on a CPU; auto "

@@ -279,10 +279,11 @@ def show_results(frame: pd.DataFrame | None, overlay: pd.DataFrame | None) -> No
 
 
 st.title("Compare pairs")
-st.caption("Every pair runs every gamma on every chosen prompt, next to the target alone with transformers' `generate` "
-           "(the baseline of every speedup). Device, dtype, temperature, top-k, top-p, max new tokens and seed come from "
-           "the sidebar; its single gamma is replaced here by a range. Each run generates max-new-tokens tokens (10–20 s "
-           "apiece for the default pair on a laptop CPU in float32, with a warm-up run of each variant first): start small.")
+st.caption("Every pair runs every gamma on every chosen prompt, next to the target alone: plain decoding on the runtime "
+           "and precision the plan gives the target (the baseline of every speedup). Device, dtype, temperature, top-k, "
+           "top-p, max new tokens and seed come from the sidebar; its single gamma is replaced here by a range. Each run "
+           "generates max-new-tokens tokens, with a warm-up run of each variant first; Home says how long the pair's last "
+           "load took here: start small.")
 chosen = _choose_pairs()
 ENGINES = {"specdec": "specdec, here", "batches": "specdec, batches", "vllm": "vLLM, offline", "server": "vLLM server"}
 engine = st.radio("Engine", list(ENGINES), format_func=ENGINES.get, horizontal=True, **remember("compare_engine", "specdec"),

@@ -22,7 +22,7 @@ from pages.common.heads import training_section
 from pages.common.models import draw_loading, is_chat_model, stopped_while_loading
 from pages.common.playground import RESULT, RUN, UPDATES_PER_SECOND, PlaygroundRun, draw_run, playground_work
 from pages.common.replay import replay_step
-from pages.common.settings import Settings
+from pages.common.settings import FASTEST, Settings
 from pages.common.sidebar import current_settings
 from pages.common.state import keep, remember
 from pages.common.tokens_html import legend_html, plain_text_html, tokens_html
@@ -31,6 +31,7 @@ from pages.common.turns import shared_turns
 from specdec.bench.comparison import RunComparison, acceptance_by_position
 from specdec.bench.prompts import suite
 from specdec.bench.race import race
+from specdec.planner.drafting import FASTEST_PLAN_FLAG
 
 settings = current_settings()
 EXAMPLES = suite()
@@ -111,6 +112,12 @@ def _greedy_check(run: PlaygroundRun) -> None:
               help="sets dtype float32 and both weights to none in the sidebar, and runs the same prompt (slower: the exactness check)")
 
 
+def _fastest_plan() -> None:
+    """The plan the header names as fastest here, one click away: the method picker's FASTEST, the same prompt, run at once."""
+    keep("method", FASTEST)
+    st.session_state["playground_autorun"] = True
+
+
 def _in_float32() -> None:
     """The one-click exactness check: float32, no quantization, the same prompt, run at once."""
     keep("dtype", "float32")
@@ -155,6 +162,10 @@ def show_run(run: PlaygroundRun, settings: Settings) -> None:
     """Everything about the last run: coloured text, the target's own text, metrics, checks and rounds."""
     s, d = run.settings, run.settings.decoding
     st.markdown(f"**Plan:** {run.plan}")                  # the planner's header: what `specdec run` prints for these settings
+    if FASTEST_PLAN_FLAG in run.plan:                        # the draft shown at work where another plan is faster here
+        st.button("Run the fastest exact plan here", icon=":material/speed:", on_click=_fastest_plan, key="playground_fastest",
+                  help="sets the drafting method to auto: the fastest exact plan here (as specdec run --method auto), and runs "
+                       "the same prompt")
     st.caption(f"{s.draft} → {s.target} on {run.device} ({run.precision}) · temperature {d.temperature} · top-k {d.top_k} · "
                f"top-p {d.top_p} · seed {d.seed} · {run.prompt_tokens} prompt tokens"
                + (" · the sidebar has changed since this run" if s != settings else ""))

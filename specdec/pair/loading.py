@@ -25,7 +25,7 @@ from specdec.drafting.cross_tokenizer import whole_character_tokens
 from specdec.engine.inputs import Decoding
 from specdec.engine.model import Model
 from specdec.errors import SpecdecError
-from specdec.pair.measuring import cost_key, keep_load_time
+from specdec.pair.measuring import cost_key, keep_load_time, load_key
 from specdec.pair.resources import LoadedPair
 from specdec.planner import LLAMA_CPP, TORCH, ModelPlan, choose_models
 from specdec.planner.models import FASTEST as FASTEST_SETTINGS
@@ -93,7 +93,7 @@ def load_spec(spec: RunSpec, progress: Callable[[str], None] | None = None,
                                timing=lambda: say("Timing a draft step and the verification passes (kept for next time) …"))
         keep_speed(spec.target, option, spec.models.threads, costs)     # what the planner weighs the target's runtimes by
         seconds["costs"] = time.perf_counter() - start
-    keep_load_time(spec.pair_name, seconds)
+    keep_load_time(load_key(spec.pair_name, models), seconds)
     return LoadedPair(spec.target, spec.draft, resources, models, seconds, costs=costs)
 
 

@@ -9,15 +9,17 @@ alpha the chance a tested draft is kept.
 What is kept, and under what: `specdec.runtime.costs.measured_costs` (the store's costs file), keyed by each model as its
 runtime names it (file, size, time, threads), the precision and the CPU (`cost_key`). The plan is not changed by a timing
 made here: the planner reads the costs measured at load. How long a pair's last load took is kept too (`keep_load_time`),
-for a page to say before the next first click.
+per plan (`load_key`), for a page to say before the next first click.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from specdec.engine.costs import CostProfile
 from specdec.planner.drafting import ASSUMED_ALPHA
+from specdec.planner.models import ModelPlan
 from specdec.reference.explainer import VerificationCurve, verification_curve
 from specdec.registry import DRAFT_MODEL, TARGET, Resources
 from specdec.runtime.costs import draft_costs, measured_costs
@@ -51,11 +53,21 @@ def costs_curve(pair: LoadedPair, alpha: float = ASSUMED_ALPHA, max_gamma: int =
     return verification_curve(costs.verify, costs.c, alpha, max_gamma)
 
 
-LOAD_TIMES = "load-times.json"        # in the store: how long the last load of each run spec's pair took on this machine
+LOAD_TIMES = "load-times.json"        # in the store: how long the last load of each pair, as planned, took on this machine
+
+
+def load_key(pair: str, models: Sequence[ModelPlan | None]) -> str:
+    """What a load time is kept under: the pair and how each model was planned to run (a GGUF file mapped into llama.cpp
+    loads in seconds, the same file converted for torch in a minute or more).
+
+    >>> load_key("d->t", [None, None])
+    'd->t'
+    """
+    return " | ".join([pair, *(f"{planned.role} {planned.describe()}" for planned in models if planned is not None)])
 
 
 def keep_load_time(pair: str, seconds: dict[str, float]) -> None:
-    """Keep how long loading `pair` ("draft->target") took, stage by stage, so a page can say it before the next first click."""
+    """Keep how long loading `pair` (a `load_key`) took, stage by stage, so a page can say it before the next first click."""
     import json
 
     from specdec.store import cache_dir, write_text
@@ -70,7 +82,7 @@ def keep_load_time(pair: str, seconds: dict[str, float]) -> None:
 
 
 def last_load_time(pair: str) -> float | None:
-    """Seconds the last load of `pair` took on this machine (`keep_load_time`), None where it was never loaded here.
+    """Seconds the last load of `pair` (a `load_key`) took on this machine (`keep_load_time`), None where it was never loaded here.
 
     >>> last_load_time("no-draft->no-target") is None
     True
