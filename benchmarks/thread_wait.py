@@ -4,7 +4,8 @@ core, interleaved in one script (each run a fresh process: libgomp reads its pol
     python benchmarks/thread_wait.py --rounds 2 --tokens 64 --out guide/measurements/avx2/thread-wait.csv
 
 Policies: PASSIVE (threads sleep at once between parallel regions), libgomp's default (spin about 300,000 times, then
-sleep: OMP_WAIT_POLICY left empty), ACTIVE (spin forever). "busy" runs `yes > /dev/null` beside the decoding, one core of
+sleep: OMP_WAIT_POLICY left empty), ACTIVE (spin forever, idle threads too), "spin 30M" (GOMP_SPINCOUNT=30000000: spin
+about a second, then sleep). "busy" runs `yes > /dev/null` beside the decoding, one core of
 two taken. Needs the zoo's qwen2.5-coder-1.5b fetched (`specdec models fetch qwen2.5-coder-1.5b`).
 """
 
@@ -18,7 +19,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-POLICIES = {"passive": "PASSIVE", "default spin": "", "active": "ACTIVE"}
+POLICIES = {"passive": {"OMP_WAIT_POLICY": "PASSIVE"}, "default spin": {"OMP_WAIT_POLICY": ""},
+            "active": {"OMP_WAIT_POLICY": "ACTIVE"},
+            "spin 30M": {"OMP_WAIT_POLICY": "", "GOMP_SPINCOUNT": "30000000"}}     # spins long, then sleeps: idle is idle
 CHILD = r"""
 import json, sys, time
 from specdec.pair import loading, running
@@ -34,11 +37,11 @@ print(json.dumps({"tokens_per_s": result.stats.tokens_per_second, "new_tokens": 
 """
 
 
-def one_run(policy: str, busy: bool, tokens: int) -> float:
+def one_run(policy: dict[str, str], busy: bool, tokens: int) -> float:
     """Tokens per second of one plain decoding in a fresh process under `policy`, beside `yes` when `busy`."""
     hog = subprocess.Popen(["yes"], stdout=subprocess.DEVNULL) if busy else None
     try:
-        env = os.environ | {"OMP_WAIT_POLICY": policy}
+        env = {name: value for name, value in os.environ.items() if name != "GOMP_SPINCOUNT"} | policy
         out = subprocess.run([sys.executable, "-c", CHILD, str(tokens)], env=env, capture_output=True, text=True, check=True)
         return json.loads(out.stdout.strip().splitlines()[-1])["tokens_per_s"]
     finally:
@@ -52,12 +55,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--out", default=None)
+    parser.add_argument("--policies", default=",".join(POLICIES), help="comma-separated, of: " + ", ".join(POLICIES))
     args = parser.parse_args(argv)
     rows = []
     for round_ in range(args.rounds):
         for busy in (False, True):
-            for name, policy in POLICIES.items():
-                speed = one_run(policy, busy, args.tokens)
+            for name in args.policies.split(","):
+                speed = one_run(POLICIES[name], busy, args.tokens)
                 rows.append({"round": round_, "load": "one core busy" if busy else "quiet", "policy": name,
                              "tokens_per_s": round(speed, 2)})
                 print(rows[-1], flush=True)

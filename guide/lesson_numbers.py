@@ -1272,3 +1272,26 @@ NUMBERS += [
              lambda saved: tuple(ours / theirs for ours, theirs in zip(_side_rates(saved, SIDE_VARIANTS[1][1]),
                                                                        _side_rates(saved, SIDE_VARIANTS[0][1])))),
 ]
+
+# ---------------------------------------------------------------- chapter 8: what a waiting thread costs (the AVX2 machine)
+
+THREAD_WAIT_RUN = "python benchmarks/thread_wait.py --rounds 2 --tokens 64 --out guide/measurements/avx2/thread-wait.csv"
+
+
+def _waits(saved: str, load: str, policy: str) -> tuple[float, float]:
+    """(slowest, fastest) tokens a second of plain decoding under `policy` with `load`, over the file's rounds."""
+    import csv
+    import io
+
+    speeds = [float(row["tokens_per_s"]) for row in csv.DictReader(io.StringIO(saved))
+              if row["load"] == load and row["policy"] == policy]
+    return min(speeds), max(speeds)
+
+
+NUMBERS += [
+    Measured(RUNTIMES, "plain decoding of the 1.5B ran at <<.1f>>-<<.1f>> tokens a second spinning, <<.1f>>-<<.1f>> with libgomp's "
+             "default (spin a while, then sleep) and <<.1f>>-<<.1f>> sleeping on a quiet machine; with one core kept busy by "
+             "another process, <<.1f>>-<<.1f>> spinning and <<.1f>>-<<.1f>> sleeping", THREAD_WAIT_RUN, "avx2/thread-wait.csv",
+             lambda saved: (*_waits(saved, "quiet", "active"), *_waits(saved, "quiet", "default spin"), *_waits(saved, "quiet", "passive"),
+                            *_waits(saved, "one core busy", "active"), *_waits(saved, "one core busy", "passive"))),
+]
