@@ -117,9 +117,10 @@ def round_problems(module) -> list[str]:
         for _ in range(20):
             emitted = list(module.speculative_round(P, P.copy(), previous, GAMMA, rng))
             if len(emitted) != GAMMA + 1:
-                why = {0: "it emitted no token: a round always emits one (from the residual, or the bonus token)",
-                       1: "it emitted 1: does it draft at all?",
-                       GAMMA: "the bonus token is missing"}.get(len(emitted), "")
+                kept = len(emitted) - 1
+                why = ("it emitted no token: a round always emits one (from the residual, or the bonus token)" if not emitted else
+                       f"it kept {kept} of {GAMMA} drafts, or left out the bonus token: with Q = P every draft has p/q = 1 "
+                       "and must be kept, and a round that keeps them all adds the bonus token" if kept < GAMMA else "")
                 return [f"with Q = P every draft is kept, so a round emits gamma + 1 = {GAMMA + 1} tokens; "
                         f"speculative_round(P, P, {previous}, {GAMMA}, rng) emitted {emitted}: {why}".rstrip(": ")]
         emitted = list(module.speculative_round(P, Q, previous, 0, rng))

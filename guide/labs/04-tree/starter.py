@@ -1,4 +1,4 @@
-"""Lab 4 (chapter 4): the token tree's growth rule, greedy, as chapter 4's *The growth rule, step by step* writes it.
+"""Lab 4 (chapter 4): the token tree's growth rule, greedy, as chapter 4's *The algorithm, step by step* writes it.
 
 Write the two functions. The draft is a function: `draft(path)` returns q (a numpy array [V] that sums to 1), the
 draft's distribution after the root and then the tokens of `path`, a tuple (`()` is the root). `hits` and `tests`
