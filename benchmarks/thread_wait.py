@@ -4,8 +4,8 @@ core, interleaved in one script (each run a fresh process: libgomp reads its pol
     python benchmarks/thread_wait.py --rounds 2 --tokens 64 --out guide/measurements/avx2/thread-wait.csv
 
 Policies: PASSIVE (threads sleep at once between parallel regions), libgomp's default (spin about 300,000 times, then
-sleep: OMP_WAIT_POLICY left empty), ACTIVE (spin forever, idle threads too), "spin 30M" (GOMP_SPINCOUNT=30000000: spin
-about a second, then sleep). "busy" runs `yes > /dev/null` beside the decoding, one core of
+sleep: OMP_WAIT_POLICY left empty), ACTIVE (spin forever, idle threads too), "spin 30M" and "spin 3M" (GOMP_SPINCOUNT=30000000
+or 3000000: spin about 0.7 s or 0.07 s after the last operation, then sleep). "busy" runs `yes > /dev/null` beside the decoding, one core of
 two taken. Needs the zoo's qwen2.5-coder-1.5b fetched (`specdec models fetch qwen2.5-coder-1.5b`).
 """
 
@@ -21,7 +21,8 @@ from pathlib import Path
 
 POLICIES = {"passive": {"OMP_WAIT_POLICY": "PASSIVE"}, "default spin": {"OMP_WAIT_POLICY": ""},
             "active": {"OMP_WAIT_POLICY": "ACTIVE"},
-            "spin 30M": {"OMP_WAIT_POLICY": "", "GOMP_SPINCOUNT": "30000000"}}     # spins long, then sleeps: idle is idle
+            "spin 30M": {"OMP_WAIT_POLICY": "", "GOMP_SPINCOUNT": "30000000"},     # spins long, then sleeps: idle is idle
+            "spin 3M": {"OMP_WAIT_POLICY": "", "GOMP_SPINCOUNT": "3000000"}}
 CHILD = r"""
 import json, sys, time
 from specdec.pair import loading, running

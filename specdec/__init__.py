@@ -51,14 +51,14 @@ import os
 os.environ.setdefault("PYTORCH_ENABLE_MPS_FALLBACK", "1")
 
 # How OpenMP threads wait between operations, chosen by how busy the machine is now (`specdec.store.machine.
-# wait_policy_here`): spinning where it is quiet (a sleeping thread wakes late for every operation: 16.5 against 10 tokens/s
-# on 2 AVX2 cores), sleeping beside other work, which spinning threads fight (5.5 against 9.1). libgomp reads it once, when
-# torch loads it, and llama.cpp's library shares torch's libgomp: so it is decided here, before torch is imported. A value
-# set by the user is kept.
-if "OMP_WAIT_POLICY" not in os.environ:
+# wait_policy_here`): spinning a while where it is quiet (a sleeping thread wakes late at every operation: 16.5 against
+# 10 tokens/s on 2 AVX2 cores), sleeping beside other work, which spinning threads fight (9.1 against 6.4). libgomp reads
+# it once, when torch loads it, and llama.cpp's library shares torch's libgomp: so it is decided here, before torch is
+# imported. A policy set by the user (OMP_WAIT_POLICY or GOMP_SPINCOUNT) is kept.
+if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
     from specdec.store.machine import busy_now, wait_policy_here
 
-    os.environ["OMP_WAIT_POLICY"] = wait_policy_here(busy_now())
+    os.environ.update(wait_policy_here(busy_now()))
 
 # Public names and the module each lives in. They are imported on first use, so that
 # `import specdec.reference.rule` (the NumPy reference) and `specdec toy` do not load torch.

@@ -31,6 +31,7 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 if os.environ.get("PYTEST_XDIST_WORKER"):                # one of pytest-xdist's workers (pyproject.toml: -n auto):
     os.environ.setdefault("OMP_NUM_THREADS", "1")      # one thread each, so the workers share the cores instead of fighting
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # and threads a test starts (llama.cpp's) sleep: the others work
+    os.environ.pop("GOMP_SPINCOUNT", None)
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,6 @@ repetitions (rolled back after each, so the cache does not grow).
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import time
 from collections.abc import Callable
@@ -27,7 +26,7 @@ from specdec.engine.inputs import as_prompt
 from specdec.engine.model import Rows
 from specdec.engine.timing import synchronize
 from specdec.runtime import as_model, is_model
-from specdec.store.machine import BUSY_FROM
+from specdec.store.machine import BUSY_FROM, wait_policy_in_force
 
 
 def _pass_time(rows: Rows, tokens: torch.Tensor, device: torch.device) -> float:
@@ -117,7 +116,7 @@ def measured_costs(target: object, draft: object | None, key: dict[str, object],
     from specdec.store import cache_dir, write_text
 
     path = cache_dir() / COSTS_FILE
-    entry = json.dumps(key | {"wait_policy": os.environ.get("OMP_WAIT_POLICY", "")}, sort_keys=True)
+    entry = json.dumps(key | {"wait_policy": wait_policy_in_force()}, sort_keys=True)
     try:
         kept = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -134,7 +133,7 @@ def measured_costs(target: object, draft: object | None, key: dict[str, object],
     kept[entry] = {"target_step_s": profile.target_step_s, "draft_step_s": profile.draft_step_s,
                    "verify_s": {str(k): s for k, s in profile.verify_s.items()},
                    "measured": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "others_busy_cores": busy,
-                   "busy": busy is None or busy >= BUSY_FROM, "wait_policy": os.environ.get("OMP_WAIT_POLICY", "")}
+                   "busy": busy is None or busy >= BUSY_FROM, "wait_policy": wait_policy_in_force()}
     write_text(path, json.dumps(kept, indent=1))
     return _profile(kept[entry])
 
@@ -153,7 +152,7 @@ def _profile(found: dict) -> CostProfile:
     busy = found.get("others_busy_cores")
     load = "load unknown" if busy is None else (f"beside {busy:.1f} busy cores: flagged, timed again at the next load"
                                                if found.get("busy") else f"quiet ({busy:.2f} cores of other work)")
-    under = (f"timed {found['measured']}, medians of 3, {load}, OpenMP wait {found.get('wait_policy') or 'default'}"
+    under = (f"timed {found['measured']}, medians of 3, {load}, OpenMP wait {found.get('wait_policy') or 'not kept'}"
              if "measured" in found else "timed before conditions were kept")
     return CostProfile(found["target_step_s"], found["draft_step_s"], {int(k): s for k, s in found["verify_s"].items()}, under)
 

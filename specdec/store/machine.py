@@ -75,15 +75,33 @@ def busy_now(seconds: float = 0.05) -> float | None:
     return others_busy(before, cpu_sample())
 
 
-def wait_policy_here(busy: float | None) -> str:
-    """How OpenMP threads should wait between parallel regions on a machine with `busy` cores of other work: spinning
-    (ACTIVE) where it is quiet, sleeping (PASSIVE) beside other work, which spinning threads fight for the cores.
+SPIN_THEN_SLEEP = "3000000"   # libgomp's GOMP_SPINCOUNT on a quiet machine: spins about 0.07 s after the last operation, then sleeps
+
+
+def wait_policy_here(busy: float | None) -> dict[str, str]:
+    """How OpenMP threads should wait between parallel regions on a machine with `busy` cores of other work, as the
+    environment libgomp reads: spinning a long while (`SPIN_THEN_SLEEP` turns) where it is quiet, sleeping at once (PASSIVE)
+    beside other work, which spinning threads fight for the cores.
 
     Plain decoding of the zoo's 1.5B on llama.cpp, 2 AVX2 cores (benchmarks/thread_wait.py, guide/measurements/avx2/
-    thread-wait.csv): quiet, ACTIVE 16.2-16.8 tokens/s, libgomp's default spin 12.4-14.1, PASSIVE 9.1-11.0; one core busy,
-    ACTIVE 4.8-6.2, default 8.5-9.2, PASSIVE 9.1-9.2.
+    thread-wait.csv and thread-wait-spin.csv): quiet, PASSIVE 9.1-11.0 tokens/s, libgomp's default spin 12.4-14.1, 3,000,000
+    turns 16.5-16.6, ACTIVE 14.6-17.0; one core busy, PASSIVE 9.1-9.2, 3,000,000 turns 6.4-7.0, ACTIVE 4.8-6.2. ACTIVE is
+    never chosen: its idle threads spin for ever (a whole core while a dashboard waits for a click); 3,000,000 turns stop
+    spinning 0.07 s after the last operation.
 
     >>> wait_policy_here(0.0), wait_policy_here(1.0), wait_policy_here(None)
-    ('ACTIVE', 'PASSIVE', 'PASSIVE')
+    ({'GOMP_SPINCOUNT': '3000000'}, {'OMP_WAIT_POLICY': 'PASSIVE'}, {'OMP_WAIT_POLICY': 'PASSIVE'})
     """
-    return "ACTIVE" if busy is not None and busy < BUSY_FROM else "PASSIVE"
+    return {"GOMP_SPINCOUNT": SPIN_THEN_SLEEP} if busy is not None and busy < BUSY_FROM else {"OMP_WAIT_POLICY": "PASSIVE"}
+
+
+def wait_policy_in_force() -> str:
+    """How this process's OpenMP threads wait, in words: what kept timings are keyed by.
+
+    >>> import os
+    >>> wait_policy_in_force() == (os.environ.get("OMP_WAIT_POLICY") or "default") + ", spin " + (os.environ.get("GOMP_SPINCOUNT") or "default")
+    True
+    """
+    import os
+
+    return f"{os.environ.get('OMP_WAIT_POLICY') or 'default'}, spin {os.environ.get('GOMP_SPINCOUNT') or 'default'}"
