@@ -373,7 +373,7 @@ def precision(dtype: str, quantization: str) -> str:
     return dtype if quantization == "none" else f"{dtype} {quantization}"
 
 
-RUNTIME_CHOICES = ("plain", "defaults", "draft-model", "tree", "prompt-lookup", "suffix", "recycling", "w8a8-plain", "w8a8-defaults",
+RUNTIME_CHOICES = ("plain", "defaults", "auto", "draft-model", "tree", "prompt-lookup", "suffix", "recycling", "w8a8-plain", "w8a8-defaults",
                    "int8-plain", "int8-defaults")
 TORCH_TARGETS = ("w8a8", "int8")            # llama.cpp:w8a8-*, llama.cpp:int8-*: the target on torch with those weights
 
@@ -381,7 +381,7 @@ TORCH_TARGETS = ("w8a8", "int8")            # llama.cpp:w8a8-*, llama.cpp:int8-*
 def parse_variant(spec: str) -> SpecdecVariant:
     """METHOD:DTYPE:TARGET_QUANT[:DRAFT_QUANT][:tree|:gamma=N], e.g. speculative:float32:int8:int4; or llama.cpp:CHOICE, our
     llama.cpp runtime on the same GGUF files: llama.cpp:plain, llama.cpp:defaults (what `specdec run` does with its defaults:
-    the policy measures and chooses), llama.cpp:METHOD (a drafting method of the registry, e.g. draft-model, prompt-lookup)."""
+    the draft model at work), llama.cpp:auto (`specdec run --method auto`: the fastest exact plan), llama.cpp:METHOD (a drafting method of the registry, e.g. draft-model, prompt-lookup)."""
     if spec.startswith("llama.cpp:"):
         choice = spec.split(":", 1)[1]
         if choice not in RUNTIME_CHOICES:
@@ -439,7 +439,7 @@ def run_on_llama_cpp(variant: SpecdecVariant, models: dict, input_ids, max_new_t
     from specdec.run_spec import Drafting, ModelChoices, RunSpec
 
     decoding = Decoding(max_new_tokens=max_new_tokens, temperature=0)
-    drafting = Drafting() if variant.method in ("plain", "defaults") else Drafting(variant.method)
+    drafting = Drafting() if variant.method in ("plain", "defaults") else Drafting(variant.method)    # "auto": --method auto
     choices = (ModelChoices(runtime="llama.cpp", threads=threads) if variant.target_quantization == "gguf" else
                ModelChoices(runtime="torch", quantization=variant.target_quantization, threads=threads))
     spec = RunSpec(TARGET, DRAFT, choices, drafting, decoding)                     # as `specdec run`

@@ -92,11 +92,11 @@ def pytest_sessionfinish(session, exitstatus):
     after = cache_state(USER_CACHE)
     changed = sorted(name for name in set(_USER_CACHE_BEFORE) | set(after) if _USER_CACHE_BEFORE.get(name) != after.get(name))
     if changed:
-        session.config.get_terminal_writer().line(f"the suite changed the user's cache {USER_CACHE}: {', '.join(changed[:5])}",
-                                                  red=True)
+        session.config.get_terminal_writer().line(f"the user's cache {USER_CACHE} changed during the suite (by a test, or by "
+                                                  f"another process beside it): {', '.join(changed[:5])}", red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
     made = sorted(home_entries() - _HOME_BEFORE)
     if made:
-        session.config.get_terminal_writer().line(f"the suite made {', '.join(made[:5])} in the user's home {Path.home()}",
-                                                  red=True)
+        session.config.get_terminal_writer().line(f"{', '.join(made[:5])} appeared in the user's home {Path.home()} during the "
+                                                  "suite (made by a test, or by another process beside it)", red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -59,3 +59,24 @@ def test_other_processes_work_is_what_this_process_did_not_do():
     assert others_busy((10.0, 1.0, 0.0), (12.0, 2.0, 1.0)) == 1.0                    # 2 core-seconds, 1 of them ours
     assert others_busy((10.0, 1.0, 0.0), (12.0, 3.0, 1.0)) == 0.0                    # all of it ours
     assert others_busy((10.0, 1.0, 5.0), (12.0, 3.0, 5.0)) is None                   # no time passed
+
+
+def test_a_run_whose_passes_disagree_by_more_than_a_fifth_forgets_the_kept_costs(monkeypatch):
+    from types import SimpleNamespace
+
+    from specdec.pair.measuring import recheck_costs
+
+    made = timings(monkeypatch, 0.0)
+    kept = costs.measured_costs(None, None, KEY | {"pair": "recheck"})
+    rounds = [SimpleNamespace(drafted=(), verify_s=1.0)] + [SimpleNamespace(drafted=(1, 2), verify_s=kept.verify_s[2])] * 3
+    pair = SimpleNamespace(costs=kept, cost_key=KEY | {"pair": "recheck"}, costs_off=None)
+    recheck_costs(pair, SimpleNamespace(rounds=rounds))                                  # as predicted: kept
+    assert pair.costs_off is None and costs.measured_costs(None, None, pair.cost_key) and len(made) == 1
+    slower = [rounds[0]] + [SimpleNamespace(drafted=(1, 2), verify_s=kept.verify_s[2] * 1.15)] * 3
+    recheck_costs(pair, SimpleNamespace(rounds=slower))                                  # 15% off: within the fifth
+    assert pair.costs_off is None
+    slower = [rounds[0]] + [SimpleNamespace(drafted=(1, 2), verify_s=kept.verify_s[2] * 1.3)] * 3
+    recheck_costs(pair, SimpleNamespace(rounds=slower))                                  # 30% off: forgotten
+    assert round(pair.costs_off, 2) == 1.3
+    costs.measured_costs(None, None, pair.cost_key)
+    assert len(made) == 2                                                                # timed again at the next load

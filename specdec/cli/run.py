@@ -116,6 +116,9 @@ def _measured_lines(pair, result) -> list[str]:
     v = " ".join(f"{value:.2f}" for value in result.verify_costs[1:9])
     lines = [f"Measured here: a target step {pair.costs.target_step_s * 1e3:.0f} ms, v(k) for k = 1..8: {v} target steps"
              + (f" ({pair.costs.measured_under})" if pair.costs.measured_under else "")]
+    if pair.costs_off is not None:
+        lines.append(f"This run's target passes took {pair.costs_off:.2f}x what the kept costs predict: they are timed again at "
+                     "the next load")
     if pair.draft is not None:
         used = "" if result.draft_cost_ratio == pair.costs.c else f"; this run drafted without it: c = {result.draft_cost_ratio:.2f}"
         lines.append(f"Measured here: the draft {pair.draft_name}'s step {pair.costs.draft_step_s * 1e3:.0f} ms, "

@@ -84,7 +84,7 @@ def load_spec(spec: RunSpec, progress: Callable[[str], None] | None = None,
             seconds[need] = time.perf_counter() - start
     if texts:
         resources[CORPUS] = [resources[TOKENIZER](text).input_ids for text in texts]
-    costs = None
+    costs, key = None, None
     option = target_option(models[0])
     if option is not None:                          # verification is compute-bound there: time c and v(k), once per machine
         start = time.perf_counter()
@@ -94,7 +94,7 @@ def load_spec(spec: RunSpec, progress: Callable[[str], None] | None = None,
         keep_speed(spec.target, option, spec.models.threads, costs)     # what the planner weighs the target's runtimes by
         seconds["costs"] = time.perf_counter() - start
     keep_load_time(load_key(spec.pair_name, models), seconds)
-    return LoadedPair(spec.target, spec.draft, resources, models, seconds, costs=costs)
+    return LoadedPair(spec.target, spec.draft, resources, models, seconds, costs=costs, cost_key=key)
 
 
 def target_option(planned: ModelPlan) -> str | None:

@@ -22,7 +22,8 @@ from specdec.planner.drafting import ASSUMED_ALPHA
 from specdec.planner.models import ModelPlan
 from specdec.reference.explainer import VerificationCurve, verification_curve
 from specdec.registry import DRAFT_MODEL, TARGET, Resources
-from specdec.runtime.costs import draft_costs, measured_costs
+from specdec.engine.results import GenerationResult
+from specdec.runtime.costs import draft_costs, forget_costs, measured_costs
 
 if TYPE_CHECKING:
     from specdec.pair.resources import LoadedPair
@@ -51,6 +52,37 @@ def costs_curve(pair: LoadedPair, alpha: float = ASSUMED_ALPHA, max_gamma: int =
     the default policy's alpha unless another is given."""
     costs = draft_costs(machine_costs(pair), pair.target.verify_slope())
     return verification_curve(costs.verify, costs.c, alpha, max_gamma)
+
+
+DISAGREE_BY = 0.2           # a run whose passes took this much more or less than the kept costs predict re-times them
+
+
+def disagreement(costs: CostProfile, result: GenerationResult) -> float | None:
+    """The seconds a run's target passes after the prompt took over what `costs` predict for them (a pass over k drafted
+    tokens: a step times v(k)); None where it made no such pass.
+
+    >>> from types import SimpleNamespace as Timed
+    >>> costs = CostProfile(0.1, 0.05, {2: 0.2})                                     # v(2) = 2
+    >>> rounds = [Timed(drafted=(), verify_s=0.5), Timed(drafted=(7, 8), verify_s=0.3)]   # the prompt pass, then 2 drafted
+    >>> round(disagreement(costs, Timed(rounds=rounds)), 2)
+    1.5
+    """
+    predicted = observed = 0.0
+    for round_ in result.rounds[1:]:                        # the first round's pass is the prompt's
+        predicted += costs.target_step_s * costs.v(len(round_.drafted))
+        observed += round_.verify_s
+    return observed / predicted if predicted > 0 else None
+
+
+def recheck_costs(pair: LoadedPair, result: GenerationResult) -> None:
+    """Where the run's own passes disagree with the pair's kept costs by more than `DISAGREE_BY` (the machine got busier or
+    quieter, or the kept timing was off), forget them: the next load times them again; `pair.costs_off` says by how much."""
+    if pair.costs is None or pair.cost_key is None:
+        return
+    ratio = disagreement(pair.costs, result)
+    if ratio is not None and not 1 / (1 + DISAGREE_BY) <= ratio <= 1 + DISAGREE_BY:
+        forget_costs(pair.cost_key)
+        pair.costs_off = ratio
 
 
 LOAD_TIMES = "load-times.json"        # in the store: how long the last load of each pair, as planned, took on this machine

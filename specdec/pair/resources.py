@@ -51,6 +51,8 @@ class LoadedPair:
     load_seconds: dict[str, float] = field(default_factory=dict)
     drafters: dict[tuple, Drafter] = field(default_factory=dict)
     costs: CostProfile | None = None   # c and v(k) measured on this machine at load (the llama.cpp runtime), else None: estimated
+    cost_key: dict[str, object] | None = None     # what `costs` are kept under (`specdec.runtime.costs.measured_costs`)
+    costs_off: float | None = None     # the last run's passes over what `costs` predict, where they disagreed by more than 20%
 
     @classmethod
     def from_models(cls, target_name: str, draft_name: str, target: object, draft: object | None, tokenizer: PreTrainedTokenizerBase,

@@ -27,6 +27,7 @@ from specdec.engine.schedule import GammaSchedule
 from specdec.errors import SpecdecError
 from specdec.generation.autoregressive import autoregressive_generate
 from specdec.generation.run import run_plan
+from specdec.pair.measuring import recheck_costs
 from specdec.pair.resources import LoadedPair
 from specdec.planner import Plan
 from specdec.planner.drafting import plan_drafting, plan_for_draft_model
@@ -89,6 +90,8 @@ def run(pair: LoadedPair, plan: Plan, prompts: Sequence[torch.Tensor], decoding:
         on_round: Callable[[int, Round], None] | None = None) -> list[GenerationResult]:
     """`plan` run on the pair's target after each prompt [T]; each result carries the plan's header line."""
     results = run_plan(pair.target, plan.drafting, prompts, decoding, pair.eos_token_ids, on_round)
+    if len(results) == 1:                                    # a batch's passes are priced otherwise: one text checks the costs
+        recheck_costs(pair, results[0])
     return [replace(result, plan=plan.header()) for result in results]
 
 

@@ -138,6 +138,20 @@ def measured_costs(target: object, draft: object | None, key: dict[str, object],
     return _profile(kept[entry])
 
 
+def forget_costs(key: dict[str, object]) -> None:
+    """Drop the costs kept for `key` (as `measured_costs` keys them, this process's wait policy added): the next load of the
+    pair times them again. What a run whose own passes disagree with them asks (`specdec.pair.measuring.recheck_costs`)."""
+    from specdec.store import cache_dir, write_text
+
+    path = cache_dir() / COSTS_FILE
+    try:
+        kept = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return
+    if kept.pop(json.dumps(key | {"wait_policy": wait_policy_in_force()}, sort_keys=True), None) is not None:
+        write_text(path, json.dumps(kept, indent=1))
+
+
 def _timed_with_load(target: object, draft: object | None, ks: tuple[int, ...]) -> tuple[CostProfile, float | None]:
     """`time_costs`, and the cores' worth of other processes' work while it ran (None where unknown)."""
     from specdec.store.machine import cpu_sample, others_busy
