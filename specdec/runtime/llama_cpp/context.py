@@ -136,8 +136,9 @@ class Context:
             raise ValueError(f"a llama.cpp pass takes 1 to {BATCH_TOKENS} tokens, got {len(entries)}")
         if len(entries) > self.free:
             raise SpecdecError(f"the llama.cpp KV cache is full ({self.cells} cells): load the model with a larger context")
-        if self.governor.count != self.threads:
-            self.threads = self.governor.count
+        count = self.governor.count_for(len(entries))
+        if count != self.threads:
+            self.threads = count
             self.library.lib.llama_set_n_threads(self.handle, self.threads, self.threads)
         size = self.settings.prompt_ubatch if prompt else self.settings.ubatch
         start = time.perf_counter()

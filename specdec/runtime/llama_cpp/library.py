@@ -7,13 +7,10 @@ through `importlib.util.find_spec`, which reads the package's location without r
 
 Loading does four things, once:
 
-1. `OMP_WAIT_POLICY=PASSIVE` is set before the library (and its OpenMP runtime) loads, unless the user set it:
-   an OpenMP thread that waits by spinning keeps a core busy, and on a machine where another process holds
-   the other core, the two fight. Measured on 2 cores with one `yes > /dev/null` beside: 6.0 -> 1.5 tokens/s
-   with spinning waits, 3.5 with passive ones (NOTES.md, fifth round). A catch: libgomp reads the variable
-   once, when it starts, and torch's wheel brings its own `libgomp.so.1`, which the library then shares (same
-   soname). When torch was imported first, the variable comes too late: `Library.passive_wait` says whether
-   it took effect, and only setting it before `import torch` (at the program's start) makes sure;
+1. how its OpenMP threads wait was decided when the package was imported (`specdec.store.machine.wait_policy_here`:
+   spin a while on a quiet machine, sleep at once beside other work), before torch: libgomp reads it once, when it
+   starts, and torch's wheel brings its own `libgomp.so.1`, which the library then shares (same soname).
+   `Library.wait` says which policy is in force, or that OpenMP had started before the package could choose;
 2. the library is opened and `llama_backend_init` called;
 3. its logging is silenced (`llama_log_set` with a callback that drops every line): a model load prints
    hundreds of lines to stderr otherwise;
@@ -40,6 +37,7 @@ from pathlib import Path
 
 from specdec.errors import SpecdecError
 from specdec.runtime.llama_cpp import declarations
+from specdec.store.machine import wait_policy_in_force
 
 INSTALL = "pip install -r requirements.txt (it pins xllamacpp and cffi)"
 
@@ -51,7 +49,7 @@ class Library:
     ffi: object
     lib: object
     path: Path
-    passive_wait: bool = True           # OpenMP threads sleep rather than spin while they wait (module docstring)
+    wait: str = ""                      # how OpenMP threads wait, in words (module docstring)
 
 
 _loaded: Library | None = None
@@ -150,8 +148,8 @@ def load_library() -> Library:
     except ImportError:
         raise SpecdecError(f"the llama.cpp runtime needs cffi, which is not installed: {INSTALL}") from None
     path = library_path()
-    passive = os.environ.get("OMP_WAIT_POLICY", "").upper() == "PASSIVE" or not openmp_started()
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")      # before OpenMP starts: no spinning on a busy core
+    wait = wait_policy_in_force() if "OMP_WAIT_POLICY" in os.environ or "GOMP_SPINCOUNT" in os.environ or not openmp_started() \
+        else "libgomp's default (OpenMP started before specdec was imported)"
     ffi = cffi.FFI()
     ffi.cdef(declarations.CDEF)
     try:
@@ -168,7 +166,7 @@ def load_library() -> Library:
     _keep_alive.append(silent)
     lib.llama_log_set(silent, ffi.NULL)
     lib.llama_backend_init()
-    _loaded = Library(ffi, lib, path, passive)
+    _loaded = Library(ffi, lib, path, wait)
     return _loaded
 
 
