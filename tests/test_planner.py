@@ -101,7 +101,7 @@ def test_the_default_shows_the_draft_at_work_where_it_cannot_pay_and_names_the_f
     assert shown.description.endswith("the fastest exact plan here is prompt-lookup (--method auto)"), shown.description
     fastest = plan_for_draft_model(target, draft, name="the-draft", costs=STEEP, fastest=True)
     assert fastest.drafter.draft_model is None and fastest.description.startswith("chain"), fastest.description
-    assert "prompt-lookup, the default here, instead of the-draft" in fastest.description
+    assert "prompt-lookup, the fastest exact plan here, instead of the-draft" in fastest.description
     # negative control: where chains pay, neither says so, and both draft with the draft model alike
     for paying in (plan_for_draft_model(target, draft, costs=CHEAP), plan_for_draft_model(target, draft, costs=CHEAP, fastest=True)):
         assert paying.drafter.draft_model is draft and "predicted" not in paying.description

@@ -178,10 +178,10 @@ def plain_or_free(target: Model, costs: DraftCosts, rows: int, why: str) -> Draf
     could not (v(k) > k + 1)."""
     free = DraftCosts(0.0, costs.verify_slope, costs.verify)
     if best_chain(free, 0.999)[1] <= 1.0:
-        return replace(PLAIN, costs=costs, by_default=True, why=f"plain decoding, the default here, {why}")
+        return replace(PLAIN, costs=costs, by_default=True, why=f"plain decoding, the fastest exact plan here, {why}")
     method = METHODS[FREE_DRAFT]
     drafter = method.make({TARGET: target}, method.parse_options(dict(FREE_DRAFT_OPTIONS)))
-    return plan_drafting(target, drafter, None, rows, by_default=True, costs=free, why=f"{method.name}, the default here, {why}")
+    return plan_drafting(target, drafter, None, rows, by_default=True, costs=free, why=f"{method.name}, the fastest exact plan here, {why}")
 
 
 def default_drafter(target: object, draft: object, name: str | None = None) -> Drafter:
