@@ -373,3 +373,20 @@ def test_compare_measures_batches_and_draws_the_gain_against_batch_size():
     app.file_uploader[0].upload("vllm-server.csv", server.getvalue(), "text/csv").run()
     no_errors(app)
     assert any("vLLM server, requests in flight" in trace.name for trace in figure_titled(app, "Batches").data)
+
+
+def test_the_fastest_plan_is_one_click_away_where_the_header_names_it(monkeypatch):
+    """Where the default drafts with the draft model though another plan is faster here (the header names `--method auto`), a
+    button runs that plan: the method picker moves to it and the same prompt runs again. The tiny pair's torch runtime has no
+    measured costs, so the flag the page looks for is set to a word every header holds."""
+    import specdec.planner.drafting
+
+    monkeypatch.setattr(specdec.planner.drafting, "FASTEST_PLAN_FLAG", "drafting:")
+    app = open_app("pages/views/playground.py", pair=TINY_PAIR, temperature="0", max_new_tokens="8")
+    run_playground(app)
+    no_errors(app)
+    assert sidebar_widget(app, "selectbox", "Drafting method").value == "auto"           # the default: the draft at work
+    finish_jobs(app.button(key="playground_fastest").click().run())
+    no_errors(app)
+    assert sidebar_widget(app, "selectbox", "Drafting method").value == "fastest"        # as `specdec run --method auto`
+    assert app.session_state["playground_run"].settings.spec.drafting.method == "auto"   # and the run it made is that plan's
