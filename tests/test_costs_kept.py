@@ -80,3 +80,10 @@ def test_a_run_whose_passes_disagree_by_more_than_a_fifth_forgets_the_kept_costs
     assert round(pair.costs_off, 2) == 1.3
     costs.measured_costs(None, None, pair.cost_key)
     assert len(made) == 2                                                                # timed again at the next load
+
+
+def test_a_machine_that_cannot_say_its_load_keeps_its_timing_unflagged(monkeypatch):
+    made = timings(monkeypatch, None)                                                    # no /proc/stat (macOS)
+    first = costs.measured_costs(None, None, KEY | {"pair": "unknown"})
+    costs.measured_costs(None, None, KEY | {"pair": "unknown"})
+    assert len(made) == 1 and "load unknown" in first.measured_under

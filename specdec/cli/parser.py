@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import argparse
 
-from specdec.run_spec import FASTEST_PLAN
-
 DEFAULT_PROMPT = "Write a Python function that checks whether a number is prime."
 
 
@@ -127,6 +125,8 @@ def _run_options(run: argparse.ArgumentParser, registry, GAMMA_RANGE: tuple[int,
                      help="draft model q (any tokenizer), or a method that needs no draft model: "
                           f"{_listed(registry.target_only())}; or a trained EAGLE-3 head: eagle (the one `specdec heads train` made "
                           "for the target) or a head's folder")
+    from specdec.run_spec import FASTEST_PLAN
+
     run.add_argument("--method", default=None, choices=[*registry.METHODS, FASTEST_PLAN], metavar="METHOD",
                      help="how to draft (default: what the draft implies; a draft model drafts a chain or tree as the policy "
                           f"chooses, even where it does not pay here, and the plan says so); {FASTEST_PLAN}: the fastest exact "

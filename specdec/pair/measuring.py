@@ -18,11 +18,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from specdec.engine.costs import CostProfile
+from specdec.engine.results import GenerationResult
 from specdec.planner.drafting import ASSUMED_ALPHA
 from specdec.planner.models import ModelPlan
 from specdec.reference.explainer import VerificationCurve, verification_curve
 from specdec.registry import DRAFT_MODEL, TARGET, Resources
-from specdec.engine.results import GenerationResult
 from specdec.runtime.costs import draft_costs, forget_costs, measured_costs
 
 if TYPE_CHECKING:

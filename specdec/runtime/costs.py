@@ -26,7 +26,7 @@ from specdec.engine.inputs import as_prompt
 from specdec.engine.model import Rows
 from specdec.engine.timing import synchronize
 from specdec.runtime import as_model, is_model
-from specdec.store.machine import BUSY_FROM, wait_policy_in_force
+from specdec.store.machine import BUSY_FROM, cpu_sample, others_busy, wait_policy_in_force
 
 
 def _pass_time(rows: Rows, tokens: torch.Tensor, device: torch.device) -> float:
@@ -128,12 +128,12 @@ def measured_costs(target: object, draft: object | None, key: dict[str, object],
         timing()
     for _ in range(2):
         profile, busy = _timed_with_load(target, draft, ks)
-        if busy is not None and busy < BUSY_FROM:
+        if busy is None or busy < BUSY_FROM:                       # quiet, or no way to know (no /proc/stat): kept as it is
             break
     kept[entry] = {"target_step_s": profile.target_step_s, "draft_step_s": profile.draft_step_s,
                    "verify_s": {str(k): s for k, s in profile.verify_s.items()},
                    "measured": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "others_busy_cores": busy,
-                   "busy": busy is None or busy >= BUSY_FROM, "wait_policy": wait_policy_in_force()}
+                   "busy": busy is not None and busy >= BUSY_FROM, "wait_policy": wait_policy_in_force()}
     write_text(path, json.dumps(kept, indent=1))
     return _profile(kept[entry])
 
@@ -154,8 +154,6 @@ def forget_costs(key: dict[str, object]) -> None:
 
 def _timed_with_load(target: object, draft: object | None, ks: tuple[int, ...]) -> tuple[CostProfile, float | None]:
     """`time_costs`, and the cores' worth of other processes' work while it ran (None where unknown)."""
-    from specdec.store.machine import cpu_sample, others_busy
-
     before = cpu_sample()
     profile = time_costs(target, draft, ks)
     return profile, others_busy(before, cpu_sample())

@@ -10,7 +10,7 @@ Loading does four things, once:
 1. how its OpenMP threads wait was decided when the package was imported (`specdec.store.machine.wait_policy_here`:
    spin a while on a quiet machine, sleep at once beside other work), before torch: libgomp reads it once, when it
    starts, and torch's wheel brings its own `libgomp.so.1`, which the library then shares (same soname).
-   `Library.wait` says which policy is in force, or that OpenMP had started before the package could choose;
+   `Library.wait` says which policy is in force;
 2. the library is opened and `llama_backend_init` called;
 3. its logging is silenced (`llama_log_set` with a callback that drops every line): a model load prints
    hundreds of lines to stderr otherwise;
@@ -148,8 +148,7 @@ def load_library() -> Library:
     except ImportError:
         raise SpecdecError(f"the llama.cpp runtime needs cffi, which is not installed: {INSTALL}") from None
     path = library_path()
-    wait = wait_policy_in_force() if "OMP_WAIT_POLICY" in os.environ or "GOMP_SPINCOUNT" in os.environ or not openmp_started() \
-        else "libgomp's default (OpenMP started before specdec was imported)"
+    wait = wait_policy_in_force()
     ffi = cffi.FFI()
     ffi.cdef(declarations.CDEF)
     try:
@@ -168,11 +167,3 @@ def load_library() -> Library:
     lib.llama_backend_init()
     _loaded = Library(ffi, lib, path, wait)
     return _loaded
-
-
-def openmp_started() -> bool:
-    """Whether an OpenMP runtime (libgomp) is already in this process: then it has read its environment already."""
-    try:
-        return any("libgomp" in line for line in Path("/proc/self/maps").read_text().splitlines())
-    except OSError:
-        return False
