@@ -230,12 +230,12 @@ def first_click(settings: Settings) -> str:
 
 def planned_weights(settings: Settings) -> tuple[str, str]:
     """How the target's and the draft's weights run as the planner plans `settings` ('Q4_K_M on llama.cpp', 'int8 on
-    torch'): what "auto" means for these settings, said as the run will do it; torch's CPU defaults where it cannot plan yet
-    (a model not downloaded)."""
+    torch'): what "auto" means for these settings, said as the run will do it; where it cannot plan yet (a model not
+    downloaded), that the plan chooses at load."""
     try:
         planned = choose_models(settings.spec)
     except SpecdecError:
-        return "int8 on torch", "int4 on torch"
+        return "as the plan chooses at load", "as the plan chooses at load"
     said = [f"{model.precision.weights} on {model.runtime}" if model is not None else "no draft model" for model in planned]
     return said[0], said[1]
 
