@@ -66,8 +66,8 @@ def cache_state(root: Path) -> dict[str, tuple[int, int]]:
     """Every file under `root` with its size and modification time (nanoseconds): what a run of the suite must not change."""
     if not root.is_dir():
         return {}
-    return {str(path.relative_to(root)): (path.stat().st_size, path.stat().st_mtime_ns)
-            for path in root.rglob("*") if path.is_file()}
+    return {str(path.relative_to(root)): (stat.st_size, stat.st_mtime_ns)
+            for path in root.rglob("*") if path.is_file() and (stat := path.stat())}
 
 
 def home_entries() -> set[str]:

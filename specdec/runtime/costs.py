@@ -17,6 +17,7 @@ import statistics
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
+from pathlib import Path
 
 import torch
 
@@ -113,14 +114,10 @@ def measured_costs(target: object, draft: object | None, key: dict[str, object],
     pays for the timing once per pair and setting. A timing beside other work (`BUSY_FROM` cores or more of it, measured
     during the timing) is taken again once; still busy, it is used for this run and kept flagged, and the next load times it
     again. `timing()` is called just before a timing (to say so)."""
-    from specdec.store import cache_dir, write_text
+    from specdec.store import write_text
 
-    path = cache_dir() / COSTS_FILE
-    entry = json.dumps(key | {"wait_policy": wait_policy_in_force()}, sort_keys=True)
-    try:
-        kept = json.loads(path.read_text())
-    except (OSError, ValueError):
-        kept = {}
+    path, entry = _kept_file(COSTS_FILE), _entry(key)
+    kept = _read(path)
     found = kept.get(entry)
     if found is not None and set(ks) <= {int(k) for k in found["verify_s"]} and not found.get("busy"):
         return _profile(found)
@@ -141,15 +138,31 @@ def measured_costs(target: object, draft: object | None, key: dict[str, object],
 def forget_costs(key: dict[str, object]) -> None:
     """Drop the costs kept for `key` (as `measured_costs` keys them, this process's wait policy added): the next load of the
     pair times them again. What a run whose own passes disagree with them asks (`specdec.pair.measuring.recheck_costs`)."""
-    from specdec.store import cache_dir, write_text
+    from specdec.store import write_text
 
-    path = cache_dir() / COSTS_FILE
-    try:
-        kept = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return
-    if kept.pop(json.dumps(key | {"wait_policy": wait_policy_in_force()}, sort_keys=True), None) is not None:
+    path = _kept_file(COSTS_FILE)
+    kept = _read(path)
+    if kept.pop(_entry(key), None) is not None:
         write_text(path, json.dumps(kept, indent=1))
+
+
+def _entry(key: dict[str, object]) -> str:
+    """The name kept costs go by: `key` with this process's OpenMP wait policy, as sorted JSON."""
+    return json.dumps(key | {"wait_policy": wait_policy_in_force()}, sort_keys=True)
+
+
+def _kept_file(name: str) -> Path:
+    from specdec.store import cache_dir
+
+    return cache_dir() / name
+
+
+def _read(path: Path) -> dict:
+    """A kept JSON file's entries; none where it is missing or unreadable (it is written whole or not at all)."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
 
 
 def _timed_with_load(target: object, draft: object | None, ks: tuple[int, ...]) -> tuple[CostProfile, float | None]:
@@ -195,13 +208,10 @@ def _speeds_key(target: str, threads: int | None) -> str:
 def keep_speed(target: str, option: str, threads: int | None, profile: CostProfile) -> None:
     """Keep what `profile` measured of `target` run as `option` ("llama.cpp", "torch w8a8") on this machine: the planner weighs
     the ways a target can run here by these (`specdec.planner.models`)."""
-    from specdec.store import cache_dir, write_text
+    from specdec.store import write_text
 
-    path = cache_dir() / SPEEDS_FILE
-    try:
-        kept = json.loads(path.read_text())
-    except (OSError, ValueError):
-        kept = {}
+    path = _kept_file(SPEEDS_FILE)
+    kept = _read(path)
     kept.setdefault(_speeds_key(target, threads), {})[option] = {
         "target_step_s": profile.target_step_s, "draft_step_s": profile.draft_step_s,
         "verify_s": {str(k): s for k, s in profile.verify_s.items()}}

@@ -9,8 +9,7 @@ Loading does four things, once:
 
 1. how its OpenMP threads wait was decided when the package was imported (`specdec.store.machine.wait_policy_here`:
    spin a while on a quiet machine, sleep at once beside other work), before torch: libgomp reads it once, when it
-   starts, and torch's wheel brings its own `libgomp.so.1`, which the library then shares (same soname).
-   `Library.wait` says which policy is in force;
+   starts, and torch's wheel brings its own `libgomp.so.1`, which the library then shares (same soname);
 2. the library is opened and `llama_backend_init` called;
 3. its logging is silenced (`llama_log_set` with a callback that drops every line): a model load prints
    hundreds of lines to stderr otherwise;
@@ -37,7 +36,6 @@ from pathlib import Path
 
 from specdec.errors import SpecdecError
 from specdec.runtime.llama_cpp import declarations
-from specdec.store.machine import wait_policy_in_force
 
 INSTALL = "pip install -r requirements.txt (it pins xllamacpp and cffi)"
 
@@ -49,7 +47,6 @@ class Library:
     ffi: object
     lib: object
     path: Path
-    wait: str = ""                      # how OpenMP threads wait, in words (module docstring)
 
 
 _loaded: Library | None = None
@@ -148,7 +145,6 @@ def load_library() -> Library:
     except ImportError:
         raise SpecdecError(f"the llama.cpp runtime needs cffi, which is not installed: {INSTALL}") from None
     path = library_path()
-    wait = wait_policy_in_force()
     ffi = cffi.FFI()
     ffi.cdef(declarations.CDEF)
     try:
@@ -165,5 +161,5 @@ def load_library() -> Library:
     _keep_alive.append(silent)
     lib.llama_log_set(silent, ffi.NULL)
     lib.llama_backend_init()
-    _loaded = Library(ffi, lib, path, wait)
+    _loaded = Library(ffi, lib, path)
     return _loaded
