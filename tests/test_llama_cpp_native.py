@@ -103,3 +103,20 @@ def test_a_library_that_fails_the_self_test_is_never_recorded(store, monkeypatch
 def test_the_build_compiles_passes_the_self_test_and_runs(store, capsys):  # pragma: no cover - opt-in
     assert main(["runtime", "build"]) == 0
     assert library_path() == native.recorded_library() != wheel_library()
+
+
+def test_status_says_when_the_wheel_leaves_this_cpus_instruction_sets_unused(store, monkeypatch, capsys):
+    """An AVX-512 CPU on the wheel hears of `specdec runtime build` in one line; an AVX2 one, or one with a build, does not."""
+    monkeypatch.setattr(native, "cpu_flags", lambda: {"avx", "avx2", "fma", "f16c", "avx512f", "avx512_bf16"})
+    assert main(["runtime", "status"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1].startswith("This CPU has avx512f, avx512_bf16;") and "specdec runtime build" in out[-1], out
+    monkeypatch.setattr(native, "cpu_flags", lambda: {"avx", "avx2", "fma", "f16c"})
+    assert main(["runtime", "status"]) == 0
+    assert "runtime build" not in capsys.readouterr().out
+    monkeypatch.setattr(native, "cpu_flags", lambda: {"avx", "avx2", "fma", "f16c", "avx512f"})
+    library = store / "libllama.so"
+    library.write_bytes(b"\x7fELF")
+    record(library, native.build_flags())
+    assert main(["runtime", "status"]) == 0
+    assert "runtime build" not in capsys.readouterr().out

@@ -98,6 +98,10 @@ def _prepare_the_default_pair(downloaded: set[str]) -> None:
     start = time.monotonic()
     loading.load_spec(spec, progress=_progress, steps=_LoadSteps())
     _progress(f"Prepared in {time.monotonic() - start:.0f} s: `specdec run` starts without them.")
+    from specdec.runtime.llama_cpp import native
+
+    if (line := native.advice(built=native.recorded_library())) is not None:
+        _progress(line)
 
 
 def _table(rows: list[tuple[str, ...]]) -> str:
@@ -133,6 +137,8 @@ def runtime(args: argparse.Namespace) -> int:
         if built is not None and (commands := native.tool_commands(native.folder() / "tools")):
             print("llama.cpp's own llama-completion on the same kernels (to compare plain greedy output, docs/hardware.md):")
             print("\n".join(f"  {command}" for command in commands))
+        if (line := native.advice(built=built)) is not None:
+            print(line)
     else:
         print("Removed the build: the wheel's library runs again." if native.remove() else "No build to remove.")
     return 0

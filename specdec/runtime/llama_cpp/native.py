@@ -75,6 +75,25 @@ def cpu_options(flags: set[str]) -> list[str]:
             + ["-DGGML_AMX_TILE=OFF", "-DGGML_AMX_INT8=OFF", "-DGGML_AMX_BF16=OFF"])
 
 
+WHEEL_FLAGS = frozenset({"avx", "avx2", "fma", "f16c"})     # what the wheel's portable build uses at most
+
+
+def advice(flags: set[str] | None = None, built: Path | None = None) -> str | None:
+    """One line for a CPU whose instruction sets the wheel leaves unused while no build for it is recorded; else None.
+
+    >>> advice({"avx2", "avx512f", "avx512_vnni"}, built=None).startswith("This CPU has avx512f, avx512_vnni; the wheel's")
+    True
+    >>> advice({"avx2", "fma"}, built=None) is None, advice({"avx512f"}, built=Path("libllama.so")) is None
+    (True, True)
+    """
+    flags = cpu_flags() if flags is None else flags
+    unused = [flag for _, flag in INSTRUCTIONS if flag in flags and flag not in WHEEL_FLAGS]
+    if not unused or built is not None:
+        return None
+    return (f"This CPU has {', '.join(unused)}; the wheel's llama.cpp uses AVX2 at most: `specdec runtime build` compiles "
+            "it for this CPU (a few minutes, once; docs/hardware.md measures the difference)")
+
+
 def recorded_library() -> Path | None:
     """The library a build recorded for this CPU (`build`), None where there is none, it is gone, or the CPU differs."""
     try:
