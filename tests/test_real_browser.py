@@ -61,7 +61,8 @@ def _check_and_describe(page) -> str:
     caption = page.locator("[data-testid='stCaptionContainer']").filter(has_text=" → ").first.inner_text()
     assert page.get_by_text("Greedy check:").first.inner_text().find("identical") >= 0
     assert page.locator("[data-testid='stException'], [data-testid='stAlertContentError']").count() == 0
-    return f"wall-clock speedup: {metrics.get('Wall-clock speedup')} ({metrics.get('Speculative tokens/s')} against " \
+    return f"tokens per target pass: {metrics.get('Tokens per target pass')}; wall-clock speedup: " \
+           f"{metrics.get('Wall-clock speedup')} ({metrics.get('Speculative tokens/s')} against " \
            f"{metrics.get('Target-alone tokens/s')} tokens/s); {caption}"
 
 
