@@ -1,11 +1,11 @@
-"""How long the course takes: its prose at one speed, its code, tables and formulas at another, plus the minutes its
-exercises and labs say they take.
+"""How long the course takes: its prose at one pace, its code, tables and formulas at another, plus the minutes its
+exercises and labs say they take. One pace for the whole course, the one-hour path included.
 
 A reader plans by the course's stated time, so the statement is computed, not guessed. The text is counted in two
 parts, each with its own stated speed:
 
 - prose, the chapters' sentences (inline math included, link targets left out): `PROSE_WORDS_PER_MINUTE` words a
-  minute, the pace of a careful first read of technical text;
+  minute, the pace of a newcomer's first read of a technical text whose every formula is new;
 - code blocks, tables and display formulas, read line by line: `CODE_LINES_PER_MINUTE` non-empty lines a minute.
 
 Every exercise opens with its own estimate and every lab pointer with its own:
@@ -17,13 +17,12 @@ and `course_time()` adds them to the reading time:
 
     >>> time = CourseTime(words=30_000, exercise_minutes=300, lab_minutes=120, lines=300)
     >>> time.reading_minutes, time.total_minutes, time.phrase()
-    (230, 650, 'about 11 hours: 230 minutes of reading, 300 of exercises and 120 of labs')
+    (360, 780, 'about 13 hours: 360 minutes of reading, 300 of exercises and 120 of labs')
 
 The course is long; its first page (`guide/README.md`) and chapter 0 state a one-hour path through it,
-`ONE_HOUR_PATH`, for a newcomer: its minutes are counted at a newcomer's pace (`NEWCOMER_WORDS_PER_MINUTE` words and
-`NEWCOMER_LINES_PER_MINUTE` lines of code, tables and display formulas a minute: a first read of a technical text
-whose every formula is new, code included), must fit the hour (`path_minutes()`), and the path ends with lab 2,
-where the chain rule is written and graded (`PATH_LAB`, its own minutes, after the hour). `python guide/reading_time.py --write`
+`ONE_HOUR_PATH`, for a newcomer: its sections at the same pace and the lab it ends with, lab 1, where the rule for
+one drafted token is written and graded (`PATH_LAB`, with the minutes its pointer opens with), must fit the hour
+together (`path_minutes()`, `lab_minutes()`). `python guide/reading_time.py --write`
 writes every stated time anew after a chapter changed.
 
 `tests/test_guide.py` checks that every exercise and lab carries an estimate, that every chapter opens with
@@ -41,10 +40,8 @@ from pathlib import Path
 GUIDE = Path(__file__).resolve().parent
 CHAPTERS = ("00-intuition.md", "01-math.md", "02-algorithm.md", "03-methods.md", "04-trees.md", "05-model-free.md", "06-own-vocabulary.md",
             "07-kernels.md", "08-runtimes.md", "09-batches.md")
-PROSE_WORDS_PER_MINUTE = 150
-CODE_LINES_PER_MINUTE = 10
-NEWCOMER_WORDS_PER_MINUTE = 100      # the one-hour path is counted at a newcomer's pace: two thirds of the course's ...
-NEWCOMER_LINES_PER_MINUTE = 5        # ... and half its speed through code, tables and display formulas
+PROSE_WORDS_PER_MINUTE = 100       # a newcomer's first read of technical text: the whole course, the one-hour path included
+CODE_LINES_PER_MINUTE = 5          # code, tables and display formulas, line by line
 
 FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 DISPLAY_MATH = re.compile(r"^\$\$[ \t]*\n(.*?)^\$\$[ \t]*$", re.MULTILINE | re.DOTALL)
@@ -56,19 +53,18 @@ LAB = re.compile(r"^\*\*Lab\.\*\*", re.MULTILINE)
 LAB_ESTIMATE = re.compile(r"^\*\*Lab\.\*\* \*\((\d+) min\)\*", re.MULTILINE)
 
 # The one-hour path: chapter -> the "## " sections to read, in order. The core of the course for a newcomer: why
-# generation is slow and what speculation does (chapter 0), the rule, its proof, the expected tokens, the speedup
-# and the greedy limit (chapter 1), the loop, the rule in the engine, the bonus token and the toy language
-# (chapter 2): everything lab 2 asks for, and no section that points to one the path skips
-# (tests/test_guide.py checks it).
+# generation is slow and what speculation does (chapter 0), the rule, its proof, many tokens a round and the expected
+# tokens per pass (chapter 1), the loop, the rule in the engine and the bonus token (chapter 2); then lab 1. No
+# section on it points into a part it skips, unless it says the part comes after the hour (tests/test_course.py).
 ONE_HOUR_PATH: tuple[tuple[str, tuple[str, ...] | None], ...] = (
     ("00-intuition.md", ("Why generating text is slow", "Guess and check", "Why the output is exactly the big model's",
                          "What the speedup depends on")),
     ("01-math.md", ("The setting", "The rule for one drafted token", "Proof that the output is distributed as p",
-                    "Many tokens per round", "Expected tokens per target pass", "Wall-clock speedup",
-                    "Greedy decoding is the temperature-0 limit")),
-    ("02-algorithm.md", ("The loop in one screen", "Step c: the accept/reject rule", "The bonus token", "A toy to test it with")),
+                    "Many tokens per round", "Expected tokens per target pass")),
+    ("02-algorithm.md", ("The loop in one screen", "Step c: the accept/reject rule", "The bonus token")),
 )
-PATH_LAB = ("02-toy", "`cp guide/labs/02-toy/starter.py my_toy.py`, then `python guide/labs/grade.py 02-toy my_toy.py`")
+PATH_LAB = ("01-rule", "`cp guide/labs/01-rule/starter.py my_rule.py`, then `python guide/labs/grade.py 01-rule my_rule.py`")
+AFTER_THE_HOUR = "after the hour"     # how a section on the path points to a part it skips
 
 
 def prose(text: str) -> str:
@@ -161,11 +157,9 @@ def section(text: str, heading: str) -> str:
     return match.group(1)
 
 
-def reading_minutes_of(text: str, newcomer: bool = False) -> float:
-    """Minutes to read `text`: at the course's pace, or at a newcomer's (the one-hour path's)."""
+def reading_minutes_of(text: str) -> float:
+    """Minutes to read `text` at the course's one pace."""
     words, lines = reading_parts(text)
-    if newcomer:
-        return words / NEWCOMER_WORDS_PER_MINUTE + lines / NEWCOMER_LINES_PER_MINUTE
     return words / PROSE_WORDS_PER_MINUTE + lines / CODE_LINES_PER_MINUTE
 
 
@@ -175,12 +169,12 @@ def chapter_body(text: str) -> str:
 
 
 def path_minutes(guide: Path = GUIDE) -> list[tuple[str, tuple[str, ...] | None, int]]:
-    """(chapter, its sections or None, minutes to read them at a newcomer's pace) for every step of the one-hour path."""
+    """(chapter, its sections or None, minutes to read them) for every step of the one-hour path."""
     steps = []
     for name, headings in ONE_HOUR_PATH:
         text = (guide / name).read_text(encoding="utf-8")
         parts = [chapter_body(text)] if headings is None else [section(text, heading) for heading in headings]
-        steps.append((name, headings, round(sum(reading_minutes_of(part, newcomer=True) for part in parts))))
+        steps.append((name, headings, round(sum(reading_minutes_of(part) for part in parts))))
     return steps
 
 
@@ -201,10 +195,10 @@ def path_lines(guide: Path = GUIDE) -> list[str]:
         what = "all of it, without the exercises" if headings is None else ", ".join(f"*{heading}*" for heading in headings)
         lines.append(f"- `{name}`: {what} ({minutes} min)")
     total = sum(minutes for _, _, minutes in path_minutes(guide))
-    lines.append(f"- together {total} minutes of reading at a newcomer's pace ({NEWCOMER_WORDS_PER_MINUTE} words and "
-                 f"{NEWCOMER_LINES_PER_MINUTE} lines of code a minute)")
     lab, how = PATH_LAB
-    lines.append(f"- then lab 2, the chain rule written by you and graded: {how} ({lab_minutes(lab, guide)} min)")
+    lines.append(f"- then lab 1, the rule for one drafted token written by you and graded: {how} ({lab_minutes(lab, guide)} min)")
+    lines.append(f"- together {total + lab_minutes(lab, guide)} minutes: {total} of reading at the course's pace "
+                 f"({PROSE_WORDS_PER_MINUTE} words and {CODE_LINES_PER_MINUTE} lines of code a minute) and the lab")
     return lines
 
 

@@ -4,17 +4,21 @@ Notation: p is the target, q the draft, gamma the drafted tokens per round, alph
 is accepted (Leviathan et al. 2023, Algorithm 1; Chen et al. 2023, Algorithm 2). One text is a batch of one row;
 a batch of texts runs the very same steps, row by row, around shared passes:
 
-    1. the first pass: a round whose proposal is empty: ONE target pass over every prompt; each row's first
-       new token from its own p
-    2. round, while some row still generates:
-       a. draft    each row a proposal (`DraftTree`: a chain is a tree of width one) of at most gamma
-                   tokens on any path (fewer near max_new_tokens; a row with no room drafts nothing)
-       b. verify   ONE target pass over every row's [root, proposal, extra rows] (`specdec.engine.rounds`)
-       c. the rule row by row, with the row's own random stream: a row may accept 4 tokens while its
-                   neighbour accepts none; one token from the target after them (resampled or bonus)
-       d. caches   row by row, each keeps its own text (rolled back, or the accepted path moved up)
-       e. observe  the drafter sees what the target computed for every row, and what was kept
+    1. the first pass: ONE target pass over every prompt (a round in which nothing was drafted); each
+       row's first new token is drawn from its own p
+    2. rounds, while some row still generates:
+       a. draft    each row's drafter proposes at most gamma tokens (fewer near max_new_tokens: a row
+                   with no room left drafts nothing)
+       b. verify   ONE target pass over every row's last token (the root) and its proposal: p after each
+       c. the rule row by row, each row with its own random stream: keep a prefix of the proposal (a row
+                   may keep 4 tokens while its neighbour keeps none), then one token from the target
+                   (resampled after a rejection, or the bonus token after a full accept)
+       d. caches   row by row, forget the rejected tokens (roll back) and keep the rest
+       e. observe  the drafter is told what the target computed and what was kept (some learn from it)
        rows that hit their end-of-sequence token or max_new_tokens leave the batch
+
+    A proposal is a `DraftTree`; a chain is a tree of width one. A tree (and a drafter that asks for extra rows)
+    only changes what the verify pass feeds (`specdec.engine.rounds`) and which path the caches keep.
 
 Cache invariant after every round: the target's cache holds every token of each row's text but the
 last (whose keys and values the next round's pass computes). Each drafter keeps its own state.
