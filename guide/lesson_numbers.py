@@ -84,8 +84,8 @@ TOY_OUTPUT = bugs.correct_rule(TOY_P, TOY_Q)
 
 # --- real runs, saved in guide/measurements/ ---------------------------------------------------
 
-RUN_JSON = "specdec run --temperature 0 --compare --chat --dtype bfloat16 --quantization none --draft-quantization none --json"
-RUN_TEXT = "specdec run --temperature 0 --compare --chat --dtype bfloat16 --quantization none --draft-quantization none"
+RUN_JSON = "specdec run --temperature 0 --compare --chat --gamma 4 --runtime torch --dtype bfloat16 --quantization none --draft-quantization none --json"
+RUN_TEXT = "specdec run --temperature 0 --compare --chat --gamma 4 --runtime torch --dtype bfloat16 --quantization none --draft-quantization none"
 
 
 def draft_cost_ratio(saved: str) -> float:

@@ -244,3 +244,30 @@ def test_the_not_measured_check_can_fail(tmp_path, monkeypatch):
     (fake / "eagle-curve.csv").write_text("minutes,alpha_estimate,tokens_per_s\n5,0.61,20.0\n", encoding="utf-8")
     monkeypatch.setattr(sys.modules[__name__], "MEASUREMENTS", tmp_path)
     assert not no_alpha_in_the_head_curve()
+
+
+# --- a quoted command reproduces its saved run -------------------------------------------------------
+
+def settings_problems(command: str, saved: dict) -> list[str]:
+    """Where `specdec run`'s arguments in `command` would not ask for the settings the saved JSON run records."""
+    from specdec.cli.parser import build_parser
+
+    args = build_parser().parse_args(command.split()[1:])
+    recorded = saved["settings"]
+    asked = {"gamma": args.gamma, "max_new_tokens": args.max_new_tokens, "temperature": args.temperature,
+             "top_k": args.top_k, "top_p": args.top_p, "chat": args.chat}
+    problems = [f"{name}: the command asks for {asked[name]!r}, the saved run used {recorded[name]!r}"
+                for name in asked if name in recorded and asked[name] != recorded[name]]
+    if args.dtype != saved["dtype"]:
+        problems.append(f"dtype: the command asks for {args.dtype!r}, the saved run used {saved['dtype']!r}")
+    return problems
+
+
+def test_the_quoted_json_run_is_asked_for_with_the_settings_it_was_run_with():
+    """Chapter 0's command (also quoted in chapters 1 and 2) names gamma 4, as the saved run records: with gamma left out
+    it would ask for today's default, another run."""
+    saved = json.loads((MEASUREMENTS / "avx512-bf16" / "qwen-greedy-bf16.json").read_text(encoding="utf-8"))
+    assert not settings_problems(lesson_numbers.RUN_JSON, saved), settings_problems(lesson_numbers.RUN_JSON, saved)
+    assert lesson_numbers.RUN_TEXT in read("00-intuition.md") and lesson_numbers.RUN_JSON in read("00-intuition.md")
+    without_gamma = lesson_numbers.RUN_JSON.replace(" --gamma 4", "")
+    assert settings_problems(without_gamma, saved) == ["gamma: the command asks for None, the saved run used 4"]   # it can fail
