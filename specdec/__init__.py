@@ -21,6 +21,7 @@ contract, `tests/test_layers.py` proves it can fail):
     specdec/planner/       the one plan: each model's runtime and precision, the drafting and why, the header every door prints
     specdec/run_spec.py    one run described once: pair, precision, drafting, decoding
     specdec/registry.py    the one list of drafting methods: what each needs, its options, how it drafts
+    specdec/runtimes/      the runtimes as entries: what each runs here, how it loads, how a plan names it
     specdec/heads/         trained EAGLE-3 heads: the network, its tree reader, training, files
     specdec/generation/    running a drafting plan with its timing, and plain decoding (autoregressive_generate)
     specdec/zoo/           models: the catalogue, fetching, converted copies, loading
@@ -38,7 +39,7 @@ contract, `tests/test_layers.py` proves it can fail):
     specdec/errors.py      `SpecdecError`: one line a person can act on
 
 A new drafting method is a module in `drafting/` and one `register(Method(...))` in `registry.py`; a
-new runtime implements `engine/model.py`; a new model is an entry in `zoo/catalog.py`. The dashboard
+new runtime implements `engine/model.py` and is one `register(Runtime(...))` (`runtimes/`); a new model is an entry in `zoo/catalog.py`. The dashboard
 (`app.py`, `pages/`) sits on top, and `specdec` never imports streamlit.
 
 The public API is what this module exports; everything else may change.

@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from specdec.engine.inputs import MAX_GAMMA, Decoding, check_counts
 from specdec.errors import SpecdecError
 from specdec.registry import CORPUS, DEFAULT_DRAFT, DEFAULT_TARGET, METHODS, needs_of
+from specdec.runtimes import choices as runtime_choices
 
 GAMMA_RANGE = (1, MAX_GAMMA)                 # every picker of gamma reads this one range
-RUNTIMES = ("auto", "torch", "llama.cpp")    # auto: llama.cpp for a GGUF model on a CPU where it passes its self-test, else torch
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class ModelChoices:
     dtype: str = "auto"
     quantization: str = "auto"               # the target's weights: auto, none, int8, int4, w8a8
     draft_quantization: str = "auto"         # the draft's weights
-    runtime: str = "auto"                    # the target's runtime: auto, torch or llama.cpp
+    runtime: str = "auto"                    # the target's runtime: auto, or one of `specdec.runtimes.RUNTIMES`
     threads: int | None = None               # llama.cpp's threads (None: the runtime's choice)
     draft_runtime: str = "auto"              # the draft model's runtime: auto (llama.cpp's fastest settings for a GGUF draft
                                              # on a CPU that shares the target's tokenizer), torch or llama.cpp
@@ -90,8 +90,8 @@ class RunSpec:
         if self.drafting.gamma is not None and self.drafting.adaptive is not None:
             raise SpecdecError("a run drafts a fixed gamma or an adaptive one, not both: drop one")
         for runtime in (self.models.runtime, self.models.draft_runtime):
-            if runtime not in RUNTIMES:
-                raise SpecdecError(f"unknown runtime '{runtime}': choose from {', '.join(RUNTIMES)}")
+            if runtime not in runtime_choices():
+                raise SpecdecError(f"unknown runtime '{runtime}': choose from {', '.join(runtime_choices())}")
         if self.target in METHODS:
             raise SpecdecError(f"{self.target} can only be the draft: give a model as the target")
         implied, _ = needs_of(self.draft)

@@ -1,5 +1,6 @@
 """The house keeps its shape: nothing outside the registry, the runtimes and the methods' own modules names a method, a
-drafter class or a model's `.module`; no module over 300 lines and no function over 60.
+drafter class or a model's `.module`; nothing outside the runtimes and their registry compares a runtime's name; no
+module over 300 lines and no function over 60.
 
 Each check reads the source (Python's `ast`, so docstrings and comments may speak of anything), and each is shown failing
 on a made-up violation, so none of them can pass by reading nothing.
@@ -11,6 +12,7 @@ import ast
 from pathlib import Path
 
 from specdec.registry import METHODS
+from specdec.runtimes import RUNTIMES
 
 ROOT = Path(__file__).resolve().parents[1]
 MAX_MODULE_LINES, MAX_FUNCTION_LINES = 300, 60
@@ -66,3 +68,30 @@ def test_no_module_over_300_lines_and_no_function_over_60():
             if (found := oversized(path.read_text()))} == {}
     assert oversized("def f():\n" + "    x = 1\n" * 60) == ["f: 61 lines"]                  # it can fail
     assert oversized("x = 1\n" * 301) == ["module: 301 lines"]
+
+
+RUNTIME_HOMES = ("specdec/runtime/", "specdec/runtimes/")
+
+
+def compared_runtimes(source: str, names: frozenset[str] = frozenset(RUNTIMES)) -> list[str]:
+    """Each comparison in `source` (==, !=, in, not in, a match case) with a string that is a registered runtime's name."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            strings = [operand.value for operand in operands if isinstance(operand, ast.Constant)]
+            strings += [element.value for operand in operands if isinstance(operand, (ast.Tuple, ast.List, ast.Set))
+                        for element in operand.elts if isinstance(element, ast.Constant)]
+            found += [f"{node.lineno}: {value!r}" for value in strings if value in names]
+        elif isinstance(node, ast.MatchValue) and isinstance(node.value, ast.Constant) and node.value.value in names:
+            found.append(f"{node.lineno}: case {node.value.value!r}")
+    return found
+
+
+def test_nothing_outside_the_runtimes_compares_a_runtimes_name():
+    """Choosing, loading, describing a runtime: each reads the registry's entries (`specdec.runtimes`), never its name."""
+    files = sorted((ROOT / "specdec").rglob("*.py")) + sorted((ROOT / "pages").rglob("*.py")) + [ROOT / "app.py"]
+    outside = [path for path in files if not str(path.relative_to(ROOT)).startswith(RUNTIME_HOMES)]
+    assert {str(path.relative_to(ROOT)): found for path in outside if (found := compared_runtimes(path.read_text()))} == {}
+    violation = 'if planned.runtime == "llama.cpp":\n    pass\nok = runtime in ("torch", "auto")\nmatch runtime:\n    case "torch": pass\n'
+    assert compared_runtimes(violation) == ["1: 'llama.cpp'", "3: 'torch'", "5: case 'torch'"]       # it can fail

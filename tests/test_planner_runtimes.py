@@ -13,7 +13,10 @@ import pytest
 import specdec.planner.models as planner_models
 import specdec.zoo.kernel_library
 from specdec import SpecdecError
-from specdec.planner.models import EXACT, FASTEST, LLAMA_CPP, TORCH, W8A8_TARGET, choose_models, faster_measured_target
+from specdec.planner.models import W8A8_TARGET, choose_models, faster_measured_target
+from specdec.runtimes import FALLBACK as TORCH
+from specdec.runtimes.on_llama_cpp import EXACT, FASTEST
+from specdec.runtimes.on_llama_cpp import NAME as LLAMA_CPP
 from specdec.run_spec import Drafting, ModelChoices, RunSpec
 from specdec.runtime.costs import CostProfile, keep_speed, kept_speeds
 
@@ -71,12 +74,12 @@ def kept(tmp_path, monkeypatch):
 
 def test_the_target_moves_to_w8a8_only_where_measured_faster(kept):
     spec = kept
-    assert faster_measured_target(spec) is None                                    # nothing measured: llama.cpp stays
+    assert faster_measured_target(spec, LLAMA_CPP) is None                                    # nothing measured: llama.cpp stays
     keep_speed(spec.target, LLAMA_CPP, None, profile(0.067, 0.65))                # exact llama.cpp: 8 rows cost 5.6 steps
-    assert faster_measured_target(spec) is None                                    # one way measured: llama.cpp stays
+    assert faster_measured_target(spec, LLAMA_CPP) is None                                    # one way measured: llama.cpp stays
     keep_speed(spec.target, W8A8_TARGET, None, profile(0.076, 0.02))              # W8A8: 8 rows cost 1.14 steps
     assert set(kept_speeds(spec.target, None)) == {LLAMA_CPP, W8A8_TARGET}
-    why = faster_measured_target(spec)
+    why = faster_measured_target(spec, LLAMA_CPP)
     assert why is not None and why.startswith("auto: W8A8 on torch, predicted")
 
 
@@ -84,9 +87,9 @@ def test_negative_controls_keep_the_target_on_llama_cpp(kept, monkeypatch):
     spec = kept
     keep_speed(spec.target, LLAMA_CPP, None, profile(0.067, 0.65))
     keep_speed(spec.target, W8A8_TARGET, None, profile(0.200, 0.02))              # cheap passes, but a step three times slower
-    assert faster_measured_target(spec) is None
+    assert faster_measured_target(spec, LLAMA_CPP) is None
     keep_speed(spec.target, W8A8_TARGET, None, profile(0.076, 0.02))
-    assert faster_measured_target(spec) is not None
-    assert faster_measured_target(RunSpec(models=ModelChoices(threads=1))) is None  # measured with another thread count
+    assert faster_measured_target(spec, LLAMA_CPP) is not None
+    assert faster_measured_target(RunSpec(models=ModelChoices(threads=1)), LLAMA_CPP) is None  # measured with another thread count
     monkeypatch.setattr(specdec.zoo.kernel_library, "w8a8_passed_here", lambda: False)
-    assert faster_measured_target(spec) is None                                    # W8A8's test has not passed here
+    assert faster_measured_target(spec, LLAMA_CPP) is None                                    # W8A8's test has not passed here

@@ -34,7 +34,8 @@ from specdec.pair import loading
 from specdec.errors import SpecdecError
 from specdec.pair.measuring import last_load_time, load_key
 from specdec.pair.resources import LoadedPair
-from specdec.planner import TORCH, choose_models
+from specdec.planner import choose_models
+from specdec.runtimes import RUNTIMES
 from specdec.registry import HEAD, pairs
 from specdec.store import Progress
 from specdec.zoo import converted, status
@@ -190,9 +191,9 @@ def is_loaded(settings: Settings) -> bool:
 
 
 def ready_on_disk(settings: Settings) -> bool:
-    """Whether every model of the pair loads in seconds, not minutes: a GGUF file on llama.cpp is read as it is; a model on
-    torch needs its converted copy at the planned precision."""
-    return all(planned is None or planned.runtime != TORCH or _has_copy(planned) for planned in choose_models(settings.spec))
+    """Whether every model of the pair loads in seconds, not minutes: a runtime that runs a file's own weights (a GGUF file on
+    llama.cpp) reads it as it is; a model on torch needs its converted copy at the planned precision."""
+    return all(planned is None or RUNTIMES[planned.runtime].own_weights or _has_copy(planned) for planned in choose_models(settings.spec))
 
 
 def _has_copy(planned) -> bool:
@@ -215,7 +216,7 @@ def first_click(settings: Settings) -> str:
         return f"The pair cannot be planned yet: {error}"
     ways = []
     for model in planned:
-        if model.runtime != TORCH:
+        if RUNTIMES[model.runtime].own_weights:
             ways.append(f"maps {model.name}'s GGUF file into {model.runtime} ({model.settings} settings: seconds)")
         elif _has_copy(model):
             ways.append(f"reads {model.name}'s converted copy on torch")

@@ -36,7 +36,8 @@ from specdec.errors import SpecdecError
 from specdec.kernels.devices import DTYPE_CHOICES
 from specdec.kernels.quantization import QUANTIZATION_CHOICES
 from specdec.registry import DRAFT_MODEL, HEAD, METHODS, TREE, Method, draft_methods, needs_of, pairs
-from specdec.run_spec import FASTEST_PLAN, GAMMA_RANGE, RUNTIMES, Drafting, ModelChoices, RunSpec
+from specdec.run_spec import FASTEST_PLAN, GAMMA_RANGE, Drafting, ModelChoices, RunSpec
+from specdec.runtimes import choices as runtime_choices
 from specdec.zoo.catalog import DEFAULT_PAIR, split_pair_name
 
 CUSTOM = "custom"               # the pair picker's entry for your own draft and target
@@ -111,7 +112,7 @@ class Settings:
     dtype: str = "auto"
     quantization: str = "auto"        # the target's weights: auto (int8 on a CPU), none, int8, int4, w8a8
     draft_quantization: str = "auto"  # the draft's weights: auto (int4 on a CPU), none, int8, int4 (a cheaper draft, the same output)
-    runtime: str = "auto"             # `specdec.run_spec.RUNTIMES`
+    runtime: str = "auto"             # `specdec.runtimes.choices()`
     method: str = AUTO                # AUTO, or a method of the registry drafting with the pair's draft model
     options: tuple[tuple[str, str], ...] = ()   # the method's options by name, as text (`specdec.registry.Method.parse_options`)
     stop_rule: bool = True            # leave each round's length to the planner (its query key kept from when it was the stop rule)
@@ -254,7 +255,7 @@ PARSERS: dict[str, Parser] = {
     "dtype": _one_of(lambda devices: DTYPE_CHOICES),
     "quantization": _one_of(lambda devices: QUANTIZATION_CHOICES),
     "draft_quantization": _one_of(lambda devices: QUANTIZATION_CHOICES),
-    "runtime": _one_of(lambda devices: RUNTIMES),
+    "runtime": _one_of(lambda devices: runtime_choices()),
     "method": _one_of(lambda devices: (AUTO, *METHODS)),
     "stop_rule": _flag,
     "gamma": _number(int, GAMMA_RANGE),

@@ -39,7 +39,8 @@ from specdec.engine.inputs import Decoding
 from specdec.kernels.devices import DTYPE_CHOICES, available_devices
 from specdec.kernels.quantization import QUANTIZATION_CHOICES
 from specdec.registry import HEAD, METHODS, Method, option_value, pairs, target_only
-from specdec.run_spec import GAMMA_RANGE, RUNTIMES
+from specdec.run_spec import GAMMA_RANGE
+from specdec.runtimes import choices as runtime_choices
 from specdec.zoo.catalog import DEFAULT_PAIR
 
 
@@ -182,7 +183,7 @@ def render_sidebar() -> Settings:
             "draft weights", QUANTIZATION_CHOICES, **remember("draft_quantization", initial.draft_quantization),
             format_func=lambda choice: _PRECISION_LABELS[choice].format(auto=planned[1]),
             help="int4 makes each draft step several times cheaper on a CPU (a smaller c). Only the draft's q changes, never the output.")
-        runtime = st.selectbox("Runtime", RUNTIMES, **remember("runtime", initial.runtime),
+        runtime = st.selectbox("Runtime", runtime_choices(), **remember("runtime", initial.runtime),
                                help="what runs the models: torch (transformers), or llama.cpp for GGUF models on a CPU; auto "
                                     "takes llama.cpp where it passes its self-test, else torch")
         st.subheader("Drafting")

@@ -93,7 +93,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     else:
         from specdec import registry
         from specdec.bench.methods import bench_methods, families
-        from specdec.run_spec import GAMMA_RANGE, RUNTIMES
+        from specdec.run_spec import GAMMA_RANGE
+        from specdec.runtimes import choices
+
+        RUNTIMES = choices()
 
     parser = _Parser(prog="specdec", description="Lossless speculative decoding you can read, run and measure.")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)

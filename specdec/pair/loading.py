@@ -27,18 +27,14 @@ from specdec.engine.model import Model
 from specdec.errors import SpecdecError
 from specdec.pair.measuring import cost_key, keep_load_time, load_key
 from specdec.pair.resources import LoadedPair
-from specdec.planner import LLAMA_CPP, TORCH, ModelPlan, choose_models
-from specdec.planner.models import FASTEST as FASTEST_SETTINGS
-from specdec.planner.models import W8A8_TARGET
-from specdec.planner.models import choose_runtime
+from specdec.planner import ModelPlan, choose_models
+from specdec.planner.models import W8A8_TARGET, model_file
 from specdec.registry import CORPUS, DRAFT_MODEL, DRAFT_TOKENIZER, METHODS, RESOURCES, TARGET, TOKENIZER, WHOLE, Resources, corpus_files, needs_of
 from specdec.run_spec import Drafting, ModelChoices, RunSpec
 from specdec.runtime.costs import keep_speed, measured_costs
-from specdec.runtime.llama_cpp.settings import EXACT, FASTEST, Settings
-from specdec.runtime.torch_model import TorchModel
+from specdec.runtimes import FALLBACK, RUNTIMES, LoadRequest, choose_runtime, runtime_of
 from specdec.store import Progress, Reporter
-from specdec.zoo.fetch import where
-from specdec.zoo.gguf_files import gguf_file_type, parsed_once
+from specdec.zoo.gguf_files import parsed_once
 from specdec.zoo.kernel_library import require_w8a8
 from specdec.zoo.loading import TOKENIZERS, load_tokenizer, same_tokenizer, same_tokenizer_files
 from specdec.zoo.loading import load_model as load_torch_model
@@ -88,7 +84,7 @@ def load_spec(spec: RunSpec, progress: Callable[[str], None] | None = None,
     option = target_option(models[0])
     if option is not None:                          # verification is compute-bound there: time c and v(k), once per machine
         start = time.perf_counter()
-        key = cost_key(resources, models[0].runtime) | ({} if models[0].runtime == LLAMA_CPP else {"precision": option})
+        key = cost_key(resources, models[0].runtime) | ({} if RUNTIMES[models[0].runtime].measures_costs else {"precision": option})
         costs = measured_costs(resources[TARGET], resources.get(DRAFT_MODEL), key,
                                timing=lambda: say("Timing a draft step and the verification passes (kept for next time) …"))
         keep_speed(spec.target, option, spec.models.threads, costs)     # what the planner weighs the target's runtimes by
@@ -98,10 +94,11 @@ def load_spec(spec: RunSpec, progress: Callable[[str], None] | None = None,
 
 
 def target_option(planned: ModelPlan) -> str | None:
-    """How a CPU target runs whose costs are measured at load (`W8A8_TARGET` or llama.cpp), None for any other: verification is
-    compute-bound on a CPU with few cores, so what a pass over k tokens costs decides the drafting."""
-    if planned.runtime == LLAMA_CPP:
-        return LLAMA_CPP
+    """How a CPU target runs whose costs are measured at load (`W8A8_TARGET`, or a runtime that measures them: llama.cpp), None
+    for any other: verification is compute-bound on a CPU with few cores, so what a pass over k tokens costs decides the
+    drafting."""
+    if RUNTIMES[planned.runtime].measures_costs:
+        return planned.runtime
     if planned.precision.weights == "w8a8" and planned.precision.device.type == "cpu":
         return W8A8_TARGET
     return None
@@ -130,12 +127,10 @@ def _load_planned(planned: ModelPlan, threads: int | None, say: Callable[[str], 
     cannot take leave it as it is, and its plan then says so)."""
     say(f"Loading {planned.role} {planned.name} …")
     start = time.perf_counter()
-    if planned.runtime == LLAMA_CPP:
-        model = load_on_llama_cpp(planned.name, threads, FASTEST if planned.settings == FASTEST_SETTINGS else EXACT)
-    else:
-        module = load_torch_model(planned.name, precision=planned.precision, role=planned.role, progress=steps)
-        planned = replace(planned, precision=planned.precision.as_loaded(module))
-        model = TorchModel(module, planned.name)
+    request = LoadRequest(planned.name, planned.role, planned.precision, planned.settings, threads, model_file(planned.name).location,
+                          lambda: load_torch_model(planned.name, precision=planned.precision, role=planned.role, progress=steps), steps)
+    model, precision = RUNTIMES[planned.runtime].load(request)
+    planned = replace(planned, precision=precision)
     seconds[planned.role] = time.perf_counter() - start
     say(f"Loaded {planned.role} {planned.name} in {seconds[planned.role]:.1f} s ({planned.runtime}: {planned.why})")
     return model, planned
@@ -158,34 +153,27 @@ def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: st
     return load_spec(spec, progress, steps)
 
 
-def load_model(name_or_path: str, device: str = "auto", dtype: str = "auto", quantization: str = "none", runtime: str = TORCH,
+def load_model(name_or_path: str, device: str = "auto", dtype: str = "auto", quantization: str = "none", runtime: str = FALLBACK,
                threads: int | None = None, **options) -> object:
     """A causal LM from a zoo name, hub id, folder or .gguf file: on torch (default) a transformers model in eval mode
-    (`specdec.zoo.loading.load_model`, which takes `options`); on `runtime="llama.cpp"` the GGUF file mapped into llama.cpp's
-    own kernels with the exact settings, a model behind `specdec.engine.model` that the generate functions take alike.
+    (`specdec.zoo.loading.load_model`, which takes `options`); on another runtime of `specdec.runtimes` (`runtime="llama.cpp"`:
+    the GGUF file mapped into llama.cpp's own kernels with the exact settings) a model behind `specdec.engine.model` that the
+    generate functions take alike.
 
         target = specdec.load_model("qwen2.5-coder-1.5b", runtime="llama.cpp")
         speculative_generate(target, specdec.PromptLookupDrafter(), input_ids, temperature=0)
     """
-    if runtime == LLAMA_CPP:
-        if (device, dtype, quantization) != ("auto", "auto", "none") or options:
-            raise SpecdecError("the llama.cpp runtime runs a GGUF file's own weights on the CPU: drop device, dtype and quantization")
-        import torch
+    entry = runtime_of(runtime)
+    if entry.load_for_user is not None:
+        return entry.load_for_user(name_or_path, device, dtype, quantization, **options)
+    if entry.own_weights and ((device, dtype, quantization) != ("auto", "auto", "none") or options):
+        raise SpecdecError(f"the {runtime} runtime runs a model file's own weights: drop device, dtype and quantization")
+    import torch
 
-        choose_runtime(LLAMA_CPP, [name_or_path], torch.device("cpu"), ())        # one line if it cannot be llama.cpp here
-        return load_on_llama_cpp(name_or_path, threads)
-    if runtime != TORCH:
-        raise SpecdecError(f"unknown runtime '{runtime}' for one model: choose {TORCH} or {LLAMA_CPP}")
-    return load_torch_model(name_or_path, device, dtype, quantization, **options)
-
-
-def load_on_llama_cpp(name: str, threads: int | None = None, settings: Settings = EXACT) -> Model:
-    """A GGUF model mapped into llama.cpp with the exact settings (a draft: `FASTEST`; `threads`: the runtime's choice when
-    None), named and holding its file's type as its weights."""
-    from specdec.runtime.llama_cpp import load_gguf
-
-    path = where(name).location
-    model = load_gguf(path, threads=threads, settings=settings)
-    model.name, model.weights = name, gguf_file_type(path)
-    return model
-
+    file = model_file(name_or_path)
+    choose_runtime(runtime, [file], torch.device("cpu"), ())        # one line if it cannot run this model here
+    settings = entry.settings[0]
+    precision = entry.precision_of(file, "asked for", settings) if entry.precision_of is not None else None
+    request = LoadRequest(name_or_path, "target", precision, settings, threads, file.location,
+                          lambda: load_torch_model(name_or_path, device, dtype, quantization, **options))
+    return entry.load(request)[0]

@@ -28,14 +28,14 @@ from specdec.drafting.cross_tokenizer import retokenize, whole_character_tokens
 from specdec.engine.contract import DraftCosts, Drafter
 from specdec.engine.costs import CostProfile
 from specdec.engine.model import Model
-from specdec.kernels.precision import Precision, gguf_precision, kernel_of
+from specdec.kernels.precision import Precision
 from specdec.kernels.quantization import precision_summary
-from specdec.planner import LLAMA_CPP, TORCH, ModelPlan, Plan, plan
-from specdec.planner.models import EXACT, FASTEST
+from specdec.planner import ModelPlan, Plan, plan
 from specdec.registry import DRAFT_MODEL, DRAFT_TOKENIZER, TARGET, TOKENIZER, WHOLE, Resources
 from specdec.run_spec import Drafting, RunSpec
 from specdec.runtime import as_model
 from specdec.runtime.costs import draft_costs
+from specdec.runtimes import runtime_of
 
 
 @dataclass
@@ -174,11 +174,6 @@ class LoadedPair:
 
 def read_off(model: Model, role: str, name: str) -> ModelPlan:
     """The plan of a model built by hand: its runtime, dtype and weights as it holds them."""
-    why = f"read off the {role} as built"
-    if model.traits.runtime == LLAMA_CPP:
-        from specdec.runtime.llama_cpp.settings import EXACT as EXACT_SETTINGS
-
-        settings = EXACT if getattr(model, "settings", EXACT_SETTINGS) == EXACT_SETTINGS else FASTEST
-        return ModelPlan(role, name, LLAMA_CPP, gguf_precision(model.weights, why, settings), settings, "given")
-    precision = Precision(model.device, model.dtype, model.weights, kernel_of(model.device, model.dtype, model.weights), why)
-    return ModelPlan(role, name, TORCH, precision, "", "given")
+    runtime = runtime_of(model.traits.runtime)
+    precision, settings = runtime.read_off(model, f"read off the {role} as built")
+    return ModelPlan(role, name, runtime.name, precision, settings, "given")

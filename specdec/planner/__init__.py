@@ -12,7 +12,7 @@ The command line, the dashboard's pages, the benchmark and `speculative_generate
 or picks a drafter. The methods themselves are the registry's (`specdec.registry`): the planner names none.
 """
 
-from specdec.planner.models import LLAMA_CPP, TORCH, ModelPlan, choose_models
+from specdec.planner.models import ModelPlan, choose_models
 from specdec.planner.plan import Plan, plan
 
-__all__ = ["LLAMA_CPP", "TORCH", "ModelPlan", "Plan", "choose_models", "plan"]
+__all__ = ["ModelPlan", "Plan", "choose_models", "plan"]
