@@ -245,7 +245,7 @@ def needs_of(draft: str) -> tuple[Method | None, tuple[str, ...]]:
     return None, (DRAFT_MODEL,)
 
 
-def method_for(draft: str, resources: Resources, name: str | None = None) -> Method:
+def named_or_implied_method(draft: str, resources: Resources, name: str | None = None) -> Method:
     """The method a run uses: the one named, else the one the draft implies (a draft model: its chain, or the cross-tokenizer
     method when its tokenizer differs); one clear line when the named method cannot run on what is loaded."""
     if name is None:

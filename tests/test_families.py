@@ -291,7 +291,7 @@ def test_layer_skip_view_shares_weights_and_the_rule_picks_quiet_layers():
 def test_the_registry_makes_what_it_lists_and_the_catalogs_pairs_name_it(small_target):
     """One list of methods (`specdec.registry`): each target-only one makes a drafter of its class that declares its class's
     capabilities; the catalogue's pairs draft with a zoo model or a listed method; other names are refused."""
-    from specdec.registry import METHODS, TARGET, method_for, pairs, target_only
+    from specdec.registry import METHODS, TARGET, named_or_implied_method, pairs, target_only
     from specdec.runtime import as_model
     from specdec.zoo.catalog import MODELS
 
@@ -302,4 +302,4 @@ def test_the_registry_makes_what_it_lists_and_the_catalogs_pairs_name_it(small_t
         assert drafter.capabilities.sizes_rounds == method.capabilities.sizes_rounds
     assert {pair.draft for pair in pairs().values()} <= set(MODELS) | set(target_only()) | {"eagle"}
     with pytest.raises(SpecdecError, match="unknown drafting method"):
-        method_for("prompt-lookup", {TARGET: as_model(small_target)}, "medusa")
+        named_or_implied_method("prompt-lookup", {TARGET: as_model(small_target)}, "medusa")

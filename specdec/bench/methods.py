@@ -39,7 +39,7 @@ from specdec.engine.results import GenerationResult
 from specdec.pair.resources import LoadedPair
 from specdec.pair.running import generate, generate_plain, run
 from specdec.planner.drafting import refused
-from specdec.planner.plan import method_of
+from specdec.planner.plan import run_method
 from specdec.registry import METHODS, RESOURCES, Method
 from specdec.run_spec import Drafting
 from specdec.runtime import transformers_model
@@ -89,7 +89,7 @@ class Speculative(BenchMethod):
 def drafting_for(pair: LoadedPair, gamma: int | str | None, settings) -> Drafting:
     """The run spec's drafting of the pair's draft for a gamma label (`specdec.bench.gammas.drafting_of`): its own method
     (the one its draft implies), with the benchmark's draft vocabulary limit where that method takes one."""
-    method = method_of(pair.spec(), pair.resources)
+    method = run_method(pair.spec(), pair.resources)
     takes_limit = "vocab_limit" in {item.name for item in dataclasses.fields(method.options)}
     limit = (("vocab_limit", str(settings.draft_vocab_limit)),) if settings.draft_vocab_limit and takes_limit else ()
     return drafting_of(gamma, method.name, settings.max_adaptive_gamma, limit)

@@ -29,7 +29,7 @@ from specdec.engine.drafting_plan import DraftingPlan
 from specdec.errors import SpecdecError
 from specdec.planner.drafting import plan_drafting, plan_for_draft_model, refused
 from specdec.planner.models import ModelPlan
-from specdec.registry import DRAFT_MODEL, METHODS, TARGET, Method, Resources, method_for
+from specdec.registry import DRAFT_MODEL, METHODS, TARGET, Method, Resources, named_or_implied_method
 from specdec.run_spec import FASTEST_PLAN, Drafting, RunSpec
 
 
@@ -73,7 +73,7 @@ def plan(spec: RunSpec, resources: Resources, models: tuple[ModelPlan, ModelPlan
     that live as long as the pair (those that learn across texts), unless `fresh`."""
     drafting = spec.drafting
     target, draft = resources[TARGET], resources.get(DRAFT_MODEL)
-    method = method_of(spec, resources)
+    method = run_method(spec, resources)
     if drafting.method in (None, FASTEST_PLAN) and not drafting.options and method.needs == (DRAFT_MODEL,):
         chosen = plan_for_draft_model(target, draft, drafting.gamma, rows, spec.draft, measured, drafting.adaptive,
                                       fastest=drafting.method == FASTEST_PLAN)
@@ -86,8 +86,8 @@ def plan(spec: RunSpec, resources: Resources, models: tuple[ModelPlan, ModelPlan
     return Plan(spec.pair_name, models[0], models[1], chosen)
 
 
-def method_of(spec: RunSpec, resources: Resources) -> Method:
-    """The drafting method of the run: the one the spec names, else the one its draft implies (`specdec.registry.method_for`);
+def run_method(spec: RunSpec, resources: Resources) -> Method:
+    """The drafting method of the run: the one the spec names, else the one its draft implies (`specdec.registry.named_or_implied_method`);
     one line for a method the target's runtime cannot serve (it reads the target's hidden states or layers), before anything
     is made."""
     name = None if spec.drafting.method == FASTEST_PLAN else spec.drafting.method
@@ -95,7 +95,7 @@ def method_of(spec: RunSpec, resources: Resources) -> Method:
         refusal = refused(resources[TARGET], METHODS[name].capabilities, name)
         if refusal is not None:
             raise SpecdecError(refusal)
-    return method_for(spec.draft, resources, name)
+    return named_or_implied_method(spec.draft, resources, name)
 
 
 def drafter_for(method: Method, drafting: Drafting, resources: Resources, kept: dict[tuple, Drafter] | None,
