@@ -287,7 +287,8 @@ def markdown(path: Path) -> str:
                       "| after keep | 6 after 300 |", "|---|---|---|---|---|---|---|"]
             for name, r in result.items():
                 passes = r["passes"].values()
-                cell = lambda d: "-" if d is None else f"{d['rows_differ']}/{d['rows']}, {d['max_abs']:.3g}, {d['argmax_differ']}"
+                def cell(d):
+                    return "-" if d is None else f"{d['rows_differ']}/{d['rows']}, {d['max_abs']:.3g}, {d['argmax_differ']}"
                 total = {"rows": sum(d["rows"] for d in passes), "rows_differ": sum(d["rows_differ"] for d in passes),
                          "max_abs": max(d["max_abs"] for d in passes), "argmax_differ": sum(d["argmax_differ"] for d in passes)}
                 first = next((k for k, d in r["passes"].items() if d["rows_differ"]), "none")

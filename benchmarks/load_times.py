@@ -45,7 +45,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(dir=Path(checkpoint_path(require_model(args.models[0]))).parents[2]) as scratch:
         cache = Path(scratch)
-        print(f"| model | dtype | first load (GGUF, then converted copy saved) | second load (converted copy) | ratio |")
+        print("| model | dtype | first load (GGUF, then converted copy saved) | second load (converted copy) | ratio |")
         print("|---|---|---|---|---|")
         for name in args.models:
             entry = require_model(name)

@@ -223,7 +223,7 @@ def write(guide: Path = GUIDE) -> list[Path]:
         block = "\n".join(path_lines(guide)) + "\n"
         for path in PATH_PAGES:
             text = path.read_text(encoding="utf-8")
-            path.write_text(PATH_BLOCK.sub(lambda match: match.group(1) + block + match.group(2), text), encoding="utf-8")
+            path.write_text(PATH_BLOCK.sub(lambda match, block=block: match.group(1) + block + match.group(2), text), encoding="utf-8")
         for path in (guide / "README.md", guide.parent / "README.md"):
             path.write_text(PHRASE.sub(course_time(guide).phrase(), path.read_text(encoding="utf-8")), encoding="utf-8")
         now = {path: path.read_text(encoding="utf-8") for path in before}

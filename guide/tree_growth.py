@@ -283,7 +283,7 @@ def make_cases(count: int = 120) -> list[dict]:
         hits = [round(test * choose.random(), 2) for test in tests]
         read: dict[tuple[int, ...], np.ndarray] = {}
 
-        def draft(path: tuple[int, ...], seed: int = seed) -> np.ndarray:
+        def draft(path: tuple[int, ...], seed: int = seed, read: dict = read) -> np.ndarray:
             if path not in read:
                 read[path] = as_the_drafter_reads(random_law(seed, path))
             return read[path]
@@ -303,7 +303,6 @@ def cases_json(cases: list[dict]) -> str:
 
 
 if __name__ == "__main__":
-    import json
     import sys
 
     if sys.argv[1:] == ["--lab-cases"]:          # python guide/tree_growth.py --lab-cases  (needs torch and specdec)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from typing import Any
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,7 +57,7 @@ HEAD = "head"                                               # a head trained for
 CORPUS = "corpus"                                           # text files whose tokens a method may draft from
 WHOLE = "draft vocabulary"                                  # with a draft tokenizer: which of its tokens are whole characters
 
-Resources = dict                                            # resource name -> what was loaded (the target: a model)
+Resources = dict[str, Any]                                  # resource name -> what was loaded (the target: a model)
 
 
 @dataclass(frozen=True)

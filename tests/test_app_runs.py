@@ -138,7 +138,7 @@ def test_only_the_runs_own_stop_ends_it_and_the_text_so_far_stays(monkeypatch):
         monkeypatch.setattr(playground.running, "generate", held_after(3, real_generate, gate, seen))
         app = open_app("pages/views/playground.py", pair=TINY_PAIR, temperature="1.0", max_new_tokens="64")
         button(app, "Generate").click().run()
-        wait_for(lambda: len(seen) == 3)                                       # the run is held after its third round
+        wait_for(lambda: len(seen) == 3)  # noqa: B023  (called here, in this iteration) the run is held after its third round
         sidebar_widget(app, "number_input", "seed").set_value(99).run()        # a click elsewhere: the page reruns ...
         assert app.session_state["job:playground"].done.is_set() is False      # ... and the run goes on
         if click_stop:

@@ -31,7 +31,6 @@ from specdec import (
     autoregressive_generate,
     speculative_generate,
 )
-import specdec.generation.run
 from specdec import ModelDrafter, batch_throughput
 from specdec.runtime.batch_cache import BatchCache
 from specdec.engine.contract import Capabilities

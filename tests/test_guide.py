@@ -111,7 +111,7 @@ def output_problems(chapter: str, text: str, outputs) -> list[str]:
         produced = output.produce()
         if produced not in blocks:
             problems.append(f"{chapter} should contain a code block with the output of `{output.command}`:\n{produced}")
-    for info, body in FENCE.findall(text):
+    for _info, body in FENCE.findall(text):
         first = body.splitlines()[0] if body.strip() else ""
         if first.startswith("$ specdec") and not any(o.chapter == chapter and first == f"$ {o.command}" for o in outputs):
             problems.append(f"{chapter} quotes the output of `{first[2:]}`, which guide/lesson_numbers.py does not reproduce")

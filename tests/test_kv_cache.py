@@ -12,7 +12,6 @@ import pytest
 import torch
 from tiny_models import target_cache_as, tiny_model, tiny_pair
 
-import specdec.generation.run
 from specdec import ModelDrafter, speculative_generate
 from specdec.runtime.batch_cache import OneRow
 from specdec.runtime.kv_cache import CachedModel

@@ -351,12 +351,12 @@ def largest_bias(lab: str, module: types.ModuleType) -> float:
     if lab == "01-rule":
         cases = checks.pairs(np.random.default_rng(0))
         for _, p, q in cases[:checks.HAND_PICKED] + cases[-checks.RANDOM_LAWS:]:
-            law = controlled_random.exact_law(lambda rng: int(module.speculative_sample(p, q, rng)))
+            law = controlled_random.exact_law(lambda rng, p=p, q=q: int(module.speculative_sample(p, q, rng)))
             gaps.append(controlled_random.law_distance(law, dict(enumerate(map(float, p))))[0])
     else:
         for previous in range(3):
             for gamma in range(checks.GAMMA + 1):
-                law = controlled_random.exact_law(lambda rng: tuple(int(t) for t in module.speculative_round(
+                law = controlled_random.exact_law(lambda rng, previous=previous, gamma=gamma: tuple(int(t) for t in module.speculative_round(
                     checks.P, checks.Q, previous, gamma, rng)))
                 gaps.append(controlled_random.law_distance(law, checks.round_law(checks.P, checks.Q, previous, gamma))[0])
     return max(gaps)

@@ -19,7 +19,7 @@ def test_adaptive_gamma_is_exact_and_actually_adapts(pairs):
     for prompt in PROMPTS:
         schedule = AdaptiveGamma(COSTS, max_gamma=8)
         original = schedule.next_gamma
-        schedule.next_gamma = lambda: chosen.add(original()) or original()
+        schedule.next_gamma = lambda original=original: chosen.add(original()) or original()
         result = speculative_generate(target, draft, torch.tensor(prompt), schedule=schedule, max_new_tokens=NEW_TOKENS, temperature=0)
         assert result.tokens == reference_greedy(target, prompt)
     assert len(chosen) > 1  # it did not sit on one gamma

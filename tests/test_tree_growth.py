@@ -63,7 +63,7 @@ def test_random_trees_grow_the_same_both_ways(measured):
         verify = tuple(np.cumsum([1.0] + [choose.uniform(0.0, 0.8) for _ in range(6)])) if measured else ()
         draft = laws_for(seed)
         engine = tree_growth.drafter_tree(draft, c, beta, hits, tests, verify=verify, **limits)
-        v = (lambda n: verify[n] if n < len(verify) else verify[-1] + (verify[-1] - verify[-2]) * (n - len(verify) + 1)) if measured else None
+        v = (lambda n, verify=verify: verify[n] if n < len(verify) else verify[-1] + (verify[-1] - verify[-2]) * (n - len(verify) + 1)) if measured else None
         grown = tree_growth.grow(draft, c, beta, hits, tests, verify=v, **limits)
         assert engine == (grown.tokens, grown.parents, grown.passes), (seed, c, beta, limits)
 

@@ -35,7 +35,7 @@ from specdec.engine.inputs import Decoding
 from specdec.errors import SpecdecError
 from specdec.kernels.devices import DTYPE_CHOICES
 from specdec.kernels.quantization import QUANTIZATION_CHOICES
-from specdec.registry import DRAFT_MODEL, HEAD, METHODS, TREE, Method, draft_methods, needs_of, pairs
+from specdec.registry import DRAFT_MODEL, METHODS, TREE, Method, draft_methods, needs_of, pairs
 from specdec.run_spec import FASTEST_PLAN, GAMMA_RANGE, Drafting, ModelChoices, RunSpec
 from specdec.runtimes import choices as runtime_choices
 from specdec.zoo.catalog import DEFAULT_PAIR, split_pair_name
@@ -80,6 +80,7 @@ def loads_a_draft_model(draft: str) -> bool:
 def drafts_with(draft: str, resource: str) -> bool:
     """Whether the method a draft name stands for needs `resource` (`specdec.registry.HEAD`: a trained head), as the registry says.
 
+    >>> from specdec.registry import HEAD
     >>> drafts_with("eagle", HEAD), drafts_with("prompt-lookup", HEAD)
     (True, False)
     """

@@ -94,7 +94,7 @@ def _prepare_the_default_pair(downloaded: set[str]) -> None:
     if busy is not None and busy >= BUSY_FROM:                  # timings taken now would be the other process's, and kept
         _progress(f"Not timing the pair now: other processes keep {busy:.1f} cores busy. The first `specdec run` times it.")
         return
-    _progress(f"Preparing the default pair on this machine, once: llama.cpp's exactness self-test and the timing of c and v(k) …")
+    _progress("Preparing the default pair on this machine, once: llama.cpp's exactness self-test and the timing of c and v(k) …")
     start = time.monotonic()
     loading.load_spec(spec, progress=_progress, steps=_LoadSteps())
     _progress(f"Prepared in {time.monotonic() - start:.0f} s: `specdec run` starts without them.")

@@ -113,7 +113,7 @@ def as_batch(input_ids: object, attention_mask: torch.Tensor | None = None) -> l
 
 def _ids(row: object) -> torch.Tensor:
     try:
-        return torch.tensor(list(row), dtype=torch.long)
+        return torch.tensor(list(row), dtype=torch.long)  # type: ignore[call-overload]   # any iterable of ids; else the line below
     except (TypeError, ValueError, RuntimeError) as error:
         raise SpecdecError(f"each prompt of a batch must be a tensor or a list of token ids: {error}") from None
 

@@ -88,8 +88,9 @@ def speculate(model: Model, target: Rows, drafter: Drafter, prompts: Sequence[to
             target.keep(row, kept_columns(texts[row].numel() - 1, verdict.path))
             texts[row] = text_after(texts[row], proposal, verdict.path, verdict.next_token)
             counts[row] += len(round_.emitted)
-            if schedules[row] is not None and proposal.size:
-                schedules[row].update(proposal.size, verdict.accepted)
+            schedule = schedules[row]
+            if schedule is not None and proposal.size:
+                schedule.update(proposal.size, verdict.accepted)
             finished = counts[row] >= decoding.max_new_tokens or round_.emitted[-1][0] in stop_ids
             seen[row] = verified(lay, row_logits, kept[row], _rows_of(hidden, i, lay.rows.numel()), proposal, verdict, texts[row], finished)
             decided.append((row, round_))

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from specdec.engine.contract import DraftCosts
 from specdec.engine.costs import CostProfile
 from specdec.reference.theory import walltime_speedup
 
@@ -88,7 +89,7 @@ class AdaptiveGamma:
     1
     """
 
-    def __init__(self, costs: CostProfile, max_gamma: int = 12, decay: float = 0.8,
+    def __init__(self, costs: CostProfile | DraftCosts, max_gamma: int = 12, decay: float = 0.8,
                  prior_alpha: float = 0.6, prior_weight: float = 2.0, plain: bool = False, recovery: float = 0.97) -> None:
         self.costs = costs
         self.max_gamma = max_gamma
@@ -108,7 +109,7 @@ class AdaptiveGamma:
         alpha = min(self.alpha, 0.999)
         speedups = {gamma: walltime_speedup(alpha, gamma, self.costs.c, self._verify_costs[gamma])
                     for gamma in range(1, self.max_gamma + 1)}
-        best = max(speedups, key=speedups.get)
+        best = max(speedups, key=lambda gamma: speedups[gamma])
         if self.plain and speedups[best] <= 1.0:                # a plain step is predicted faster: take it, and forget a little
             self.accepted = self.recovery * self.accepted + (1 - self.recovery) * self.prior_alpha * self.prior_weight
             self.tested = self.recovery * self.tested + (1 - self.recovery) * self.prior_weight

@@ -72,7 +72,7 @@ class Timed:
         if name not in self._methods:
             return value
 
-        def timed(*args, **kwargs):
+        def timed(*args: object, **kwargs: object) -> object:
             with self._watch.measure(self._bucket):
                 return value(*args, **kwargs)
         return timed

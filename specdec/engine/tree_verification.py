@@ -66,7 +66,8 @@ def verify_tree_greedy(target_logits: torch.Tensor, tree: DraftTree) -> Verdict:
     choices = target_logits.argmax(dim=-1).tolist()                    # [N + 1]: the argmax after each row
     tokens = tree.tokens.tolist()
     tested: list[bool | None] = [None] * tree.size
-    path, node = [], ROOT
+    path: list[int] = []
+    node = ROOT
     while True:
         choice = choices[node + 1]
         children = tree.children(node)
@@ -105,7 +106,8 @@ def verify_tree_sampled(p: torch.Tensor, tree: DraftTree, generator: torch.Gener
     tokens = tree.tokens.tolist()
     tested: list[bool | None] = [None] * tree.size
     uniforms: list[float | None] = [None] * tree.size
-    path, node = [], ROOT
+    path: list[int] = []
+    node = ROOT
     while True:
         children = tree.children(node)
         r = p[node + 1]                                                # [V] what is left of p at this node

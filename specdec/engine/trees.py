@@ -114,9 +114,9 @@ class DraftTree:
                     following.append(int(path[depth]))
         tokens: list[int] = []
         parents: list[int] = []
-        frontier = [((), ROOT)]                                     # (prefix, its node) of the level being expanded
+        frontier: list[tuple[tuple[int, ...], int]] = [((), ROOT)]     # (prefix, its node) of the level being expanded
         while frontier and (budget is None or len(tokens) < budget):
-            level = []
+            level: list[tuple[tuple[int, ...], int]] = []
             for prefix, node in frontier:
                 for token in children.get(prefix, []):
                     if budget is not None and len(tokens) == budget:

@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from specdec.drafting.no_draft import PLAIN
-from specdec.engine.contract import Capabilities, DraftCosts, Drafter, check_drafter
+from specdec.engine.contract import Capabilities, DraftCosts, Drafter, DraftNetwork, check_drafter
 from specdec.engine.drafting_plan import DraftingPlan
 from specdec.engine.inputs import check_counts
 from specdec.engine.model import Model
@@ -168,7 +168,7 @@ def best_chain(costs: DraftCosts, alpha: float, max_gamma: int = 16) -> tuple[in
     (2, 0.985)
     """
     speedups = {gamma: round(walltime_speedup(alpha, gamma, costs.c, costs.v(gamma)), 3) for gamma in range(1, max_gamma + 1)}
-    best = max(speedups, key=speedups.get)
+    best = max(speedups, key=lambda gamma: speedups[gamma])
     return best, speedups[best]
 
 
@@ -209,7 +209,7 @@ def trees_pay(target: Model, draft: Model, costs: DraftCosts | None = None) -> b
     return dear and not target.traits.sliding_window and not draft.traits.sliding_window
 
 
-def estimated_costs(target: Model, draft: Model | None) -> DraftCosts:
+def estimated_costs(target: Model, draft: DraftNetwork | None) -> DraftCosts:
     """c from the weight bytes a draft step reads over a target step's, s as the target's runtime guesses it."""
     return DraftCosts(weight_cost_ratio(target, draft), target.verify_slope())
 

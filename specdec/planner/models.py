@@ -22,11 +22,11 @@ Not handled here: how a run drafts (`specdec.planner.plan`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
-import torch
 
-from specdec.errors import SpecdecError
 from specdec.engine.contract import DraftCosts
 from specdec.kernels.precision import AUTO, Precision, resolve_pair_precision, resolve_precision
 from specdec.registry import DRAFT_MODEL, needs_of
@@ -90,13 +90,15 @@ def choose_models(spec: RunSpec) -> tuple[ModelPlan, ModelPlan | None]:
     draft_runtime, draft_why = choose_draft_runtime(
         choices.draft_runtime, draft_file, device, AUTO != choices.draft_quantization or choices.dtype != AUTO,
         lambda: _one_tokenizer(spec.target, spec.draft))
-    return target, _planned("draft", draft_file, draft_runtime, precisions[1], draft_why)
+    draft_precision = precisions[1]
+    assert draft_precision is not None                   # resolved for a draft model: with_draft above
+    return target, _planned("draft", draft_file, draft_runtime, draft_precision, draft_why)
 
 
 def model_file(name: str) -> ModelFile:
     """What the zoo says of a model before it loads: where it is, and whether it is one GGUF file."""
     found = where(name)
-    return ModelFile(name, found.location, found.gguf)
+    return ModelFile(name, Path(found.location) if found.gguf else None, found.gguf)
 
 
 def _planned(role: str, file: ModelFile, runtime_name: str, precision: Precision, why: str) -> ModelPlan:
@@ -111,7 +113,8 @@ def _planned(role: str, file: ModelFile, runtime_name: str, precision: Precision
 def _one_tokenizer(target: str, draft: str) -> bool:
     """Whether the zoo says (one family) or the converted copies show (the same files) that two models cut text alike."""
     entries = [where(name).entry for name in (target, draft)]
-    return (None not in entries and entries[0].family == entries[1].family) or same_tokenizer_files(target, draft)
+    first, second = entries
+    return (first is not None and second is not None and first.family == second.family) or same_tokenizer_files(target, draft)
 
 
 def faster_measured_target(spec: RunSpec, runtime: str) -> str | None:
@@ -133,11 +136,11 @@ def faster_measured_target(spec: RunSpec, runtime: str) -> str | None:
             f"(both measured here, a draft agreeing {ASSUMED_ALPHA:.0%} of the time)")
 
 
-def predicted_rate(costs: DraftCosts, step_s: float, alpha: float, best_chain) -> float:
+def predicted_rate(costs: DraftCosts, step_s: float, alpha: float, best_chain: Callable[..., tuple[int, float]]) -> float:
     """Tokens a second a target of one-token step `step_s` is predicted to give: its best chain at `alpha`, or plain steps.
 
     >>> from specdec.planner.drafting import best_chain
     >>> round(predicted_rate(DraftCosts(0.5, 0.05, (1.0, 1.05, 1.1, 1.2, 1.3)), 0.1, 0.9, best_chain), 1)
     12.9
     """
-    return max(1.0, best_chain(costs, alpha, max_gamma=max(1, len(costs.verify) - 1))[1]) / step_s
+    return float(max(1.0, best_chain(costs, alpha, max_gamma=max(1, len(costs.verify) - 1))[1])) / step_s

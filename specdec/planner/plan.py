@@ -67,20 +67,20 @@ def _short(name: str) -> str:
 
 
 def plan(spec: RunSpec, resources: Resources, models: tuple[ModelPlan, ModelPlan | None], measured: DraftCosts | None,
-         kept: dict[tuple, Drafter] | None = None, rows: int = 1, fresh: bool = False) -> Plan:
+         kept: dict[tuple[object, ...], Drafter] | None = None, rows: int = 1, fresh: bool = False) -> Plan:
     """The plan for `spec` on what was loaded (`resources` by the registry's names, the target always) with this machine's
     `measured` costs of the pair (None: not measured; the policy estimates them). `rows` texts at once; `kept` holds drafters
     that live as long as the pair (those that learn across texts), unless `fresh`."""
     drafting = spec.drafting
-    target, draft = resources[TARGET], resources.get(DRAFT_MODEL)
+    target = resources[TARGET]
     method = run_method(spec, resources)
     if drafting.method in (None, FASTEST_PLAN) and not drafting.options and method.needs == (DRAFT_MODEL,):
-        chosen = plan_for_draft_model(target, draft, drafting.gamma, rows, spec.draft, measured, drafting.adaptive,
+        chosen = plan_for_draft_model(target, resources[DRAFT_MODEL], drafting.gamma, rows, spec.draft, measured, drafting.adaptive,
                                       fastest=drafting.method == FASTEST_PLAN)
     else:
         drafter = drafter_for(method, drafting, resources, kept, fresh)
         costs = measured
-        if costs is not None and drafter.draft_model is not draft:      # measured for the pair's draft, not this one's
+        if costs is not None and drafter.draft_model is not resources.get(DRAFT_MODEL):      # measured for the pair's draft, not this one's
             costs = None if drafter.draft_model is not None else replace(costs, c=0.0)
         chosen = plan_drafting(target, drafter, drafting.gamma, rows, costs=costs, adaptive=drafting.adaptive)
     return Plan(spec.pair_name, models[0], models[1], chosen)
@@ -98,7 +98,7 @@ def run_method(spec: RunSpec, resources: Resources) -> Method:
     return named_or_implied_method(spec.draft, resources, name)
 
 
-def drafter_for(method: Method, drafting: Drafting, resources: Resources, kept: dict[tuple, Drafter] | None,
+def drafter_for(method: Method, drafting: Drafting, resources: Resources, kept: dict[tuple[object, ...], Drafter] | None,
                 fresh: bool = False) -> Drafter:
     """The drafter `drafting` asks of `method`, made from `resources` by the registry; kept in `kept` unless `fresh`."""
     options = method.parse_options(dict(drafting.options))

