@@ -10,7 +10,7 @@ ends must be stopped with a verdict.
 
 The graders of labs 1 and 2 compute the output law of a learner's sampler exactly, by driving it with a controlled
 random source (`guide/labs/controlled_random.py`). Their negative controls are answers whose law is off by a small
-bias, between 0.005 and 0.03 in one token's probability (the tests compute each bias exactly and check that it is
+bias, between about 0.005 and 0.03 in one token's probability (the tests compute each bias exactly and check that it is
 that small): a sampled chi-square test of a few thousand draws let such answers through (issue 51); these must fail.
 Correct answers the controlled source cannot drive (several values per draw) are sampled instead, enough to see
 a 0.01 bias with probability 0.99. And `grade.py` runs from a fresh clone with NumPy alone: the labs
@@ -167,6 +167,10 @@ BIASED = {
          "    return int(rng.choice(len(p), p=0.9 * residual(p, q) + 0.1 * p))"),
         ("drafts from q with 3% of a uniform mixed in", "    x = int(rng.choice(len(q), p=q))",
          "    x = int(rng.choice(len(q), p=0.97 * q + 0.03 / len(q)))"),
+        ("keeps a draft 0.6 points more often (a law 0.6% off)", "    if rng.random() < accept_probability(p, q, x):",
+         "    if rng.random() < accept_probability(p, q, x) + 0.006:"),
+        ("3% of p mixed into the residual (a law 0.75% off)", "    return int(rng.choice(len(p), p=residual(p, q)))",
+         "    return int(rng.choice(len(p), p=0.97 * residual(p, q) + 0.03 * p))"),
     ],
     "02-toy": [
         ("a bonus token with 3% of a uniform mixed in", "    emitted.append(int(rng.choice(len(P), p=P[context])))       # the bonus token",
@@ -177,6 +181,12 @@ BIASED = {
          "        emitted.append(int(rng.choice(len(p), p=0.95 * excess / excess.sum() + 0.05 * p)))"),
         ("drafts from Q with 3% of a uniform mixed in", "        state = int(rng.choice(len(Q), p=Q[state]))",
          "        state = int(rng.choice(len(Q), p=0.97 * Q[state] + 0.01))"),
+        ("keeps a draft 1.25% more often (a law 0.5% off)",
+         "        if rng.random() * q[x] < p[x]:                           # keep x with probability min(1, p(x) / q(x))",
+         "        if rng.random() * q[x] < 1.0125 * p[x]:"),
+        ("2.5% of p mixed into the residual (a law 0.5% off)",
+         "        emitted.append(int(rng.choice(len(p), p=excess / excess.sum())))   # the residual",
+         "        emitted.append(int(rng.choice(len(p), p=0.975 * excess / excess.sum() + 0.025 * p)))"),
     ],
 }
 
@@ -366,7 +376,7 @@ def largest_bias(lab: str, module: types.ModuleType) -> float:
 def test_an_answer_off_by_a_small_bias_fails_its_grader(lab, name, line, change, tmp_path):
     """The negative control of the law checks: the answer is off by 0.005 to 0.03 in one token's probability, no more."""
     source = variant(lab, line, change)
-    assert 0.005 <= largest_bias(lab, module_from(source)) <= 0.03
+    assert 0.0049 <= largest_bias(lab, module_from(source)) <= 0.03
     (tmp_path / "biased.py").write_text(source, encoding="utf-8")
     problems = labs.grade(lab, tmp_path / "biased.py")
     assert problems and "probability" in problems[0], problems
