@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from specdec.engine.inputs import MAX_GAMMA, Decoding, check_counts
+from specdec.engine.inputs import MAX_GAMMA, Decoding, check_round_length
 from specdec.errors import SpecdecError
 from specdec.registry import CORPUS, DEFAULT_DRAFT, DEFAULT_TARGET, METHODS, needs_of
 from specdec.runtimes import choices as runtime_choices
@@ -84,9 +84,7 @@ class RunSpec:
         """Refuse, in one line and before anything loads, what cannot run: a bad gamma, runtime, method, option or corpus."""
         if not self.target.strip() or not self.draft.strip():
             raise SpecdecError("give both a draft and a target")
-        for gamma in (self.drafting.gamma, self.drafting.adaptive):
-            if gamma is not None:
-                check_counts(1, gamma)
+        check_round_length("the drafter", False, self.drafting.gamma, self.drafting.adaptive)     # 1..64 (the method: below)
         if self.drafting.gamma is not None and self.drafting.adaptive is not None:
             raise SpecdecError("a run drafts a fixed gamma or an adaptive one, not both: drop one")
         for runtime in (self.models.runtime, self.models.draft_runtime):
@@ -107,8 +105,7 @@ class RunSpec:
                                f"(--method {method.name}, --tree), or give a draft model")
         if method is not None:
             method.parse_options(dict(self.drafting.options))           # a bad option name or value: one line, now
-            if (self.drafting.gamma, self.drafting.adaptive) != (None, None) and method.capabilities.sizes_rounds:
-                raise SpecdecError(f"{method.name} sizes its own rounds (a tree's budget, a lookup's match): leave gamma out")
+            check_round_length(method.name, method.capabilities.sizes_rounds, self.drafting.gamma, self.drafting.adaptive)
         elif self.drafting.options:
             raise SpecdecError("options belong to a drafting method: name it (--method) or drop the options")
         if self.drafting.corpus and (method is None or CORPUS not in method.uses):

@@ -106,7 +106,7 @@ def test_run_defaults_to_quantized_weights_and_says_so(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("argv, fragment", [
-    (["--tree", "", "--gamma", "4"], "drop --gamma"),
+    (["--tree", "", "--gamma", "4"], "leave gamma out"),
     (["--tree-budget", "0"], "--tree-budget"),
     (["--tree", "", "--draft", "prompt-lookup"], "prompt-lookup drafts without a draft model, and tree needs one"),
     (["--gamma", "0"], "gamma"),

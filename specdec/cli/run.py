@@ -28,8 +28,6 @@ def run_spec(args: argparse.Namespace):
         method = TREE
         if args.tree_budget is not None:
             options["budget"] = str(args.tree_budget)
-    if method == TREE and args.gamma is not None:
-        raise SpecdecError("--gamma sizes a chain draft; a tree sizes its own rounds: drop --gamma (or set --tree-budget)")
     if not args.prompt.strip():
         raise SpecdecError("the prompt is empty: pass some text with --prompt")
     models = ModelChoices(args.device, args.dtype, args.quantization, args.draft_quantization, args.runtime,

@@ -118,12 +118,30 @@ def _ids(row: object) -> torch.Tensor:
         raise SpecdecError(f"each prompt of a batch must be a tensor or a list of token ids: {error}") from None
 
 
-def check_counts(max_new_tokens: int, gamma: int | None = None) -> None:
+def check_counts(max_new_tokens: int, gamma: float | None = None) -> None:
     """Refuse max_new_tokens < 1 and gamma outside 1..64."""
     if int(max_new_tokens) != max_new_tokens or max_new_tokens < 1:
         raise SpecdecError(f"max_new_tokens must be a whole number >= 1, got {max_new_tokens}")
     if gamma is not None and (int(gamma) != gamma or not 1 <= gamma <= MAX_GAMMA):
         raise SpecdecError(f"gamma must be a whole number from 1 to {MAX_GAMMA}, got {gamma}; 4 is a good start")
+
+
+def check_round_length(name: str, sizes_rounds: bool, *lengths: object) -> None:
+    """Refuse a length of round (a gamma, an adaptive gamma's cap, a schedule) given to a drafter that sizes its own rounds,
+    and a gamma outside 1..64: one line each, the same wherever a run is checked (the run spec, the planner).
+
+    >>> check_round_length("tree", True, None, None)          # nothing given: fine
+    >>> check_round_length("tree", True, 4)
+    Traceback (most recent call last):
+    ...
+    specdec.errors.SpecdecError: tree sizes its own rounds (a tree's budget, a lookup's match): leave gamma out
+    """
+    given = [length for length in lengths if length is not None]
+    if given and sizes_rounds:
+        raise SpecdecError(f"{name} sizes its own rounds (a tree's budget, a lookup's match): leave gamma out")
+    for length in given:
+        if isinstance(length, (int, float)):                   # a number (a schedule object sizes itself)
+            check_counts(1, length)
 
 
 def check_fits_context(model: Model, prompt_tokens: int, max_new_tokens: int, role: str = "model") -> None:

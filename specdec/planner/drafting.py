@@ -34,7 +34,7 @@ from dataclasses import replace
 from specdec.drafting.no_draft import PLAIN
 from specdec.engine.contract import Capabilities, DraftCosts, Drafter, DraftNetwork, check_drafter
 from specdec.engine.drafting_plan import DraftingPlan
-from specdec.engine.inputs import check_counts
+from specdec.engine.inputs import check_round_length
 from specdec.engine.model import Model
 from specdec.engine.schedule import AdaptiveGamma, FixedGamma, GammaSchedule
 from specdec.engine.stop_rule import ConfidenceStop
@@ -69,14 +69,11 @@ def plan_drafting(target: Model, drafter: Drafter, gamma: int | None = None, row
     if gamma is not None and not isinstance(gamma, int):
         raise SpecdecError(f"gamma is a whole number of drafted tokens a round, got a {type(gamma).__name__}: give a schedule "
                            "object (AdaptiveGamma, ConfidenceStop) as schedule=")
-    if gamma is not None:
-        check_counts(1, gamma)                                          # a number: 1..64
     check_drafter(drafter)
     costs, capabilities = costs or estimated_costs(target, drafter.draft_model), drafter.capabilities
     if sum(choice is not None for choice in (gamma, adaptive, schedule)) > 1:
         raise SpecdecError("give one of gamma, adaptive and schedule: each says how long a round is")
-    if capabilities.sizes_rounds and (gamma, adaptive, schedule) != (None, None, None):
-        raise SpecdecError(f"{drafter.name} sizes its own rounds (a tree's budget, a lookup's match): leave gamma out")
+    check_round_length(drafter.name, capabilities.sizes_rounds, gamma, adaptive, schedule)
     check_serves(target, drafter)                    # what the drafter's own draft model can do, the drafter checks (`begin`)
     if rows > 1 and not target.traits.batches:
         raise SpecdecError("the target has sliding-window layers, which batches do not handle: give one prompt at a time")
