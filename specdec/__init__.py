@@ -20,7 +20,7 @@ contract, `tests/test_layers.py` proves it can fail):
     specdec/pair/          a pair from a run spec to tokens: its resources, loading as planned, measuring, running
     specdec/planner/       the one plan: each model's runtime and precision, the drafting and why, the header every door prints
     specdec/run_spec.py    one run described once: pair, precision, drafting, decoding
-    specdec/registry.py    the one list of drafting methods: what each needs, its options, how it drafts
+    specdec/registry/      the one list of drafting methods: what each needs, its options, how it drafts
     specdec/runtimes/      the runtimes as entries: what each runs here, how it loads, how a plan names it
     specdec/heads/         trained EAGLE-3 heads: the network, its tree reader, training, files
     specdec/generation/    running a drafting plan with its timing, and plain decoding (autoregressive_generate)
@@ -38,7 +38,7 @@ contract, `tests/test_layers.py` proves it can fail):
     specdec/store/         files kept on disk: atomic folders, manifests, wheels, progress with time left
     specdec/errors.py      `SpecdecError`: one line a person can act on
 
-A new drafting method is a module in `drafting/` and one `register(Method(...))` in `registry.py`; a
+A new drafting method is a module in `drafting/` and one `register(Method(...))` in `registry/methods.py`; a
 new runtime implements `engine/model.py` and is one `register(Runtime(...))` (`runtimes/`); a new model is an entry in `zoo/catalog.py`. The dashboard
 (`app.py`, `pages/`) sits on top, and `specdec` never imports streamlit.
 

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MAX_MODULE_LINES, MAX_FUNCTION_LINES = 300, 60
 # where a method may be named: the registry names them, the runtimes serve a model's insides, and each method's own module
 # (a drafting module, a head's package) is where its class lives and what it is built on
-ALLOWED = ("specdec/registry.py", "specdec/runtime/", "specdec/drafting/", "specdec/heads/")
+ALLOWED = ("specdec/registry/", "specdec/runtime/", "specdec/drafting/", "specdec/heads/")
 DRAFTER_CLASSES = {method.drafter.__name__ for method in METHODS.values()} | {"NoDraft", "ModelReader", "HeadReader"}
 
 

@@ -1,81 +1,45 @@
-"""The one registry of drafting methods: what each needs loaded, its options, and how it makes its drafter.
-
-Notation: p is the target, q the draft, gamma the drafted tokens per round, c a draft step's cost over a
-target step.
-
-Every list of methods in the project is read from here and nowhere else: the command line's choices and
-help (`specdec.cli.parser`), the dashboard's pickers (`pages.common.settings`), the benchmark's
-`--methods all` (`specdec.bench.methods`), the catalogue's pairs (`pairs()`), the Spec-Bench table, the
-docs and the tests. A `Method` says
-
-    needs     what it needs loaded besides the target and its tokenizer: nothing, a draft model sharing
-              the target's tokenizer (DRAFT_MODEL), one with its own (DRAFT_TOKENIZER too), a trained
-              head (HEAD); `uses` what it reads when given (CORPUS)
-    options   a frozen dataclass of its own options, defaults included: the command line (`--option
-              NAME=VALUE`) and the sidebar render its fields, so a new option needs no other change
-    make      how its drafter is made from the loaded resources (`Resources`) and its options
-
-and a `Resource` says how one thing a method needs is loaded (a head: `specdec.heads.files`). The loop never
-reads this registry: it speaks to whatever drafter it is given (`specdec.engine.contract`).
+"""The drafting methods: what each is called, needs, takes as options and makes (`Method`), registered once (`register`),
+and what a draft name means (`needs_of`, `named_or_implied_method`).
 
     >>> sorted(name for name, method in METHODS.items() if not method.needs)
     ['layer-skip', 'lookahead', 'prompt-lookup', 'recycling', 'suffix']
-    >>> METHODS["tree"].options(), METHODS["recycling"].capabilities.sizes_rounds
-    (TreeSettings(budget=16, depth=12, width=3), True)
-
-A new method: its drafter in a module of `specdec/drafting/` and one `register(Method(...))` (a test
-registers its own, `tests/test_registry.py`, and finds it everywhere a method is chosen).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
 from dataclasses import dataclass
-from pathlib import Path
 
 from specdec.drafting.cross_tokenizer import CrossTokenizerDrafter
 from specdec.drafting.draft_model import DraftModelOptions, ModelDrafter
-from specdec.drafting.layer_skip import LayerSkipOptions, LayerSkipDrafter
-from specdec.drafting.lookahead import LookaheadOptions, LookaheadDrafter
-from specdec.drafting.prompt_lookup import PromptLookupOptions, PromptLookupDrafter
-from specdec.drafting.suffix import SuffixOptions, SuffixDrafter
+from specdec.drafting.layer_skip import LayerSkipDrafter, LayerSkipOptions
+from specdec.drafting.lookahead import LookaheadDrafter, LookaheadOptions
+from specdec.drafting.prompt_lookup import PromptLookupDrafter, PromptLookupOptions
+from specdec.drafting.suffix import SuffixDrafter, SuffixOptions
 from specdec.drafting.token_recycling import RecyclingOptions, TokenRecyclingDrafter
 from specdec.drafting.tree_drafter import TreeDrafter, TreeSettings
 from specdec.engine.contract import Capabilities, Drafter
 from specdec.errors import SpecdecError
-from specdec.heads.files import find_head, is_head, load_for_target, trained_head
 from specdec.heads.reader import EagleDrafter, HeadTree
+from specdec.registry.resources import (
+    CORPUS,
+    DRAFT_MODEL,
+    DRAFT_TOKENIZER,
+    HEAD,
+    RESOURCES,
+    TARGET,
+    TOKENIZER,
+    WHOLE,
+    Resources,
+    corpus_tokens,
+)
 from specdec.runtime import transformers_model
-from specdec.zoo.catalog import DEFAULT_PAIR, PAIRS, PairEntry, split_pair_name
-
-TARGET, TOKENIZER = "target", "tokenizer"                   # always loaded
-DRAFT_MODEL = "draft model"                                 # a model sharing the target's tokenizer ...
-DRAFT_TOKENIZER = "draft tokenizer"                         # ... or one with its own (then both are loaded)
-HEAD = "head"                                               # a head trained for the target (specdec heads train)
-CORPUS = "corpus"                                           # text files whose tokens a method may draft from
-WHOLE = "draft vocabulary"                                  # with a draft tokenizer: which of its tokens are whole characters
-
-Resources = dict[str, Any]                                  # resource name -> what was loaded (the target: a model)
 
 
 @dataclass(frozen=True)
 class NoOptions:
     """A method without options of its own."""
-
-
-@dataclass(frozen=True)
-class Resource:
-    """One thing a method may need besides the target: which draft names mean it, how it is loaded, where one is at hand."""
-
-    name: str
-    summary: str
-    claims: Callable[[str], bool]                            # whether a draft name means this resource ("eagle", a head's folder)
-    load: Callable[..., object]                              # (draft name, target name, target model, weights) -> it
-    draft_name: str = ""                                     # the draft name that means "the one made for this target"
-    made_for: Callable[[str], bool] | None = None            # whether one is at hand for a target (a pair is offered then)
-    check: Callable[[str, str], object] | None = None        # (draft name, target name): refuse a missing one before loading
 
 
 @dataclass(frozen=True)
@@ -138,13 +102,6 @@ def option_value(item: dataclasses.Field, text: str, method: str) -> object:
         raise SpecdecError(f"{method}'s option {item.name} takes a {kind.__name__}, got '{text}'") from None
 
 
-def _corpus(resources: Resources) -> list[list[int]]:
-    return resources.get(CORPUS, [])
-
-
-RESOURCES: dict[str, Resource] = {HEAD: Resource(
-    HEAD, "EAGLE-3 head trained on this machine (specdec heads train): one decoder layer reading the target's own hidden states",
-    is_head, load_for_target, draft_name="eagle", made_for=lambda target: trained_head(target) is not None, check=find_head)}
 METHODS: dict[str, Method] = {}
 
 
@@ -187,7 +144,7 @@ for _method in (
            targets=("qwen2.5-coder-1.5b",), spec_bench="Lookahead",
            declare=LookaheadDrafter.declared),
     Method("suffix", "what followed the text's end before, from suffix trees (Oliaro et al. 2024)", SuffixDrafter,
-           lambda resources, options: SuffixDrafter(options.budget, options.max_depth, tree=options.tree, corpus=_corpus(resources)),
+           lambda resources, options: SuffixDrafter(options.budget, options.max_depth, tree=options.tree, corpus=corpus_tokens(resources)),
            options=SuffixOptions, uses=(CORPUS,), targets=("qwen2.5-coder-1.5b",), spec_bench="REST",
            declare=SuffixDrafter.declared),
     Method("eagle", "a trained EAGLE-3 head reads the target's hidden states and drafts a dynamic tree (Li et al. 2024-25)",
@@ -263,34 +220,3 @@ def named_or_implied_method(draft: str, resources: Resources, name: str | None =
     if missing:
         raise SpecdecError(f"{name} needs {', '.join(missing)}, which this pair does not have: pick another method or another draft")
     return method
-
-
-def pairs() -> dict[str, PairEntry]:
-    """The catalogue's pairs: the zoo's model pairs, each method needing only the target beside its curated targets, and a
-    trained head beside each target it was trained for ("eagle->TARGET")."""
-    found = dict(PAIRS)
-    for method in METHODS.values():
-        for target in method.targets if method.target_only else ():
-            entry = PairEntry(method.name, target, f"{method.summary} (no draft model)")
-            found.setdefault(entry.name, entry)
-    for resource in RESOURCES.values():
-        for target in dict.fromkeys(pair.target for pair in PAIRS.values()):
-            if resource.made_for is not None and resource.made_for(target):
-                entry = PairEntry(resource.draft_name, target, f"the {resource.summary}, for {target}")
-                found.setdefault(entry.name, entry)
-    return found
-
-
-DEFAULT_DRAFT, DEFAULT_TARGET = split_pair_name(DEFAULT_PAIR)
-
-
-def corpus_files(paths: tuple[str, ...] | list[str]) -> list[str]:
-    """The text of each corpus file (one clear line when one cannot be read)."""
-    texts = []
-    for path in paths:
-        try:
-            texts.append(Path(path).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError) as error:
-            raise SpecdecError(f"cannot read the corpus file {path}: {error.strerror if isinstance(error, OSError) else error}; "
-                               "give UTF-8 text files") from None
-    return texts
