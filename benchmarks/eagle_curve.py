@@ -22,7 +22,7 @@ from pathlib import Path
 from specdec.bench.prompts import encode_bench_prompt, suite
 from specdec.heads.reader import EagleDrafter
 from specdec.engine.inputs import Decoding
-from specdec.planner.drafting import plan_drafting
+from specdec.planner.drafting import plan_for
 from specdec.generation.run import run_plan
 from specdec.heads.files import load_head
 from specdec.kernels.quantization import quantize_linears
@@ -69,7 +69,7 @@ def main() -> None:
         alone = generate_plain(pair, ids, decoding)
         rows.append(row(f"speculative ({args.draft})", float("nan"), prompt, generate_speculative(pair, ids, decoding, tree=AUTO), alone))
         for name, minutes, head in heads:
-            result = run_plan(pair.target, plan_drafting(pair.target, EagleDrafter(head)), [ids.reshape(-1)], decoding, pair.eos_token_ids)[0]
+            result = run_plan(pair.target, plan_for(pair.target, EagleDrafter(head)), [ids.reshape(-1)], decoding, pair.eos_token_ids)[0]
             rows.append(row(name, minutes, prompt, result, alone))
         for done in rows[-1 - len(heads):]:
             print(done, flush=True)

@@ -30,9 +30,9 @@ from specdec.generation.run import run_plan
 from specdec.pair.measuring import recheck_costs
 from specdec.pair.resources import LoadedPair
 from specdec.planner import Plan
-from specdec.planner.drafting import plan_drafting, plan_for_draft_model
+from specdec.planner.drafting import plan_for
 from specdec.run_spec import Drafting, RunSpec
-from specdec.runtime import as_model, is_model
+from specdec.runtime import as_model
 
 
 def encode_chat(tokenizer: PreTrainedTokenizerBase, messages: Sequence[tuple[str, str]]) -> torch.Tensor:
@@ -170,10 +170,7 @@ def speculative_generate(
     decoding = Decoding(max_new_tokens, temperature, top_k, top_p, seed)
     prompts, batched = prompts_of(input_ids, attention_mask)
     target = as_model(target)
-    if is_model(draft):                                                             # a draft model: the planner's default for it
-        plan = plan_for_draft_model(target, as_model(draft), gamma, rows=len(prompts), adaptive=adaptive, schedule=schedule)
-    else:                                                                           # a drafter, as it is (else one clear line)
-        plan = plan_drafting(target, draft, gamma, rows=len(prompts), adaptive=adaptive, schedule=schedule)
+    plan = plan_for(target, draft, gamma, rows=len(prompts), adaptive=adaptive, schedule=schedule)   # a draft model: the policy's
     callback = on_round if batched or on_round is None else (lambda row, round_: on_round(round_))
     results = run_plan(target, plan, prompts, decoding, eos_token_id, callback)
     return results if batched else results[0]

@@ -181,6 +181,22 @@ def plain_or_free(target: Model, costs: DraftCosts, rows: int, why: str) -> Draf
     return plan_drafting(target, drafter, None, rows, by_default=True, costs=free, why=f"{method.name}, the fastest exact plan here, {why}")
 
 
+def plan_for(target: Model, draft: Drafter | object, gamma: int | None = None, rows: int = 1, name: str | None = None,
+             costs: DraftCosts | None = None, adaptive: int | None = None, schedule: GammaSchedule | None = None,
+             fastest: bool = False) -> DraftingPlan:
+    """The one way into the drafting policy, for every door: a draft model gets the policy's choice for it
+    (`plan_for_draft_model`: a chain under the stop rule, or a tree where trees pay), any other drafter runs as it is
+    (`plan_drafting`, one line for what it cannot take). `plan` (a run spec's door), `speculative_generate` (models you
+    loaded) and `default_drafter` all ask here.
+    """
+    from specdec.runtime import as_model, is_model
+
+    if is_model(draft):
+        return plan_for_draft_model(target, as_model(draft), gamma, rows, name, costs, adaptive, schedule, fastest)
+    return plan_drafting(target, draft, gamma, rows, costs=costs, adaptive=adaptive, schedule=schedule)  # type: ignore[arg-type]
+    # (anything else is taken as a drafter: `plan_drafting` checks it against the contract and says what is missing)
+
+
 def default_drafter(target: object, draft: object, name: str | None = None) -> Drafter:
     """What a draft model drafts by default: a token tree where trees pay, else a chain with the stop rule.
 
@@ -194,7 +210,7 @@ def default_drafter(target: object, draft: object, name: str | None = None) -> D
     """
     from specdec.runtime import as_model
 
-    return plan_for_draft_model(as_model(target), as_model(draft), None, 1, name).drafter
+    return plan_for(as_model(target), draft, None, 1, name).drafter
 
 
 def trees_pay(target: Model, draft: Model, costs: DraftCosts | None = None) -> bool:

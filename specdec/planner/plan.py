@@ -27,7 +27,7 @@ from pathlib import Path
 from specdec.engine.contract import DraftCosts, Drafter
 from specdec.engine.drafting_plan import DraftingPlan
 from specdec.errors import SpecdecError
-from specdec.planner.drafting import plan_drafting, plan_for_draft_model, refused
+from specdec.planner.drafting import plan_for, refused
 from specdec.planner.models import ModelPlan
 from specdec.registry import DRAFT_MODEL, METHODS, TARGET, Method, Resources, named_or_implied_method
 from specdec.run_spec import FASTEST_PLAN, Drafting, RunSpec
@@ -75,14 +75,14 @@ def plan(spec: RunSpec, resources: Resources, models: tuple[ModelPlan, ModelPlan
     target = resources[TARGET]
     method = run_method(spec, resources)
     if drafting.method in (None, FASTEST_PLAN) and not drafting.options and method.needs == (DRAFT_MODEL,):
-        chosen = plan_for_draft_model(target, resources[DRAFT_MODEL], drafting.gamma, rows, spec.draft, measured, drafting.adaptive,
+        chosen = plan_for(target, resources[DRAFT_MODEL], drafting.gamma, rows, spec.draft, measured, drafting.adaptive,
                                       fastest=drafting.method == FASTEST_PLAN)
     else:
         drafter = drafter_for(method, drafting, resources, kept, fresh)
         costs = measured
         if costs is not None and drafter.draft_model is not resources.get(DRAFT_MODEL):      # measured for the pair's draft, not this one's
             costs = None if drafter.draft_model is not None else replace(costs, c=0.0)
-        chosen = plan_drafting(target, drafter, drafting.gamma, rows, costs=costs, adaptive=drafting.adaptive)
+        chosen = plan_for(target, drafter, drafting.gamma, rows, costs=costs, adaptive=drafting.adaptive)
     return Plan(spec.pair_name, models[0], models[1], chosen)
 
 
