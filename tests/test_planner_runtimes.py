@@ -15,7 +15,8 @@ import specdec.zoo.kernel_library
 from specdec import SpecdecError
 from specdec.planner.models import W8A8_TARGET, choose_models, faster_measured_target
 from specdec.runtimes import FALLBACK as TORCH
-from specdec.runtimes.on_llama_cpp import EXACT, FASTEST
+from specdec.runtimes.on_llama_cpp import EXACT_NAME as EXACT
+from specdec.runtimes.on_llama_cpp import FASTEST_NAME as FASTEST
 from specdec.runtimes.on_llama_cpp import NAME as LLAMA_CPP
 from specdec.run_spec import Drafting, ModelChoices, RunSpec
 from specdec.runtime.costs import CostProfile, keep_speed, kept_speeds

@@ -19,7 +19,7 @@ from specdec.runtimes.registry import LoadRequest, ModelFile, Runtime, register
 from specdec.zoo.gguf_files import gguf_file_type
 
 NAME = "llama.cpp"
-EXACT, FASTEST = "exact", "fastest"     # the settings' names: a target's (batch-invariant), a draft's (llama.cpp's own)
+EXACT_NAME, FASTEST_NAME = "exact", "fastest"   # the names plans print; the knobs are `settings.EXACT`, `settings.FASTEST`
 
 
 def _kind(files, device: torch.device) -> list[str]:
@@ -50,7 +50,7 @@ def _load(request: LoadRequest):
     from specdec.runtime.llama_cpp import load_gguf
     from specdec.runtime.llama_cpp import settings as knobs
 
-    model = load_gguf(request.location, threads=request.threads, settings=knobs.FASTEST if request.settings == FASTEST
+    model = load_gguf(request.location, threads=request.threads, settings=knobs.FASTEST if request.settings == FASTEST_NAME
                       else knobs.EXACT)
     model.name, model.weights = request.name, gguf_file_type(request.location)
     return model, request.precision
@@ -60,7 +60,7 @@ def _read_off(model, why: str) -> tuple[Precision, str]:
     """A model loaded by hand: its file's type, and the settings it holds."""
     from specdec.runtime.llama_cpp import settings as knobs
 
-    settings = EXACT if getattr(model, "settings", knobs.EXACT) == knobs.EXACT else FASTEST
+    settings = EXACT_NAME if getattr(model, "settings", knobs.EXACT) == knobs.EXACT else FASTEST_NAME
     return gguf_precision(model.weights, why, settings), settings
 
 
@@ -73,7 +73,7 @@ LLAMA_CPP = register(Runtime(
     usable_here=_usable_here,
     own_weights=True,
     precision_of=_precision_of,
-    settings=(EXACT, FASTEST),
+    settings=(EXACT_NAME, FASTEST_NAME),
     auto_rank=10,
     auto_why=("auto: GGUF files on a CPU, exact here", "auto: its fastest kernels, a draft needs no batch invariance"),
     not_its_kind="not a GGUF file on a CPU",
