@@ -51,7 +51,7 @@ def pass_ms(model, prompt: list[int], rows: int) -> float:
     """One pass over `rows` tokens after `prompt` (the prompt fed first, not timed), in ms."""
     cache = model.rows([0])
     cache.feed([torch.tensor(prompt)])
-    return 1000 * timed(lambda: cache.feed([torch.tensor(prompt[:rows])], keep=rows))
+    return 1000 * timed(lambda: cache.feed([torch.tensor(prompt[:rows])], last=rows))
 
 
 def alternated(variants: dict, repeats: int) -> dict[str, float]:

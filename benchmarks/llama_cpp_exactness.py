@@ -117,7 +117,7 @@ def check(model, text: torch.Tensor, prompt: int, ks: list[int], tree: bool = Tr
     for chunk in ([text[i:i + 1] for i in range(prompt)] if prompt_steps else [text[:prompt]]):
         rows.feed([chunk])
     for k in ks:
-        together, _ = rows.feed([text[prompt:prompt + k]], keep=k)
+        together, _ = rows.feed([text[prompt:prompt + k]], last=k)
         result["passes"][k] = difference(together[0], reference[prompt:prompt + k])
         rows.rollback(0, prompt)
     after = rows.feed([text[prompt:prompt + 1]])[0][0]
@@ -129,7 +129,7 @@ def check(model, text: torch.Tensor, prompt: int, ks: list[int], tree: bool = Tr
         rows.feed([text[:long]])
         alone = torch.cat([rows.feed([text[i:i + 1]])[0][0] for i in range(long, long + 6)])
         rows.rollback(0, long)
-        together, _ = rows.feed([text[long:long + 6]], keep=6)
+        together, _ = rows.feed([text[long:long + 6]], last=6)
         result[f"6_after_{long}"] = difference(together[0], alone)
     return result
 
@@ -143,7 +143,7 @@ def check_tree(model, text: torch.Tensor, prompt: int) -> dict:
     attend, offsets = tree_layout(parents, prompt)
     rows = model.rows([0])
     rows.feed([text[:prompt]])
-    tree, _ = rows.feed([nodes], keep=16, attend=[attend], offsets=[offsets])
+    tree, _ = rows.feed([nodes], last=16, attend=[attend], offsets=[offsets])
     worst = {"rows": 0, "rows_differ": 0, "max_abs": 0.0, "argmax_differ": 0}
     for leaf in [n for n in range(16) if n not in parents]:
         path = [leaf]
@@ -216,7 +216,7 @@ def run_timing(args) -> dict:
             for threads, k in order:
                 rows = caches[threads]
                 start = time.perf_counter()
-                rows.feed([text[length:length + k]], keep=k)
+                rows.feed([text[length:length + k]], last=k)
                 times[(threads, k)].append(time.perf_counter() - start)
                 rows.rollback(0, length)
         for threads in models:
@@ -265,7 +265,7 @@ def speculative_greedy(target, draft, prompt: torch.Tensor, new: int, gamma: int
             q_logits, _ = q_rows.feed([last])
             drafted.append(int(q_logits[0, -1].argmax()))
             last = torch.tensor(drafted[-1:])
-        p_logits, _ = p_rows.feed([torch.tensor(out[-1:] + drafted)], keep=gamma + 1)
+        p_logits, _ = p_rows.feed([torch.tensor(out[-1:] + drafted)], last=gamma + 1)
         passes += 1
         choice = p_logits[0].argmax(-1).tolist()                # p's greedy token after each prefix
         accepted = 0

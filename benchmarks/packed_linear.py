@@ -26,13 +26,13 @@ def pass_times(models: dict[str, torch.nn.Module], tokens: int, repeats: int) ->
     prompt = torch.randint(0, 1000, (200,), generator=torch.Generator().manual_seed(0))
     cached = {name: CachedModel(model) for name, model in models.items()}
     for model in cached.values():
-        model.feed(prompt, keep=1)
+        model.feed(prompt, last=1)
     times: dict[str, list[float]] = {name: [] for name in models}
     for step in range(repeats + 2):
         new = torch.randint(0, 1000, (tokens,), generator=torch.Generator().manual_seed(step))
         for name, model in cached.items():
             start = time.perf_counter()
-            model.feed(new, keep=tokens)
+            model.feed(new, last=tokens)
             if step >= 2:                                       # two warm-up passes
                 times[name].append(time.perf_counter() - start)
             model.rollback(200)

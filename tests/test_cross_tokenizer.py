@@ -59,7 +59,7 @@ def test_drafted_text_is_proposed_in_the_targets_tokens(tokenizers, models):
         drafter = CrossTokenizerDrafter(draft, draft_tokenizer, target_tokenizer)
         drafter.begin(Generation({0: torch.tensor([2])}, target, len(TARGET_PIECES), 8, sampling, DraftCosts(0.0, 0.0)))
         steps = iter(script)
-        drafter.cache.feed = lambda tokens, keep=1: (torch.nn.functional.one_hot(torch.tensor([[next(steps)]]), 14).float() * 9, None)
+        drafter.cache.feed = lambda tokens, last=1: (torch.nn.functional.one_hot(torch.tensor([[next(steps)]]), 14).float() * 9, None)
         return drafter.draft({0: DraftRequest(torch.tensor([2]), 2, sampling, generator)})[0]
 
     draft_ = propose(SamplingConfig(temperature=0))

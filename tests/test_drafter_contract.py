@@ -86,7 +86,7 @@ def test_extra_rows_change_no_p_and_come_back_with_their_own_logits(pairs):
         cached.feed(text[:-1])
         attend, positions = pass_attention(2, tree.parents, extra if with_extra else None)
         rows = torch.cat([text[-1:], tree.tokens] + ([extra.tokens] if with_extra else []))
-        logits[with_extra] = cached.feed(rows, keep=rows.numel(), attend=attend, positions=positions)
+        logits[with_extra] = cached.feed(rows, last=rows.numel(), attend=attend, positions=positions)
     assert torch.allclose(logits[True][:4], logits[False], atol=1e-5)
     alone = target(input_ids=torch.tensor([[2, 3, 4, 9, 10]])).logits[0, -2:]                 # the extra chain, read causally
     assert torch.allclose(logits[True][4:], alone, atol=1e-5)

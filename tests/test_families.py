@@ -213,7 +213,7 @@ class RecordingCache(OneRow):
 def _check_cache(cached: CachedModel, model, sequence: torch.Tensor) -> None:
     """The cache plus the tokens it lacks gives the logits of a fresh pass over the whole text."""
     probe = copy.deepcopy(cached)
-    from_cache = probe.feed(sequence[cached.length:], keep=1)[-1]
+    from_cache = probe.feed(sequence[cached.length:], last=1)[-1]
     fresh = model(input_ids=sequence[None]).logits[0, -1]
     assert torch.allclose(from_cache, fresh, atol=1e-5)
 

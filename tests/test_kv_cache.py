@@ -22,11 +22,11 @@ def test_feed_rollback_feed_equals_a_full_pass():
     model = tiny_model("llama")
     text = torch.tensor([3, 4, 5, 6, 7, 8, 9])
     cached = CachedModel(model)
-    cached.feed(text[:4], keep=1)
-    cached.feed(torch.tensor([20, 21, 22]), keep=3)      # a drafted continuation the target rejects
+    cached.feed(text[:4], last=1)
+    cached.feed(torch.tensor([20, 21, 22]), last=3)      # a drafted continuation the target rejects
     cached.rollback(4)
     assert cached.length == 4 and cached.cache.get_seq_length() == 4
-    logits = cached.feed(text[4:], keep=3)               # [3, V]
+    logits = cached.feed(text[4:], last=3)               # [3, V]
     full = model(input_ids=text[None]).logits[0, 4:]     # [3, V]
     assert torch.allclose(logits, full, atol=1e-5)
     assert cached.passes == 3
@@ -39,11 +39,11 @@ def test_sliding_window_rollback_past_the_window_equals_a_full_pass():
     text = torch.arange(2, 22)                            # 20 tokens, more than three windows of 6
     cached = CachedModel(model)
     assert cached.sliding
-    cached.feed(text[:12], keep=1)
+    cached.feed(text[:12], last=1)
     for start in (12, 15, 17):                            # reject a drafted continuation, then accept the real one
-        cached.feed(torch.tensor([1, 1, 1, 1, 1]), keep=5)
+        cached.feed(torch.tensor([1, 1, 1, 1, 1]), last=5)
         cached.rollback(start)
-        logits = cached.feed(text[start:start + 3], keep=3)                # [3, V]
+        logits = cached.feed(text[start:start + 3], last=3)                # [3, V]
         full = model(input_ids=text[None, :start + 3]).logits[0, start:]   # [3, V]
         assert torch.allclose(logits, full, atol=1e-5)
     assert max(layer.keys.shape[-2] for layer in cached.cache.layers if layer.is_sliding) <= 20 - 1
@@ -85,7 +85,7 @@ class CheckingDrafter(ModelDrafter):
             if cached.length == 0:
                 continue
             probe = copy.deepcopy(cached)                                  # feeding must not disturb the real cache
-            from_cache = probe.feed(sequence[cached.length:], keep=1)[-1]  # [V]
+            from_cache = probe.feed(sequence[cached.length:], last=1)[-1]  # [V]
             fresh = model(input_ids=sequence[None]).logits[0, -1]          # [V]
             assert torch.allclose(from_cache, fresh, atol=1e-5)
         self.rounds_checked += 1

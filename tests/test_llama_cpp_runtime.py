@@ -59,7 +59,7 @@ def steps(model, ids: torch.Tensor, prompt: int, keep: int = 1) -> torch.Tensor:
     read), then one token a pass; the rows the prompt pass does not read stay zero (no pass gives a zero row)."""
     reference = torch.zeros(len(ids), model.vocab_size)
     rows = model.rows([0])
-    reference[prompt - keep:prompt] = rows.feed([ids[:prompt]], keep=keep)[0][0]
+    reference[prompt - keep:prompt] = rows.feed([ids[:prompt]], last=keep)[0][0]
     for i in range(prompt, len(ids)):
         reference[i] = rows.feed([ids[i:i + 1]])[0][0, 0]
     return reference
@@ -79,7 +79,7 @@ def test_a_pass_gives_the_rows_of_one_token_steps(model, k):
     reference = steps(model, ids, prompt=9)
     rows = model.rows([0])
     prompt, _ = rows.feed([ids[:9]])
-    together, _ = rows.feed([ids[9:]], keep=k)
+    together, _ = rows.feed([ids[9:]], last=k)
     assert together.shape == (1, k, 512) and together.dtype == torch.float32
     assert torch.equal(prompt[0, 0], reference[8]) and torch.equal(together[0], reference[9:])
     assert rows.passes == 2 and rows.length(0) == 9 + k
@@ -89,10 +89,10 @@ def test_a_ragged_batch_of_three_texts_gives_each_text_its_rows_alone(model):
     texts = [text(14, seed) for seed in (1, 2, 3)]
     alone = [steps(model, t, prompt, keep) for t, prompt, keep in zip(texts, (4, 9, 1), (2, 2, 1))]
     rows = model.rows([7, 3, 5])
-    first, _ = rows.feed([texts[0][:4], texts[1][:9], texts[2][:1]], keep=2)     # prompts of 4, 9 and 1 tokens
+    first, _ = rows.feed([texts[0][:4], texts[1][:9], texts[2][:1]], last=2)     # prompts of 4, 9 and 1 tokens
     assert torch.equal(first[0], alone[0][2:4]) and torch.equal(first[1], alone[1][7:9])
     assert torch.equal(first[2, 1], alone[2][0])                                # right-aligned: its one row last
-    second, _ = rows.feed([texts[0][4:9], None, texts[2][1:4]], keep=3)           # row 3 sits this pass out
+    second, _ = rows.feed([texts[0][4:9], None, texts[2][1:4]], last=3)           # row 3 sits this pass out
     assert torch.equal(second[0], alone[0][6:9]) and torch.equal(second[2], alone[2][1:4])
     rows.rollback(7, 7)                                                           # row 7 rejects its last two
     third, _ = rows.feed([texts[0][7:8], texts[1][9:10], texts[2][4:5]])
@@ -118,7 +118,7 @@ def test_a_tree_pass_gives_each_branch_the_rows_of_its_chain_and_keep_goes_on_fr
     attend, offsets = tree_attend(parents, 8)
     rows = model.rows([0])
     rows.feed([prompt])
-    tree, _ = rows.feed([nodes], keep=10, attend=[attend], offsets=[offsets])
+    tree, _ = rows.feed([nodes], last=10, attend=[attend], offsets=[offsets])
     for leaf in (3, 4, 5, 9):
         path = [leaf]
         while parents[path[0]] >= 0:
@@ -138,10 +138,10 @@ def test_a_tree_read_level_by_level_keeps_its_pending_nodes_visible(model):
     rows = model.rows([0])
     rows.feed([prompt])
     level_one = torch.tensor([[1] * 6 + [1, 0], [1] * 6 + [0, 1]], dtype=torch.bool)
-    first, _ = rows.feed([nodes[:2]], keep=2, attend=[level_one], offsets=[torch.tensor([0, 0])])
+    first, _ = rows.feed([nodes[:2]], last=2, attend=[level_one], offsets=[torch.tensor([0, 0])])
     # level two: one child of each, fed while level one is pending; positions 7 = length 8 + offset -1
     level_two = torch.tensor([[1] * 6 + [1, 0] + [1, 0], [1] * 6 + [0, 1] + [0, 1]], dtype=torch.bool)
-    second, _ = rows.feed([nodes[2:]], keep=2, attend=[level_two], offsets=[torch.tensor([-1, -1])])
+    second, _ = rows.feed([nodes[2:]], last=2, attend=[level_two], offsets=[torch.tensor([-1, -1])])
     for a, b, row in ((0, 2, 0), (1, 3, 1)):
         chain = steps(model, torch.cat([prompt, nodes[[a, b]]]), prompt=6)
         assert torch.equal(first[0, row], chain[6]) and torch.equal(second[0, row], chain[7])
@@ -153,7 +153,7 @@ def test_rollback_then_the_next_row_is_a_fresh_runs(model):
     rows = model.rows([0])
     rows.feed([ids[:12]])
     rows.rollback(0, 10)
-    rows.feed([ids[10:16]], keep=6)
+    rows.feed([ids[10:16]], last=6)
     rows.rollback(0, 13)
     assert torch.equal(rows.feed([ids[13:14]])[0][0, 0], reference[13])
 
@@ -168,7 +168,7 @@ def test_a_full_cache_is_repacked_and_stays_exact(tiny_path):
         for row in (0, 1):
             length = rows.length(row)
             rows.feed([ids[length:length + 10] if row == 0 else None, ids[length:length + 10] if row == 1 else None],
-                      keep=10)
+                      last=10)
             rows.rollback(row, length + 1 if length < 30 else length)
     assert rows.context.repacks > 0
     last, _ = rows.feed([ids[30:31], ids[30:31]])
@@ -226,7 +226,7 @@ def test_hidden_states_and_undrawable_patterns_are_refused_in_one_line(model):
     rows.feed([text(3)])
     sees_a_sibling = torch.tensor([[1, 1, 1, 1, 0], [1, 1, 1, 1, 1]], dtype=torch.bool)   # both at position 3
     with pytest.raises(ValueError, match="2 tokens at position 3"):
-        rows.feed([text(2)], keep=2, attend=[sees_a_sibling], offsets=[torch.tensor([0, 0])])
+        rows.feed([text(2)], last=2, attend=[sees_a_sibling], offsets=[torch.tensor([0, 0])])
     assert rows.length(0) == 3
 
 

@@ -131,7 +131,7 @@ def llama_exact_distribution(target, prompt: list[int], length: int, sampling: S
     for _ in range(length):
         prefixes = list(joint)
         rows = target.rows(range(len(prefixes)))
-        logits, _ = rows.feed([torch.tensor(prompt + list(prefix)) for prefix in prefixes], keep=1)    # [B, 1, V]
+        logits, _ = rows.feed([torch.tensor(prompt + list(prefix)) for prefix in prefixes], last=1)    # [B, 1, V]
         next_probs = probabilities(logits[:, -1], sampling).tolist()
         joint = {prefix + (token,): joint[prefix] * row[token] for prefix, row in zip(prefixes, next_probs)
                  for token, chance in enumerate(row) if chance > 0}

@@ -52,11 +52,11 @@ def test_a_packed_model_gives_the_same_logits_on_every_pass_the_engine_makes():
     plain, fast = CachedModel(model), CachedModel(twin)
     tree = DraftTree(torch.tensor([5, 6, 7, 8]), (-1, -1, 0, 0), None)               # two children of the root, two of the first
     attend, positions = tree_attention(31, tree)
-    passes = [dict(tokens=ids[:30], keep=30), dict(tokens=ids[30:31]), dict(tokens=ids[31:36], keep=5)]
+    passes = [dict(tokens=ids[:30], last=30), dict(tokens=ids[30:31]), dict(tokens=ids[31:36], last=5)]
     for feed in passes:
         assert torch.equal(plain.feed(**feed), fast.feed(**feed))
     plain.rollback(31), fast.rollback(31)
-    tree_pass = dict(tokens=torch.cat([ids[31:32], tree.tokens]), keep=5, attend=attend, positions=positions)
+    tree_pass = dict(tokens=torch.cat([ids[31:32], tree.tokens]), last=5, attend=attend, positions=positions)
     assert torch.equal(plain.feed(**tree_pass), fast.feed(**tree_pass))
     assert weight_bytes(twin) == weight_bytes(model)                               # c is estimated as before
 
@@ -87,5 +87,5 @@ def test_a_packed_drafts_vocabulary_limit_computes_the_same_first_rows():
     twin = packed(model)
     ids = torch.tensor([3, 4, 5, 6])
     limited, limited_twin = CachedModel(model, output_rows=20), CachedModel(twin, output_rows=20)
-    assert limited_twin.vocab_size == 20 and torch.equal(limited.feed(ids, keep=4), limited_twin.feed(ids, keep=4))
+    assert limited_twin.vocab_size == 20 and torch.equal(limited.feed(ids, last=4), limited_twin.feed(ids, last=4))
     assert CachedModel(twin, output_rows=100).vocab_size == 48

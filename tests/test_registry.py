@@ -70,7 +70,7 @@ class FirstGuess:
     def draft(self, requests: dict[int, DraftRequest]) -> dict[int, DraftTree]:
         guesses = {}
         for row, request in requests.items():
-            logits, _ = self.draft_model.rows([row]).feed([request.sequence], keep=1)         # [1, 1, V]
+            logits, _ = self.draft_model.rows([row]).feed([request.sequence], last=1)         # [1, 1, V]
             guesses[row] = DraftTree.chain(logits[0, -1].argmax().reshape(1))
         return guesses
 

@@ -55,7 +55,7 @@ def test_a_tree_pass_equals_passes_over_each_branch():
         cached = CachedModel(target)
         cached.feed(text[:-1])
         attend, positions = tree_attention(2, tree)
-        logits = cached.feed(torch.cat([text[-1:], tree.tokens]), keep=5, attend=attend, positions=positions)   # [5, V]
+        logits = cached.feed(torch.cat([text[-1:], tree.tokens]), last=5, attend=attend, positions=positions)   # [5, V]
         for node in range(tree.size):
             branch = torch.cat([text, tree.tokens[tree.path_to(node)]])
             assert torch.allclose(logits[node + 1], target(input_ids=branch[None]).logits[0, -1], atol=1e-5), (architecture, node)
@@ -114,7 +114,7 @@ class CheckingTreeDrafter(TreeDrafter):
             if cached.length == 0:
                 continue
             probe = copy.deepcopy(cached)
-            from_cache = probe.feed(sequence[cached.length:], keep=1)[-1]       # [V]
+            from_cache = probe.feed(sequence[cached.length:], last=1)[-1]       # [V]
             fresh = model(input_ids=sequence[None]).logits[0, -1]              # [V]
             assert torch.allclose(from_cache, fresh, atol=1e-5)
         self.rounds_checked += 1

@@ -233,7 +233,7 @@ def greedy_oracle_speedup(agrees: Sequence[bool], costs: CostProfile) -> float:
 def draft_agreement(draft: Model, input_ids: torch.Tensor, tokens: Sequence[int]) -> list[bool]:
     """For each output token, whether the draft's greedy choice after the text before it is that token (one pass)."""
     text = continued(input_ids, tokens, draft.device)                                               # [T + N]
-    logits, _ = draft.rows([0]).feed([text], keep=len(tokens) + 1)                                  # [1, N + 1, V]
+    logits, _ = draft.rows([0]).feed([text], last=len(tokens) + 1)                                  # [1, N + 1, V]
     logits = logits[0, :-1]                                                                          # [N, V]
     choices = logits.argmax(dim=-1).tolist()
     return [choice == token for choice, token in zip(choices, tokens)]

@@ -32,9 +32,9 @@ from specdec.engine.schedule import FixedGamma
 class UniformAdvanceCache(BatchCache):
     """THE CLASSIC BUG: after each round every row keeps as many of the pass's tokens as the row that kept most."""
 
-    def feed(self, tokens, keep=1, attend=None, offsets=None, hidden=False):
+    def feed(self, tokens, last=1, attend=None, offsets=None, hidden=False):
         self._before = list(self.lengths)
-        return super().feed(tokens, keep, attend, offsets, hidden)
+        return super().feed(tokens, last, attend, offsets, hidden)
 
     def keep(self, row: int, tokens: list[int]) -> None:
         self._kept = getattr(self, "_kept", {}) | {row: tokens}

@@ -121,7 +121,7 @@ class CrossTokenizerDrafter:
         drafting = set(pending)
         while drafting:
             logits, _ = self.cache.feed([torch.tensor(pending[row], device=self.model.device) if row in drafting else None
-                                         for row in self.cache.rows], keep=1)   # [B, 1, V_draft]
+                                         for row in self.cache.rows], last=1)   # [B, 1, V_draft]
             for i, row in enumerate(self.cache.rows):
                 if row not in drafting:
                     continue

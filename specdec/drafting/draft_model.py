@@ -72,7 +72,7 @@ class ModelDrafter:
         laws: dict[int, list[torch.Tensor | None]] = {row: [] for row in requests}
         drafting = set(requests)
         while drafting:
-            logits, _ = cache.feed([pending[row] if row in drafting else None for row in cache.rows], keep=1)   # [B, 1, V_draft]
+            logits, _ = cache.feed([pending[row] if row in drafting else None for row in cache.rows], last=1)   # [B, 1, V_draft]
             for i, row in enumerate(cache.rows):
                 if row not in drafting:
                     continue

@@ -97,7 +97,7 @@ class ModelReader:
         state = self.texts[row]
         state.read = []
         pending = self._readable(sequence[state.rows.length(row):])                # [m >= 1] unseen text, the root last
-        logits, _ = state.rows.feed([pending], keep=1)                               # [1, 1, V_draft]
+        logits, _ = state.rows.feed([pending], last=1)                               # [1, 1, V_draft]
         state.text = state.rows.length(row)
         return fit_vocabulary(logits[0], self.vocab_size)                            # [1, V]
 
@@ -105,7 +105,7 @@ class ModelReader:
         state = self.texts[row]
         attend, offsets = level_layout(state.rows.length(row), state.text, state.read, new, parents)
         ids = self._readable(torch.tensor([tokens[node] for node in new]))
-        logits, _ = state.rows.feed([ids], keep=len(new), attend=[attend], offsets=[offsets])   # [1, n, V_draft]
+        logits, _ = state.rows.feed([ids], last=len(new), attend=[attend], offsets=[offsets])   # [1, n, V_draft]
         state.read += new
         return fit_vocabulary(logits[0], self.vocab_size)                            # [n, V]
 

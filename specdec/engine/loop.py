@@ -75,7 +75,7 @@ def speculate(model: Model, target: Rows, drafter: Drafter, prompts: Sequence[to
                    for row in active}                                                  # the whole prompt
         kept = {row: min(capabilities.prompt_rows, lay.text) for row, lay in layouts.items()}   # text rows whose logits are kept
         logits, hidden = target.feed([layouts[row].rows for row in target.rows],     # b. one pass, ragged
-                                     keep=max(kept[row] + lay.rows.numel() - lay.text for row, lay in layouts.items()),
+                                     last=max(kept[row] + lay.rows.numel() - lay.text for row, lay in layouts.items()),
                                      attend=[layouts[row].attend for row in target.rows],
                                      offsets=[layouts[row].offsets for row in target.rows], hidden=wants_hidden)
         hidden = _declared(hidden, capabilities.hidden_layers)

@@ -13,7 +13,7 @@ change with the runtime.
     model.vocab_size                              # V: the width of every logits row
     rows = model.rows([0, 1])                     # a KV cache for two texts (rows 0 and 1), both empty
     logits, _ = rows.feed([prompt_a, prompt_b])   # [2, 1, V]: one pass, the last row of each text
-    logits, _ = rows.feed([draft_a, None], keep=3, attend=[mask_a, None], offsets=[offsets_a, None])
+    logits, _ = rows.feed([draft_a, None], last=3, attend=[mask_a, None], offsets=[offsets_a, None])
     rows.keep(0, [0, 1, 2, 3, 5])                 # row 0 keeps these cached tokens (a tree's accepted path)
     rows.rollback(1, 4)                           # row 1 forgets every token after its first four
     rows.compact([0])                             # row 1 is done: the cache drops it
@@ -26,7 +26,7 @@ tokens before them, at positions length_i, length_i + 1, ... . A token tree give
                  their order) and the new tokens (True: may attend); every token sees itself
     offsets[i]   [m_i] long: each new token's position after the row's length (position length_i + offset)
 
-`feed` returns the logits of the last `keep` new tokens of every row, [B, keep, V] (rows fed fewer tokens
+`feed` returns the logits of the `last` new tokens of every row, [B, last, V] (rows fed fewer tokens
 are padded at the front; rows fed nothing have rows that mean nothing), and with `hidden=True` the hidden
 states of every new token, per layer [B, M, H] (right-aligned the same way), where the model's traits say
 it has them. `keep(row, tokens)` keeps only the row's cached tokens at those indices (increasing), in
@@ -71,10 +71,10 @@ class Rows(Protocol):
     def length(self, row: int) -> int:
         """Tokens the cache holds for `row`."""
 
-    def feed(self, tokens: Sequence[torch.Tensor | None], keep: int = 1, attend: Sequence[torch.Tensor | None] | None = None,
+    def feed(self, tokens: Sequence[torch.Tensor | None], last: int = 1, attend: Sequence[torch.Tensor | None] | None = None,
              offsets: Sequence[torch.Tensor | None] | None = None,
              hidden: bool = False) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
-        """One forward pass over every row's new tokens: logits [B, keep, V] and (if asked) hidden states per layer [B, M, H]."""
+        """One forward pass over every row's new tokens: logits [B, last, V] and (if asked) hidden states per layer [B, M, H]."""
 
     def keep(self, row: int, tokens: list[int]) -> None:
         """Keep only the cached tokens of `row` at these indices (increasing), in that order."""

@@ -123,7 +123,7 @@ def target_margin(pair: LoadedPair, input_ids: torch.Tensor, tokens: Sequence[in
     near-tie differently; a large one says something else went wrong (`bench.comparison.greedy_check`).
     """
     context = continued(input_ids, tokens[:position], pair.device)                                   # [T + position]
-    logits, _ = pair.target.rows([0]).feed([context], keep=1)                                          # [1, 1, V]
+    logits, _ = pair.target.rows([0]).feed([context], last=1)                                          # [1, 1, V]
     best, second = logits[0, -1].float().topk(2).values.tolist()
     return best - second
 

@@ -36,7 +36,7 @@ number of texts (`rows_cache`): a `BatchCache` for several, a `OneRow` (a `Cache
 of one: no padding, no mask for a causal pass, sliding windows allowed) for one.
 
     cache = BatchCache(model, rows=2)
-    logits, _ = cache.feed([torch.tensor([5, 6, 7]), torch.tensor([8])], keep=1)   # [2, 1, V]
+    logits, _ = cache.feed([torch.tensor([5, 6, 7]), torch.tensor([8])], last=1)   # [2, 1, V]
     cache.rollback(0, 2)          # row 0 forgets token 7
     cache.compact()               # the cache is as wide as its longest row
 """
@@ -87,15 +87,15 @@ class BatchCache:
         """Tokens of text the cache holds for `row` (a caller's row id)."""
         return self.lengths[self._at[row]]
 
-    def feed(self, tokens: Sequence[torch.Tensor | None], keep: int = 1, attend: Sequence[torch.Tensor | None] | None = None,
+    def feed(self, tokens: Sequence[torch.Tensor | None], last: int = 1, attend: Sequence[torch.Tensor | None] | None = None,
              offsets: Sequence[torch.Tensor | None] | None = None,
              hidden: bool = False) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
         """One forward pass: `tokens[i]` [m_i] (or None: nothing) appended to the i-th row in cache order.
 
         By default a row's new tokens attend causally; `attend[i]` [m_i, length_i + m_i] bool says what they see
         among the row's cached tokens and the new ones instead (a tree, extra rows) and `offsets[i]` [m_i] their
-        positions after the row's length (`specdec.engine.model`). Returns the last `keep` logits of every row, [B, keep, V] (row i's own tokens are its last
-        min(keep, m_i)), and, when `hidden`, the hidden states per layer [B, M, H] (row i's last m_i).
+        positions after the row's length (`specdec.engine.model`). Returns the logits of every row's `last` new tokens, [B, last, V] (row i's own tokens are its last
+        min(last, m_i)), and, when `hidden`, the hidden states per layer [B, M, H] (row i's last m_i).
         """
         if len(tokens) != len(self.rows):
             raise ValueError(f"feed takes one entry per row in the cache ({len(self.rows)}), got {len(tokens)}")
@@ -126,14 +126,14 @@ class BatchCache:
                   "attention_mask": mask.to(device), "position_ids": positions.to(device)}
         if hidden:
             inputs["output_hidden_states"] = True
-        keep = min(max(keep, 1), m)
+        last = min(max(last, 1), m)
         with torch.inference_mode():
             if self.head is None:
-                output = self.model(**inputs, logits_to_keep=keep)
-                logits = output.logits[:, -keep:]                                    # [B, keep, V]
+                output = self.model(**inputs, logits_to_keep=last)
+                logits = output.logits[:, -last:]                                    # [B, last, V]
             else:
                 output = self.model.base_model(**inputs)
-                logits = self.head(output.last_hidden_state[:, -keep:])              # [B, keep, K]
+                logits = self.head(output.last_hidden_state[:, -last:])              # [B, last, K]
         new = torch.zeros(b, m, dtype=torch.bool)
         for i, count in enumerate(counts):
             new[i, m - count:] = True
@@ -207,7 +207,7 @@ class OneRow:
     """One text's `CachedModel` behind `BatchCache`'s interface: a batch of one row, id `row`, read without padding.
 
     A causal pass needs no mask here (the fastest path, and sliding-window models work); a tree or extra rows
-    get their mask over the whole cached text. Logits come back as [1, keep, V], hidden states per layer [1, M, H].
+    get their mask over the whole cached text. Logits come back as [1, last, V], hidden states per layer [1, M, H].
     """
 
     def __init__(self, model: PreTrainedModel, row: int = 0, output_rows: int | None = None,
@@ -224,17 +224,17 @@ class OneRow:
     def length(self, row: int) -> int:
         return self.lm.length
 
-    def feed(self, tokens: Sequence[torch.Tensor | None], keep: int = 1, attend: Sequence[torch.Tensor | None] | None = None,
+    def feed(self, tokens: Sequence[torch.Tensor | None], last: int = 1, attend: Sequence[torch.Tensor | None] | None = None,
              offsets: Sequence[torch.Tensor | None] | None = None,
              hidden: bool = False) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
         """`BatchCache.feed` for the one row: `tokens[0]` [m] appended to the text."""
         new = tokens[0]
         own = attend[0] if attend is not None else None
         if own is None:
-            logits, states = self.lm.feed_with_hidden(new, keep=keep, hidden=hidden)
+            logits, states = self.lm.feed_with_hidden(new, last=last, hidden=hidden)
         else:
             shift = offsets[0] if offsets is not None and offsets[0] is not None else torch.arange(new.numel())
-            logits, states = self.lm.feed_with_hidden(new, keep=keep, attend=own.cpu(), positions=self.lm.length + shift.cpu(),
+            logits, states = self.lm.feed_with_hidden(new, last=last, attend=own.cpu(), positions=self.lm.length + shift.cpu(),
                                                       hidden=hidden)
         if self.on_pass is not None:
             self.on_pass()

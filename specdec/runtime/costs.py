@@ -35,7 +35,7 @@ def _pass_time(rows: Rows, tokens: torch.Tensor, device: torch.device) -> float:
     start_length = rows.length(0)
     synchronize(device)
     start = time.perf_counter()
-    rows.feed([tokens], keep=tokens.numel())
+    rows.feed([tokens], last=tokens.numel())
     synchronize(device)
     seconds = time.perf_counter() - start
     rows.rollback(0, start_length)

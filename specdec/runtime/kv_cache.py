@@ -7,8 +7,8 @@ longer part of the text, and `rollback` cuts them off: no pass is ever repeated 
 prefix.
 
     model = CachedModel(hf_model)
-    logits = model.feed(torch.tensor([5, 6, 7]), keep=1)   # [1, V]: prefill, keep the last logits
-    logits = model.feed(torch.tensor([8, 9]), keep=2)      # [2, V]: two more tokens, one pass
+    logits = model.feed(torch.tensor([5, 6, 7]), last=1)   # [1, V]: prefill, keep the last logits
+    logits = model.feed(torch.tensor([8, 9]), last=2)      # [2, V]: two more tokens, one pass
     model.rollback(4)                                      # forget token 9: the cache holds 5 6 7 8
 
 Invariant: `length` is the number of tokens whose keys and values are in the cache, and the
@@ -79,24 +79,24 @@ class CachedModel:
     def device(self) -> torch.device:
         return self.model.device
 
-    def feed(self, tokens: torch.Tensor, keep: int = 1, attend: torch.Tensor | None = None,
+    def feed(self, tokens: torch.Tensor, last: int = 1, attend: torch.Tensor | None = None,
              positions: torch.Tensor | None = None) -> torch.Tensor:
-        """Run one forward pass over `tokens` [n] appended to the cache; return the last `keep` logits [keep, V].
+        """Run one forward pass over `tokens` [n] appended to the cache; return the logits of its `last` new tokens [last, V].
 
         By default each new token attends to the cache and the new tokens before it (causal). A token
         tree passes `attend` [n, length + n] bool (True: may attend) and `positions` [n] instead
         (`specdec.engine.trees.tree_attention`).
         """
-        return self.feed_with_hidden(tokens, keep, attend, positions, hidden=False)[0]
+        return self.feed_with_hidden(tokens, last, attend, positions, hidden=False)[0]
 
     @torch.inference_mode()
-    def feed_with_hidden(self, tokens: torch.Tensor, keep: int = 1, attend: torch.Tensor | None = None,
+    def feed_with_hidden(self, tokens: torch.Tensor, last: int = 1, attend: torch.Tensor | None = None,
                          positions: torch.Tensor | None = None, hidden: bool = True) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
         """`feed`, also returning the hidden states of every row when `hidden`: per layer [n, H] (the embeddings
         first, the last one after the final norm), as transformers' `output_hidden_states` gives them."""
         if tokens.ndim != 1 or tokens.numel() == 0:
             raise ValueError(f"feed takes a non-empty 1-D tensor of token ids, got shape {tuple(tokens.shape)}")
-        keep = min(max(keep, 1), tokens.numel())  # transformers reads logits_to_keep=0 as "all"
+        last = min(max(last, 1), tokens.numel())  # transformers reads logits_to_keep=0 as "all"
         inputs = {"input_ids": tokens[None].to(self.device), "cache": self.cache, "use_cache": True}  # input_ids [1, n]
         if attend is not None:
             inputs["attention_mask"] = attend[None, None].to(self.device)     # [1, 1, n, length + n]: used as given
@@ -104,15 +104,15 @@ class CachedModel:
         if hidden:
             inputs["output_hidden_states"] = True
         if self.head is None:
-            output = self.model(**inputs, logits_to_keep=keep)
+            output = self.model(**inputs, logits_to_keep=last)
             logits = output.logits[0]
         else:
             output = self.model.base_model(**inputs)
-            logits = self.head(output.last_hidden_state[0, -keep:])            # [keep, K]
+            logits = self.head(output.last_hidden_state[0, -last:])            # [last, K]
         self.length += tokens.numel()
         self.passes += 1
         states = tuple(layer[0] for layer in output.hidden_states) if hidden else None   # per layer [n, H]
-        return logits[-keep:], states                   # [keep, V]
+        return logits[-last:], states                   # [last, V]
 
     def rollback(self, length: int) -> None:
         """Forget every cached token after the first `length`."""

@@ -9,7 +9,7 @@ Each text ("row") owns a sequence id S. Its tokens live in two places:
 
     rows = model.rows([0, 1])
     logits, _ = rows.feed([prompt_a, prompt_b])                              # [2, 1, V]: both texts in one pass
-    logits, _ = rows.feed([tree_tokens, None], keep=4, attend=[mask, None], offsets=[depths, None])
+    logits, _ = rows.feed([tree_tokens, None], last=4, attend=[mask, None], offsets=[depths, None])
     rows.keep(0, list(range(10)) + [10, 12])      # the path: its cells join S, every view is dropped
     rows.rollback(1, 4)                           # row 1 forgets its tokens after the fourth
     rows.compact([0])                             # row 1 is done
@@ -17,7 +17,7 @@ Each text ("row") owns a sequence id S. Its tokens live in two places:
 `keep`, `rollback` and `compact` never free a cell (`specdec.runtime.llama_cpp.context` says why): dropped
 tokens wait in a sequence nobody reads until the cache is full, then the live texts are repacked.
 
-Logits come back as float32 [B, keep, V], right-aligned: row i's own tokens are its last min(keep, m_i)
+Logits come back as float32 [B, last, V], right-aligned: row i's own tokens are its last min(last, m_i)
 rows, as `specdec.runtime.batch_cache.BatchCache` returns them. `output_rows=K` keeps the first K columns
 (llama.cpp computes the whole output layer either way: no saving, only the same shape as torch's).
 
@@ -55,7 +55,7 @@ class RowPass:
     ids: list[int]
     positions: list[int]
     plan: ViewPlan | None
-    outputs: list[bool]                 # which new tokens' logits are read (the last `keep`)
+    outputs: list[bool]                 # which new tokens' logits are read (the last `last`)
 
 
 @dataclass
@@ -85,10 +85,10 @@ class LlamaCppRows:
     def length(self, row: int) -> int:
         return self._texts[row].length
 
-    def feed(self, tokens: Sequence[torch.Tensor | None], keep: int = 1, attend: Sequence[torch.Tensor | None] | None = None,
+    def feed(self, tokens: Sequence[torch.Tensor | None], last: int = 1, attend: Sequence[torch.Tensor | None] | None = None,
              offsets: Sequence[torch.Tensor | None] | None = None,
              hidden: bool = False) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
-        """One pass over every row's new tokens (`specdec.engine.model.Rows.feed`): logits [B, keep, V], right-aligned."""
+        """One pass over every row's new tokens (`specdec.engine.model.Rows.feed`): logits [B, last, V], right-aligned."""
         if hidden:
             raise SpecdecError("the llama.cpp runtime has no per-layer hidden states: run methods that read them "
                                "(trained heads, layer skipping) with --runtime torch")
@@ -98,8 +98,8 @@ class LlamaCppRows:
         counts = [len(row_ids) for row_ids in ids]
         if max(counts) == 0:
             raise ValueError("feed needs at least one token in some row")
-        keep = min(max(keep, 1), max(counts))
-        parts = [self._row_pass(i, ids[i], attend, offsets, keep) for i in range(len(self.rows))]
+        last = min(max(last, 1), max(counts))
+        parts = [self._row_pass(i, ids[i], attend, offsets, last) for i in range(len(self.rows))]
         total = sum(counts)
         if total > BATCH_TOKENS and any(part is not None and part.plan is not None for part in parts):
             raise ValueError(f"a pass with a tree takes at most {BATCH_TOKENS} tokens in all, got {total}")
@@ -115,7 +115,7 @@ class LlamaCppRows:
                     row_entries, commit = self._entries(text, part, views)
                     entries += [(i, entry) for entry in row_entries]
                     after.append(commit)
-            logits = self._run(entries, len(self.rows), keep, counts, prompts)
+            logits = self._run(entries, len(self.rows), last, counts, prompts)
         except BaseException:
             for view in views:                            # a failed pass leaves no view behind
                 self.context.release(view)
@@ -126,7 +126,7 @@ class LlamaCppRows:
         self.model.passes += 1                       # the model counts every cache's passes (a run reads it)
         return logits, None
 
-    def _row_pass(self, i: int, ids: list[int], attend, offsets, keep: int) -> RowPass | None:
+    def _row_pass(self, i: int, ids: list[int], attend, offsets, last: int) -> RowPass | None:
         """Row i's part of the pass (None when it is fed nothing); a ValueError for a pattern llama.cpp cannot draw."""
         if not ids:
             return None
@@ -134,7 +134,7 @@ class LlamaCppRows:
         shift = offsets[i] if offsets is not None and offsets[i] is not None else torch.arange(len(ids))
         positions = [text.length + int(s) for s in shift.reshape(-1).tolist()]
         own = attend[i] if attend is not None else None
-        outputs = [j >= len(ids) - keep for j in range(len(ids))]
+        outputs = [j >= len(ids) - last for j in range(len(ids))]
         if is_plain_causal(len(text.pending), text.length, positions, own):
             return RowPass(ids, positions, None, outputs)
         if own is None:                                   # causal over everything cached, pending tokens included
@@ -167,16 +167,16 @@ class LlamaCppRows:
             text.pending += [Pending(p, view) for p, view in zip(positions, views)]
         return entries, commit
 
-    def _run(self, entries: list[tuple[int, Entry]], rows: int, keep: int, counts: list[int], prompts: set[int]) -> torch.Tensor:
-        """Decode the entries into right-aligned logits [B, keep, V]: each row in `prompts` alone (its prompt pass, the same
+    def _run(self, entries: list[tuple[int, Entry]], rows: int, last: int, counts: list[int], prompts: set[int]) -> torch.Tensor:
+        """Decode the entries into right-aligned logits [B, last, V]: each row in `prompts` alone (its prompt pass, the same
         bits whatever else the pass holds), the rest together; in passes of `BATCH_TOKENS` (a tree must fit in one)."""
         width = self.context.vocab_size if self.output_rows is None else min(self.output_rows, self.context.vocab_size)
-        logits = torch.zeros(rows, keep, width, dtype=torch.float32)                  # [B, keep, V]
+        logits = torch.zeros(rows, last, width, dtype=torch.float32)                  # [B, last, V]
         slots = []                                                                    # (row, column) of each output
         seen = [0] * rows
         for i, entry in entries:
             if entry.output:
-                slots.append((i, keep - min(keep, counts[i]) + seen[i]))
+                slots.append((i, last - min(last, counts[i]) + seen[i]))
                 seen[i] += 1
         read = []                                                   # a prompt alone, the rest together; long: several decodes
         for prompt, group in groupby(entries, key=lambda item: item[0] if item[0] in prompts else None):

@@ -83,7 +83,7 @@ def self_test(model) -> str | None:
     for k in (2, 6, 17):
         rows = model.rows([0])
         prompt, _ = rows.feed([text[:PROMPT]])
-        together, _ = rows.feed([text[PROMPT:PROMPT + k]], keep=k)
+        together, _ = rows.feed([text[PROMPT:PROMPT + k]], last=k)
         reason = (first_difference(prompt[0], reference[:1], "a second 10-token prompt pass")
                   or first_difference(together[0], reference[1:1 + k], f"a pass of {k} tokens"))
         if reason:
@@ -99,7 +99,7 @@ def self_test(model) -> str | None:
     rows.feed([text[:LONG_TEXT]])
     alone = torch.cat([rows.feed([text[i:i + 1]])[0][0] for i in range(LONG_TEXT, LONG_TEXT + 6)])
     rows.rollback(0, LONG_TEXT)
-    return first_difference(rows.feed([text[LONG_TEXT:LONG_TEXT + 6]], keep=6)[0][0], alone,
+    return first_difference(rows.feed([text[LONG_TEXT:LONG_TEXT + 6]], last=6)[0][0], alone,
                             f"a 6-token pass after {LONG_TEXT} tokens")
 
 
@@ -129,7 +129,7 @@ def _tree(model, text: torch.Tensor, reference: torch.Tensor) -> str | None:
     branch_reference = steps(model, branch)
     rows = model.rows([0])
     rows.feed([text[:10]])
-    tree, _ = rows.feed([tokens], keep=6, attend=[attend], offsets=[depth])
+    tree, _ = rows.feed([tokens], last=6, attend=[attend], offsets=[depth])
     reason = (first_difference(tree[0, :3], reference[1:4], "a token tree's first branch")
               or first_difference(tree[0, 3:], branch_reference[1:4], "a token tree's second branch"))
     if reason:
