@@ -1,7 +1,7 @@
 """Self-speculation: the target with some of its layers skipped drafts for itself (Draft & Verify, SWIFT).
 
 Notation: p is the full target, q the same model with layers skipped, c a draft step's cost over a target
-step, s the cost of one more token in a verification pass.
+step, beta the cost of one more token in a verification pass.
 
 No second model: the draft is a view of the target that runs only some of its decoder layers (the same
 weights, no copy), with a KV cache of its own. The full target verifies, so the output is exactly the
@@ -18,7 +18,7 @@ Draft & Verify searches the skipped set offline with Bayesian optimisation, SWIF
 own text; this rule costs nothing beyond the prompt pass the target makes anyway, and looks at this text.
 A round drafts a chain under the stop rule (`specdec.engine.stop_rule.ConfidenceStop`), priced with a c that is
 measured, not read from the weights: the median of the draft's own step times over the median target
-step (the time from its proposal to the target's verdict, divided by 1 + s k: the drafter times the
+step (the time from its proposal to the target's verdict, divided by 1 + beta k: the drafter times the
 target's pass from outside, as it would any other service). Until the first round is measured, c is the
 share of layers kept. A measured c makes rounds depend on timing, so with a seed a sampled text is
 reproducible only with `c` given; its distribution is exactly p either way. Each text of a batch picks

@@ -1,7 +1,7 @@
 """The drafter contract: what the loop asks of every drafting method, and what it tells it back.
 
 Notation: p is the target, q the draft, gamma the drafted tokens per round, c the cost of a draft
-step over a target step, s the cost of one more token in a verification pass (v(k) = 1 + s k).
+step over a target step, beta the cost of one more token in a verification pass (v(k) = 1 + beta k).
 
 A drafting method (a small draft model, prompt lookup, a draft with another tokenizer, a token tree,
 Token Recycling, lookahead decoding, suffix decoding, the target skipping some of its own layers)
@@ -80,7 +80,7 @@ class Capabilities:
 @dataclass(frozen=True)
 class DraftCosts:
     """The costs the default policy prices rounds with, in target steps: c per draft step, and what a verification pass over
-    k drafted tokens costs, v(k): measured (`verify`, v(0) = 1 first) where the pair was timed, else 1 + s k.
+    k drafted tokens costs, v(k): measured (`verify`, v(0) = 1 first) where the pair was timed, else 1 + beta k.
 
     >>> DraftCosts(0.4, 0.05).v(4), DraftCosts(0.4, 0.05, (1.0, 1.72, 1.95)).v(2)
     (1.2, 1.95)

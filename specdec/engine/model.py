@@ -109,4 +109,4 @@ class Model(Protocol):
         """Bytes of weights one decoding step reads: the ratio of a draft's and a target's is c from the weights."""
 
     def verify_slope(self) -> float:
-        """s in v(k) = 1 + s k, guessed without measuring (what one more token costs a verification pass)."""
+        """beta in v(k) = 1 + beta k, guessed without measuring (what one more token costs a verification pass)."""

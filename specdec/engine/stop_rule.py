@@ -33,10 +33,10 @@ the confidence as it is (6.6 s vs 7.7 s and 13.0 s vs 14.8 s for 128 tokens).
 
 The costs are ratios to one target step, fixed for the generation (so the same seed gives the same
 tokens): c, and v(k), measured for the pair where it was timed (`verify`, kept per model, runtime,
-CPU and threads: `specdec.runtime.costs`), else the line v(k) = 1 + s k; one more token then costs
+CPU and threads: `specdec.runtime.costs`), else the line v(k) = 1 + beta k; one more token then costs
 c + v(k + 1) - v(k). `speculative_generate` estimates c
 from the models' weight bytes (`specdec.runtime.costs.weight_cost_ratio`: decoding on a CPU or a GPU is
-bound by reading weights) and takes s = 0.5 for float32 on the CPU (a 5-token pass measured at
+bound by reading weights) and takes beta = 0.5 for float32 on the CPU (a 5-token pass measured at
 about 3 one-token steps on this project's CPU) and 0.05 elsewhere (bfloat16: 0.84-1.19 steps);
 `specdec.runtime.costs.measure_costs` gives measured ones.
 
@@ -80,7 +80,7 @@ class ConfidenceStop:
         if c < 0 or verify_slope < 0 or max_gamma < 1:
             raise ValueError(f"need c >= 0, verify_slope >= 0 and max_gamma >= 1, got {c}, {verify_slope}, {max_gamma}")
         self.c, self.verify_slope, self.max_gamma = c, verify_slope, max_gamma
-        self.verify = tuple(verify)      # measured v(0), v(1), ... (`DraftCosts.verify`); () for 1 + s k
+        self.verify = tuple(verify)      # measured v(0), v(1), ... (`DraftCosts.verify`); () for 1 + beta k
         self.prior_weight, self.decay = prior_weight, decay
         self.hits = np.zeros(bins)       # accepted tested tokens per confidence bin (decayed counts)
         self.tests = np.zeros(bins)      # tested tokens per confidence bin
@@ -133,7 +133,7 @@ class ConfidenceStop:
         return gain * round_cost > expected_tokens * (self.c + self.v(k + 1) - self.v(k))
 
     def v(self, k: int) -> float:
-        """A verification pass over k drafted tokens, in target steps: measured where given, else 1 + s k."""
+        """A verification pass over k drafted tokens, in target steps: measured where given, else 1 + beta k."""
         return DraftCosts(self.c, self.verify_slope, self.verify).v(k)
 
     def describe(self) -> str:

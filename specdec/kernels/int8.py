@@ -56,7 +56,7 @@ class Int8Linear(nn.Module):
     `pack=False` the fbgemm form is made later, alone (`pack`) or with its siblings (`SharedInput`).
     """
 
-    verify_slope = 0.05   # v(k) = 1 + s k: v(5) = 1.28, v(17) = 2.67 for Qwen2.5-Coder-1.5B's shapes (2 cores); fits the short passes
+    verify_slope = 0.05   # v(k) = 1 + beta k: v(5) = 1.28, v(17) = 2.67 for Qwen2.5-Coder-1.5B's shapes (2 cores); fits the short passes
 
     def __init__(self, weight_int8: torch.Tensor, weight_scale: torch.Tensor, bias: torch.Tensor | None, pack: bool = True) -> None:
         super().__init__()

@@ -123,7 +123,7 @@ class W8A8Linear(nn.Module):
     None, so a W8A8 copy on disk is the same kind of file; the kernel's packed layout is made at load.
     """
 
-    verify_slope = 0.04   # v(k) = 1 + s k: v(5) = 1.19 for the 1.5B's shapes on an AVX-512 CPU (the probe in the docstring above)
+    verify_slope = 0.04   # v(k) = 1 + beta k: v(5) = 1.19 for the 1.5B's shapes on an AVX-512 CPU (the probe in the docstring above)
 
     def __init__(self, weight_int8: torch.Tensor, weight_scale: torch.Tensor, bias: torch.Tensor | None,
                  kernel: Kernel | None = None) -> None:

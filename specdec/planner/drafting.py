@@ -1,7 +1,7 @@
 """The default drafting policy: which drafter, which gamma schedule, priced with which costs c and v(k).
 
 Notation: c is a draft step's cost over a target step, v(k) the cost of a verification pass over k drafted
-tokens in target steps (measured, or the line 1 + s k with s guessed by the target's runtime), gamma the
+tokens in target steps (measured, or the line 1 + beta k with beta guessed by the target's runtime), gamma the
 tokens drafted per round, alpha the chance a tested draft is kept.
 
 The planner (`specdec.planner.plan`) asks this module once per generation; every report reads the plan's
@@ -13,7 +13,7 @@ description, carried onto the result:
        costs only), the registry's FREE_DRAFT under a gamma that may be 0 (a plain step), or plain decoding
        where even a free draft that is always right could not pay (`plain_or_free`)
     2. the costs: measured on this machine (`specdec.runtime.costs`), else c from the weight bytes of the
-       model a draft step runs and s as the target's runtime guesses it (`Model.verify_slope`)
+       model a draft step runs and beta as the target's runtime guesses it (`Model.verify_slope`)
     3. the schedule of a chain drafter: the gamma asked for, an adaptive gamma asked for, else the stop rule
        (`ConfidenceStop`) for a drafter that reports its confidence, else an adaptive gamma on measured costs,
        else a fixed `ConfidenceStop.fallback_gamma`; a drafter that sizes its own rounds gets none, and a gamma
@@ -44,7 +44,7 @@ from specdec.registry import CHAIN, DRAFT_MODEL, FREE_DRAFT, FREE_DRAFT_OPTIONS,
 from specdec.runtime.costs import weight_cost_ratio
 
 TREE_FROM_C = 0.25            # the default drafts a tree when a draft step costs at least this share of a target step ...
-TREE_UP_TO_SLOPE = 0.1        # ... and one more token in a verification pass at most this share (v(k) = 1 + s k)
+TREE_UP_TO_SLOPE = 0.1        # ... and one more token in a verification pass at most this share (v(k) = 1 + beta k)
 ASSUMED_ALPHA = 0.9           # with measured costs: a draft model is kept only if agreeing this often would beat the target alone
 FREE_PRIOR_ALPHA = 0.75       # free drafting's acceptance before a run has tested any: it tries, and learns (AdaptiveGamma)
 FASTEST_PLAN_FLAG = "--method auto"   # how a person asks for the fastest exact plan (`specdec.run_spec.FASTEST_PLAN`)
@@ -107,7 +107,7 @@ def plan_for_draft_model(target: Model, draft: Model, gamma: int | None = None, 
                          costs: DraftCosts | None = None, adaptive: int | None = None,
                          schedule: GammaSchedule | None = None, fastest: bool = False) -> DraftingPlan:
     """The plan for a draft model sharing the target's tokenizer: with gamma left out, the policy's choice (module docstring);
-    with a gamma, a chain of that gamma. Without measured `costs`, c from the weights and s guessed.
+    with a gamma, a chain of that gamma. Without measured `costs`, c from the weights and beta guessed.
 
     Where the measured costs say no round with the draft model can beat the target alone, the plan still drafts with it (the
     draft at work, the verdict and the fastest exact plan in its description: `shown_anyway`), unless `fastest` asks for the
@@ -203,7 +203,7 @@ def default_drafter(target: object, draft: object, name: str | None = None) -> D
     >>> from transformers import LlamaConfig, LlamaForCausalLM
     >>> import torch
     >>> tiny = LlamaForCausalLM(LlamaConfig(hidden_size=8, intermediate_size=8, num_hidden_layers=1, num_attention_heads=1, vocab_size=4))
-    >>> default_drafter(tiny, tiny).capabilities.drafts                 # c = 1, but float32 on a CPU: s = 0.5
+    >>> default_drafter(tiny, tiny).capabilities.drafts                 # c = 1, but float32 on a CPU: beta = 0.5
     'chain'
     >>> default_drafter(tiny.to(torch.bfloat16), tiny.to(torch.bfloat16)).capabilities.drafts
     'tree (budget 16)'
@@ -214,7 +214,7 @@ def default_drafter(target: object, draft: object, name: str | None = None) -> D
 
 
 def trees_pay(target: Model, draft: Model, costs: DraftCosts | None = None) -> bool:
-    """Whether the default drafts a tree for this pair: c >= TREE_FROM_C, s <= TREE_UP_TO_SLOPE (s from v(4) where v was
+    """Whether the default drafts a tree for this pair: c >= TREE_FROM_C, beta <= TREE_UP_TO_SLOPE (beta from v(4) where v was
     measured), no sliding window."""
     costs = costs or estimated_costs(target, draft)
     slope = (costs.v(4) - 1.0) / 4 if costs.verify else costs.verify_slope
@@ -223,7 +223,7 @@ def trees_pay(target: Model, draft: Model, costs: DraftCosts | None = None) -> b
 
 
 def estimated_costs(target: Model, draft: DraftNetwork | None) -> DraftCosts:
-    """c from the weight bytes a draft step reads over a target step's, s as the target's runtime guesses it."""
+    """c from the weight bytes a draft step reads over a target step's, beta as the target's runtime guesses it."""
     return DraftCosts(weight_cost_ratio(target, draft), target.verify_slope())
 
 

@@ -1,7 +1,7 @@
 """transformers on torch as a runtime: any Hugging Face causal LM behind the model contract (`specdec.engine.model`).
 
 Notation: p is the target, q the draft, c a draft step's cost over a target step, s the cost of one more
-token in a verification pass (v(k) = 1 + s k).
+token in a verification pass (v(k) = 1 + beta k).
 
 `TorchModel(hf_model)` is the model a run speaks to; its caches are `specdec.runtime.batch_cache`'s (a
 `OneRow` for one text, a `BatchCache` for several), and it counts every forward pass any of them makes

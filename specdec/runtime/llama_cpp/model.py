@@ -22,7 +22,7 @@ What a loaded model holds:
   trees and batches on windowed layers are not proven exact here;
 - `weight_bytes()`: the tensors' bytes (`llama_model_size`), less the input embedding table when the output
   layer has its own (a step reads one row of it): the bytes a decoding step reads;
-- `verify_slope()`: s in v(k) = 1 + s k, a guess from what was measured on 2 AVX2 cores (1.0 on one thread,
+- `verify_slope()`: beta in v(k) = 1 + beta k, a guess from what was measured on 2 AVX2 cores (1.0 on one thread,
   0.8 on two: the kernels are compute-bound there, a pass over 17 tokens costs 16.8 steps on one thread and 13.9
   on two, `benchmarks/llama_cpp_exactness.py timing`; more cores make a pass cheaper, and the policy measures).
 
@@ -54,7 +54,7 @@ from specdec.runtime.llama_cpp.settings import EXACT, Settings, model_params
 CONTEXT_TOKENS = 4096        # cells per text when the caller does not say (the model's own context when shorter)
 TREE_SEQUENCES = 64          # sequence ids for the new tokens of one pass's trees, over all texts
 SLACK_CELLS = 256            # cells beyond the texts': dropped tokens wait there until a repack
-# s in v(k) = 1 + s k, by threads: the zoo's 1.5B with the exact settings on 2 AVX2 cores (benchmarks/
+# beta in v(k) = 1 + beta k, by threads: the zoo's 1.5B with the exact settings on 2 AVX2 cores (benchmarks/
 # llama-cpp-exactness.md): v(2) = 2.01, v(17) = 15.4 on one thread; v(2) = 1.69, v(17) = 11.1 on two.
 VERIFY_SLOPES = {1: 1.0, 2: 0.8}
 
@@ -166,7 +166,7 @@ class LlamaCppModel:
         return self._weight_bytes
 
     def verify_slope(self) -> float:
-        """s in v(k) = 1 + s k, guessed without measuring: measured on 1 and 2 AVX2 threads (`VERIFY_SLOPES`)."""
+        """beta in v(k) = 1 + beta k, guessed without measuring: measured on 1 and 2 AVX2 threads (`VERIFY_SLOPES`)."""
         return VERIFY_SLOPES[min(self.threads, 2)]
 
 
