@@ -28,11 +28,11 @@ from specdec.errors import SpecdecError
 from specdec.pair.measuring import cost_key, keep_load_time, load_key
 from specdec.pair.resources import LoadedPair
 from specdec.planner import ModelPlan, choose_models
-from specdec.planner.models import W8A8_TARGET, model_file
+from specdec.planner.models import W8A8_TARGET
 from specdec.registry import CORPUS, DRAFT_MODEL, DRAFT_TOKENIZER, METHODS, RESOURCES, TARGET, TOKENIZER, WHOLE, Resources, corpus_files, needs_of
 from specdec.run_spec import Drafting, ModelChoices, RunSpec
 from specdec.runtime.costs import keep_speed, measured_costs
-from specdec.runtimes import FALLBACK, RUNTIMES, LoadRequest, choose_runtime, runtime_of
+from specdec.runtimes import FALLBACK, RUNTIMES, LoadRequest, choose_runtime, model_file, runtime_of
 from specdec.store import Progress, Reporter
 from specdec.zoo.gguf_files import parsed_once
 from specdec.zoo.kernel_library import require_w8a8

@@ -24,14 +24,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 
 from specdec.engine.contract import DraftCosts
 from specdec.kernels.precision import AUTO, Precision, resolve_pair_precision, resolve_precision
 from specdec.registry import DRAFT_MODEL, needs_of
 from specdec.run_spec import RunSpec
-from specdec.runtimes import FALLBACK, RUNTIMES, ModelFile, choose_draft_runtime, choose_runtime
+from specdec.runtimes import FALLBACK, RUNTIMES, ModelFile, choose_draft_runtime, choose_runtime, model_file
 from specdec.zoo.fetch import where
 from specdec.zoo.kernel_library import refuse_w8a8_by_cpu
 from specdec.zoo.loading import same_tokenizer_files
@@ -93,12 +92,6 @@ def choose_models(spec: RunSpec) -> tuple[ModelPlan, ModelPlan | None]:
     draft_precision = precisions[1]
     assert draft_precision is not None                   # resolved for a draft model: with_draft above
     return target, _planned("draft", draft_file, draft_runtime, draft_precision, draft_why)
-
-
-def model_file(name: str) -> ModelFile:
-    """What the zoo says of a model before it loads: where it is, and whether it is one GGUF file."""
-    found = where(name)
-    return ModelFile(name, Path(found.location) if found.gguf else None, found.gguf)
 
 
 def _planned(role: str, file: ModelFile, runtime_name: str, precision: Precision, why: str) -> ModelPlan:

@@ -20,9 +20,10 @@ from specdec.runtimes.registry import (
     choices,
     choose_draft_runtime,
     choose_runtime,
+    model_file,
     register,
     runtime_of,
 )
 
 __all__ = ["AUTO", "FALLBACK", "RUNTIMES", "LoadRequest", "ModelFile", "Runtime", "choices", "choose_draft_runtime",
-           "choose_runtime", "register", "runtime_of"]
+           "choose_runtime", "model_file", "register", "runtime_of"]

@@ -92,6 +92,14 @@ RUNTIMES: dict[str, Runtime] = {}
 FALLBACK = "torch"                                 # runs whatever the others refuse; registered by `specdec.runtimes.on_torch`
 
 
+def model_file(name: str) -> ModelFile:
+    """What the zoo says of a model before it loads: where it is, and whether it is one GGUF file."""
+    from specdec.zoo.fetch import where
+
+    found = where(name)
+    return ModelFile(name, Path(found.location) if found.gguf else None, found.gguf)
+
+
 def register(runtime: Runtime) -> Runtime:
     """Add a runtime to every list; its name must be new and not "auto"."""
     if runtime.name == AUTO or runtime.name in RUNTIMES:
