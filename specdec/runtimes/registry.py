@@ -24,7 +24,7 @@ What an entry says:
   asked for rules it out of "auto"); `settings`: the settings a target and a draft run with;
 - `auto_rank`: the order "auto" tries the runtimes in; the `FALLBACK` (torch) runs whatever the others refuse.
 
-Where this must happen at all: `choose_runtime` below, called by the planner before anything loads.
+The choice itself: `choose_runtime` and `choose_draft_runtime` below, which the planner calls before anything loads.
 """
 
 from __future__ import annotations
