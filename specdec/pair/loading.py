@@ -128,7 +128,7 @@ def _load_planned(planned: ModelPlan, threads: int | None, say: Callable[[str], 
     say(f"Loading {planned.role} {planned.name} …")
     start = time.perf_counter()
     request = LoadRequest(planned.name, planned.role, planned.precision, planned.settings, threads, model_file(planned.name).location,
-                          lambda: load_torch_model(planned.name, precision=planned.precision, role=planned.role, progress=steps), steps)
+                          lambda: load_torch_model(planned.name, precision=planned.precision, role=planned.role, progress=steps))
     model, precision = RUNTIMES[planned.runtime].load(request)
     planned = replace(planned, precision=precision)
     seconds[planned.role] = time.perf_counter() - start

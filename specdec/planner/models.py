@@ -73,8 +73,9 @@ def choose_models(spec: RunSpec) -> tuple[ModelPlan, ModelPlan | None]:
     if device.type == "cpu" and "w8a8" in (choices.quantization, choices.draft_quantization if with_draft else None):
         refuse_w8a8_by_cpu()                 # before where(): a CPU that can never run it says so, not "fetch the model first"
     target_file = model_file(spec.target)
+    draft_file = model_file(spec.draft) if with_draft else None
     # a draft that is no GGUF file keeps the pair on one runtime, as before drafts could run elsewhere than their target
-    together = [model_file(spec.draft)] if with_draft and not where(spec.draft).gguf else []
+    together = [draft_file] if draft_file is not None and not draft_file.gguf else []
     runtime, why = choose_runtime(choices.runtime, [target_file, *together], device, (choices.dtype, choices.quantization))
     target_precision = precisions[0]
     if RUNTIMES[runtime].measures_costs and choices.runtime == AUTO:
@@ -83,12 +84,11 @@ def choose_models(spec: RunSpec) -> tuple[ModelPlan, ModelPlan | None]:
             runtime, why = FALLBACK, faster
             target_precision = resolve_precision(device, choices.dtype, "w8a8", "target")
     target = _planned("target", target_file, runtime, target_precision, why)
-    if not with_draft:
+    if draft_file is None:
         return target, None
-    draft_file = model_file(spec.draft)
     draft_runtime, draft_why = choose_draft_runtime(
         choices.draft_runtime, draft_file, device, AUTO != choices.draft_quantization or choices.dtype != AUTO,
-        lambda: _one_tokenizer(spec.target, spec.draft))
+        lambda: _one_tokenizer(spec.target, spec.draft), target_runtime=runtime)
     draft_precision = precisions[1]
     assert draft_precision is not None                   # resolved for a draft model: with_draft above
     return target, _planned("draft", draft_file, draft_runtime, draft_precision, draft_why)

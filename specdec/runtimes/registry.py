@@ -62,7 +62,6 @@ class LoadRequest:
     threads: int | None
     location: Path | None
     build_module: Callable[[], torch.nn.Module]
-    progress: Callable | None = None
 
 
 @dataclass(frozen=True)
@@ -139,15 +138,15 @@ def refusal(runtime: Runtime, files: Sequence[ModelFile], device: torch.device) 
     return ([why_not] if why_not else []), True
 
 
-def choose_runtime(asked: str, files: Sequence[ModelFile], device: torch.device, precision_choices: Sequence[str],
-                   option: str = "--runtime") -> tuple[str, str]:
+def choose_runtime(asked: str, files: Sequence[ModelFile], device: torch.device, precision_choices: Sequence[str]
+                   ) -> tuple[str, str]:
     """Which runtime runs these models (the target, and a draft that loads beside it), and why in a few words: the one asked
     for (one line if it cannot run them here), or with "auto" the first candidate that can, where every precision was left
     to auto if it runs a file's own weights; else the fallback."""
     if asked != AUTO:
         reasons, _ = refusal(runtime_of(asked), files, device)
         if reasons:
-            raise SpecdecError(f"the {asked} runtime cannot run this pair: {'; '.join(reasons)}: use {option} {FALLBACK}")
+            raise SpecdecError(f"the {asked} runtime cannot run this pair: {'; '.join(reasons)}: use --runtime {FALLBACK}")
         return asked, "asked for"
     asked_precision = any(choice != AUTO for choice in precision_choices)
     passed_over = []
@@ -163,10 +162,10 @@ def choose_runtime(asked: str, files: Sequence[ModelFile], device: torch.device,
 
 
 def choose_draft_runtime(asked: str, draft: ModelFile, device: torch.device, precision_asked: bool,
-                         one_tokenizer: Callable[[], bool]) -> tuple[str, str]:
+                         one_tokenizer: Callable[[], bool], target_runtime: str = FALLBACK) -> tuple[str, str]:
     """Where a draft model runs, and why: the one asked for (one line if it cannot), or with "auto" the first candidate that
     runs it here (a draft needs no batch invariance, so a runtime's fastest settings serve it, whatever runs the target);
-    else the fallback."""
+    else the fallback. The runtime `target_runtime` already passed its check on this machine: it is not asked again."""
     if asked != AUTO:
         reasons, _ = refusal(runtime_of(asked), [draft], device)
         if reasons:
@@ -181,7 +180,7 @@ def choose_draft_runtime(asked: str, draft: ModelFile, device: torch.device, pre
             why = "auto: a dtype or weights were asked for"
         elif not runtime.drafts_with_other_tokenizers and not one_tokenizer():
             why = "auto: its tokenizer is not the target's"
-        elif runtime.usable_here():
+        elif runtime.name != target_runtime and runtime.usable_here():
             why = f"auto: {runtime.name} does not run here"
         else:
             return runtime.name, runtime.auto_why[1]
