@@ -1185,14 +1185,6 @@ NUMBERS += [
              lambda saved: eagle_curve(saved)["speculative_c"]),
 ]
 
-# ---- the labs' graders: the bias a grader must see, from the controlled random source itself (guide/labs/controlled_random.py)
-sys.path.insert(0, str(GUIDE / "labs"))
-import controlled_random  # noqa: E402
-
-NUMBERS += [
-    Computed(MATH, "off by <<.2f>> in any token's probability, it fails", lambda: controlled_random.BIAS),
-    Computed(ALGORITHM, "Off by <<.2f>> in any token's probability, it fails", lambda: controlled_random.BIAS),
-]
 
 # ---- chapter 8: each model on its fastest path, measured on the AVX-512 AMX machine (benchmarks/fast_paths.py, llama_cpp.py)
 FAST_PATHS = "avx512-amx/fast-paths.json"

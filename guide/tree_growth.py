@@ -295,6 +295,27 @@ def make_cases(count: int = 120) -> list[dict]:
     return cases
 
 
+# ties: laws with equal probabilities, the same after every path of a depth, so that whichever tied token a rule takes,
+# the tree grows the same below it; the grader compares trees up to the order of tied tokens
+TIE_TOPS = ((0.3, 0.3, 0.15, 0.15), (0.4, 0.2, 0.2, 0.1), (0.25, 0.25, 0.25), (0.5, 0.1, 0.1, 0.1))
+
+
+def make_tie_cases(count: int = 8) -> list[dict]:
+    """The lab's tie cases: settings, one law per depth (each with ties), and the tree TreeDrafter grew from them."""
+    import random
+
+    cases = []
+    for seed in range(count):
+        choose = random.Random(f"ties:{seed}")
+        settings = {"c": choose.choice((0.02, 0.1, 0.3)), "beta": choose.choice((0.01, 0.05, 0.2)),
+                    "width": choose.choice((2, 3, 4)), "budget": choose.choice((8, 16)), "depth": choose.choice((3, 12))}
+        depth_laws = [as_the_drafter_reads(law(*choose.choice(TIE_TOPS), vocabulary=10)) for _ in range(13)]
+        tokens, parents, passes = drafter_tree(lambda path, laws=depth_laws: laws[len(path)], **settings)
+        cases.append({**settings, "depth_laws": [q.tolist() for q in depth_laws], "tokens": list(tokens),
+                      "parents": list(parents), "passes": passes})
+    return cases
+
+
 def cases_json(cases: list[dict]) -> str:
     """The lab's cases.json: one case a line."""
     import json
@@ -311,7 +332,9 @@ if __name__ == "__main__":
         out = Path(__file__).resolve().parent / "labs" / "04-tree" / "cases.json"
         out.parent.mkdir(exist_ok=True)
         out.write_text(cases_json(make_cases()), encoding="utf-8")
-        print(f"wrote {out}")
+        ties = out.with_name("ties.json")
+        ties.write_text(cases_json(make_tie_cases()), encoding="utf-8")
+        print(f"wrote {out} and {ties}")
 
 
 def worked_example_paragraphs() -> list[str]:

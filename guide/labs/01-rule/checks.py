@@ -12,11 +12,12 @@
 3. `speculative_sample` drafts from q: with the same seed and the same p, two different q must give
    different tokens somewhere (a sample that ignores q and draws from p directly has the law p too).
 4. `speculative_sample` itself outputs p: its law is computed exactly by driving it with a controlled random
-   source (`controlled_random.exact_law`: every way its draws can fall, not a sample), on the hand-picked pairs
-   and a few random ones, and must be within `TOLERANCE` of p for every token. A sample off by 0.01 in one
-   token's probability fails every time. Should your code draw in a way the controlled source cannot follow
-   (several values per call), it is sampled instead, `controlled_random.sampled_draws()` times: enough to see the
-   same 0.01 with probability 0.99.
+   source (`controlled_random.driven_law`: every way its draws can fall, not a sample), on the hand-picked pairs
+   and a few random ones, and must be within 1e-9 of p for every token: a sample off by 1e-6 in one token's
+   probability fails. Code that uses a uniform draw other than by scaling and comparing it is driven on a grid of
+   values instead (within 0.002: a bias of 0.005 fails); code that draws in a way the controlled source cannot
+   follow (several values per call) is sampled, `controlled_random.sampled_draws()` times: enough to see a 0.01
+   bias with probability 0.99.
 
 NumPy only (the grader runs from a fresh clone); fixed seeds throughout, so the grade is repeatable.
 """
@@ -25,11 +26,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from controlled_random import exact_law, law_distance, sampled_problems
+from controlled_random import driven_law, law_distance, sampled_problems
 
 TIME_LIMIT_S = 60
 HAND_PICKED, RANDOM_LAWS = 5, 3          # pairs whose output law is computed exactly: the hand-picked ones, 3 random ones
-TOLERANCE = 0.002                        # the exact law's own error is below 1e-4; a bias of 0.01 is five times this
 SAME_SEED = 200                          # draws compared between two q's under one seed
 
 
@@ -119,14 +119,14 @@ def sample_law_problems(module, name: str, p: np.ndarray, q: np.ndarray) -> list
     def draw(rng) -> int:
         return int(module.speculative_sample(p, q, rng))
 
-    law = exact_law(draw)
+    law, tolerance = driven_law(draw)
     truth = {token: float(probability) for token, probability in enumerate(p)}
     if law is None:
         return sampled_problems(draw, truth, seed=1, seconds=TIME_LIMIT_S / 3, what=f"{name}: speculative_sample")
     gap, kind, token = law_distance(law, truth)
-    if gap > TOLERANCE:
+    if gap > tolerance:
         yours = np.array([law.get(x, 0.0) for x in range(len(p))])
         token = token[1] if kind == "marginal" else token
-        return [f"{name}: speculative_sample outputs token {token} with probability {law.get(token, 0.0):.4f}, where p gives it "
-                f"{p[token]:.4f} (its whole law, computed exactly: {np.round(yours, 4)}; p = {np.round(p, 4)}, q = {np.round(q, 4)})"]
+        return [f"{name}: speculative_sample outputs token {token} with probability {law.get(token, 0.0):.10f}, where p gives it "
+                f"{p[token]:.10f}, {gap:.1e} apart (its whole law, computed exactly: {np.round(yours, 4)}; p = {np.round(p, 4)}, q = {np.round(q, 4)})"]
     return []

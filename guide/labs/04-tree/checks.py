@@ -7,6 +7,9 @@
    width, budget and depth, and for each the tokens, the parents and the draft passes of the tree `TreeDrafter` grew
    from them (greedy). `python guide/tree_growth.py --lab-cases` wrote them with specdec, and `tests/test_labs.py`
    checks that TreeDrafter still grows them: the grader needs NumPy alone, and it grades against the engine.
+4. The 8 cases of `ties.json`: laws with equal probabilities (the same law after every path of a depth), where the
+   chapter lets a rule take either of two tied tokens. Trees are compared up to the order of tied tokens
+   (`up_to_ties`: the same shape, each node's token as likely as TreeDrafter's), siblings distinct.
 
 A draft law is handed out only for the paths TreeDrafter read: asking about any other path means reading a level
 the rule would not read, and the grader says so.
@@ -21,6 +24,7 @@ import numpy as np
 
 TIME_LIMIT_S = 60
 CASES = Path(__file__).resolve().parent / "cases.json"
+TIES = Path(__file__).resolve().parent / "ties.json"
 WORKED = {(): (0.81, 0.09, 0.0049), (0,): (0.64, 0.20, 0.10), (1,): (0.36, 0.30, 0.20)}   # chapter 4's laws
 WORKED_DEEPER = (0.50, 0.30, 0.10)
 
@@ -63,6 +67,50 @@ def compare(yours, tokens, parents, passes, what: str) -> list[str]:
     return []
 
 
+def up_to_ties(tokens, parents, depth_laws) -> tuple:
+    """The tree whichever tied token it took: each node as (the probability of its token at its depth, its children's
+    forms, sorted), so that two trees that differ only in which of two equally likely tokens they took are equal.
+
+    >>> up_to_ties([0, 2, 1], [-1, -1, 1], [[0.4, 0.2, 0.2, 0.2], [0.5, 0.5, 0.0, 0.0]])
+    ((0.2, ((0.5, ()),)), (0.4, ()))
+    >>> up_to_ties([0, 1, 0], [-1, -1, 1], [[0.4, 0.2, 0.2, 0.2], [0.5, 0.5, 0.0, 0.0]])   # token 1 for 2: a tie
+    ((0.2, ((0.5, ()),)), (0.4, ()))
+    """
+    children: dict[int, list[int]] = {}
+    depths: list[int] = []
+    for node, parent in enumerate(parents):
+        children.setdefault(int(parent), []).append(node)
+        depths.append(0 if parent == -1 else depths[parent] + 1)
+
+    def form(node: int) -> tuple:
+        probability = round(float(depth_laws[depths[node]][int(tokens[node])]), 12)
+        return probability, tuple(sorted(form(child) for child in children.get(node, [])))
+
+    return tuple(sorted(form(node) for node in children.get(-1, [])))
+
+
+def tie_problems(module) -> list[str]:
+    for index, case in enumerate(json.loads(TIES.read_text(encoding="utf-8"))):
+        laws = [np.array(q) for q in case["depth_laws"]]
+        settings = {key: case[key] for key in ("width", "budget", "depth")}
+        fresh = np.zeros(10)
+        tokens, parents, passes = module.grow(lambda path, laws=laws: laws[len(path)].copy(), case["c"], case["beta"],
+                                              fresh.copy(), fresh.copy(), **settings)
+        tokens, parents = [int(t) for t in tokens], [int(p) for p in parents]
+        what = f"tie case {index} (c {case['c']}, beta {case['beta']}, width {case['width']}, budget {case['budget']})"
+        if len(set(zip(parents, tokens))) < len(tokens):
+            return [f"{what}: your tree gives one node two children with the same token (parents {tuple(parents)}, "
+                    f"tokens {tokens}): tied tokens are different tokens, each taken at most once"]
+        want, yours = up_to_ties(case["tokens"], case["parents"], laws), up_to_ties(tokens, parents, laws)
+        if yours != want:
+            return [f"{what}: TreeDrafter grows parents {tuple(case['parents'])} with tokens {case['tokens']}; yours are "
+                    f"{tuple(parents)} with tokens {tokens}, and no order of the tied tokens makes them the same tree"]
+        if int(passes) != case["passes"]:
+            return [f"{what}: the tree is right, but TreeDrafter read it in {case['passes']} draft passes and yours says "
+                    f"{int(passes)}"]
+    return []
+
+
 def grade(module) -> list[str]:
     problems = acceptance_problems(module)
     if problems:
@@ -92,4 +140,4 @@ def grade(module) -> list[str]:
         problems = compare(yours, case["tokens"], case["parents"], case["passes"], what)
         if problems:
             return problems
-    return []
+    return tie_problems(module)
