@@ -46,65 +46,78 @@ from specdec.engine.rounds import judge, kept_columns, layout, text_after, trace
 from specdec.engine.schedule import GammaSchedule
 from specdec.engine.trees import DraftTree
 
-Decided = list[tuple[int, Round]]      # the rounds one pass decided: (row, its round), in the cache's row order
+# the rounds one pass decided: (row, its round), in the cache's row order
+Decided = list[tuple[int, Round]]
 
 
-def speculate(model: Model, target: Rows, drafter: Drafter, prompts: Sequence[torch.Tensor], decoding: Decoding,
-              schedules: Sequence[GammaSchedule | None], costs: DraftCosts, stop_ids: frozenset[int]) -> Iterator[Decided]:
-    """Generate after each prompt [T_b] (rows 0..B-1 of `target`, an empty cache of `model`); yield each pass's rounds as decided.
+def speculate(
+    model: Model,
+    target: Rows,
+    drafter: Drafter,
+    prompts: Sequence[torch.Tensor],
+    decoding: Decoding,
+    schedules: Sequence[GammaSchedule | None],
+    costs: DraftCosts,
+    stop_ids: frozenset[int],
+) -> Iterator[Decided]:
+    """Generate after each prompt [T_b] (rows 0..B-1 of `target`, an empty cache of `model`); yield each pass's rounds.
 
-    `schedules[b]` picks row b's gamma (None: the drafter sizes its rounds); `costs` are told to the drafter.
-    """
+    `schedules[b]` picks row b's gamma (None: the drafter sizes its rounds); `costs` are told to the drafter."""
     sampling, capabilities, vocab = decoding.sampling, drafter.capabilities, model.vocab_size
     generators = [row_generator(decoding.seed, row, prompts[row].device) for row in range(len(prompts))]
     drafter.begin(Generation(dict(enumerate(prompts)), model, vocab, decoding.max_new_tokens, sampling, costs))
     wants_hidden = capabilities.hidden_states or bool(capabilities.hidden_layers)
     texts, counts, active = dict(enumerate(prompts)), dict.fromkeys(range(len(prompts)), 0), list(target.rows)
-    while active:                                                                      # 1. the first pass, then 2. rounds
+    while active:  # 1. the first pass, then 2. rounds
         requests = {}
-        for row in (row for row in active if counts[row]):                           # the first pass drafts nothing
+        for row in (row for row in active if counts[row]):  # the first pass drafts nothing
             room, schedule = decoding.max_new_tokens - counts[row] - 1, schedules[row]  # never overshoot
             limit = room if schedule is None else min(schedule.next_gamma(), room)
             if limit > 0:
                 stop_rule = schedule.keep_drafting if schedule is not None and capabilities.reports_confidence else None
                 requests[row] = DraftRequest(texts[row], limit, sampling, generators[row], stop_rule)
-        proposed = drafter.draft(requests) if requests else {}                        # a. every row proposes
-        proposals = {row: check_proposal(proposed.get(row), requests[row].limit, vocab, drafter.name) if row in requests
-                     else DraftTree.empty() for row in active}
-        layouts = {row: layout(texts[row][-1:] if counts[row] else texts[row], proposals[row], target.length(row))   # the root, or
-                   for row in active}                                                  # the whole prompt
-        kept = {row: min(capabilities.prompt_rows, lay.text) for row, lay in layouts.items()}   # text rows whose logits are kept
-        logits, hidden = target.feed([layouts[row].rows for row in target.rows],     # b. one pass, ragged
-                                     last=max(kept[row] + lay.rows.numel() - lay.text for row, lay in layouts.items()),
-                                     attend=[layouts[row].attend for row in target.rows],
-                                     offsets=[layouts[row].offsets for row in target.rows], hidden=wants_hidden)
-        hidden = _declared(hidden, capabilities.hidden_layers)
+        proposed = drafter.draft(requests) if requests else {}  # a. every row proposes
+        proposals = {row: DraftTree.empty() for row in active}
+        for row, request in requests.items():
+            proposals[row] = check_proposal(proposed.get(row), request.limit, vocab, drafter.name)
+        roots = {row: texts[row][-1:] if counts[row] else texts[row] for row in active}  # the root, or the whole prompt
+        layouts = {row: layout(roots[row], proposals[row], target.length(row)) for row in active}
+        kept = {row: min(capabilities.prompt_rows, lay.text) for row, lay in layouts.items()}  # text rows with logits
+        ordered = [layouts[row] for row in target.rows]
+        logits, hidden = target.feed(  # b. one pass, ragged
+            [lay.rows for lay in ordered],
+            last=max(kept[row] + lay.rows.numel() - lay.text for row, lay in layouts.items()),
+            attend=[lay.attend for lay in ordered],
+            offsets=[lay.offsets for lay in ordered],
+            hidden=wants_hidden,
+        )
         seen, decided = {}, []
-        for i, row in enumerate(target.rows):                                         # c. the rule, d. the cache, row by row
+        for i, row in enumerate(target.rows):  # c. the rule, d. the cache, row by row
             proposal, lay = proposals[row], layouts[row]
-            row_logits = logits[i, logits.shape[1] - (kept[row] + lay.rows.numel() - lay.text):]   # [K + N + E, V]
-            verdict = judge(proposal, row_logits[kept[row] - 1:kept[row] + lay.nodes], sampling, generators[row])
+            row_logits = logits[i, logits.shape[1] - (kept[row] + lay.rows.numel() - lay.text) :]  # [K + N + E, V]
+            verdict = judge(proposal, row_logits[kept[row] - 1 : kept[row] + lay.nodes], sampling, generators[row])
             round_ = trace(proposal, verdict, stop_ids)
             target.keep(row, kept_columns(texts[row].numel() - 1, verdict.path))
             texts[row] = text_after(texts[row], proposal, verdict.path, verdict.next_token)
             counts[row] += len(round_.emitted)
-            schedule = schedules[row]
-            if schedule is not None and proposal.size:
+            if (schedule := schedules[row]) is not None and proposal.size:
                 schedule.update(proposal.size, verdict.accepted)
             finished = counts[row] >= decoding.max_new_tokens or round_.emitted[-1][0] in stop_ids
-            seen[row] = verified(lay, row_logits, kept[row], _rows_of(hidden, i, lay.rows.numel()), proposal, verdict, texts[row], finished)
+            states = _rows_of(hidden, capabilities.hidden_layers, i, lay.rows.numel())
+            seen[row] = verified(lay, row_logits, kept[row], states, proposal, verdict, texts[row], finished)
             decided.append((row, round_))
-        drafter.observe(seen)                                                         # e. what the target computed
+        drafter.observe(seen)  # e. what the target computed
         yield decided
         active = [row for row in active if not seen[row].finished]
-        target.compact(active)                                                        # rows that are done leave the batch
+        target.compact(active)  # rows that are done leave the batch
 
 
-def _declared(hidden: tuple[torch.Tensor, ...] | None, layers: tuple[int, ...]) -> tuple[torch.Tensor, ...] | None:
-    """The hidden states of the layers a drafter declared (all of them when it named none)."""
-    return hidden if hidden is None or not layers else tuple(hidden[layer] for layer in layers)
-
-
-def _rows_of(hidden: tuple[torch.Tensor, ...] | None, i: int, count: int) -> tuple[torch.Tensor, ...] | None:
-    """The hidden states per layer [count, H] of the cache's i-th row in a pass's [B, M, H] (its rows are the last `count`)."""
-    return None if hidden is None else tuple(layer[i, layer.shape[1] - count:] for layer in hidden)
+def _rows_of(
+    hidden: tuple[torch.Tensor, ...] | None, layers: tuple[int, ...], i: int, count: int
+) -> tuple[torch.Tensor, ...] | None:
+    """The hidden states [count, H] of the cache's i-th row in a pass's [B, M, H] (its last `count` rows), for each of
+    the `layers` a drafter declared (every layer when it named none)."""
+    if hidden is None:
+        return None
+    declared = hidden if not layers else tuple(hidden[layer] for layer in layers)
+    return tuple(layer[i, layer.shape[1] - count :] for layer in declared)
