@@ -28,7 +28,7 @@ import json, sys, time
 from specdec.pair import loading, running
 from specdec.run_spec import RunSpec
 from specdec.engine.inputs import Decoding
-from specdec.cli.parser import DEFAULT_PROMPT
+from specdec.cli.run_options import DEFAULT_PROMPT
 spec = RunSpec(draft="prompt-lookup", decoding=Decoding(int(sys.argv[1]), 0.0))
 pair = loading.load_spec(spec)
 ids = running.encode_prompt(pair.tokenizer, DEFAULT_PROMPT, chat=True)

@@ -29,7 +29,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from specdec.bench.vllm.offline import find_vllm_python, vllm_model_folder, worker_environment  # noqa: E402
+from specdec.bench.vllm.offline import vllm_model_folder  # noqa: E402
+from specdec.bench.vllm.worker_process import find_vllm_python, worker_environment  # noqa: E402
 
 TARGET, DRAFT, NAME = "qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"
 

@@ -989,7 +989,8 @@ LLAMA_RUNTIME = ("python benchmarks/llama_cpp.py --specdec llama.cpp:plain llama
                  "llama.cpp:prompt-lookup --draft-n-max 5 --out benchmarks/llama-cpp-runtime.csv")
 
 from specdec.engine.contract import DraftCosts  # noqa: E402
-from specdec.planner.drafting import ASSUMED_ALPHA, best_chain  # noqa: E402
+from specdec.planner.drafting import ASSUMED_ALPHA  # noqa: E402
+from specdec.planner.pricing import best_chain  # noqa: E402
 
 LLAMA_EXACTNESS = "avx2/llama-cpp-exactness.jsonl"       # guide/measurements/, a copy of benchmarks/llama-cpp-exactness.jsonl
 LLAMA_OUT = "--out benchmarks/llama-cpp-exactness.jsonl"

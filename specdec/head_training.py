@@ -73,32 +73,47 @@ def train_pair_head(pair: LoadedPair, sequences: Sequence[torch.Tensor], folder:
 
     `snapshots`: also keep each checkpoint's head in `snapshots/<minutes>min` (to measure what more training buys)."""
     folder = Path(folder)
-    head, optimizer_state, start, earlier = None, None, 0, []
-    found = load_training(folder) if resume else None
-    if found is not None:
-        done, optimizer_state = found
-        head, start, earlier = load_head(folder, transformers_model(pair.target, "training a head")), int(done["step"]), \
-            done.get("history", [])
+    head, optimizer_state, start, earlier = _checkpoint(pair, folder, resume)
     run = HeadRun(head, folder, resumed_from=start)       # type: ignore[arg-type]  (the head is set when training returns)
-    offset = earlier[-1]["minutes"] * 60 if earlier else 0.0
 
     def seen(report: Progress) -> None:
         run.history.append(report)
         if progress is not None:
             progress(report)
 
+    run.head = train_head(pair.target, sequences, steps=steps, minutes=minutes, seed=seed, head=head, settings=settings,
+                          progress=seen, stop=stop, checkpoint=_checkpoint_writer(run, earlier, snapshots),
+                          checkpoint_every_s=checkpoint_every_s, optimizer_state=optimizer_state, start_step=start,
+                          name=pair.target_name)
+    return run
+
+
+def _checkpoint(pair: LoadedPair, folder: Path, resume: bool) -> tuple[EagleHead | None, dict | None, int, list[dict]]:
+    """What `folder`'s checkpoint goes on from: the head, AdamW's state, the step it reached and the history rows so far
+    (a fresh head's None, None, 0, [] when `resume` is off or the folder holds no checkpoint)."""
+    found = load_training(folder) if resume else None
+    if found is None:
+        return None, None, 0, []
+    done, optimizer_state = found
+    return (load_head(folder, transformers_model(pair.target, "training a head")), optimizer_state, int(done["step"]),
+            done.get("history", []))
+
+
+def _checkpoint_writer(run: HeadRun, earlier: list[dict],
+                       snapshots: str | Path | None) -> Callable[[EagleHead, Progress, torch.optim.Optimizer], None]:
+    """What training calls to save a checkpoint into `run.folder`: the head, AdamW's state and the progress, the `earlier`
+    run's history rows first (this run's minutes counted on from where it stopped); a snapshot too when asked."""
+    offset = earlier[-1]["minutes"] * 60 if earlier else 0.0
+
     def write(trained: EagleHead, report: Progress, optimizer: torch.optim.Optimizer) -> None:
         rows = earlier + [row | {"minutes": round(row["minutes"] + offset / 60, 3)} for row in history_rows(run.history)]
         done = report.numbers
-        save_head(trained, folder, training={"step": done["step"], "tokens": done["tokens"] + (earlier[-1]["tokens"] if earlier else 0),
-                                             "history": rows}, optimizer=optimizer.state_dict())
+        save_head(trained, run.folder, training={"step": done["step"], "tokens": done["tokens"] + (earlier[-1]["tokens"] if earlier else 0),
+                                                 "history": rows}, optimizer=optimizer.state_dict())
         if snapshots is not None:
             save_head(trained, Path(snapshots) / f"{rows[-1]['minutes']:05.1f}min")
 
-    run.head = train_head(pair.target, sequences, steps=steps, minutes=minutes, seed=seed, head=head, settings=settings,
-                          progress=seen, stop=stop, checkpoint=write, checkpoint_every_s=checkpoint_every_s,
-                          optimizer_state=optimizer_state, start_step=start, name=pair.target_name)
-    return run
+    return write
 
 
 def train_for_target(target_name: str, *, minutes: float | None = None, steps: int | None = None, out: str | Path | None = None,

@@ -308,7 +308,8 @@ def test_the_batch_benchmark_runs_the_same_prompts_at_every_size(pairs):
     from tiny_models import tiny_tokenizer
 
     from specdec.bench.batches import batch_benchmark, batch_table
-    from specdec.bench.charts import batch_figure, benchmark_figures
+    from specdec.bench.charts import benchmark_figures
+    from specdec.bench.load_charts import batch_figure
     from specdec.engine.inputs import Decoding
     from specdec.pair.resources import LoadedPair
 

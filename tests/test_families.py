@@ -31,7 +31,7 @@ from specdec import (
     speculative_generate,
 )
 from specdec.drafting.layer_skip import least_influential_layers, skip_layers
-from specdec.runtime.batch_cache import OneRow
+from specdec.runtime.one_row import OneRow
 from specdec.runtime.kv_cache import CachedModel
 from specdec.engine.sampling import SamplingConfig
 from specdec.engine.tree_verification import _verdict, verify_tree_sampled

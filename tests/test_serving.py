@@ -23,9 +23,10 @@ from test_cli import error_lines, run_cli
 from specdec.bench.charts import benchmark_figures, summary_figure
 from specdec.bench.tables import COLUMNS, load_csv
 from specdec.bench.vllm.counters import SpecCounters, counters_from_prometheus
-from specdec.bench.vllm.offline import VllmSettings, find_vllm_python, offline_rows, run_worker, vllm_job
+from specdec.bench.vllm.offline import VllmSettings, offline_rows, vllm_job
 from specdec.bench.vllm.rows import with_vllm_speedups
 from specdec.bench.vllm.server import ServerClient
+from specdec.bench.vllm.worker_process import find_vllm_python, run_worker
 from specdec.errors import SpecdecError
 
 REPO = Path(__file__).resolve().parents[1]

@@ -22,7 +22,7 @@ from tiny_models import target_cache_as, tiny_pair
 import specdec.engine.rounds
 import specdec.generation.run
 from specdec import SpecdecError, TreeDrafter, speculative_generate
-from specdec.runtime.batch_cache import OneRow
+from specdec.runtime.one_row import OneRow
 from specdec.runtime.kv_cache import CachedModel
 from specdec.engine.sampling import SamplingConfig, sample
 from specdec.engine.trees import ROOT, DraftTree, tree_attention

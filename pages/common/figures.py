@@ -14,7 +14,8 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 
 from pages.common.trace import RoundRow, TreeView
-from specdec.bench.comparison import PositionAcceptance, TimeShare
+from specdec.bench.comparison import TimeShare
+from specdec.bench.position_acceptance import PositionAcceptance
 from specdec.bench.race import DRAFT, OTHER, PASS, Lane, Race
 from specdec.reference.explainer import AcceptRejectPicture, SpeedupCurve, VerificationCurve
 

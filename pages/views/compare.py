@@ -16,15 +16,17 @@ from pages.common.state import is_kept, keep, kept, remember
 from pages.common.turns import Turns, shared_turns
 from specdec.bench import harness, tables
 from specdec.bench.batches import batch_benchmark, batch_table
-from specdec.bench.charts import batch_figure, benchmark_figures, has_batches
+from specdec.bench.charts import benchmark_figures
 from specdec.bench.gammas import gamma_labels
-from specdec.bench.harness import ALL, BenchSettings
+from specdec.bench.load_charts import batch_figure, has_batches
 from specdec.bench.methods import families as bench_families
 from specdec.bench.prompts import CATEGORIES
+from specdec.bench.settings import ALL, BenchSettings
 from specdec.bench.spec_bench import LEADERBOARD, SETTING, families_figures, families_table
-from specdec.bench.vllm.offline import VllmSettings, find_vllm_python, run_vllm_benchmark
+from specdec.bench.vllm.offline import VllmSettings, run_vllm_benchmark
 from specdec.bench.vllm.rows import with_vllm_speedups
 from specdec.bench.vllm.server import CONCURRENCY, ServerRun, server_benchmark
+from specdec.bench.vllm.worker_process import find_vllm_python
 from specdec.reference.explainer import VerificationCurve
 from specdec.pair.measuring import costs_curve
 from specdec.registry import METHODS, TREE, pairs

@@ -28,7 +28,8 @@ from pages.common.state import keep, remember
 from pages.common.tokens_html import legend_html, plain_text_html, tokens_html
 from pages.common.trace import count_kinds, round_records
 from pages.common.turns import shared_turns
-from specdec.bench.comparison import RunComparison, acceptance_by_position
+from specdec.bench.comparison import RunComparison
+from specdec.bench.position_acceptance import acceptance_by_position
 from specdec.bench.prompts import suite
 from specdec.bench.race import race
 from specdec.planner.drafting import FASTEST_PLAN_FLAG

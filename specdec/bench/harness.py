@@ -29,114 +29,30 @@ draft step (per round for a model-free drafter) over the target's step.
 Gammas are labels (`specdec.bench.gammas`): whole numbers, "default", "stop", "tree" or "tree-N", and
 "adaptive"; each method says which it runs. Every row also carries the oracle bound (`oracle_speedup`,
 see `specdec.bench.comparison`) and measured / oracle.
+
+What to run is `specdec.bench.settings` (`BenchSettings`, `Run`); each run's row is made in `specdec.bench.row`.
 """
 
 from __future__ import annotations
 
-import platform
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
 
 import pandas as pd
 import torch
-import transformers
 
-from specdec.bench.comparison import draft_agreement, greedy_oracle_speedup, oracle_speedup
-from specdec.bench.gammas import DEFAULT, STOP, check_gammas, is_schedule, tree_budget
-from specdec.bench.methods import BASELINE, Outcome, bench_methods, families
-from specdec.bench.prompts import BenchPrompt, encode_bench_prompt, suite
+from specdec.bench.gammas import tree_budget
+from specdec.bench.methods import BASELINE, bench_methods
+from specdec.bench.prompts import encode_bench_prompt, suite
+from specdec.bench.row import run_row
+from specdec.bench.settings import BenchSettings, Run
 from specdec.bench.tables import COLUMNS
 from specdec.engine.costs import CostProfile
 from specdec.runtime.costs import measure_costs
-from specdec.engine.inputs import Decoding
-from specdec.engine.results import GenerationResult
 from specdec.engine.stop_rule import ConfidenceStop
-from specdec.errors import SpecdecError
-from specdec.kernels.devices import dtype_name
 from specdec.pair.resources import LoadedPair
-from specdec.reference.theory import walltime_speedup
 
-ALL = "all"
 STOP_MAX_GAMMA = ConfidenceStop().max_gamma
 ORACLE_MAX_GAMMA = 32    # v(k) is measured up to here, for the oracle's long runs of agreement
-
-
-@dataclass(frozen=True)
-class BenchSettings:
-    """What to run. Every combination of methods x gammas x prompts x temperatures x repeats runs once."""
-
-    methods: tuple[str, ...] = ("speculative", "generate")
-    gammas: tuple[int | str, ...] = (4,)               # whole numbers, "stop" and/or "adaptive"
-    categories: tuple[str, ...] | None = None       # None: all of `specdec.bench.prompts.CATEGORIES`
-    prompts_per_category: int | None = None         # None: every prompt of a category
-    decoding: Decoding = field(default_factory=lambda: Decoding(max_new_tokens=128, temperature=0.0, seed=0))
-    temperatures: tuple[float, ...] | None = None    # a sweep of temperatures; None: the decoding's own
-    repeats: int = 1                                 # repeat r runs with seed decoding.seed + r
-    warmup_runs: int = 1
-    draft_vocab_limit: int | None = None             # see ModelDrafter(vocab_limit=...)
-    max_adaptive_gamma: int = 12
-
-    def __post_init__(self) -> None:
-        if ALL in self.methods:
-            object.__setattr__(self, "methods", tuple(dict.fromkeys(method for name in self.methods
-                                                                      for method in (families() if name == ALL else (name,)))))
-        unknown = [method for method in self.methods if method not in bench_methods()]
-        if unknown:
-            raise SpecdecError(f"unknown methods {unknown}: choose from {', '.join(bench_methods())}, or {ALL}")
-        check_gammas(self.gammas)
-        if self.draft_vocab_limit is not None and any(tree_budget(gamma) is not None for gamma in self.gammas):
-            raise SpecdecError("a tree drafter reads the whole output layer: drop the draft vocabulary limit or the tree gammas")
-        if self.repeats < 1 or self.warmup_runs < 0:
-            raise SpecdecError("repeats must be >= 1 and warmup_runs >= 0")
-        if self.temperatures is not None and (any(t < 0 for t in self.temperatures) or not self.temperatures):
-            raise SpecdecError(f"temperatures must be >= 0, got {list(self.temperatures)}")
-
-    @classmethod
-    def chosen(cls, methods: Sequence[str], gammas: Sequence[int | str] = (), **choices) -> BenchSettings:
-        """The benchmark a person chose, built one way for `specdec bench` and the dashboard's Compare page: the methods as named
-        (ALL: the pair's draft and every family side by side), the gamma labels given, else the default's: DEFAULT where every
-        family runs (each drafts as it would by default, the pair's draft model too), else the stop rule. `choices` are the
-        other fields (categories, prompts_per_category, decoding, temperatures, repeats, ...).
-
-        >>> BenchSettings.chosen(["speculative"]).gammas, BenchSettings.chosen(["speculative", ALL]).gammas
-        (('stop',), ('default',))
-        """
-        default = (DEFAULT,) if ALL in methods else (STOP,)
-        return cls(methods=tuple(methods), gammas=tuple(gammas) or default, **choices)
-
-    @property
-    def temperature_sweep(self) -> tuple[float, ...]:
-        """The temperatures every variant runs at."""
-        return self.temperatures or (self.decoding.temperature,)
-
-    def decoding_for(self, run: Run) -> Decoding:
-        """The decoding of one run: its temperature, and the first seed plus its repeat."""
-        return replace(self.decoding, temperature=run.temperature, seed=(self.decoding.seed or 0) + run.repeat)
-
-    @property
-    def all_methods(self) -> tuple[str, ...]:
-        """The chosen methods with the baseline first (added when missing)."""
-        return (BASELINE,) + tuple(method for method in self.methods if method != BASELINE)
-
-    @property
-    def fixed_gammas(self) -> list[int]:
-        return [gamma for gamma in self.gammas if not is_schedule(gamma)]
-
-    def gammas_for(self, method: str) -> tuple[int | str | None, ...]:
-        """The gamma labels `method` runs with (None for methods without one)."""
-        return bench_methods()[method].gammas(tuple(self.gammas))
-
-
-@dataclass(frozen=True)
-class Run:
-    """One planned run: a method, its gamma (None for methods without one), a prompt, a temperature, a repeat."""
-
-    method: str
-    gamma: int | str | None
-    prompt: BenchPrompt
-    temperature: float
-    repeat: int
 
 
 def applicable(method: str, pair: LoadedPair, temperature: float = 0.0) -> bool:
@@ -204,72 +120,7 @@ def _execute(pair: LoadedPair, run: Run, input_ids: torch.Tensor, settings: Benc
     outcome = method.run(pair, input_ids, decoding, run.gamma, costs, settings)
     if warmup:
         return None
-    row = dict(new_tokens=len(outcome.tokens), wall_time_s=outcome.wall_time_s)
-    if outcome.result is not None:
-        stats = outcome.result.stats
-        drafting_rounds = sum(1 for round_ in outcome.result.rounds if round_.drafted)
-        row = stats.to_dict() | dict(rounds=drafting_rounds,
-                                     mean_gamma=stats.drafted / drafting_rounds if drafting_rounds else None,
-                                     mean_accepted_per_round=stats.accepted / drafting_rounds if drafting_rounds else None)
-    takes_gamma = method.gammas((1,)) != (None,)
-    row |= dict(
-        timestamp=datetime.now(timezone.utc).isoformat(timespec="seconds"), pair=f"{pair.draft_name}->{pair.target_name}",
-        draft=run.method if method.family else pair.draft_name, target=pair.target_name, method=run.method,
-        schedule=run.gamma if is_schedule(run.gamma) else ("fixed" if takes_gamma else "none"),
-        gamma=None if is_schedule(run.gamma) else run.gamma, category=run.prompt.category,
-        prompt_id=run.prompt.id, repeat=run.repeat, prompt_tokens=input_ids.shape[-1], **decoding.as_kwargs(),
-        tokens_per_second=row["new_tokens"] / row["wall_time_s"] if row["wall_time_s"] > 0 else None,
-        device=str(pair.device), dtype=dtype_name(pair.dtype), torch_version=torch.__version__,
-        draft_quantization="none" if method.family else pair.draft_quantization, draft_vocab_limit=settings.draft_vocab_limit,
-        quantization=pair.quantization, draft_dtype=None if pair.draft is None or method.family else dtype_name(pair.precision_of('draft').dtype),
-        transformers_version=transformers.__version__, specdec_version=_specdec_version(), engine="specdec",
-        python_version=platform.python_version(), **_planned(pair, outcome.result),
-    )
-    row["oracle_speedup"] = None if method.family else _oracle(pair, run, input_ids, outcome, costs)
-    if method.family:
-        row["draft_cost_ratio"] = measured_cost_ratio(outcome.result, costs)
-    if takes_gamma:
-        row["draft_cost_ratio"] = costs.c
-        if not is_schedule(run.gamma):
-            row["verify_cost"] = costs.v(run.gamma)
-            alpha = row.get("alpha_estimate")
-            if method.uses_draft_model and outcome.result is not None and alpha is not None:
-                row["predicted_speedup"] = walltime_speedup(alpha, run.gamma, costs.c, costs.v(run.gamma))
-    return row
-
-
-def _planned(pair: LoadedPair, result: GenerationResult | None) -> dict:
-    """The row's plan: what ran each model, the measured c and v(k) the rounds were priced with, and the header line."""
-    target, draft = pair.models
-    measured = result is not None and bool(result.verify_costs)
-    return dict(target_runtime=target.runtime,
-                draft_runtime=draft.runtime if draft is not None and (result is None or result.draft_cost_ratio) else None,
-                measured_c=result.draft_cost_ratio if measured else None,
-                measured_verify=" ".join(f"{v:.3f}" for v in result.verify_costs[1:17]) if measured else None,
-                plan=result.plan if result is not None and result.plan else None)
-
-
-def measured_cost_ratio(result: GenerationResult, costs: CostProfile) -> float | None:
-    """c as one run measured it: draft seconds per draft step (per drafting round without a draft model) over a target step."""
-    stats = result.stats
-    steps = stats.draft_passes or sum(1 for round_ in result.rounds[1:] if round_.drafted)
-    return stats.draft_time_s / steps / costs.target_step_s if steps else None
-
-
-def _oracle(pair: LoadedPair, run: Run, input_ids: torch.Tensor, outcome: Outcome, costs: CostProfile) -> float | None:
-    """The oracle bound for this run: from the draft's greedy agreement with the output when greedy (same tokenizer),
-    else from the trace."""
-    if run.temperature == 0 and pair.draft is not None and not pair.cross_tokenizer and outcome.tokens:
-        return greedy_oracle_speedup(draft_agreement(pair.draft, input_ids, outcome.tokens), costs)
-    if outcome.result is not None and outcome.result.rounds:
-        return oracle_speedup(outcome.result.rounds, costs)
-    return None
-
-
-def _specdec_version() -> str:
-    from specdec import __version__
-
-    return __version__
+    return run_row(pair, run, method, input_ids, decoding, settings, outcome, costs)
 
 
 def rows_to_frame(rows: list[dict]) -> pd.DataFrame:

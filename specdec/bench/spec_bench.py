@@ -33,7 +33,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from specdec.bench.charts import COLOURS
+from specdec.bench.gamma_charts import COLOURS
 from specdec.registry import METHODS
 
 REVISION = "fd2c1cd7d2201ef71db4c5f4e455008f017967bf"       # hemingkx/Spec-Bench, "Leaderboard updated", 2025-04-22

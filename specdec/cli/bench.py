@@ -16,37 +16,15 @@ from specdec.errors import SpecdecError
 def bench(args: argparse.Namespace) -> int:
     """`specdec bench`: run (or reload) a benchmark, print its tables, write the CSV and the figure."""
     from specdec.bench.charts import summary_figure, write_figure
-    from specdec.bench.tables import best_gammas, by_category, by_concurrency, load_csv, overview, save_csv, to_markdown
+    from specdec.bench.tables import best_gammas, by_category, by_concurrency, overview, save_csv, to_markdown
 
     if args.figure and not args.figure.endswith((".html", ".png")):
         raise SpecdecError(f"--figure must end in .html or .png, got {args.figure}")
-    if args.from_csv:
-        import pandas as pd
-
-        frame = pd.concat([load_csv(path) for path in args.from_csv], ignore_index=True)
-    elif args.server:
-        frame = _bench_server(args)
-    elif args.engine == "vllm":
-        frame = _bench_vllm(args)
-    elif args.batch_sizes:
-        frame = _bench_batches(args)
-    else:
-        frame = _bench_specdec(args)
+    frame = _bench_frame(args)
     if args.out and not args.from_csv:
         save_csv(frame, args.out)
         _progress(f"wrote {len(frame)} rows to {args.out}")
-    from specdec.bench.batches import batch_table
-
-    batches = batch_table(frame)
-    if len(batches):
-        print("per batch size (tok_s: all rows' new tokens / wall time; gain: over plain decoding of the same batch; scaling: over "
-              "the smallest batch; pass_over_plain: a target pass's seconds over plain decoding's at that batch size):")
-        print(to_markdown(batches) if args.markdown else batches.to_string(index=False, float_format="%.2f"))
-        if args.figure:
-            from specdec.bench.charts import batch_figure
-
-            write_figure(batch_figure(frame), args.figure)
-            _progress(f"wrote the charts to {args.figure}")
+    if _shown_batches(args, frame):
         return 0
     levels = by_concurrency(frame)
     tables = [("medians over all prompts", overview(frame)),
@@ -73,6 +51,43 @@ def bench(args: argparse.Namespace) -> int:
             write_figure(families_figure(frame), f"{stem}-families.{extension}")
             _progress(f"wrote the families' charts to {stem}-families.{extension}")
     return 0
+
+
+def _bench_frame(args: argparse.Namespace):
+    """The benchmark's rows: reloaded from --from-csv, or measured on a vLLM server, vLLM, batches or our engine."""
+    if args.from_csv:
+        import pandas as pd
+
+        from specdec.bench.tables import load_csv
+
+        return pd.concat([load_csv(path) for path in args.from_csv], ignore_index=True)
+    if args.server:
+        return _bench_server(args)
+    if args.engine == "vllm":
+        return _bench_vllm(args)
+    if args.batch_sizes:
+        return _bench_batches(args)
+    return _bench_specdec(args)
+
+
+def _shown_batches(args: argparse.Namespace, frame) -> bool:
+    """Print the per-batch-size table (and write its chart) when the frame holds batch rows; whether it did."""
+    from specdec.bench.batches import batch_table
+    from specdec.bench.charts import write_figure
+    from specdec.bench.tables import to_markdown
+
+    batches = batch_table(frame)
+    if not len(batches):
+        return False
+    print("per batch size (tok_s: all rows' new tokens / wall time; gain: over plain decoding of the same batch; scaling: over "
+          "the smallest batch; pass_over_plain: a target pass's seconds over plain decoding's at that batch size):")
+    print(to_markdown(batches) if args.markdown else batches.to_string(index=False, float_format="%.2f"))
+    if args.figure:
+        from specdec.bench.load_charts import batch_figure
+
+        write_figure(batch_figure(frame), args.figure)
+        _progress(f"wrote the charts to {args.figure}")
+    return True
 
 
 def _bench_specdec(args: argparse.Namespace):
@@ -128,7 +143,8 @@ def _bench_specs(args: argparse.Namespace) -> list:
 
 def _bench_vllm(args: argparse.Namespace):
     """vLLM's offline LLM in its own environment (`specdec.bench.vllm.offline`)."""
-    from specdec.bench.vllm.offline import VllmSettings, find_vllm_python, run_vllm_benchmark
+    from specdec.bench.vllm.offline import VllmSettings, run_vllm_benchmark
+    from specdec.bench.vllm.worker_process import find_vllm_python
 
     gammas = args.gammas or (5,)
     if any(not isinstance(gamma, int) for gamma in gammas):

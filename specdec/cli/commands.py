@@ -32,43 +32,69 @@ def toy(args: argparse.Namespace) -> int:
 
 def models(args: argparse.Namespace) -> int:
     """`specdec models list / fetch / path / remove`."""
-    from specdec.zoo import catalog, fetch, status
-
     if args.action == "list":
-        rows = [("model", "params", "download", "sources", "cached", "license")]
-        for entry in catalog.MODELS.values():
-            found = status.model_status(entry)
-            on_disk = f"yes ({found.bytes_on_disk / 1e9:.2f} GB)" if found.bytes_on_disk else ("yes (hub cache)" if found.cached else "no")
-            rows.append((entry.name, entry.parameters, f"{entry.download_bytes / 1e6:,.0f} MB", found.sources, on_disk, entry.license))
-        print(_table(rows))
-        print()
-        from specdec import registry
-
-        rows = [("pair (draft->target)", "state", "about")]
-        rows += [(pair.name + (" (default)" if pair.name == catalog.DEFAULT_PAIR else ""), status.pair_availability(pair),
-                  pair.description) for pair in registry.pairs().values()]
-        print(_table(rows))
-        print()
-        rows = [("drafting method", "needs besides the target", "about")]
-        rows += [(name, ", ".join(method.needs) or "nothing", method.summary) for name, method in registry.METHODS.items()]
-        print(_table(rows))
-        return 0
+        return _list_models()
     if args.action == "fetch":
-        entries = [catalog.require_model(name) for name in args.names]   # refuse typos before downloading anything
-        were_cached = {entry.name for entry in entries if status.model_status(entry).cached}
-        for entry in entries:
-            path = status.fetch(entry.name, progress=_fetch_progress)
-            print(f"{entry.name}: {path}")
-        _prepare_the_default_pair({entry.name for entry in entries} - were_cached)
-        return 0
+        return _fetch_models(args.names)
     if args.action == "path":
-        entry = catalog.require_model(args.name)
-        location = status.model_status(entry).location
-        if location is None:
-            raise SpecdecError(f"{entry.name} is not downloaded yet: run `specdec models fetch {entry.name}`")
-        print(location)
-        return 0
-    for name in args.names:  # remove
+        return _model_path(args.name)
+    return _remove_models(args.names)
+
+
+def _list_models() -> int:
+    """`specdec models list`: the models, the pairs and the drafting methods, one table each."""
+    from specdec.zoo import catalog, status
+
+    rows = [("model", "params", "download", "sources", "cached", "license")]
+    for entry in catalog.MODELS.values():
+        found = status.model_status(entry)
+        on_disk = f"yes ({found.bytes_on_disk / 1e9:.2f} GB)" if found.bytes_on_disk else ("yes (hub cache)" if found.cached else "no")
+        rows.append((entry.name, entry.parameters, f"{entry.download_bytes / 1e6:,.0f} MB", found.sources, on_disk, entry.license))
+    print(_table(rows))
+    print()
+    from specdec import registry
+
+    rows = [("pair (draft->target)", "state", "about")]
+    rows += [(pair.name + (" (default)" if pair.name == catalog.DEFAULT_PAIR else ""), status.pair_availability(pair),
+              pair.description) for pair in registry.pairs().values()]
+    print(_table(rows))
+    print()
+    rows = [("drafting method", "needs besides the target", "about")]
+    rows += [(name, ", ".join(method.needs) or "nothing", method.summary) for name, method in registry.METHODS.items()]
+    print(_table(rows))
+    return 0
+
+
+def _fetch_models(names: list[str]) -> int:
+    """`specdec models fetch NAME...`: each model downloaded and checked, then the default pair prepared if this brought it."""
+    from specdec.zoo import catalog, status
+
+    entries = [catalog.require_model(name) for name in names]   # refuse typos before downloading anything
+    were_cached = {entry.name for entry in entries if status.model_status(entry).cached}
+    for entry in entries:
+        path = status.fetch(entry.name, progress=_fetch_progress)
+        print(f"{entry.name}: {path}")
+    _prepare_the_default_pair({entry.name for entry in entries} - were_cached)
+    return 0
+
+
+def _model_path(name: str) -> int:
+    """`specdec models path NAME`: where the model lies on this machine."""
+    from specdec.zoo import catalog, status
+
+    entry = catalog.require_model(name)
+    location = status.model_status(entry).location
+    if location is None:
+        raise SpecdecError(f"{entry.name} is not downloaded yet: run `specdec models fetch {entry.name}`")
+    print(location)
+    return 0
+
+
+def _remove_models(names: list[str]) -> int:
+    """`specdec models remove NAME...`: each model's files deleted, the bytes freed said."""
+    from specdec.zoo import catalog, fetch
+
+    for name in names:
         entry = catalog.require_model(name)
         freed = fetch.remove_model(entry)
         print(f"{entry.name}: freed {freed / 1e6:,.0f} MB" if freed else f"{entry.name}: nothing cached")

@@ -49,9 +49,10 @@ from dataclasses import dataclass, field
 
 import torch
 
+from specdec.drafting.tree_children import draw_children, frontier_distributions, q_table
 from specdec.drafting.tree_reader import ModelReader, TreeReader
 from specdec.engine.contract import Capabilities, DraftRequest, Generation, Verified
-from specdec.engine.sampling import SamplingConfig, probabilities, sample
+from specdec.engine.sampling import SamplingConfig
 from specdec.engine.stop_rule import ConfidenceStop
 from specdec.engine.trees import ROOT, DraftTree
 from specdec.errors import SpecdecError
@@ -177,15 +178,16 @@ class TreeDrafter:
         frontier, frontier_reach = [ROOT], [1.0]
         passes = 1
         for level in range(depth):
-            q = self._distributions(logits, sampling)                          # [F, V]
+            q = frontier_distributions(logits, sampling)                       # [F, V]
             if not sampling.greedy:
                 q_rows |= {node: q[i] for i, node in enumerate(frontier)}
-            cost = passes * c + rule.v(len(tokens))                            # T so far
-            counts = self._children_counts(rule, q, frontier_reach, expected=1.0 + sum(reach), cost=cost, nodes=len(tokens),
-                                           room=self.budget - len(tokens), first_level=level == 0)
+            nodes = len(tokens)
+            cost, expected, room = passes * c + rule.v(nodes), 1.0 + sum(reach), self.budget - nodes   # T and E so far
+            counts = self._children_counts(rule, q, frontier_reach, expected=expected, cost=cost, nodes=nodes, room=room,
+                                           first_level=level == 0)
             new = []
             for i, count in enumerate(counts):
-                for token in self._draw(q[i], count, sampling, generator):
+                for token in draw_children(q[i], count, sampling, generator):
                     confidence = float(q[i, token])
                     new.append(len(tokens))
                     tokens.append(token)
@@ -202,22 +204,12 @@ class TreeDrafter:
             logits = self.reader.read_level(row, new, tokens, parents)         # [len(new), V]
             passes += 1
             frontier, frontier_reach = new, [reach[node] for node in new]
-        q_table = None
-        if not sampling.greedy:
-            q_table = torch.zeros(len(tokens) + 1, self.vocab_size, device=sequence.device)  # [N + 1, V]
-            for node, q_row in q_rows.items():
-                q_table[node + 1] = q_row
-        return DraftTree(sequence.new_tensor(tokens, dtype=torch.long), tuple(parents), q_table)
+        table = None if sampling.greedy else q_table(q_rows, len(tokens), self.vocab_size, sequence.device)
+        return DraftTree(sequence.new_tensor(tokens, dtype=torch.long), tuple(parents), table)
 
     def calibrate(self, state: TreeText, tested: tuple[bool | None, ...]) -> None:
         """Teach the calibration a(confidence) every node the rule tested (True accepted, False rejected, None untested)."""
         state.rule.observe([(state.confidences[node], bool(outcome)) for node, outcome in enumerate(tested) if outcome is not None])
-
-    def _distributions(self, logits: torch.Tensor, sampling: SamplingConfig) -> torch.Tensor:
-        """q at each frontier node, [F, V]: warped like p when sampling; greedy, the plain softmax (for confidences)."""
-        if sampling.greedy:
-            return torch.softmax(logits.float(), dim=-1)
-        return probabilities(logits, sampling)
 
     def _children_counts(self, rule: ConfidenceStop, q: torch.Tensor, frontier_reach: list[float], expected: float, cost: float,
                          nodes: int, room: int, first_level: bool) -> list[int]:
@@ -231,19 +223,6 @@ class TreeDrafter:
             extra = rule.v(nodes + 1) - rule.v(nodes)                          # what one more verified node costs
             if not (first_level and rank == 0) and value * cost <= expected * extra:
                 break
-            counts[f] += 1                    # only the count matters: `_draw` picks (or draws) the children
+            counts[f] += 1                    # only the count matters: `draw_children` picks (or draws) them
             expected, cost, nodes = expected + value, cost + extra, nodes + 1
         return counts
-
-    def _draw(self, q: torch.Tensor, count: int, sampling: SamplingConfig, generator: torch.Generator | None) -> list[int]:
-        """`count` distinct children from q [V]: the most likely when greedy, else draws without replacement."""
-        if count == 0:
-            return []
-        if sampling.greedy:
-            return q.topk(count).indices.tolist()
-        drawn, remaining = [], q.clone()
-        for _ in range(count):
-            token = int(sample(remaining[None], generator))
-            drawn.append(token)
-            remaining[token] = 0.0
-        return drawn

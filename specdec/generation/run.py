@@ -67,6 +67,13 @@ def run_plan(target: Model, plan: DraftingPlan, prompts: Sequence[torch.Tensor],
                 on_round(row, round_)
     wall = watch.elapsed()
     draft_passes = 0 if draft_model is None else draft_model.passes - passes_before   # a batch's rows share them, as they share time
+    return _results(plan, prompts, rounds, timelines, draft_passes, wall, watch)
+
+
+def _results(plan: DraftingPlan, prompts: Sequence[torch.Tensor], rounds: Sequence[Sequence[Round]],
+             timelines: Sequence[Sequence[PassTime]], draft_passes: int, wall: float, watch: Stopwatch) -> list[GenerationResult]:
+    """Each row's result: its tokens, rounds and timeline, its counts and times (the batch's wall time and draft passes,
+    which its rows share), and the plan's description and costs."""
     return [GenerationResult(tokens=[token for round_ in rounds[row] for token, _ in round_.emitted],
                              stats=run_stats(rounds[row], draft_passes, wall, watch, prompts[row].numel()),
                              rounds=tuple(rounds[row]), drafting=plan.description, by_default=plan.by_default,

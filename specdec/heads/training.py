@@ -38,16 +38,14 @@ and at the end (the file layer, `specdec.heads.files`, writes it atomically). No
 from __future__ import annotations
 
 import time
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
-from specdec.engine.inputs import as_ids
-from specdec.errors import SpecdecError
 from specdec.heads.head import EagleHead
+from specdec.heads.training_text import draft_vocabulary, training_pieces
 from specdec.runtime import transformers_model
 from specdec.store import Progress, check_run_length
 
@@ -69,24 +67,6 @@ class TrainingSettings:
 
     def loss_weights(self) -> list[float]:
         return [self.decay ** k for k in range(self.unroll)]
-
-
-def draft_vocabulary(sequences: Sequence[torch.Tensor], size: int, vocab_size: int) -> torch.Tensor:
-    """The `size` most frequent token ids of `sequences` (ties to the lower id), filled up with the lowest unseen ids; ascending.
-
-    >>> draft_vocabulary([torch.tensor([5, 5, 2, 7])], 3, 10).tolist()
-    [2, 5, 7]
-    >>> draft_vocabulary([torch.tensor([5, 5])], 3, 10).tolist()       # one seen, two filled in
-    [0, 1, 5]
-    """
-    size = min(size, vocab_size)
-    counts = Counter()
-    for sequence in sequences:
-        counts.update(sequence.tolist())
-    chosen = [token for token, _ in sorted(counts.items(), key=lambda item: (-item[1], item[0])) if token < vocab_size][:size]
-    taken = set(chosen)
-    chosen += [token for token in range(vocab_size) if token not in taken][:size - len(chosen)]
-    return torch.tensor(sorted(chosen), dtype=torch.long)
 
 
 @torch.inference_mode()
@@ -136,16 +116,6 @@ def training_target(target: object) -> nn.Module:
     return transformers_model(target, "training a head")
 
 
-def chunks(sequences: Sequence[torch.Tensor], length: int) -> list[torch.Tensor]:
-    """Every sequence cut into pieces of at most `length` tokens (pieces under 3 tokens teach nothing and are dropped).
-
-    >>> [c.tolist() for c in chunks([torch.arange(7), torch.arange(2)], 3)]
-    [[0, 1, 2], [3, 4, 5]]
-    """
-    pieces = [sequence[start:start + length] for sequence in sequences for start in range(0, sequence.numel(), length)]
-    return [piece for piece in pieces if piece.numel() >= 3]
-
-
 def train_head(target: object, sequences: Sequence[torch.Tensor | Sequence[int]], *, steps: int | None = None, minutes: float | None = None,
                seed: int = 0, head: EagleHead | None = None, settings: TrainingSettings = TrainingSettings(),
                progress: Callable[[Progress], None] | None = None, stop: Callable[[], bool] | None = None,
@@ -161,33 +131,19 @@ def train_head(target: object, sequences: Sequence[torch.Tensor | Sequence[int]]
     """
     check_run_length(minutes, steps)
     target = training_target(target)
-    pieces = chunks([as_ids(sequence, "each training sequence") for sequence in sequences], settings.chunk)
-    if not pieces:
-        raise SpecdecError("no training text: give sequences of at least 3 tokens")
-    vocab = target.get_output_embeddings().out_features
-    if head is None:
-        head = EagleHead.for_target(target, draft_vocabulary(pieces, settings.draft_vocab, vocab), name=name, seed=seed)
-        head.to(next(target.parameters()).device)
-    head.bind(target).train()
-    torch.manual_seed(seed)
-    optimizer = torch.optim.AdamW(head.parameters(), lr=settings.learning_rate)
-    if optimizer_state is not None:
-        optimizer.load_state_dict(optimizer_state)
+    pieces = training_pieces(sequences, settings.chunk)
+    head = _bound_head(target, pieces, head, settings, seed, name)
+    optimizer = _optimizer(head, settings, seed, optimizer_state)
     order = torch.randperm(len(pieces), generator=torch.Generator().manual_seed(seed)).tolist()
     started = last_checkpoint = time.monotonic()
     step, tokens, report, slowest = start_step, 0, None, 0.0
     while True:
         began = time.monotonic()
         piece = pieces[order[step % len(pieces)]]
-        features, labels = target_features(target, piece, head)
-        loss, accuracy = unrolled_loss(head, piece, tuple(f.clone() for f in features), labels.clone(), settings)
-        optimizer.zero_grad()
-        loss.backward()
-        nn.utils.clip_grad_norm_(head.parameters(), settings.clip)
-        optimizer.step()
+        loss, accuracy = _train_step(target, head, piece, optimizer, settings)
         step, tokens = step + 1, tokens + piece.numel()
         elapsed = time.monotonic() - started
-        report = training_progress(step, tokens, loss.item(), accuracy, elapsed, step - start_step, steps, minutes)
+        report = training_progress(step, tokens, loss, accuracy, elapsed, step - start_step, steps, minutes)
         if progress is not None:
             progress(report)
         slowest = max(slowest, time.monotonic() - began)
@@ -200,6 +156,39 @@ def train_head(target: object, sequences: Sequence[torch.Tensor | Sequence[int]]
         if done:
             break
     return head.eval()
+
+
+def _bound_head(target: nn.Module, pieces: Sequence[torch.Tensor], head: EagleHead | None, settings: TrainingSettings,
+                seed: int, name: str) -> EagleHead:
+    """The head to train, bound to `target` and in training mode: the one given, or a fresh one on the target's device
+    whose draft vocabulary is the pieces' most frequent tokens."""
+    vocab = target.get_output_embeddings().out_features
+    if head is None:
+        head = EagleHead.for_target(target, draft_vocabulary(pieces, settings.draft_vocab, vocab), name=name, seed=seed)
+        head.to(next(target.parameters()).device)
+    head.bind(target).train()
+    return head
+
+
+def _optimizer(head: EagleHead, settings: TrainingSettings, seed: int, state: dict | None) -> torch.optim.Optimizer:
+    """AdamW over the head's parameters (torch seeded with `seed` first), from a checkpoint's `state` when resuming."""
+    torch.manual_seed(seed)
+    optimizer = torch.optim.AdamW(head.parameters(), lr=settings.learning_rate)
+    if state is not None:
+        optimizer.load_state_dict(state)
+    return optimizer
+
+
+def _train_step(target: nn.Module, head: EagleHead, piece: torch.Tensor, optimizer: torch.optim.Optimizer,
+                settings: TrainingSettings) -> tuple[float, float]:
+    """One step on one chunk: the target's pass, the training-time test's loss, a clipped AdamW update; (loss, accuracy)."""
+    features, labels = target_features(target, piece, head)
+    loss, accuracy = unrolled_loss(head, piece, tuple(f.clone() for f in features), labels.clone(), settings)
+    optimizer.zero_grad()
+    loss.backward()
+    nn.utils.clip_grad_norm_(head.parameters(), settings.clip)
+    optimizer.step()
+    return loss.item(), accuracy
 
 
 def training_progress(step: int, tokens: int, loss: float, accuracy: float, elapsed_s: float, done: int, steps: int | None,

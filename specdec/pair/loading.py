@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from specdec.drafting.cross_tokenizer import whole_character_tokens
+from specdec.engine.costs import CostProfile
 from specdec.engine.inputs import Decoding
 from specdec.engine.model import Model
 from specdec.errors import SpecdecError
@@ -50,11 +51,7 @@ def load_spec(spec: RunSpec, progress: Callable[[str], None] | None = None,
     models = choose_models(spec)
     say = progress or (lambda message: None)
     _, needs = needs_of(spec.draft)
-    if any(planned is not None and planned.precision.weights == "w8a8" for planned in models):
-        require_w8a8(say)                          # before anything is read: its kernel must pass this machine's test
-    for need in needs:
-        if need in RESOURCES and RESOURCES[need].check is not None:
-            RESOURCES[need].check(spec.draft, spec.target)     # a missing head: refused before anything loads
+    _check_before_loading(spec, models, needs, say)
     texts = corpus_files(spec.drafting.corpus)
     seconds: dict[str, float] = {}
     with parsed_once():                            # each GGUF header parsed once for the tokenizers and both models
@@ -66,6 +63,28 @@ def load_spec(spec: RunSpec, progress: Callable[[str], None] | None = None,
                 resources[TARGET if planned.role == "target" else DRAFT_MODEL] = model
             loaded.append(planned)
         models = (loaded[0], loaded[1])
+    _method_resources(spec, needs, resources, say, seconds)
+    if texts:
+        resources[CORPUS] = [resources[TOKENIZER](text).input_ids for text in texts]
+    costs, key = _target_costs(spec, models, resources, say, seconds)
+    keep_load_time(load_key(spec.pair_name, models), seconds)
+    return LoadedPair(spec.target, spec.draft, resources, models, seconds, costs=costs, cost_key=key)
+
+
+def _check_before_loading(spec: RunSpec, models: Sequence[ModelPlan | None], needs: Sequence[str],
+                          say: Callable[[str], None]) -> None:
+    """What can be refused before anything loads: a W8A8 kernel that fails this machine's test, a missing resource (a head)."""
+    if any(planned is not None and planned.precision.weights == "w8a8" for planned in models):
+        require_w8a8(say)                          # before anything is read: its kernel must pass this machine's test
+    for need in needs:
+        if need in RESOURCES and RESOURCES[need].check is not None:
+            RESOURCES[need].check(spec.draft, spec.target)     # a missing head: refused before anything loads
+
+
+def _method_resources(spec: RunSpec, needs: Sequence[str], resources: Resources, say: Callable[[str], None],
+                      seconds: dict[str, float]) -> None:
+    """Into `resources`, what the method needs beyond the models (`specdec.registry.RESOURCES`: a head, ...), and for a draft
+    with its own tokenizer the draft tokens that are whole characters; the seconds each took into `seconds`."""
     if DRAFT_TOKENIZER in resources:
         say(f"{spec.draft} has its own tokenizer: its drafted text will be re-encoded for {spec.target}")
         start = time.perf_counter()
@@ -78,19 +97,22 @@ def load_spec(spec: RunSpec, progress: Callable[[str], None] | None = None,
             start = time.perf_counter()
             resources[need] = RESOURCES[need].load(spec.draft, spec.target, resources[TARGET], spec.models.draft_quantization)
             seconds[need] = time.perf_counter() - start
-    if texts:
-        resources[CORPUS] = [resources[TOKENIZER](text).input_ids for text in texts]
-    costs, key = None, None
+
+
+def _target_costs(spec: RunSpec, models: tuple[ModelPlan, ModelPlan | None], resources: Resources, say: Callable[[str], None],
+                  seconds: dict[str, float]) -> tuple[CostProfile | None, dict[str, object] | None]:
+    """c and v(k) measured on this machine, and what they are kept under, for a target whose costs are measured at load
+    (`target_option`); (None, None) for any other."""
     option = target_option(models[0])
-    if option is not None:                          # verification is compute-bound there: time c and v(k), once per machine
-        start = time.perf_counter()
-        key = cost_key(resources, models[0].runtime) | ({} if RUNTIMES[models[0].runtime].measures_costs else {"precision": option})
-        costs = measured_costs(resources[TARGET], resources.get(DRAFT_MODEL), key,
-                               timing=lambda: say("Timing a draft step and the verification passes (kept for next time) …"))
-        keep_speed(spec.target, option, spec.models.threads, costs)     # what the planner weighs the target's runtimes by
-        seconds["costs"] = time.perf_counter() - start
-    keep_load_time(load_key(spec.pair_name, models), seconds)
-    return LoadedPair(spec.target, spec.draft, resources, models, seconds, costs=costs, cost_key=key)
+    if option is None:
+        return None, None
+    start = time.perf_counter()             # verification is compute-bound there: time c and v(k), once per machine
+    key = cost_key(resources, models[0].runtime) | ({} if RUNTIMES[models[0].runtime].measures_costs else {"precision": option})
+    costs = measured_costs(resources[TARGET], resources.get(DRAFT_MODEL), key,
+                           timing=lambda: say("Timing a draft step and the verification passes (kept for next time) …"))
+    keep_speed(spec.target, option, spec.models.threads, costs)     # what the planner weighs the target's runtimes by
+    seconds["costs"] = time.perf_counter() - start
+    return costs, key
 
 
 def target_option(planned: ModelPlan) -> str | None:

@@ -5,6 +5,7 @@ target step, v(k) a verification pass over k drafted tokens in target steps.
 
     models.py     before loading: which runtime runs each model, at which precision, and why (`choose_models`)
     drafting.py   the default drafting policy: which drafter, which gamma schedule, priced with which costs
+    pricing.py    a round's price: the costs it is priced with, the best chain, where trees pay
     plan.py       the one plan (`plan`, `Plan`): each model's plan, the drafting plan, and the header every door prints
 
 The command line, the dashboard's pages, the benchmark and `speculative_generate` build a run spec

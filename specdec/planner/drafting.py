@@ -21,10 +21,8 @@ description, carried onto the result:
     4. a drafter that needs what the target's runtime does not give (hidden states, layers) is refused in one
        line naming the runtime that serves it
 
-Where trees pay: a tree level costs one draft pass for all its nodes, and each node costs s more in the
-target's pass, so a tree pays where a draft step is dear and a verified node cheap: c >= TREE_FROM_C and
-s <= TREE_UP_TO_SLOPE. Sliding-window models always draft chains (a tree needs every cached position), one
-text at a time. The methods are the registry's (`specdec.registry`): this module names none.
+The prices (c and v(k) estimated, a chain's predicted speedup, where trees pay) are `specdec.planner.pricing`'s. The
+methods are the registry's (`specdec.registry`): this module names none.
 """
 
 from __future__ import annotations
@@ -32,19 +30,16 @@ from __future__ import annotations
 from dataclasses import replace
 
 from specdec.drafting.no_draft import PLAIN
-from specdec.engine.contract import Capabilities, DraftCosts, Drafter, DraftNetwork, check_drafter
+from specdec.engine.contract import Capabilities, DraftCosts, Drafter, check_drafter
 from specdec.engine.drafting_plan import DraftingPlan
 from specdec.engine.inputs import check_round_length
 from specdec.engine.model import Model
 from specdec.engine.schedule import AdaptiveGamma, FixedGamma, GammaSchedule
 from specdec.engine.stop_rule import ConfidenceStop
 from specdec.errors import SpecdecError
-from specdec.reference.theory import walltime_speedup
+from specdec.planner.pricing import best_chain, estimated_costs, trees_pay
 from specdec.registry import CHAIN, DRAFT_MODEL, FREE_DRAFT, FREE_DRAFT_OPTIONS, METHODS, TARGET, TREE, Resources
-from specdec.runtime.costs import weight_cost_ratio
 
-TREE_FROM_C = 0.25            # the default drafts a tree when a draft step costs at least this share of a target step ...
-TREE_UP_TO_SLOPE = 0.1        # ... and one more token in a verification pass at most this share (v(k) = 1 + beta k)
 ASSUMED_ALPHA = 0.9           # with measured costs: a draft model is kept only if agreeing this often would beat the target alone
 FREE_PRIOR_ALPHA = 0.75       # free drafting's acceptance before a run has tested any: it tries, and learns (AdaptiveGamma)
 FASTEST_PLAN_FLAG = "--method auto"   # how a person asks for the fastest exact plan (`specdec.run_spec.FASTEST_PLAN`)
@@ -157,18 +152,6 @@ def shown_anyway(target: Model, draft: Model, costs: DraftCosts, rows: int, verd
                          why=f"the default, to show the draft at work; {verdict}")
 
 
-def best_chain(costs: DraftCosts, alpha: float, max_gamma: int = 16) -> tuple[int, float]:
-    """(gamma, predicted speedup over the target alone) of the best chain with these costs when each draft is accepted with
-    chance `alpha` (Leviathan et al.'s formula with the measured v(gamma)).
-
-    >>> best_chain(DraftCosts(0.4, 0.5, (1.0, 1.72, 1.95, 2.73, 3.82)), 0.9, max_gamma=4)
-    (2, 0.985)
-    """
-    speedups = {gamma: round(walltime_speedup(alpha, gamma, costs.c, costs.v(gamma)), 3) for gamma in range(1, max_gamma + 1)}
-    best = max(speedups, key=lambda gamma: speedups[gamma])
-    return best, speedups[best]
-
-
 def plain_or_free(target: Model, costs: DraftCosts, rows: int, why: str) -> DraftingPlan:
     """Drafting that costs nothing where it can pay: the registry's FREE_DRAFT under a gamma that is 0 (a plain step)
     wherever no gamma is predicted to beat the target alone; plain decoding where even a free draft that is always right
@@ -211,20 +194,6 @@ def default_drafter(target: object, draft: object, name: str | None = None) -> D
     from specdec.runtime import as_model
 
     return plan_for(as_model(target), draft, None, 1, name).drafter
-
-
-def trees_pay(target: Model, draft: Model, costs: DraftCosts | None = None) -> bool:
-    """Whether the default drafts a tree for this pair: c >= TREE_FROM_C, beta <= TREE_UP_TO_SLOPE (beta from v(4) where v was
-    measured), no sliding window."""
-    costs = costs or estimated_costs(target, draft)
-    slope = (costs.v(4) - 1.0) / 4 if costs.verify else costs.verify_slope
-    dear = costs.c >= TREE_FROM_C and slope <= TREE_UP_TO_SLOPE
-    return dear and not target.traits.sliding_window and not draft.traits.sliding_window
-
-
-def estimated_costs(target: Model, draft: DraftNetwork | None) -> DraftCosts:
-    """c from the weight bytes a draft step reads over a target step's, beta as the target's runtime guesses it."""
-    return DraftCosts(weight_cost_ratio(target, draft), target.verify_slope())
 
 
 def schedule_for(gamma: int | None, adaptive: int | None, drafter: Drafter, costs: DraftCosts) -> GammaSchedule | None:

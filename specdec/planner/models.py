@@ -114,7 +114,8 @@ def faster_measured_target(spec: RunSpec, runtime: str) -> str | None:
     """Why the target runs as W8A8 on torch instead of on llama.cpp, where this machine measured both (`specdec.runtime.costs.
     kept_speeds`), W8A8 still passes its test here, and it is predicted faster; None where llama.cpp stays (the prior: it loads
     in seconds, W8A8 converts the weights first)."""
-    from specdec.planner.drafting import ASSUMED_ALPHA, best_chain
+    from specdec.planner.drafting import ASSUMED_ALPHA
+    from specdec.planner.pricing import best_chain
     from specdec.runtime.costs import draft_costs, kept_speeds
     from specdec.zoo.kernel_library import w8a8_passed_here
 
@@ -132,7 +133,7 @@ def faster_measured_target(spec: RunSpec, runtime: str) -> str | None:
 def predicted_rate(costs: DraftCosts, step_s: float, alpha: float, best_chain: Callable[..., tuple[int, float]]) -> float:
     """Tokens a second a target of one-token step `step_s` is predicted to give: its best chain at `alpha`, or plain steps.
 
-    >>> from specdec.planner.drafting import best_chain
+    >>> from specdec.planner.pricing import best_chain
     >>> round(predicted_rate(DraftCosts(0.5, 0.05, (1.0, 1.05, 1.1, 1.2, 1.3)), 0.1, 0.9, best_chain), 1)
     12.9
     """

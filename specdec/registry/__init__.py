@@ -28,11 +28,13 @@ registers its own, `tests/test_registry.py`, and finds it everywhere a method is
 
 One module per job:
 
-    methods.py     `Method`, `register`, the built-in methods, what a draft name means
+    methods.py     `Method`, `register`, the built-in methods
+    draft_names.py what a draft name means (`needs_of`), and the method it names or implies
     resources.py   what a method may need loaded (the names, a trained head's `Resource`), corpus files
     pairs.py       the catalogue's pairs, the default pair's names
 """
 
+from specdec.registry.draft_names import named_or_implied_method, needs_of
 from specdec.registry.methods import (
     CHAIN,
     FREE_DRAFT,
@@ -43,8 +45,6 @@ from specdec.registry.methods import (
     Method,
     NoOptions,
     draft_methods,
-    named_or_implied_method,
-    needs_of,
     option_value,
     register,
     target_only,

@@ -48,7 +48,8 @@ from collections.abc import Callable, Sequence
 import torch
 from transformers import DynamicCache, PreTrainedModel
 
-from specdec.runtime.kv_cache import CachedModel, has_sliding_window, restricted_head
+from specdec.runtime.kv_cache import has_sliding_window, restricted_head
+from specdec.runtime.one_row import OneRow
 from specdec.errors import SpecdecError
 
 PAD_ID = 0   # the token fed in padding columns; nothing ever attends to them but themselves
@@ -100,10 +101,20 @@ class BatchCache:
         if len(tokens) != len(self.rows):
             raise ValueError(f"feed takes one entry per row in the cache ({len(self.rows)}), got {len(tokens)}")
         counts = [0 if t is None else int(t.numel()) for t in tokens]
-        m, b, w = max(counts), len(self.rows), self.width
-        if m == 0:
+        if max(counts) == 0:
             raise ValueError("feed needs at least one token in some row")
-        device = self.model.device
+        ids, positions, mask = self._pass_inputs(tokens, counts, attend, offsets)
+        logits, output = self._forward(ids, positions, mask, last, hidden)
+        self._append(ids, counts)
+        self.passes += 1
+        if self.on_pass is not None:
+            self.on_pass()
+        return logits, (tuple(output.hidden_states) if hidden else None)
+
+    def _pass_inputs(self, tokens: Sequence[torch.Tensor | None], counts: list[int], attend: Sequence[torch.Tensor | None] | None,
+                     offsets: Sequence[torch.Tensor | None] | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The pass's token ids [B, M], left-padded, its position ids [B, M] and its attention mask [B, 1, M, W + M]."""
+        m, b, w = max(counts), len(self.rows), self.width
         ids = torch.full((b, m), PAD_ID, dtype=torch.long)                          # [B, M], left-padded
         positions = torch.zeros(b, m, dtype=torch.long)                             # [B, M]
         mask = torch.zeros(b, 1, m, w + m, dtype=torch.bool)                        # [B, 1, M, W + M]
@@ -122,6 +133,12 @@ class BatchCache:
                 mask[i, 0, start:, self.valid[i].nonzero().flatten()] = own[:, :self.lengths[i]]   # the cached tokens it sees ...
                 mask[i, 0, start:, w + start:] = own[:, self.lengths[i]:]           # ... and the new ones
             positions[i, start:] = self.lengths[i] + shift.cpu().long()
+        return ids, positions, mask
+
+    def _forward(self, ids: torch.Tensor, positions: torch.Tensor, mask: torch.Tensor, last: int,
+                 hidden: bool) -> tuple[torch.Tensor, object]:
+        """The model's pass over the cache: the logits of every row's `last` new tokens, and the model's output."""
+        device, m = self.model.device, ids.shape[1]
         inputs = {"input_ids": ids.to(device), "cache": self.cache, "use_cache": True,
                   "attention_mask": mask.to(device), "position_ids": positions.to(device)}
         if hidden:
@@ -134,16 +151,17 @@ class BatchCache:
             else:
                 output = self.model.base_model(**inputs)
                 logits = self.head(output.last_hidden_state[:, -last:])              # [B, last, K]
+        return logits, output
+
+    def _append(self, ids: torch.Tensor, counts: list[int]) -> None:
+        """The pass's M new columns join the cache: each row's own new tokens valid, its length grown by their count."""
+        b, m = ids.shape
         new = torch.zeros(b, m, dtype=torch.bool)
         for i, count in enumerate(counts):
             new[i, m - count:] = True
             self.lengths[i] += count
         self.valid = torch.cat([self.valid, new], dim=1)
         self.ids = torch.cat([self.ids, ids], dim=1)
-        self.passes += 1
-        if self.on_pass is not None:
-            self.on_pass()
-        return logits, (tuple(output.hidden_states) if hidden else None)
 
     def text(self, row: int) -> list[int]:
         """The tokens `row` holds, in order: what a fresh pass over its text would have cached."""
@@ -201,55 +219,6 @@ def _gather(states: torch.Tensor, rows: torch.Tensor, index: torch.Tensor) -> to
     """states [B, heads, W, dim] -> [B', heads, W', dim]: the given rows, and in row j the columns index[j]."""
     heads, dim = states.shape[1], states.shape[-1]
     return states.index_select(0, rows).gather(2, index[:, None, :, None].expand(-1, heads, -1, dim))
-
-
-class OneRow:
-    """One text's `CachedModel` behind `BatchCache`'s interface: a batch of one row, id `row`, read without padding.
-
-    A causal pass needs no mask here (the fastest path, and sliding-window models work); a tree or extra rows
-    get their mask over the whole cached text. Logits come back as [1, last, V], hidden states per layer [1, M, H].
-    """
-
-    def __init__(self, model: PreTrainedModel, row: int = 0, output_rows: int | None = None,
-                 on_pass: Callable[[], None] | None = None) -> None:
-        self.lm = CachedModel(model, output_rows)
-        self.model = model
-        self.rows = [row]
-        self.on_pass = on_pass
-
-    @property
-    def passes(self) -> int:
-        return self.lm.passes
-
-    def length(self, row: int) -> int:
-        return self.lm.length
-
-    def feed(self, tokens: Sequence[torch.Tensor | None], last: int = 1, attend: Sequence[torch.Tensor | None] | None = None,
-             offsets: Sequence[torch.Tensor | None] | None = None,
-             hidden: bool = False) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
-        """`BatchCache.feed` for the one row: `tokens[0]` [m] appended to the text."""
-        new = tokens[0]
-        own = attend[0] if attend is not None else None
-        if own is None:
-            logits, states = self.lm.feed_with_hidden(new, last=last, hidden=hidden)
-        else:
-            shift = offsets[0] if offsets is not None and offsets[0] is not None else torch.arange(new.numel())
-            logits, states = self.lm.feed_with_hidden(new, last=last, attend=own.cpu(), positions=self.lm.length + shift.cpu(),
-                                                      hidden=hidden)
-        if self.on_pass is not None:
-            self.on_pass()
-        return logits[None], (None if states is None else tuple(layer[None] for layer in states))
-
-    def rollback(self, row: int, length: int) -> None:
-        self.lm.rollback(length)
-
-    def keep(self, row: int, tokens: list[int]) -> None:
-        self.lm.keep(tokens)
-
-    def compact(self, rows: Sequence[int] | None = None) -> None:
-        """Nothing to gather: one text has no dead columns, and when it is done the cache is simply dropped."""
-        if rows is not None:
-            self.rows = [row for row in self.rows if row in rows]
 
 
 def rows_cache(model: PreTrainedModel, rows: Sequence[int], output_rows: int | None = None,

@@ -25,7 +25,8 @@ import torch
 from transformers import PreTrainedModel
 
 from specdec.engine.model import ModelTraits
-from specdec.runtime.batch_cache import BatchCache, OneRow, rows_cache
+from specdec.runtime.batch_cache import BatchCache, rows_cache
+from specdec.runtime.one_row import OneRow
 from specdec.runtime.kv_cache import has_sliding_window
 
 

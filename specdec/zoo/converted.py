@@ -60,7 +60,8 @@ def copy_name(dtype: torch.dtype, quantization: str = "none") -> str:
 
 def saving_stage(quantization: str) -> str:
     """The name the save's progress goes by: 'saving a converted copy for next time', 'saving the int8 copy for next time'."""
-    return "saving a converted copy for next time" if quantization == "none" else f"saving the {quantization} copy for next time"
+    what = "a converted copy" if quantization == "none" else f"the {quantization} copy"
+    return f"saving {what} for next time"
 
 
 # ---------------------------------------------------------------- the load
@@ -125,7 +126,8 @@ def _checked(folder: Path, entry: ModelEntry, gguf_fetched: bool) -> Path | None
     manifest = read_manifest(settle(folder)) if entry.package is not None else None
     if manifest is None or manifest.get("source_sha256") != entry.package.sha256:
         return None
-    if manifest.get("quantization", "none") != "none" and manifest.get("torch") != torch.__version__:   # packed by another torch
+    # packed by another torch
+    if manifest.get("quantization", "none") != "none" and manifest.get("torch") != torch.__version__:
         return None
     if manifest.get("gguf_embedding") and not gguf_fetched:                # it reads its embedding from the GGUF file
         return None
@@ -184,16 +186,6 @@ def remove_superseded(entry: ModelEntry, models: Path | None = None) -> int:
 
 
 # ---------------------------------------------------------------- writing and reading a copy
-
-def tensor_bytes(model: torch.nn.Module) -> int:
-    """The bytes of `model`'s tensors, those sharing memory (tied embeddings) counted once: what a save writes.
-
-    >>> tied = torch.nn.Linear(4, 2, bias=False)
-    >>> tensor_bytes(torch.nn.ModuleDict({"a": tied, "b": tied}))     # 2 x 4 float32 weights, once
-    32
-    """
-    return sum(tensor.numel() * tensor.element_size() for tensor in _state(model, once=True).values())
-
 
 def _state(model: torch.nn.Module, once: bool) -> dict[str, torch.Tensor]:
     """The model's tensors to save; with `once`, a tensor that is the very same memory as one before it (a tied output

@@ -274,26 +274,3 @@ def _module_tree_size(module) -> int:
     4
     """
     return 1 + sum(_module_tree_size(child) for _, child in module.named_children())
-
-
-def gguf_file_type(path: str | Path) -> str:
-    """The quantization a GGUF file says its weights are in ("Q4_K_M", "F32", ...), from its metadata; "GGUF" when it does not say.
-
-    >>> gguf_file_type(Path(__file__))
-    Traceback (most recent call last):
-    ...
-    specdec.errors.SpecdecError: cannot read the GGUF metadata of gguf_files.py: fetch the file again
-    """
-    import gguf
-    from transformers.integrations.gguf.reader import read_gguf_metadata
-
-    try:
-        value = read_gguf_metadata(str(path))[0].get("general.file_type")
-    except (ValueError, OSError, KeyError):
-        raise SpecdecError(f"cannot read the GGUF metadata of {Path(path).name}: fetch the file again") from None
-    if value is None:
-        return "GGUF"
-    try:
-        return gguf.LlamaFileType(int(value)).name.removeprefix("MOSTLY_").replace("ALL_", "")
-    except ValueError:
-        return f"GGUF type {value}"

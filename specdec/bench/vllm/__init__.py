@@ -11,7 +11,7 @@ suite on vLLM and writes rows in the benchmark's CSV schema (`specdec.bench.tabl
   concurrent requests, with the counters read before and after each level
 - `offline`: vLLM's offline `LLM` in a separate Python environment (vLLM pins other transformers
   versions than the app), driven through `worker.py` (a script run with vLLM's Python) one
-  JSON line at a time
+  JSON line at a time; `worker_process`: finding that Python and running the worker
 - `rows`: both modes' measurements as benchmark rows, and speedups over vLLM's own plain decoding
 
 vLLM is an optional extra (`requirements-vllm.txt`): nothing here imports it.

@@ -6,7 +6,7 @@
 
 vLLM pins other transformers versions than the app, so it lives in its own environment
 (`requirements-vllm.txt`) and runs as a separate process: `worker.py`, started with that
-environment's Python, one JSON job in, JSON lines out. Both engines see the same token ids: the
+environment's Python, one JSON job in, JSON lines out (`specdec.bench.vllm.worker_process`). Both engines see the same token ids: the
 prompts are encoded here with the target's tokenizer, as `specdec bench` encodes them.
 
 Per target, vLLM runs the target alone ("plain", the baseline of its speedups), then each draft
@@ -17,10 +17,7 @@ first use, as `specdec run --dtype bfloat16 --quantization none` would).
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,13 +27,9 @@ import pandas as pd
 from specdec.bench.prompts import encode_bench_prompt, suite
 from specdec.bench.vllm.counters import counters_from_metrics
 from specdec.bench.vllm.rows import ENGINE, LOOKUP, measures, pair_label, stamp, with_vllm_speedups
+from specdec.bench.vllm.worker_process import run_worker
 from specdec.errors import SpecdecError
 from specdec.zoo.catalog import split_pair_name
-
-WORKER = Path(__file__).with_name("worker.py")
-DEFAULT_VENV = ".venv-vllm"
-INSTALL = (f"python -m venv {DEFAULT_VENV} && {DEFAULT_VENV}/bin/pip install -r requirements-vllm.txt (its own environment: "
-           "vLLM pins other library versions than the app), or point SPECDEC_VLLM_PYTHON at a Python that has vLLM")
 
 
 @dataclass(frozen=True)
@@ -57,21 +50,6 @@ class VllmSettings:
         if not self.gammas or any(not isinstance(gamma, int) or not 1 <= gamma <= 32 for gamma in self.gammas):
             raise SpecdecError(f"vLLM drafts a fixed number of tokens per round: pass whole gammas from 1 to 32 "
                                f"(--gammas 5), got {list(self.gammas)}")
-
-
-def find_vllm_python(explicit: str | None = None) -> Path:
-    """The Python that runs vLLM: `explicit`, else $SPECDEC_VLLM_PYTHON, else .venv-vllm/bin/python here.
-
-    It must import vllm; if it does not, one line says how to get it.
-    """
-    candidate = explicit or os.environ.get("SPECDEC_VLLM_PYTHON") or str(Path(DEFAULT_VENV) / "bin" / "python")
-    path = Path(candidate)
-    if not path.exists():
-        raise SpecdecError(f"vLLM is not installed ({candidate} does not exist): {INSTALL}")
-    check = subprocess.run([str(path), "-c", "import vllm"], capture_output=True, text=True)
-    if check.returncode != 0:
-        raise SpecdecError(f"{candidate} cannot import vllm ({_last_line(check.stderr)}): {INSTALL}")
-    return path
 
 
 def vllm_model_folder(name: str) -> str:
@@ -110,67 +88,6 @@ def vllm_job(target: str, draft: str | None, lookup: bool, prompts: list[dict], 
     return dict(target=target, draft=draft, dtype="bfloat16", enforce_eager=settings.enforce_eager, max_new_tokens=settings.max_new_tokens,
                 temperature=settings.temperature, seed=settings.seed, warmup=settings.warmup, kv_cache_gib=settings.kv_cache_gib,
                 variants=variants, prompts=prompts)
-
-
-def worker_environment(python: Path, threads: int | None = None) -> dict[str, str]:
-    """vLLM's CPU settings: its threads bound to our cores and its Intel OpenMP preloaded (`run_worker` sets the KV-cache size)."""
-    environment = dict(os.environ)
-    cores = threads or os.cpu_count() or 1
-    environment.setdefault("VLLM_CPU_OMP_THREADS_BIND", f"0-{cores - 1}")   # its automatic binding used one core
-    iomp = python.parent.parent / "lib" / "libiomp5.so"
-    if iomp.exists():
-        environment.setdefault("LD_PRELOAD", str(iomp))
-    return environment
-
-
-def run_worker(python: Path, job: dict, progress: Callable[[int, str], None] | None = None,
-               worker: Path = WORKER, environment: dict[str, str] | None = None) -> list[dict]:
-    """Run `worker.py` on `job`; its "row" events, in order. A failure is one line, pointing at the log.
-
-    `progress(rows so far, message)` hears every progress event of the worker.
-    """
-    log = Path(tempfile.mkstemp(prefix="specdec-vllm-", suffix=".log")[1])
-    environment = dict(environment or worker_environment(python))
-    environment.setdefault("VLLM_CPU_KVCACHE_SPACE", str(job.get("kv_cache_gib", 4)))
-    rows, error = [], None
-    with open(log, "w") as stderr:
-        process = subprocess.Popen([str(python), str(worker)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
-                                   text=True, env=environment)
-        try:
-            process.stdin.write(json.dumps(job))
-            process.stdin.close()
-            for line in process.stdout:
-                event = _event(line)
-                if event is None:
-                    continue
-                if event["event"] == "row":
-                    rows.append(event)
-                elif event["event"] == "progress" and progress is not None:
-                    progress(len(rows), event["message"])
-                elif event["event"] == "error":
-                    error = event["message"]
-            code = process.wait()
-        except BaseException:      # a Stop or Ctrl-C: the engine must not outlive the run
-            process.kill()
-            process.wait()
-            raise
-    if error is not None or code != 0:
-        raise SpecdecError(f"vLLM failed: {error or _last_line(log.read_text()) or f'exit code {code}'} (its log: {log})")
-    log.unlink()
-    return rows
-
-
-def _event(line: str) -> dict | None:
-    try:
-        event = json.loads(line)
-    except json.JSONDecodeError:
-        return None
-    return event if isinstance(event, dict) and "event" in event else None
-
-
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[-1][:200] if lines else ""
 
 
 def offline_rows(records: list[dict], draft: str | None, target: str, prompts: dict[str, tuple[str, int]],

@@ -1,6 +1,6 @@
 """Runs the benchmark's prompts through vLLM's offline `LLM`, in vLLM's own Python environment.
 
-This file is a script, not a module of the package: `specdec.bench.vllm.offline` starts it with the
+This file is a script, not a module of the package: `specdec.bench.vllm.worker_process` starts it with the
 Python of the environment that has vLLM (vLLM pins other transformers versions than the app, so
 the two cannot share one), writes one JSON job to its stdin and reads JSON lines from its stdout:
 

@@ -9,6 +9,7 @@
 One concept per module, from the bottom up:
 
     generate_declarations.py   the script that writes declarations.py from the pinned llama.h (gcc checks the layout)
+    cdef.py                    the names the runtime uses, and the cutting of their declarations out of the headers
     declarations.py            generated: cffi's declarations, the structs' layout, llama.cpp's defaults
     library.py                 find, load and check the library (cffi ABI mode; no `import xllamacpp`)
     settings.py                the exact settings, each with the measurement behind it

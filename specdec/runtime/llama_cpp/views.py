@@ -88,39 +88,54 @@ def plan_views(committed: int, pending: list[int], positions: list[int], attend:
     at: list[dict[int, tuple[str, int]]] = []              # per new token: position -> the token it sees there
     committed_seen, pending_seen, seen_by = [], [], [[] for _ in range(m)]
     for k in range(m):
-        row = attend[k]
-        if not row[cached + k]:
-            raise ValueError(f"new token {k} does not see itself")
-        text = row[:committed]
-        seen = int(text.sum())
-        if not bool(text[:seen].all()):
-            raise ValueError(f"new token {k} sees part of the text with gaps: llama.cpp's cache draws a whole text prefix only")
-        tokens = {position: ("committed", position) for position in range(seen)}
-        sees = [("pending", i, pending[i]) for i in range(len(pending)) if row[committed + i]]
-        sees += [("new", j, positions[j]) for j in range(m) if row[cached + j]]
-        for kind, index, position in sees:
-            if position in tokens:
-                raise ValueError(f"new token {k} sees 2 tokens at position {position}: llama.cpp's cache draws text and "
-                                 "tree paths only (one token per position)")
-            tokens[position] = (kind, index)
-            if kind == "new" and index > k:
-                raise ValueError(f"new token {k} sees new token {index}, which comes after it: order the pass's tokens "
-                                 "so that each comes after the ones it sees")
+        seen, tokens, sees = _what_it_sees(k, attend[k], committed, pending, positions)
+        for kind, index, _ in sees:
             if kind == "new" and index != k:
                 seen_by[index].append(k)
-        if sorted(tokens) != list(range(positions[k] + 1)):
-            raise ValueError(f"new token {k} (position {positions[k]}) does not see one token at every position from 0 "
-                             "to its own: llama.cpp's cache draws text and tree paths only")
-        first_new = min(position for position, (kind, _) in tokens.items() if kind == "new")
-        if any(kind != "new" for position, (kind, _) in tokens.items() if position > first_new):
-            raise ValueError(f"new token {k} sees a cached token placed after a new one: llama.cpp needs the cached "
-                             "part of a view before its new part")
         at.append(tokens)
         committed_seen.append(seen)
         pending_seen.append([index for kind, index, _ in sees if kind == "pending"])
-    for k in range(m):                                      # tree-consistent: k sees what the new tokens it sees see
+    _check_tree_consistent(at, positions)
+    return ViewPlan(committed_seen, pending_seen, seen_by)
+
+
+def _what_it_sees(k: int, row: torch.Tensor, committed: int, pending: list[int],
+                  positions: list[int]) -> tuple[int, dict[int, tuple[str, int]], list[tuple[str, int, int]]]:
+    """What new token `k` sees (`row`, its line of `attend`): how much of the text, the token at each position (kind,
+    index), and the cached pending and new tokens it sees (kind, index, position); a ValueError when llama.cpp cannot
+    draw it."""
+    m, cached = len(positions), committed + len(pending)
+    if not row[cached + k]:
+        raise ValueError(f"new token {k} does not see itself")
+    text = row[:committed]
+    seen = int(text.sum())
+    if not bool(text[:seen].all()):
+        raise ValueError(f"new token {k} sees part of the text with gaps: llama.cpp's cache draws a whole text prefix only")
+    tokens = {position: ("committed", position) for position in range(seen)}
+    sees = [("pending", i, pending[i]) for i in range(len(pending)) if row[committed + i]]
+    sees += [("new", j, positions[j]) for j in range(m) if row[cached + j]]
+    for kind, index, position in sees:
+        if position in tokens:
+            raise ValueError(f"new token {k} sees 2 tokens at position {position}: llama.cpp's cache draws text and "
+                             "tree paths only (one token per position)")
+        tokens[position] = (kind, index)
+        if kind == "new" and index > k:
+            raise ValueError(f"new token {k} sees new token {index}, which comes after it: order the pass's tokens "
+                             "so that each comes after the ones it sees")
+    if sorted(tokens) != list(range(positions[k] + 1)):
+        raise ValueError(f"new token {k} (position {positions[k]}) does not see one token at every position from 0 "
+                         "to its own: llama.cpp's cache draws text and tree paths only")
+    first_new = min(position for position, (kind, _) in tokens.items() if kind == "new")
+    if any(kind != "new" for position, (kind, _) in tokens.items() if position > first_new):
+        raise ValueError(f"new token {k} sees a cached token placed after a new one: llama.cpp needs the cached "
+                         "part of a view before its new part")
+    return seen, tokens, sees
+
+
+def _check_tree_consistent(at: list[dict[int, tuple[str, int]]], positions: list[int]) -> None:
+    """Refuse a pattern that is not tree-consistent: each new token k must see what the new tokens it sees see."""
+    for k in range(len(at)):
         for j in [index for kind, index in at[k].values() if kind == "new" and index != k]:
             if any(at[k][position] != at[j][position] for position in range(positions[j] + 1)):
                 raise ValueError(f"new token {k} sees new token {j} but not what {j} sees: llama.cpp's cache draws "
                                  "tree-consistent patterns only")
-    return ViewPlan(committed_seen, pending_seen, seen_by)
