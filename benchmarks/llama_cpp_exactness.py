@@ -1,11 +1,12 @@
 """Is the llama.cpp runtime exact on the zoo's real GGUF files, and what does a step and a pass cost? Measured here.
 
-    python benchmarks/llama_cpp_exactness.py exactness            # the 1.5B and the 0.5B, exact settings, 1 and 2 threads
-    python benchmarks/llama_cpp_exactness.py controls             # each exact setting undone alone, and llama.cpp's defaults
-    python benchmarks/llama_cpp_exactness.py timing --repeats 15  # one-token step ms at 1 and 2 threads, v(k) for k = 1..17
-    python benchmarks/llama_cpp_exactness.py timing --busy 1      # the same while another process keeps a core busy
-    python benchmarks/llama_cpp_exactness.py greedy --tokens 64   # a greedy speculative loop (0.5B drafts 4) vs plain greedy
-    python benchmarks/llama_cpp_exactness.py table --out benchmarks/llama-cpp-exactness.jsonl   # the results as markdown
+    python benchmarks/llama_cpp_exactness.py exactness            # the 1.5B and the 0.5B, exact settings, 1 and 2
+    threads python benchmarks/llama_cpp_exactness.py controls             # each exact setting undone alone, and
+    llama.cpp's defaults python benchmarks/llama_cpp_exactness.py timing --repeats 15  # one-token step ms at 1 and 2
+    threads, v(k) for k = 1..17 python benchmarks/llama_cpp_exactness.py timing --busy 1      # the same while another
+    process keeps a core busy python benchmarks/llama_cpp_exactness.py greedy --tokens 64   # a greedy speculative loop
+    (0.5B drafts 4) vs plain greedy python benchmarks/llama_cpp_exactness.py table --out
+    benchmarks/llama-cpp-exactness.jsonl   # the results as markdown
 
 Add `--out FILE` to a measuring part to append its results there as one JSON line.
 
@@ -51,14 +52,22 @@ from specdec.runtime.llama_cpp.model import load_gguf  # noqa: E402
 from specdec.runtime.llama_cpp.settings import EXACT, GGML_TYPE_F16, LLAMA_DEFAULTS  # noqa: E402
 from specdec.zoo.fetch import cache_dir  # noqa: E402
 
-MODELS = {"1.5b": "qwen2.5-coder-1.5b/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
-          "0.5b": "qwen2.5-coder-0.5b/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"}
-PROMPT = ("<|im_start|>user\nWrite a Python function that checks whether a number is prime, with a docstring "
-          "and a few doctests.<|im_end|>\n<|im_start|>assistant\n")
-CONTROLS = {"llama.cpp defaults": LLAMA_DEFAULTS, "ubatch 4": replace(EXACT, ubatch=4),
-            "flash attention off": replace(EXACT, flash_attention=0), "ubatch 512": replace(EXACT, ubatch=512),
-            "ubatch 512 unrepacked": replace(EXACT, ubatch=512, repacked_weights=False),
-            "V cache float16": replace(EXACT, value_type=GGML_TYPE_F16)}
+MODELS = {
+    "1.5b": "qwen2.5-coder-1.5b/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+    "0.5b": "qwen2.5-coder-0.5b/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+}
+PROMPT = (
+    "<|im_start|>user\nWrite a Python function that checks whether a number is prime, with a docstring "
+    "and a few doctests.<|im_end|>\n<|im_start|>assistant\n"
+)
+CONTROLS = {
+    "llama.cpp defaults": LLAMA_DEFAULTS,
+    "ubatch 4": replace(EXACT, ubatch=4),
+    "flash attention off": replace(EXACT, flash_attention=0),
+    "ubatch 512": replace(EXACT, ubatch=512),
+    "ubatch 512 unrepacked": replace(EXACT, ubatch=512, repacked_weights=False),
+    "V cache float16": replace(EXACT, value_type=GGML_TYPE_F16),
+}
 
 
 def model_path(name: str) -> Path:
@@ -74,7 +83,7 @@ def prompt_ids(path: Path) -> torch.Tensor:
 
 def steps(model, ids: torch.Tensor) -> torch.Tensor:
     rows = model.rows([0])
-    return torch.cat([rows.feed([ids[i:i + 1]])[0][0] for i in range(len(ids))])
+    return torch.cat([rows.feed([ids[i : i + 1]])[0][0] for i in range(len(ids))])
 
 
 def greedy_text(model, prompt: torch.Tensor, new: int) -> torch.Tensor:
@@ -91,8 +100,12 @@ def greedy_text(model, prompt: torch.Tensor, new: int) -> torch.Tensor:
 def difference(a: torch.Tensor, b: torch.Tensor) -> dict:
     """Rows that differ, the largest logit difference, rows whose argmax differs."""
     differ = [i for i in range(len(a)) if not torch.equal(a[i], b[i])]
-    return {"rows": len(a), "rows_differ": len(differ), "max_abs": float((a - b).abs().max()),
-            "argmax_differ": int((a.argmax(-1) != b.argmax(-1)).sum())}
+    return {
+        "rows": len(a),
+        "rows_differ": len(differ),
+        "max_abs": float((a - b).abs().max()),
+        "argmax_differ": int((a.argmax(-1) != b.argmax(-1)).sum()),
+    }
 
 
 def tree_layout(parents: list[int], cached: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -103,8 +116,15 @@ def tree_layout(parents: list[int], cached: int) -> tuple[torch.Tensor, torch.Te
     return torch.cat([torch.ones(len(parents), cached, dtype=torch.bool), seen], dim=1), seen.sum(dim=1) - 1
 
 
-def check(model, text: torch.Tensor, prompt: int, ks: list[int], tree: bool = True, long: int = 300,
-          prompt_steps: bool = False) -> dict:
+def check(
+    model,
+    text: torch.Tensor,
+    prompt: int,
+    ks: list[int],
+    tree: bool = True,
+    long: int = 300,
+    prompt_steps: bool = False,
+) -> dict:
     """The exactness checks of the module docstring on one loaded model.
 
     `prompt_steps`: feed the prompt one token a pass, so that a pass's rows are compared on the reference's own
@@ -114,22 +134,22 @@ def check(model, text: torch.Tensor, prompt: int, ks: list[int], tree: bool = Tr
     reference = steps(model, text[:need])
     result = {"passes": {}}
     rows = model.rows([0])
-    for chunk in ([text[i:i + 1] for i in range(prompt)] if prompt_steps else [text[:prompt]]):
+    for chunk in [text[i : i + 1] for i in range(prompt)] if prompt_steps else [text[:prompt]]:
         rows.feed([chunk])
     for k in ks:
-        together, _ = rows.feed([text[prompt:prompt + k]], last=k)
-        result["passes"][k] = difference(together[0], reference[prompt:prompt + k])
+        together, _ = rows.feed([text[prompt : prompt + k]], last=k)
+        result["passes"][k] = difference(together[0], reference[prompt : prompt + k])
         rows.rollback(0, prompt)
-    after = rows.feed([text[prompt:prompt + 1]])[0][0]
-    result["after_rollback"] = difference(after, reference[prompt:prompt + 1])
+    after = rows.feed([text[prompt : prompt + 1]])[0][0]
+    result["after_rollback"] = difference(after, reference[prompt : prompt + 1])
     if tree:
         result["tree"] = check_tree(model, text, prompt)
     if long and len(text) >= long + 6:
         rows = model.rows([0])
         rows.feed([text[:long]])
-        alone = torch.cat([rows.feed([text[i:i + 1]])[0][0] for i in range(long, long + 6)])
+        alone = torch.cat([rows.feed([text[i : i + 1]])[0][0] for i in range(long, long + 6)])
         rows.rollback(0, long)
-        together, _ = rows.feed([text[long:long + 6]], last=6)
+        together, _ = rows.feed([text[long : long + 6]], last=6)
         result[f"6_after_{long}"] = difference(together[0], alone)
     return result
 
@@ -137,9 +157,9 @@ def check(model, text: torch.Tensor, prompt: int, ks: list[int], tree: bool = Tr
 def check_tree(model, text: torch.Tensor, prompt: int) -> dict:
     """A 16-node tree (the text's own next tokens down one branch, other tokens elsewhere) in one pass."""
     parents = [-1, 0, 1, 2, 3, 4, -1, 6, 7, 0, 9, 1, 11, 12, 6, 14]
-    own = text[prompt:prompt + 6]
-    others = torch.tensor([int(t) + 7 for t in text[prompt:prompt + 10]])
-    nodes = torch.cat([own, others])                                      # node 0..5: the text's continuation
+    own = text[prompt : prompt + 6]
+    others = torch.tensor([int(t) + 7 for t in text[prompt : prompt + 10]])
+    nodes = torch.cat([own, others])  # node 0..5: the text's continuation
     attend, offsets = tree_layout(parents, prompt)
     rows = model.rows([0])
     rows.feed([text[:prompt]])
@@ -152,11 +172,11 @@ def check_tree(model, text: torch.Tensor, prompt: int) -> dict:
         chain = steps(model, torch.cat([text[:prompt], nodes[path]]))[prompt:]
         d = difference(tree[0, path], chain)
         worst = {key: (max(worst[key], d[key]) if key == "max_abs" else worst[key] + d[key]) for key in worst}
-    branch = [6, 7, 8]                                                    # the second root's chain: not the first cells
+    branch = [6, 7, 8]  # the second root's chain: not the first cells
     rows.keep(0, list(range(prompt)) + [prompt + n for n in branch])
-    going = torch.cat([nodes[branch], text[prompt:prompt + 4]])
-    reference = steps(model, torch.cat([text[:prompt], going]))[prompt + 3:]
-    after = torch.cat([rows.feed([going[i:i + 1]])[0][0] for i in range(3, len(going))])
+    going = torch.cat([nodes[branch], text[prompt : prompt + 4]])
+    reference = steps(model, torch.cat([text[:prompt], going]))[prompt + 3 :]
+    after = torch.cat([rows.feed([going[i : i + 1]])[0][0] for i in range(3, len(going))])
     return {"branches": worst, "after_keep": difference(after, reference)}
 
 
@@ -174,8 +194,9 @@ def run_exactness(args) -> dict:
             model = load_gguf(path, threads=threads)
             start = time.perf_counter()
             text = greedy_text(model, prompt, text_tokens(args, prompt))
-            out[f"{name} threads={threads}"] = check(model, text, len(prompt), list(range(2, args.max_k + 1)),
-                                                     long=args.long)
+            out[f"{name} threads={threads}"] = check(
+                model, text, len(prompt), list(range(2, args.max_k + 1)), long=args.long
+            )
             out[f"{name} threads={threads}"]["seconds"] = round(time.perf_counter() - start, 1)
             print(json.dumps({f"{name} threads={threads}": out[f"{name} threads={threads}"]}), flush=True)
             model.close()
@@ -190,8 +211,9 @@ def run_controls(args) -> dict:
         for label, settings in CONTROLS.items():
             model = load_gguf(path, threads=args.threads[-1], settings=settings)
             text = greedy_text(model, prompt, text_tokens(args, prompt))
-            out[f"{name} {label}"] = check(model, text, len(prompt), [2, 3, 4, 6, 7, 8, 17], tree=False, long=args.long,
-                                           prompt_steps=True)
+            out[f"{name} {label}"] = check(
+                model, text, len(prompt), [2, 3, 4, 6, 7, 8, 17], tree=False, long=args.long, prompt_steps=True
+            )
             print(json.dumps({f"{name} {label}": out[f"{name} {label}"]}), flush=True)
             model.close()
     return out
@@ -216,14 +238,16 @@ def run_timing(args) -> dict:
             for threads, k in order:
                 rows = caches[threads]
                 start = time.perf_counter()
-                rows.feed([text[length:length + k]], last=k)
+                rows.feed([text[length : length + k]], last=k)
                 times[(threads, k)].append(time.perf_counter() - start)
                 rows.rollback(0, length)
         for threads in models:
             step = statistics.median(times[(threads, 1)])
             out[f"{name} threads={threads}" + (" llama.cpp defaults" if args.settings == "defaults" else "")] = {
-                "step_ms": round(1000 * step, 1), "step_ms_min": round(1000 * min(times[(threads, 1)]), 1),
-                "v": {k: round(statistics.median(times[(threads, k)]) / step, 2) for k in range(1, args.max_k + 1)}}
+                "step_ms": round(1000 * step, 1),
+                "step_ms_min": round(1000 * min(times[(threads, 1)]), 1),
+                "v": {k: round(statistics.median(times[(threads, k)]) / step, 2) for k in range(1, args.max_k + 1)},
+            }
             label = f"{name} threads={threads}" + (" llama.cpp defaults" if args.settings == "defaults" else "")
             print(json.dumps({label: out[label]}), flush=True)
         del caches
@@ -238,15 +262,21 @@ def run_greedy(args) -> dict:
     target = load_gguf(target_path, threads=args.threads[-1])
     draft = load_gguf(draft_path, threads=args.threads[-1])
     start = time.perf_counter()
-    plain = greedy_text(target, prompt, args.tokens)[len(prompt):].tolist()
+    plain = greedy_text(target, prompt, args.tokens)[len(prompt) :].tolist()
     plain_s = time.perf_counter() - start
     start = time.perf_counter()
     spec, passes = speculative_greedy(target, draft, prompt, args.tokens, args.gamma)
     spec_s = time.perf_counter() - start
-    result = {"equal": spec == plain, "tokens": args.tokens, "gamma": args.gamma, "target_passes": passes,
-              "plain_tok_s": round(args.tokens / plain_s, 2), "speculative_tok_s": round(args.tokens / spec_s, 2),
-              "first_difference": next((i for i, (a, b) in enumerate(zip(spec, plain)) if a != b), None),
-              "max_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
+    result = {
+        "equal": spec == plain,
+        "tokens": args.tokens,
+        "gamma": args.gamma,
+        "target_passes": passes,
+        "plain_tok_s": round(args.tokens / plain_s, 2),
+        "speculative_tok_s": round(args.tokens / spec_s, 2),
+        "first_difference": next((i for i, (a, b) in enumerate(zip(spec, plain)) if a != b), None),
+        "max_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+    }
     print(json.dumps(result), flush=True)
     return result
 
@@ -258,16 +288,16 @@ def speculative_greedy(target, draft, prompt: torch.Tensor, new: int, gamma: int
     q_rows.feed([prompt[:-1]])
     out, passes = [int(p_logits[0, -1].argmax())], 1
     while len(out) < new:
-        base = len(prompt) + len(out) - 1                       # tokens both caches should hold before the last one
+        base = len(prompt) + len(out) - 1  # tokens both caches should hold before the last one
         q_rows.rollback(0, min(q_rows.length(0), base))
-        drafted, last = [], torch.tensor(([int(t) for t in prompt] + out)[q_rows.length(0):])
+        drafted, last = [], torch.tensor(([int(t) for t in prompt] + out)[q_rows.length(0) :])
         for _ in range(gamma):
             q_logits, _ = q_rows.feed([last])
             drafted.append(int(q_logits[0, -1].argmax()))
             last = torch.tensor(drafted[-1:])
         p_logits, _ = p_rows.feed([torch.tensor(out[-1:] + drafted)], last=gamma + 1)
         passes += 1
-        choice = p_logits[0].argmax(-1).tolist()                # p's greedy token after each prefix
+        choice = p_logits[0].argmax(-1).tolist()  # p's greedy token after each prefix
         accepted = 0
         while accepted < gamma and drafted[accepted] == choice[accepted]:
             accepted += 1
@@ -282,27 +312,53 @@ def markdown(path: Path) -> str:
     for record in map(json.loads, path.read_text().splitlines()):
         part, result = record["part"], record["result"]
         if part in ("exactness", "controls"):
-            lines += [f"\n{part} (`{' '.join(record['argv'])}`): rows that differ / rows compared, largest |logit difference|, "
-                      "argmax changes\n", "| run | k-token passes | by k (first differing k) | after rollback | tree branches "
-                      "| after keep | 6 after 300 |", "|---|---|---|---|---|---|---|"]
+            lines += [
+                f"\n{part} (`{' '.join(record['argv'])}`): rows that differ / rows compared, largest |logit "
+                "difference|, "
+                "argmax changes\n",
+                "| run | k-token passes | by k (first differing k) | after rollback | tree branches "
+                "| after keep | 6 after 300 |",
+                "|---|---|---|---|---|---|---|",
+            ]
             for name, r in result.items():
                 passes = r["passes"].values()
+
                 def cell(d):
-                    return "-" if d is None else f"{d['rows_differ']}/{d['rows']}, {d['max_abs']:.3g}, {d['argmax_differ']}"
-                total = {"rows": sum(d["rows"] for d in passes), "rows_differ": sum(d["rows_differ"] for d in passes),
-                         "max_abs": max(d["max_abs"] for d in passes), "argmax_differ": sum(d["argmax_differ"] for d in passes)}
+                    return (
+                        "-"
+                        if d is None
+                        else f"{d['rows_differ']}/{d['rows']}, {d['max_abs']:.3g}, {d['argmax_differ']}"
+                    )
+
+                total = {
+                    "rows": sum(d["rows"] for d in passes),
+                    "rows_differ": sum(d["rows_differ"] for d in passes),
+                    "max_abs": max(d["max_abs"] for d in passes),
+                    "argmax_differ": sum(d["argmax_differ"] for d in passes),
+                }
                 first = next((k for k, d in r["passes"].items() if d["rows_differ"]), "none")
                 ks = [int(k) for k in r["passes"]]
-                shown = f"{ks[0]}..{ks[-1]}" if ks == list(range(ks[0], ks[-1] + 1)) and len(ks) > 3 else ", ".join(map(str, ks))
+                shown = (
+                    f"{ks[0]}..{ks[-1]}"
+                    if ks == list(range(ks[0], ks[-1] + 1)) and len(ks) > 3
+                    else ", ".join(map(str, ks))
+                )
                 tree = r.get("tree") or {}
-                lines.append(f"| {name} | {cell(total)} | k = {shown} ({first}) | {cell(r['after_rollback'])} "
-                             f"| {cell(tree.get('branches'))} | {cell(tree.get('after_keep'))} | {cell(r.get('6_after_300'))} |")
+                lines.append(
+                    f"| {name} | {cell(total)} | k = {shown} ({first}) | {cell(r['after_rollback'])} "
+                    f"| {cell(tree.get('branches'))} | {cell(tree.get('after_keep'))} | {cell(r.get('6_after_300'))} |"
+                )
         elif part == "timing":
             ks = list(next(iter(result.values()))["v"])
-            lines += [f"\ntiming (`{' '.join(record['argv'])}`): one-token step, medians, and v(k) = pass(k) / step\n",
-                      "| run | step ms (min) | " + " | ".join(f"v({k})" for k in ks) + " |", "|---|---|" + "---|" * len(ks)]
+            lines += [
+                f"\ntiming (`{' '.join(record['argv'])}`): one-token step, medians, and v(k) = pass(k) / step\n",
+                "| run | step ms (min) | " + " | ".join(f"v({k})" for k in ks) + " |",
+                "|---|---|" + "---|" * len(ks),
+            ]
             for name, r in result.items():
-                lines.append(f"| {name} | {r['step_ms']} ({r['step_ms_min']}) | " + " | ".join(str(r["v"][k]) for k in ks) + " |")
+                lines.append(
+                    f"| {name} | {r['step_ms']} ({r['step_ms_min']}) | " + " | ".join(str(r["v"][k]) for k in ks) + " |"
+                )
         elif part == "greedy":
             lines.append(f"\ngreedy (`{' '.join(record['argv'])}`): {json.dumps(result)}")
     return "\n".join(lines) + "\n"
@@ -319,16 +375,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--gamma", type=int, default=4)
     parser.add_argument("--settings", choices=["exact", "defaults"], default="exact", help="timing: whose settings")
-    parser.add_argument("--busy", type=int, default=0, help="keep this many other processes busy (`yes > /dev/null`) meanwhile")
+    parser.add_argument(
+        "--busy", type=int, default=0, help="keep this many other processes busy (`yes > /dev/null`) meanwhile"
+    )
     parser.add_argument("--out", type=Path, help="append the results as one JSON line to this file")
     args = parser.parse_args(argv)
-    if args.part == "table":                                  # python benchmarks/llama_cpp_exactness.py table --out FILE
+    if args.part == "table":  # python benchmarks/llama_cpp_exactness.py table --out FILE
         print(markdown(args.out))
         return 0
     args.max_k = args.max_k or (32 if args.part == "exactness" else 17)
     busy = [subprocess.Popen(["yes"], stdout=subprocess.DEVNULL) for _ in range(args.busy)]
     try:
-        result = {"exactness": run_exactness, "controls": run_controls, "timing": run_timing, "greedy": run_greedy}[args.part](args)
+        result = {"exactness": run_exactness, "controls": run_controls, "timing": run_timing, "greedy": run_greedy}[
+            args.part
+        ](args)
     finally:
         for process in busy:
             process.kill()

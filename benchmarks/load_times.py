@@ -30,7 +30,9 @@ print(f"{time.perf_counter() - start:.1f}")
 
 def timed_load(name: str, dtype: str, cache: Path) -> float:
     env = {**os.environ, "SPECDEC_CACHE": str(cache)}
-    completed = subprocess.run([sys.executable, "-c", LOAD_ONE, name, dtype], env=env, capture_output=True, text=True, check=True)
+    completed = subprocess.run(
+        [sys.executable, "-c", LOAD_ONE, name, dtype], env=env, capture_output=True, text=True, check=True
+    )
     return float(completed.stdout.strip().splitlines()[-1])
 
 

@@ -1,4 +1,5 @@
-"""bfloat16 steps with the linear layers packed for oneDNN once (`specdec.kernels.packed_linear`) or reordered at every call.
+"""bfloat16 steps with the linear layers packed for oneDNN once (`specdec.kernels.packed_linear`) or reordered at every
+call.
 
     python benchmarks/packed_linear.py            # Qwen2.5-Coder-1.5B and -0.5B, about 2 minutes
 
@@ -33,7 +34,7 @@ def pass_times(models: dict[str, torch.nn.Module], tokens: int, repeats: int) ->
         for name, model in cached.items():
             start = time.perf_counter()
             model.feed(new, last=tokens)
-            if step >= 2:                                       # two warm-up passes
+            if step >= 2:  # two warm-up passes
                 times[name].append(time.perf_counter() - start)
             model.rollback(200)
     return {name: 1000 * statistics.median(values) for name, values in times.items()}
@@ -46,7 +47,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=15)
     args = parser.parse_args()
     torch.set_num_threads(2)
-    print("| model | one-token step, reordered per call | packed | 5-token pass, reordered per call | packed | same logits |")
+    print(
+        "| model | one-token step, reordered per call | packed | 5-token pass, reordered per call | packed | same "
+        "logits |"
+    )
     print("|---|---|---|---|---|---|")
     for name in args.models:
         stored = load_model(name, device="cpu", dtype="bfloat16", packed=False)
@@ -56,7 +60,10 @@ def main() -> None:
         step, verify = pass_times(models, 1, args.repeats), pass_times(models, 5, args.repeats)
         ids = torch.randint(0, 1000, (1, 64), generator=torch.Generator().manual_seed(1))
         same = torch.equal(stored(input_ids=ids).logits, fast(input_ids=ids).logits)
-        print(f"| {name} | {step['stored']:.1f} ms | {step['packed']:.1f} ms | {verify['stored']:.1f} ms | {verify['packed']:.1f} ms | {same} |")
+        print(
+            f"| {name} | {step['stored']:.1f} ms | {step['packed']:.1f} ms | {verify['stored']:.1f} ms | "
+            f"{verify['packed']:.1f} ms | {same} |"
+        )
         del stored, fast, models
 
 

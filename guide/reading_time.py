@@ -38,10 +38,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 GUIDE = Path(__file__).resolve().parent
-CHAPTERS = ("00-intuition.md", "01-math.md", "02-algorithm.md", "03-methods.md", "04-trees.md", "05-model-free.md", "06-own-vocabulary.md",
-            "07-kernels.md", "08-runtimes.md", "09-batches.md")
-PROSE_WORDS_PER_MINUTE = 100       # a newcomer's first read of technical text: the whole course, the one-hour path included
-CODE_LINES_PER_MINUTE = 5          # code, tables and display formulas, line by line
+CHAPTERS = (
+    "00-intuition.md",
+    "01-math.md",
+    "02-algorithm.md",
+    "03-methods.md",
+    "04-trees.md",
+    "05-model-free.md",
+    "06-own-vocabulary.md",
+    "07-kernels.md",
+    "08-runtimes.md",
+    "09-batches.md",
+)
+PROSE_WORDS_PER_MINUTE = 100  # a newcomer's first read of technical text: the whole course, the one-hour path included
+CODE_LINES_PER_MINUTE = 5  # code, tables and display formulas, line by line
 
 FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 DISPLAY_MATH = re.compile(r"^\$\$[ \t]*\n(.*?)^\$\$[ \t]*$", re.MULTILINE | re.DOTALL)
@@ -57,14 +67,32 @@ LAB_ESTIMATE = re.compile(r"^\*\*Lab\.\*\* \*\((\d+) min\)\*", re.MULTILINE)
 # tokens per pass (chapter 1), the loop, the rule in the engine and the bonus token (chapter 2); then lab 1. No
 # section on it points into a part it skips, unless it says the part comes after the hour (tests/test_course.py).
 ONE_HOUR_PATH: tuple[tuple[str, tuple[str, ...] | None], ...] = (
-    ("00-intuition.md", ("Why generating text is slow", "Guess and check", "Why the output is exactly the big model's",
-                         "What the speedup depends on")),
-    ("01-math.md", ("The setting", "The rule for one drafted token", "Proof that the output is distributed as p",
-                    "Many tokens per round", "Expected tokens per target pass")),
+    (
+        "00-intuition.md",
+        (
+            "Why generating text is slow",
+            "Guess and check",
+            "Why the output is exactly the big model's",
+            "What the speedup depends on",
+        ),
+    ),
+    (
+        "01-math.md",
+        (
+            "The setting",
+            "The rule for one drafted token",
+            "Proof that the output is distributed as p",
+            "Many tokens per round",
+            "Expected tokens per target pass",
+        ),
+    ),
     ("02-algorithm.md", ("The loop in one screen", "Step c: the accept/reject rule", "The bonus token")),
 )
-PATH_LAB = ("01-rule", "`cp guide/labs/01-rule/starter.py my_rule.py`, then `python guide/labs/grade.py 01-rule my_rule.py`")
-AFTER_THE_HOUR = "after the hour"     # how a section on the path points to a part it skips
+PATH_LAB = (
+    "01-rule",
+    "`cp guide/labs/01-rule/starter.py my_rule.py`, then `python guide/labs/grade.py 01-rule my_rule.py`",
+)
+AFTER_THE_HOUR = "after the hour"  # how a section on the path points to a part it skips
 
 
 def prose(text: str) -> str:
@@ -106,10 +134,10 @@ def missing_estimates(name: str, text: str) -> list[str]:
 
 @dataclass(frozen=True)
 class CourseTime:
-    words: int                 # prose, at PROSE_WORDS_PER_MINUTE
+    words: int  # prose, at PROSE_WORDS_PER_MINUTE
     exercise_minutes: int
     lab_minutes: int
-    lines: int = 0             # code, tables and display formulas, at CODE_LINES_PER_MINUTE
+    lines: int = 0  # code, tables and display formulas, at CODE_LINES_PER_MINUTE
 
     @property
     def reading_minutes(self) -> int:
@@ -124,20 +152,28 @@ class CourseTime:
         halves = round(self.total_minutes / 30)
         hours = f"{halves // 2}" + (" and a half" if halves % 2 else "")
         unit = "hour" if halves <= 2 else "hours"
-        return (f"about {hours} {unit}: {self.reading_minutes} minutes of reading, "
-                f"{self.exercise_minutes} of exercises and {self.lab_minutes} of labs")
+        return (
+            f"about {hours} {unit}: {self.reading_minutes} minutes of reading, "
+            f"{self.exercise_minutes} of exercises and {self.lab_minutes} of labs"
+        )
 
 
 def chapter_time(text: str) -> CourseTime:
-    """One chapter's prose words, its lines of code, tables and formulas, and the estimates its exercises and lab open with."""
+    """One chapter's prose words, its lines of code, tables and formulas, and the estimates its exercises and lab open
+    with."""
     exercises = sum(int(m) for m in EXERCISE_ESTIMATE.findall(exercises_section(text)))
     words, lines = reading_parts(text)
-    return CourseTime(words=words, lines=lines, exercise_minutes=exercises,
-                      lab_minutes=sum(int(m) for m in LAB_ESTIMATE.findall(text)))
+    return CourseTime(
+        words=words,
+        lines=lines,
+        exercise_minutes=exercises,
+        lab_minutes=sum(int(m) for m in LAB_ESTIMATE.findall(text)),
+    )
 
 
 def chapter_phrase(time: CourseTime) -> str:
-    """How a chapter's first line states its time: 'About 14 minutes to read, 40 for the exercises and 30 for the lab.'"""
+    """How a chapter's first line states its time: 'About 14 minutes to read, 40 for the exercises and 30 for the
+    lab.'"""
     lab = f" and {time.lab_minutes} for the lab" if time.lab_minutes else ""
     return f"About {time.reading_minutes} minutes to read, {time.exercise_minutes} for the exercises{lab}."
 
@@ -145,8 +181,12 @@ def chapter_phrase(time: CourseTime) -> str:
 def course_time(guide: Path = GUIDE) -> CourseTime:
     """Count the chapters' prose and code and add up the estimates their exercises and labs open with."""
     times = [chapter_time((guide / name).read_text(encoding="utf-8")) for name in CHAPTERS]
-    return CourseTime(words=sum(t.words for t in times), lines=sum(t.lines for t in times),
-                      exercise_minutes=sum(t.exercise_minutes for t in times), lab_minutes=sum(t.lab_minutes for t in times))
+    return CourseTime(
+        words=sum(t.words for t in times),
+        lines=sum(t.lines for t in times),
+        exercise_minutes=sum(t.exercise_minutes for t in times),
+        lab_minutes=sum(t.lab_minutes for t in times),
+    )
 
 
 def section(text: str, heading: str) -> str:
@@ -181,31 +221,45 @@ def path_minutes(guide: Path = GUIDE) -> list[tuple[str, tuple[str, ...] | None,
 def lab_minutes(lab: str, guide: Path = GUIDE) -> int:
     """The minutes a lab's pointer opens with, in the chapter that points to it."""
     for name in CHAPTERS:
-        for match in re.finditer(r"^\*\*Lab\.\*\* \*\((\d+) min\)\*(.*?)(?=\n\n)", (guide / name).read_text(encoding="utf-8"),
-                                 re.MULTILINE | re.DOTALL):
+        for match in re.finditer(
+            r"^\*\*Lab\.\*\* \*\((\d+) min\)\*(.*?)(?=\n\n)",
+            (guide / name).read_text(encoding="utf-8"),
+            re.MULTILINE | re.DOTALL,
+        ):
             if f"guide/labs/{lab}/" in match.group(2):
                 return int(match.group(1))
     raise ValueError(f"no chapter points to lab {lab}")
 
 
 def path_lines(guide: Path = GUIDE) -> list[str]:
-    """The one-hour path as the guide's first page and chapter 0 state it: one markdown list item a step, the total, the lab."""
+    """The one-hour path as the guide's first page and chapter 0 state it: one markdown list item a step, the total, the
+    lab."""
     lines = []
     for name, headings, minutes in path_minutes(guide):
-        what = "all of it, without the exercises" if headings is None else ", ".join(f"*{heading}*" for heading in headings)
+        what = (
+            "all of it, without the exercises"
+            if headings is None
+            else ", ".join(f"*{heading}*" for heading in headings)
+        )
         lines.append(f"- `{name}`: {what} ({minutes} min)")
     total = sum(minutes for _, _, minutes in path_minutes(guide))
     lab, how = PATH_LAB
-    lines.append(f"- then lab 1, the rule for one drafted token written by you and graded: {how} ({lab_minutes(lab, guide)} min)")
-    lines.append(f"- together {total + lab_minutes(lab, guide)} minutes: {total} of reading at the course's pace "
-                 f"({PROSE_WORDS_PER_MINUTE} words and {CODE_LINES_PER_MINUTE} lines of code a minute) and the lab")
+    lines.append(
+        f"- then lab 1, the rule for one drafted token written by you and graded: {how} ({lab_minutes(lab, guide)} min)"
+    )
+    lines.append(
+        f"- together {total + lab_minutes(lab, guide)} minutes: {total} of reading at the course's pace "
+        f"({PROSE_WORDS_PER_MINUTE} words and {CODE_LINES_PER_MINUTE} lines of code a minute) and the lab"
+    )
     return lines
 
 
 PATH_BLOCK = re.compile(r"(<!-- one-hour path: start -->\n).*?(<!-- one-hour path: end -->)", re.DOTALL)
 PATH_PAGES = (GUIDE / "README.md", GUIDE / "00-intuition.md")
 PHRASE = re.compile(r"about [\w ]+ hours?: \d+ minutes of reading, \d+ of exercises and \d+ of labs")
-CHAPTER_PHRASE = re.compile(r"^\*About \d+ minutes to read, \d+ for the exercises(?: and \d+ for the lab)?\.", re.MULTILINE)
+CHAPTER_PHRASE = re.compile(
+    r"^\*About \d+ minutes to read, \d+ for the exercises(?: and \d+ for the lab)?\.", re.MULTILINE
+)
 
 
 def write(guide: Path = GUIDE) -> list[Path]:
@@ -214,16 +268,23 @@ def write(guide: Path = GUIDE) -> list[Path]:
     minutes count its own statement of the path). Returns the files it changed."""
     changed: set[Path] = set()
     for _ in range(5):
-        before = {path: path.read_text(encoding="utf-8") for path in (*(guide / name for name in CHAPTERS), *PATH_PAGES,
-                                                                       guide.parent / "README.md")}
+        before = {
+            path: path.read_text(encoding="utf-8")
+            for path in (*(guide / name for name in CHAPTERS), *PATH_PAGES, guide.parent / "README.md")
+        }
         for name in CHAPTERS:
             path = guide / name
             text = path.read_text(encoding="utf-8")
-            path.write_text(CHAPTER_PHRASE.sub("*" + chapter_phrase(chapter_time(text)), text, count=1), encoding="utf-8")
+            path.write_text(
+                CHAPTER_PHRASE.sub("*" + chapter_phrase(chapter_time(text)), text, count=1), encoding="utf-8"
+            )
         block = "\n".join(path_lines(guide)) + "\n"
         for path in PATH_PAGES:
             text = path.read_text(encoding="utf-8")
-            path.write_text(PATH_BLOCK.sub(lambda match, block=block: match.group(1) + block + match.group(2), text), encoding="utf-8")
+            path.write_text(
+                PATH_BLOCK.sub(lambda match, block=block: match.group(1) + block + match.group(2), text),
+                encoding="utf-8",
+            )
         for path in (guide / "README.md", guide.parent / "README.md"):
             path.write_text(PHRASE.sub(course_time(guide).phrase(), path.read_text(encoding="utf-8")), encoding="utf-8")
         now = {path: path.read_text(encoding="utf-8") for path in before}
@@ -241,5 +302,7 @@ if __name__ == "__main__":
     for name in CHAPTERS:
         print(f"{name}: {chapter_phrase(chapter_time((GUIDE / name).read_text(encoding='utf-8')))}")
     time = course_time()
-    print(f"the course, {time.words} words of prose and {time.lines} lines of code, tables and formulas: {time.phrase()}")
+    print(
+        f"the course, {time.words} words of prose and {time.lines} lines of code, tables and formulas: {time.phrase()}"
+    )
     print("the one-hour path:", *path_lines(), sep="\n")

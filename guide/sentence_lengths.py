@@ -30,8 +30,11 @@ def main() -> None:
     for name in CHAPTERS:
         words = sentence_words(prose((GUIDE / name).read_text(encoding="utf-8")))
         mean = sum(words) / len(words)
-        print(f"{name:24s} {len(words):4d} sentences, {mean:5.1f} words on average, {sum(w > 40 for w in words):3d} over 40"
-              f"{'' if mean <= TARGET else '   (over ' + str(TARGET) + ')'}")
+        print(
+            f"{name:24s} {len(words):4d} sentences, {mean:5.1f} words on average, {sum(w > 40 for w in words):3d} over "
+            "40"
+            f"{'' if mean <= TARGET else '   (over ' + str(TARGET) + ')'}"
+        )
 
 
 if __name__ == "__main__":

@@ -18,8 +18,8 @@ contract, `tests/test_layers.py` proves it can fail):
     specdec/bench/         measurement: prompts, the harness and its methods, tables, charts, Spec-Bench, vLLM
     specdec/head_training.py   training a head for a loaded pair on ShareGPT
     specdec/pair/          a pair from a run spec to tokens: its resources, loading as planned, measuring, running
-    specdec/planner/       the one plan: each model's runtime and precision, the drafting and why, the header every door prints
-    specdec/run_spec.py    one run described once: pair, precision, drafting, decoding
+    specdec/planner/       the one plan: each model's runtime and precision, the drafting and why, the header every door
+    prints specdec/run_spec.py    one run described once: pair, precision, drafting, decoding
     specdec/registry/      the one list of drafting methods: what each needs, its options, how it drafts
     specdec/runtimes/      the runtimes as entries: what each runs here, how it loads, how a plan names it
     specdec/heads/         trained EAGLE-3 heads: the network, its tree reader, training, files
@@ -39,8 +39,8 @@ contract, `tests/test_layers.py` proves it can fail):
     specdec/errors.py      `SpecdecError`: one line a person can act on
 
 A new drafting method is a module in `drafting/` and one `register(Method(...))` in `registry/methods.py`; a
-new runtime implements `engine/model.py` and is one `register(Runtime(...))` (`runtimes/`); a new model is an entry in `zoo/catalog.py`. The dashboard
-(`app.py`, `pages/`) sits on top, and `specdec` never imports streamlit.
+new runtime implements `engine/model.py` and is one `register(Runtime(...))` (`runtimes/`); a new model is an entry in
+`zoo/catalog.py`. The dashboard (`app.py`, `pages/`) sits on top, and `specdec` never imports streamlit.
 
 The public API is what this module exports; everything else may change.
 """
@@ -53,9 +53,9 @@ os.environ.setdefault("PYTORCH_ENABLE_MPS_FALLBACK", "1")
 
 # How OpenMP threads wait between operations, chosen by how busy the machine is now (`specdec.store.machine.
 # wait_policy_here`): spinning a while where it is quiet (a sleeping thread wakes late at every operation: 16.5 against
-# 10 tokens/s on 2 AVX2 cores), sleeping beside other work, which spinning threads fight (9.1 against 6.4). libgomp reads
-# it once, when torch loads it, and llama.cpp's library shares torch's libgomp: so it is decided here, before torch is
-# imported. A policy set by the user (OMP_WAIT_POLICY or GOMP_SPINCOUNT) is kept.
+# 10 tokens/s on 2 AVX2 cores), sleeping beside other work, which spinning threads fight (9.1 against 6.4). libgomp
+# reads it once, when torch loads it, and llama.cpp's library shares torch's libgomp: so it is decided here, before
+# torch is imported. A policy set by the user (OMP_WAIT_POLICY or GOMP_SPINCOUNT) is kept.
 if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
     from specdec.store.machine import busy_now, wait_policy_here
 

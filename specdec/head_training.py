@@ -1,4 +1,5 @@
-"""Training a head for a target by name: the data, the target, checkpoints and resume; what the CLI and the dashboard share.
+"""Training a head for a target by name: the data, the target, checkpoints and resume; what the CLI and the dashboard
+share.
 
     run = train_for_target("qwen2.5-coder-1.5b", minutes=30)          # ShareGPT, checkpoints in the cache
     run.folder, run.history[-1]                                         # where the head is; the last step's numbers
@@ -29,8 +30,8 @@ from specdec.registry import FREE_DRAFT
 from specdec.runtime import transformers_model
 from specdec.store import Progress, check_run_length
 
-CONVERSATIONS = 800          # conversations read by default: about a million tokens, more than an hour on a 2-core CPU reads
-MAX_TOKENS = 1024            # tokens kept of each conversation
+CONVERSATIONS = 800  # conversations read by default: about a million tokens, more than an hour on a 2-core CPU reads
+MAX_TOKENS = 1024  # tokens kept of each conversation
 
 
 @dataclass
@@ -39,13 +40,15 @@ class HeadRun:
 
     head: EagleHead
     folder: Path
-    history: list[Progress] = field(default_factory=list)   # each step's report, its `numbers` the step's measurements
-    resumed_from: int = 0                 # the step a checkpoint had reached (0: a fresh head)
+    history: list[Progress] = field(default_factory=list)  # each step's report, its `numbers` the step's measurements
+    resumed_from: int = 0  # the step a checkpoint had reached (0: a fresh head)
 
 
-def training_sequences(tokenizer: PreTrainedTokenizerBase, conversations: Iterable[Sequence[tuple[str, str]]],
-                       max_tokens: int = MAX_TOKENS) -> list[torch.Tensor]:
-    """Each conversation's token ids [T <= max_tokens] in the tokenizer's chat template (plain text when it has none)."""
+def training_sequences(
+    tokenizer: PreTrainedTokenizerBase, conversations: Iterable[Sequence[tuple[str, str]]], max_tokens: int = MAX_TOKENS
+) -> list[torch.Tensor]:
+    """Each conversation's token ids [T <= max_tokens] in the tokenizer's chat template (plain text when it has
+    none)."""
     sequences = []
     for turns in conversations:
         messages = [{"role": role, "content": text} for role, text in turns]
@@ -60,31 +63,63 @@ def training_sequences(tokenizer: PreTrainedTokenizerBase, conversations: Iterab
 
 
 def history_rows(history: Sequence[Progress]) -> list[dict]:
-    """The progress of every step as plain rows (for a checkpoint's progress.json and the acceptance-by-minutes curve)."""
-    return [{"step": p.numbers["step"], "tokens": p.numbers["tokens"], "minutes": round(p.elapsed_s / 60, 3),
-             "loss": round(p.numbers["loss"], 4), "accuracy": round(p.numbers["accuracy"], 4)} for p in history]
+    """The progress of every step as plain rows (for a checkpoint's progress.json and the acceptance-by-minutes
+    curve)."""
+    return [
+        {
+            "step": p.numbers["step"],
+            "tokens": p.numbers["tokens"],
+            "minutes": round(p.elapsed_s / 60, 3),
+            "loss": round(p.numbers["loss"], 4),
+            "accuracy": round(p.numbers["accuracy"], 4),
+        }
+        for p in history
+    ]
 
 
-def train_pair_head(pair: LoadedPair, sequences: Sequence[torch.Tensor], folder: Path, *, minutes: float | None = None,
-                    steps: int | None = None, resume: bool = True, seed: int = 0, settings: TrainingSettings = TrainingSettings(),
-                    progress: Callable[[Progress], None] | None = None, stop: Callable[[], bool] | None = None,
-                    checkpoint_every_s: float = 300.0, snapshots: str | Path | None = None) -> HeadRun:
+def train_pair_head(
+    pair: LoadedPair,
+    sequences: Sequence[torch.Tensor],
+    folder: Path,
+    *,
+    minutes: float | None = None,
+    steps: int | None = None,
+    resume: bool = True,
+    seed: int = 0,
+    settings: TrainingSettings = TrainingSettings(),
+    progress: Callable[[Progress], None] | None = None,
+    stop: Callable[[], bool] | None = None,
+    checkpoint_every_s: float = 300.0,
+    snapshots: str | Path | None = None,
+) -> HeadRun:
     """Train (or go on training) the head in `folder` for `pair.target` on `sequences`, saving checkpoints there.
 
     `snapshots`: also keep each checkpoint's head in `snapshots/<minutes>min` (to measure what more training buys)."""
     folder = Path(folder)
     head, optimizer_state, start, earlier = _checkpoint(pair, folder, resume)
-    run = HeadRun(head, folder, resumed_from=start)       # type: ignore[arg-type]  (the head is set when training returns)
+    run = HeadRun(head, folder, resumed_from=start)  # type: ignore[arg-type]  (the head is set when training returns)
 
     def seen(report: Progress) -> None:
         run.history.append(report)
         if progress is not None:
             progress(report)
 
-    run.head = train_head(pair.target, sequences, steps=steps, minutes=minutes, seed=seed, head=head, settings=settings,
-                          progress=seen, stop=stop, checkpoint=_checkpoint_writer(run, earlier, snapshots),
-                          checkpoint_every_s=checkpoint_every_s, optimizer_state=optimizer_state, start_step=start,
-                          name=pair.target_name)
+    run.head = train_head(
+        pair.target,
+        sequences,
+        steps=steps,
+        minutes=minutes,
+        seed=seed,
+        head=head,
+        settings=settings,
+        progress=seen,
+        stop=stop,
+        checkpoint=_checkpoint_writer(run, earlier, snapshots),
+        checkpoint_every_s=checkpoint_every_s,
+        optimizer_state=optimizer_state,
+        start_step=start,
+        name=pair.target_name,
+    )
     return run
 
 
@@ -95,42 +130,83 @@ def _checkpoint(pair: LoadedPair, folder: Path, resume: bool) -> tuple[EagleHead
     if found is None:
         return None, None, 0, []
     done, optimizer_state = found
-    return (load_head(folder, transformers_model(pair.target, "training a head")), optimizer_state, int(done["step"]),
-            done.get("history", []))
+    return (
+        load_head(folder, transformers_model(pair.target, "training a head")),
+        optimizer_state,
+        int(done["step"]),
+        done.get("history", []),
+    )
 
 
-def _checkpoint_writer(run: HeadRun, earlier: list[dict],
-                       snapshots: str | Path | None) -> Callable[[EagleHead, Progress, torch.optim.Optimizer], None]:
-    """What training calls to save a checkpoint into `run.folder`: the head, AdamW's state and the progress, the `earlier`
-    run's history rows first (this run's minutes counted on from where it stopped); a snapshot too when asked."""
+def _checkpoint_writer(
+    run: HeadRun, earlier: list[dict], snapshots: str | Path | None
+) -> Callable[[EagleHead, Progress, torch.optim.Optimizer], None]:
+    """What training calls to save a checkpoint into `run.folder`: the head, AdamW's state and the progress, the
+    `earlier` run's history rows first (this run's minutes counted on from where it stopped); a snapshot too when
+    asked."""
     offset = earlier[-1]["minutes"] * 60 if earlier else 0.0
 
     def write(trained: EagleHead, report: Progress, optimizer: torch.optim.Optimizer) -> None:
-        rows = earlier + [row | {"minutes": round(row["minutes"] + offset / 60, 3)} for row in history_rows(run.history)]
+        rows = earlier + [
+            row | {"minutes": round(row["minutes"] + offset / 60, 3)} for row in history_rows(run.history)
+        ]
         done = report.numbers
-        save_head(trained, run.folder, training={"step": done["step"], "tokens": done["tokens"] + (earlier[-1]["tokens"] if earlier else 0),
-                                                 "history": rows}, optimizer=optimizer.state_dict())
+        save_head(
+            trained,
+            run.folder,
+            training={
+                "step": done["step"],
+                "tokens": done["tokens"] + (earlier[-1]["tokens"] if earlier else 0),
+                "history": rows,
+            },
+            optimizer=optimizer.state_dict(),
+        )
         if snapshots is not None:
             save_head(trained, Path(snapshots) / f"{rows[-1]['minutes']:05.1f}min")
 
     return write
 
 
-def train_for_target(target_name: str, *, minutes: float | None = None, steps: int | None = None, out: str | Path | None = None,
-                     resume: bool = True, conversations: int = CONVERSATIONS, seed: int = 0, device: str = "auto",
-                     quantization: str = "auto", progress: Callable[[Progress], None] | None = None,
-                     stop: Callable[[], bool] | None = None, say: Callable[[str], None] | None = None,
-                     checkpoint_every_s: float = 300.0, snapshots: str | Path | None = None) -> HeadRun:
-    """Load `target_name`, read ShareGPT, train its head for `minutes` (and/or `steps`) into `out` (default: the cache)."""
+def train_for_target(
+    target_name: str,
+    *,
+    minutes: float | None = None,
+    steps: int | None = None,
+    out: str | Path | None = None,
+    resume: bool = True,
+    conversations: int = CONVERSATIONS,
+    seed: int = 0,
+    device: str = "auto",
+    quantization: str = "auto",
+    progress: Callable[[Progress], None] | None = None,
+    stop: Callable[[], bool] | None = None,
+    say: Callable[[str], None] | None = None,
+    checkpoint_every_s: float = 300.0,
+    snapshots: str | Path | None = None,
+) -> HeadRun:
+    """Load `target_name`, read ShareGPT, train its head for `minutes` (and/or `steps`) into `out` (default: the
+    cache)."""
     from specdec.zoo.sharegpt import fetch_sharegpt, read_conversations
 
     check_run_length(minutes, steps)
     say = say or (lambda message: None)
     folder = Path(out) if out is not None else heads_dir() / Path(target_name).name
-    pair = load_pair(target_name, FREE_DRAFT, device, "auto", progress=say, quantization=quantization)   # the target alone loads
+    # the target alone loads
+    pair = load_pair(target_name, FREE_DRAFT, device, "auto", progress=say, quantization=quantization)
     say("Reading ShareGPT …")
     data = fetch_sharegpt()
     sequences = training_sequences(pair.tokenizer, read_conversations(data, limit=conversations))
     say(f"{len(sequences)} conversations, {sum(s.numel() for s in sequences):,} tokens; training into {folder}")
-    return train_pair_head(pair, sequences, folder, minutes=minutes, steps=steps, resume=resume, seed=seed, progress=progress, stop=stop,
-                           checkpoint_every_s=checkpoint_every_s, snapshots=snapshots)
+    return train_pair_head(
+        pair,
+        sequences,
+        folder,
+        minutes=minutes,
+        steps=steps,
+        resume=resume,
+        seed=seed,
+        progress=progress,
+        stop=stop,
+        checkpoint_every_s=checkpoint_every_s,
+        snapshots=snapshots,
+    )

@@ -21,7 +21,7 @@ from streamlit.testing.v1 import AppTest
 
 APP_FOLDER = Path(__file__).resolve().parents[1]
 if str(APP_FOLDER) not in sys.path:
-    sys.path.insert(0, str(APP_FOLDER))          # the page helpers (pages.common) import like under `streamlit run`
+    sys.path.insert(0, str(APP_FOLDER))  # the page helpers (pages.common) import like under `streamlit run`
 APP = str(APP_FOLDER / "app.py")
 PAGES = ["pages/views/playground.py", "pages/views/compare.py", "pages/views/explainer.py", "pages/views/lessons.py"]
 TIMEOUT = 120
@@ -50,7 +50,7 @@ def dashboard_environment(tmp_path_factory):
 def _clear_streamlit_caches() -> None:
     import streamlit as st
 
-    st.cache_resource.clear()        # the loaded pair too (pages.common.models._loaded_pairs)
+    st.cache_resource.clear()  # the loaded pair too (pages.common.models._loaded_pairs)
     st.cache_data.clear()
 
 
@@ -108,7 +108,8 @@ def no_errors(app: AppTest) -> None:
 
 
 def finish_jobs(app: AppTest, timeout: float = TIMEOUT) -> AppTest:
-    """Rerun the page until no job of the dashboard runs any more (`pages.common.jobs`: work in a thread, drawn by the page).
+    """Rerun the page until no job of the dashboard runs any more (`pages.common.jobs`: work in a thread, drawn by the
+    page).
 
     A browser's fragment redraws a few times a second; AppTest has no clock, so the test reruns the page instead,
     as the fragment would, until the job has ended and its page has kept what it made.

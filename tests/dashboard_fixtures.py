@@ -42,12 +42,23 @@ def write_tiny_catalogue(folder: Path) -> Path:
     """Save the tiny models under `folder` and return the JSON file that adds them to the catalogue."""
     target, draft = tiny_pair("llama")
     models = [
-        {"name": "tiny-target", "path": _save(folder / "tiny-target", target, CHAT_TEMPLATE), "family": "tiny", "chat": True},
+        {
+            "name": "tiny-target",
+            "path": _save(folder / "tiny-target", target, CHAT_TEMPLATE),
+            "family": "tiny",
+            "chat": True,
+        },
         {"name": "tiny-draft", "path": _save(folder / "tiny-draft", draft), "family": "tiny"},
-        {"name": "tiny-other", "path": _save(folder / "tiny-other", tiny_model("llama", vocab_size=30, seed=3)), "family": "other"},
+        {
+            "name": "tiny-other",
+            "path": _save(folder / "tiny-other", tiny_model("llama", vocab_size=30, seed=3)),
+            "family": "other",
+        },
     ]
-    pairs = [{"draft": "tiny-draft", "target": "tiny-target", "description": "tiny test pair"},
-             {"draft": "prompt-lookup", "target": "tiny-target", "description": "tiny target with the n-gram draft"}]
+    pairs = [
+        {"draft": "tiny-draft", "target": "tiny-target", "description": "tiny test pair"},
+        {"draft": "prompt-lookup", "target": "tiny-target", "description": "tiny target with the n-gram draft"},
+    ]
     path = folder / "extra-models.json"
     path.write_text(json.dumps({"models": models, "pairs": pairs}))
     return path

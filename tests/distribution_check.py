@@ -28,20 +28,25 @@ from specdec.engine.sampling import SamplingConfig, probabilities
 from specdec.reference.stats import chi_square_survival, chi_square_test
 
 RUNS = 3000
-LLAMA_RUNS = 1000   # the llama.cpp runtime's distribution tests: rows of batched calls on a tiny quantized GGUF
+LLAMA_RUNS = 1000  # the llama.cpp runtime's distribution tests: rows of batched calls on a tiny quantized GGUF
 SIGNIFICANCE = 1e-3
 PROMPT = [2, 3, 4]
-LENGTH = 4   # tokens per run: the prompt pass gives token 1, one round of gamma = 2 gives tokens 2..4
+LENGTH = 4  # tokens per run: the prompt pass gives token 1, one round of gamma = 2 gives tokens 2..4
 
 # the decodings every distribution test runs at: plain sampling, a temperature, top-k and top-p
-SAMPLINGS = [SamplingConfig(temperature=1.0), SamplingConfig(temperature=0.7), SamplingConfig(temperature=1.0, top_k=3),
-             SamplingConfig(temperature=1.0, top_p=0.8)]
+SAMPLINGS = [
+    SamplingConfig(temperature=1.0),
+    SamplingConfig(temperature=0.7),
+    SamplingConfig(temperature=1.0, top_k=3),
+    SamplingConfig(temperature=1.0, top_p=0.8),
+]
 SAMPLING_IDS = ["t1.0", "t0.7", "top_k3", "top_p0.8"]
 
 
 @torch.inference_mode()
-def exact_distribution(model: torch.nn.Module, prompt: list[int], length: int, sampling: SamplingConfig,
-                       skip_first: bool = True) -> dict[tuple[int, ...], float]:
+def exact_distribution(
+    model: torch.nn.Module, prompt: list[int], length: int, sampling: SamplingConfig, skip_first: bool = True
+) -> dict[tuple[int, ...], float]:
     """P(t_1..t_length | prompt) under the warped target, by enumerating every continuation.
 
     With `skip_first`, the first token is summed out: the result is the distribution of
@@ -51,11 +56,15 @@ def exact_distribution(model: torch.nn.Module, prompt: list[int], length: int, s
     joint = {(): 1.0}
     for _ in range(length):
         prefixes = list(joint)
-        batch = torch.tensor([prompt + list(prefix) for prefix in prefixes], device=model.device)      # [B, T + i]
-        logits = model(input_ids=batch).logits[:, -1]                            # [B, V]
-        next_probs = probabilities(logits, sampling).tolist()                    # [B, V]
-        joint = {prefix + (token,): joint[prefix] * next_probs[b][token]
-                 for b, prefix in enumerate(prefixes) for token in range(vocab) if next_probs[b][token] > 0}
+        batch = torch.tensor([prompt + list(prefix) for prefix in prefixes], device=model.device)  # [B, T + i]
+        logits = model(input_ids=batch).logits[:, -1]  # [B, V]
+        next_probs = probabilities(logits, sampling).tolist()  # [B, V]
+        joint = {
+            prefix + (token,): joint[prefix] * next_probs[b][token]
+            for b, prefix in enumerate(prefixes)
+            for token in range(vocab)
+            if next_probs[b][token] > 0
+        }
     if not skip_first:
         return joint
     marginal: dict[tuple[int, ...], float] = Counter()
@@ -65,21 +74,36 @@ def exact_distribution(model: torch.nn.Module, prompt: list[int], length: int, s
 
 
 def sampled_counts(generate: Callable[[int], list[int]], runs: int, length: int, skip_first: bool = True) -> Counter:
-    """Counts of (t_2..t_length) (or t_1..t_length) over `runs` seeded generations, one call each (for what cannot batch)."""
+    """Counts of (t_2..t_length) (or t_1..t_length) over `runs` seeded generations, one call each (for what cannot
+    batch)."""
     start = 1 if skip_first else 0
     return Counter(tuple(generate(seed)[start:length]) for seed in range(runs))
 
 
-def batched_runs(target, draft, sampling: SamplingConfig, prompt=PROMPT, gamma=3, runs=RUNS, length=LENGTH, seed=0) -> list:
+def batched_runs(
+    target, draft, sampling: SamplingConfig, prompt=PROMPT, gamma=3, runs=RUNS, length=LENGTH, seed=0
+) -> list:
     """`runs` independent generations of `length` tokens after `prompt`, as the rows of one batched call; `gamma` is a
     whole number, None (the planner's choice) or a schedule object (ConfidenceStop, AdaptiveGamma)."""
     length_of_round = {"gamma": gamma} if gamma is None or isinstance(gamma, int) else {"schedule": gamma}
-    return speculative_generate(target, draft, [torch.tensor(prompt)] * runs, **length_of_round, max_new_tokens=length,
-                                temperature=sampling.temperature, top_k=sampling.top_k, top_p=sampling.top_p, seed=seed)
+    return speculative_generate(
+        target,
+        draft,
+        [torch.tensor(prompt)] * runs,
+        **length_of_round,
+        max_new_tokens=length,
+        temperature=sampling.temperature,
+        top_k=sampling.top_k,
+        top_p=sampling.top_p,
+        seed=seed,
+    )
 
 
-def speculative_fit(target, draft_factory, sampling: SamplingConfig, prompt=PROMPT, gamma_factory=lambda: 3, lengths=None, runs=RUNS):
-    """The chi-square fit of the first round's tokens over `runs` rows against the exact distribution, and the acceptance rate."""
+def speculative_fit(
+    target, draft_factory, sampling: SamplingConfig, prompt=PROMPT, gamma_factory=lambda: 3, lengths=None, runs=RUNS
+):
+    """The chi-square fit of the first round's tokens over `runs` rows against the exact distribution, and the
+    acceptance rate."""
     exact = exact_distribution(target, prompt, LENGTH, sampling)
     results = batched_runs(target, draft_factory(), sampling, prompt, gamma_factory(), runs)
     if lengths is not None:
@@ -103,7 +127,8 @@ def critical_value(df: int, significance: float = SIGNIFICANCE) -> float:
 
 
 def power(runs: int, effect: float, df: int, shrink: float = 2 / 3) -> float:
-    """The chance that a broken rule of effect D = `effect` fails the test over `runs` runs with `df` degrees of freedom.
+    """The chance that a broken rule of effect D = `effect` fails the test over `runs` runs with `df` degrees of
+    freedom.
 
     The statistic is about normal with mean df + L and variance 2 (df + 2 L), L = runs x D x `shrink` (the
     measured D, a third smaller for safety).
@@ -116,7 +141,8 @@ def power(runs: int, effect: float, df: int, shrink: float = 2 / 3) -> float:
     return 0.5 * math.erfc((critical_value(df) - mean) / spread / math.sqrt(2))
 
 
-# Each negative control's effect on its test, measured once at the runs in brackets: (D, df). D = (statistic - df) / runs.
+# Each negative control's effect on its test, measured once at the runs in brackets: (D, df). D = (statistic - df) /
+# runs.
 EFFECTS = {
     "accept always, a draft model (3,000)": (3.70, 42),
     "skip the residual, a draft model (3,000)": (0.078, 42),

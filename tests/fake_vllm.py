@@ -20,7 +20,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class FakeServer:
     """A vLLM-like server. `mode`: "spec" (counters), "plain" (no spec counters), "garbage" (a broken /metrics)."""
 
-    def __init__(self, model: str = "fake-model", mode: str = "spec", gamma: int = 4, accept: int = 3, max_requests: int = 400) -> None:
+    def __init__(
+        self, model: str = "fake-model", mode: str = "spec", gamma: int = 4, accept: int = 3, max_requests: int = 400
+    ) -> None:
         self.model, self.mode, self.gamma, self.accept, self.max_requests = model, mode, gamma, accept, max_requests
         self.lock = threading.Lock()
         self.drafts = self.accepted = self.requests = 0
@@ -29,7 +31,7 @@ class FakeServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args) -> None:   # quiet
+            def log_message(self, *args) -> None:  # quiet
                 pass
 
             def _send(self, code: int, body: str, kind: str = "application/json") -> None:
@@ -54,7 +56,9 @@ class FakeServer:
                     self._send(404, json.dumps({"error": {"message": f"no route {self.path}"}}))
                     return
                 if body.get("model") != server.model:
-                    self._send(404, json.dumps({"error": {"message": f"The model `{body.get('model')}` does not exist."}}))
+                    self._send(
+                        404, json.dumps({"error": {"message": f"The model `{body.get('model')}` does not exist."}})
+                    )
                     return
                 self._send(200, json.dumps(server.complete(body["max_tokens"])))
 
@@ -77,7 +81,7 @@ class FakeServer:
                 raise RuntimeError("the fake server's request budget is spent")
             self.in_flight += 1
             self.most_in_flight = max(self.most_in_flight, self.in_flight)
-        threading.Event().wait(0.02)            # long enough for concurrent requests to overlap
+        threading.Event().wait(0.02)  # long enough for concurrent requests to overlap
         with self.lock:
             self.in_flight -= 1
             if self.mode == "spec":
@@ -86,21 +90,30 @@ class FakeServer:
                 self.accepted += rounds * self.accept
                 for position in range(self.accept):
                     self.per_pos[position] += rounds
-        return {"choices": [{"message": {"role": "assistant", "content": "x" * max_tokens}}],
-                "usage": {"prompt_tokens": 10, "completion_tokens": max_tokens, "total_tokens": 10 + max_tokens}}
+        return {
+            "choices": [{"message": {"role": "assistant", "content": "x" * max_tokens}}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": max_tokens, "total_tokens": 10 + max_tokens},
+        }
 
     def metrics(self) -> str:
         if self.mode == "garbage":
             return "<html>this is not prometheus</html>\n"
-        lines = ["# HELP vllm:num_requests_running Number of requests.", "# TYPE vllm:num_requests_running gauge",
-                 f'vllm:num_requests_running{{engine="0",model_name="{self.model}"}} 0.0']
+        lines = [
+            "# HELP vllm:num_requests_running Number of requests.",
+            "# TYPE vllm:num_requests_running gauge",
+            f'vllm:num_requests_running{{engine="0",model_name="{self.model}"}} 0.0',
+        ]
         if self.mode == "spec":
             labels = f'engine="0",model_name="{self.model}"'
-            lines += [f"vllm:spec_decode_num_drafts_total{{{labels}}} {float(self.drafts)}",
-                      f"vllm:spec_decode_num_draft_tokens_total{{{labels}}} {float(self.drafts * self.gamma)}",
-                      f"vllm:spec_decode_num_accepted_tokens_total{{{labels}}} {float(self.accepted)}"]
-            lines += [f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{labels},position="{p}"}} {float(n)}'
-                      for p, n in enumerate(self.per_pos)]
+            lines += [
+                f"vllm:spec_decode_num_drafts_total{{{labels}}} {float(self.drafts)}",
+                f"vllm:spec_decode_num_draft_tokens_total{{{labels}}} {float(self.drafts * self.gamma)}",
+                f"vllm:spec_decode_num_accepted_tokens_total{{{labels}}} {float(self.accepted)}",
+            ]
+            lines += [
+                f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{labels},position="{p}"}} {float(n)}'
+                for p, n in enumerate(self.per_pos)
+            ]
         return "\n".join(lines) + "\n"
 
 

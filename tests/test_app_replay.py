@@ -1,4 +1,5 @@
-"""The Playground's replay (a recorded run, round by round) and its race (both runs on one clock), headless under AppTest.
+"""The Playground's replay (a recorded run, round by round) and its race (both runs on one clock), headless under
+AppTest.
 
 The environment (tiny models, empty cache) is `app_testing.dashboard_environment`. The replay is held to the round
 table and the coloured text it replays; the race to the two runs' own statistics.
@@ -55,25 +56,32 @@ def test_the_replay_steps_through_every_round_as_the_round_table_tells_it():
     for index, row in table.iterrows():
         app.slider(key="playground_replay").set_value(index).run()
         no_errors(app)
-        drafted, added, text = kinds(replay_html(app, "drafted")), kinds(replay_html(app, "added")), kinds(replay_html(app, "text"))
+        drafted, added, text = (
+            kinds(replay_html(app, "drafted")),
+            kinds(replay_html(app, "added")),
+            kinds(replay_html(app, "text")),
+        )
         out += row["tokens out"]
-        accepted = 0 if row["accepted"] == "–" else int(row["accepted"].split("/")[0])     # "2/3", or "–" for the prompt pass
+        # "2/3", or "–" for the prompt pass
+        accepted = 0 if row["accepted"] == "–" else int(row["accepted"].split("/")[0])
         assert drafted.count("accepted") == accepted
-        assert drafted.count("rejected") == (row["how"] == "resampled")            # a refusal is shown where the target resampled
+        assert drafted.count("rejected") == (row["how"] == "resampled")  # a refusal is shown where the target resampled
         assert added == [row["how"]]
-        assert len(text) - text.count("rejected") == out                          # the text after round r: every token so far
+        assert len(text) - text.count("rejected") == out  # the text after round r: every token so far
         if index > 0:
             assert f"Round {index}:" in summary(app) and f"{out} tokens out so far" in summary(app)
         seen.add(row["how"])
-    assert {"resampled", "bonus"} <= seen                                            # 24 sampled tokens of a noisy draft: both kinds
-    run_text = token_html(app).replace('class="specdec-tokens"', 'class="specdec-replay-tokens"', 1)     # the replay's own box
-    assert replay_html(app, "text") == f'<div class="specdec-replay-text">{run_text}</div>'   # the last round's: the run's text
+    assert {"resampled", "bonus"} <= seen  # 24 sampled tokens of a noisy draft: both kinds
+    # the replay's own box
+    run_text = token_html(app).replace('class="specdec-tokens"', 'class="specdec-replay-tokens"', 1)
+    # the last round's: the run's text
+    assert replay_html(app, "text") == f'<div class="specdec-replay-text">{run_text}</div>'
 
 
 def test_previous_and_next_move_one_round_and_stop_at_the_ends():
     app = run_playground(open_app("pages/views/playground.py", **SAMPLED))
     last = int(app.slider(key="playground_replay").max)
-    assert app.button(key="playground_replay_back").disabled                        # round 0: nothing before it
+    assert app.button(key="playground_replay_back").disabled  # round 0: nothing before it
     app.button(key="playground_replay_next").click().run()
     app.button(key="playground_replay_next").click().run()
     assert app.slider(key="playground_replay").value == 2 and "Round 2:" in summary(app)
@@ -83,7 +91,7 @@ def test_previous_and_next_move_one_round_and_stop_at_the_ends():
     assert app.button(key="playground_replay_next").disabled
     step = replay_step(app.session_state["playground_run"].spans, app.session_state["playground_run"].rounds, last)
     assert step.tokens_out == 24 and step.summary() in summary(app).replace("&#x27;", "'")
-    run = run_playground(app)                                                        # a second run keeps the page working
+    run = run_playground(app)  # a second run keeps the page working
     no_errors(run)
     assert run.slider(key="playground_replay").value <= run.slider(key="playground_replay").max
 
@@ -98,19 +106,27 @@ def test_the_race_draws_both_runs_on_one_clock_from_their_own_timings():
     assert set(bars) == {"draft", "target pass", "other"}
     passes = bars["target pass"]
     lanes = [label.split("<br>")[0] for label in passes.y]
-    assert lanes.count("speculative") == speculative.target_passes and lanes.count("target alone") == plain.target_passes == 24
-    seconds = {lane: sum(x for x, name in zip(values(passes.x), lanes) if name == lane) for lane in ("speculative", "target alone")}
-    assert math.isclose(seconds["speculative"], speculative.verify_time_s, rel_tol=1e-6)   # the segments are the measured passes
+    assert (
+        lanes.count("speculative") == speculative.target_passes
+        and lanes.count("target alone") == plain.target_passes == 24
+    )
+    seconds = {
+        lane: sum(x for x, name in zip(values(passes.x), lanes) if name == lane)
+        for lane in ("speculative", "target alone")
+    }
+    # the segments are the measured passes
+    assert math.isclose(seconds["speculative"], speculative.verify_time_s, rel_tol=1e-6)
     assert math.isclose(seconds["target alone"], plain.verify_time_s, rel_tol=1e-6)
     assert math.isclose(sum(values(bars["draft"].x)), speculative.draft_time_s, rel_tol=1e-6)
-    assert all(label.startswith("speculative") for label in bars["draft"].y)           # the target alone drafts nothing
+    assert all(label.startswith("speculative") for label in bars["draft"].y)  # the target alone drafts nothing
     finishes = {trace.y[0].split("<br>")[0]: trace.x[0] for trace in figure.data if trace.type == "scatter"}
     assert finishes == {"speculative": speculative.wall_time_s, "target alone": plain.wall_time_s}
     assert f"{plain.wall_time_s / speculative.wall_time_s:.2f}×" in figure.layout.title.text
-    assert any(label.startswith("target alone<br>(measured: its own run") for label in passes.y)   # the chart says what it is
+    # the chart says what it is
+    assert any(label.startswith("target alone<br>(measured: its own run") for label in passes.y)
     progress = figure_titled(app, "Tokens out over time")
     assert [values(trace.y)[-1] for trace in progress.data] == [24, 24]
-    downloaded = json.loads(run.trace_json)["timeline"]                              # the trace download carries the clock too
+    downloaded = json.loads(run.trace_json)["timeline"]  # the trace download carries the clock too
     assert [time["end_s"] for time in downloaded] == [time.end_s for time in run.speculative.timeline]
     assert len(downloaded) == speculative.target_passes and sum(time["tokens"] for time in downloaded) == 24
 
@@ -122,6 +138,6 @@ def test_without_the_target_alone_there_is_no_race_and_the_page_says_why():
     no_errors(app)
     assert not [figure for figure in figures(app) if figure.layout.title.text.startswith("The race")]
     assert any("No race without the target alone's own run" in info.value for info in app.info)
-    assert app.slider(key="playground_replay").max > 0                               # the replay needs no second run
+    assert app.slider(key="playground_replay").max > 0  # the replay needs no second run
     assert [b.label for b in app.get("download_button")] == ["Download rounds (CSV)", "Download trace (JSON)"]
-    button(app, "Generate")                                                          # and the page is ready to run again
+    button(app, "Generate")  # and the page is ready to run again

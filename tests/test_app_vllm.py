@@ -1,4 +1,5 @@
-"""The Compare page's vLLM engines under AppTest: a fake vLLM server (`fake_vllm.FakeServer`), and vLLM missing or down."""
+"""The Compare page's vLLM engines under AppTest: a fake vLLM server (`fake_vllm.FakeServer`), and vLLM missing or
+down."""
 
 from __future__ import annotations
 
@@ -34,10 +35,15 @@ def test_compare_runs_a_vllm_server_at_each_concurrency():
     frame = app.session_state["compare_frame"]
     assert set(frame["engine"]) == {"vllm-server"} and sorted(frame["concurrency"]) == [1, 1, 4, 4]
     figure = figure_titled(app, "A serving engine: the gain vs concurrency")
-    assert {trace.name for trace in figure.data} == {"fake-model [vLLM server]: speedup", "fake-model [vLLM server]: acceptance rate"}
+    assert {trace.name for trace in figure.data} == {
+        "fake-model [vLLM server]: speedup",
+        "fake-model [vLLM server]: acceptance rate",
+    }
 
 
-@pytest.mark.parametrize("engine, fragment", [("vllm", "vLLM is not installed"), ("server", "could not reach a vLLM server")])
+@pytest.mark.parametrize(
+    "engine, fragment", [("vllm", "vLLM is not installed"), ("server", "could not reach a vLLM server")]
+)
 def test_compare_says_in_one_line_when_vllm_is_missing_or_down(monkeypatch, tmp_path, engine, fragment):
     monkeypatch.setenv("SPECDEC_VLLM_PYTHON", str(tmp_path / "no-such-python"))
     app = _compare_with_engine(engine)
@@ -46,4 +52,5 @@ def test_compare_says_in_one_line_when_vllm_is_missing_or_down(monkeypatch, tmp_
     finish_jobs(button(app, "Run benchmark").click().run())
     assert not app.exception
     assert [error.value for error in app.error if fragment in error.value], [error.value for error in app.error]
-    assert app.radio(key="widget:compare_engine").value == engine and button(app, "Run benchmark")   # the page still works
+    # the page still works
+    assert app.radio(key="widget:compare_engine").value == engine and button(app, "Run benchmark")

@@ -3,8 +3,6 @@
 Nothing here times anything against a threshold: speed is measured by `specdec bench`, not asserted.
 """
 
-
-
 import pandas as pd
 import pytest
 import torch
@@ -29,9 +27,14 @@ def lookup_pair(tiny_loaded_pair):
     return LoadedPair.from_models("tiny-target", "prompt-lookup", p.target, None, p.tokenizer)
 
 
-SETTINGS = BenchSettings(methods=("speculative", "plain", "assisted"), gammas=(2, 4, "adaptive"),
-                         categories=("code", "chat"), prompts_per_category=1, repeats=2,
-                         decoding=Decoding(max_new_tokens=12, temperature=0.0, seed=0))
+SETTINGS = BenchSettings(
+    methods=("speculative", "plain", "assisted"),
+    gammas=(2, 4, "adaptive"),
+    categories=("code", "chat"),
+    prompts_per_category=1,
+    repeats=2,
+    decoding=Decoding(max_new_tokens=12, temperature=0.0, seed=0),
+)
 
 
 @pytest.fixture(scope="module")
@@ -61,11 +64,13 @@ def test_predictions_use_the_measured_alpha_c_and_v(frame):
     rows = frame[(frame["method"] == "speculative") & (frame["schedule"] == "fixed")]
     assert len(rows) and rows["predicted_speedup"].notna().all()
     for _, row in rows.iterrows():
-        predicted = walltime_speedup(row["alpha_estimate"], int(row["gamma"]), row["draft_cost_ratio"], row["verify_cost"])
+        predicted = walltime_speedup(
+            row["alpha_estimate"], int(row["gamma"]), row["draft_cost_ratio"], row["verify_cost"]
+        )
         assert row["predicted_speedup"] == pytest.approx(predicted)
         assert row["efficiency"] == pytest.approx(row["speedup"] / predicted)
     lookup = rows[rows["draft"] == "prompt-lookup"]
-    assert lookup["draft_cost_ratio"].eq(0).all()   # a model-free draft costs nothing
+    assert lookup["draft_cost_ratio"].eq(0).all()  # a model-free draft costs nothing
 
 
 def test_methods_are_interleaved_per_prompt_and_repeat(tiny_loaded_pair):
@@ -101,13 +106,18 @@ def test_a_csv_that_is_not_a_benchmark_is_refused(tmp_path):
 
 def test_stopping_early_keeps_the_rows_so_far(tiny_loaded_pair):
     calls = []
-    frame = run_benchmark([tiny_loaded_pair], SETTINGS, progress=lambda done, total, message: calls.append(done),
-                          should_stop=lambda: len(calls) >= 3)
+    frame = run_benchmark(
+        [tiny_loaded_pair],
+        SETTINGS,
+        progress=lambda done, total, message: calls.append(done),
+        should_stop=lambda: len(calls) >= 3,
+    )
     assert len(frame) == 2  # the stop asked at the third progress report: the third run never starts
 
 
 def test_an_interrupted_benchmark_has_handed_over_its_rows(tiny_loaded_pair):
     """The Compare page's Stop: an exception from the progress callback (Streamlit's stop or rerun request)."""
+
     class Interrupted(BaseException):
         pass
 
@@ -120,11 +130,21 @@ def test_an_interrupted_benchmark_has_handed_over_its_rows(tiny_loaded_pair):
         run_benchmark([tiny_loaded_pair], SETTINGS, progress=progress, on_row=rows.append)
     frame = rows_to_frame(rows)
     assert len(frame) == 3 and list(frame.columns) == COLUMNS
-    assert frame.loc[frame["method"] == "generate", "speedup"].eq(1.0).all()   # the baseline ran first, speedups are there
+    # the baseline ran first, speedups are there
+    assert frame.loc[frame["method"] == "generate", "speedup"].eq(1.0).all()
 
 
-@pytest.mark.parametrize("kwargs", [dict(methods=("warp",)), dict(gammas=(0,)), dict(gammas=("sometimes",)),
-                                    dict(repeats=0), dict(temperatures=(-1.0,)), dict(temperatures=())])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(methods=("warp",)),
+        dict(gammas=(0,)),
+        dict(gammas=("sometimes",)),
+        dict(repeats=0),
+        dict(temperatures=(-1.0,)),
+        dict(temperatures=()),
+    ],
+)
 def test_bad_settings_are_refused(kwargs):
     with pytest.raises(SpecdecError):
         BenchSettings(**kwargs)
@@ -137,7 +157,7 @@ def test_charts_have_one_colour_per_pair_and_theory_curves(frame):
     names = [trace.name for trace in figures["tokens_per_pass"].data]
     assert any("theory" in name for name in names) and any("measured" in name for name in names)
     colours = {trace.name.split(":")[0]: trace.line.color for trace in figures["speedup"].data if trace.name}
-    assert len(set(colours.values())) == len(colours) == 2          # two pairs, two colours
+    assert len(set(colours.values())) == len(colours) == 2  # two pairs, two colours
     assert any("assisted" in trace.name for trace in figures["speedup"].data)
     assert len(figures["categories"].data) >= 2
     assert len(summary_figure(frame).data) == sum(len(f.data) for f in figures.values())
@@ -153,8 +173,12 @@ def tiny_catalogue(tmp_path, monkeypatch):
     from specdec.zoo import catalog
 
     target, draft = tiny_pair("gpt2")
-    extra = {"models": [{"name": "tiny-t", "path": str(save_tiny_model(tmp_path / "t", target)), "family": "tiny"},
-                        {"name": "tiny-d", "path": str(save_tiny_model(tmp_path / "d", draft)), "family": "tiny"}]}
+    extra = {
+        "models": [
+            {"name": "tiny-t", "path": str(save_tiny_model(tmp_path / "t", target)), "family": "tiny"},
+            {"name": "tiny-d", "path": str(save_tiny_model(tmp_path / "d", draft)), "family": "tiny"},
+        ]
+    }
     (tmp_path / "extra.json").write_text(json.dumps(extra))
     monkeypatch.setenv("SPECDEC_EXTRA_MODELS", str(tmp_path / "extra.json"))
     for name in ("tiny-t", "tiny-d"):
@@ -165,15 +189,39 @@ def tiny_catalogue(tmp_path, monkeypatch):
 def test_bench_command_writes_csv_and_figure(tmp_path, tiny_catalogue, capsys):
     from specdec.cli import main
 
-    code = main(["bench", "--pairs", "tiny-d->tiny-t", "--methods", "speculative,plain", "--gammas", "2,adaptive",
-                 "--categories", "math", "--prompts-per-category", "2", "--max-new-tokens", "8", "--device", "cpu",
-                 "--out", str(tmp_path / "r.csv"), "--figure", str(tmp_path / "f.html"), "--markdown"])
+    code = main(
+        [
+            "bench",
+            "--pairs",
+            "tiny-d->tiny-t",
+            "--methods",
+            "speculative,plain",
+            "--gammas",
+            "2,adaptive",
+            "--categories",
+            "math",
+            "--prompts-per-category",
+            "2",
+            "--max-new-tokens",
+            "8",
+            "--device",
+            "cpu",
+            "--out",
+            str(tmp_path / "r.csv"),
+            "--figure",
+            str(tmp_path / "f.html"),
+            "--markdown",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0
-    assert len(load_csv(tmp_path / "r.csv")) == 2 * 4   # 2 prompts x (generate, plain, speculative gamma 2, adaptive)
+    assert len(load_csv(tmp_path / "r.csv")) == 2 * 4  # 2 prompts x (generate, plain, speculative gamma 2, adaptive)
     assert (tmp_path / "f.html").stat().st_size > 10_000 and "| pair | method |" in out and "best fixed gamma" in out
-    for argv in (["bench", "--gammas", "2,often"], ["bench", "--figure", "x.pdf", "--pairs", "tiny-d->tiny-t"],
-                 ["bench", "--pairs", "just-one-model"]):
+    for argv in (
+        ["bench", "--gammas", "2,often"],
+        ["bench", "--figure", "x.pdf", "--pairs", "tiny-d->tiny-t"],
+        ["bench", "--pairs", "just-one-model"],
+    ):
         try:
             code = main(argv)
         except SystemExit as exit_:
@@ -197,8 +245,25 @@ def test_a_bench_that_fails_midway_keeps_the_rows_it_measured(tmp_path, tiny_cat
 
     monkeypatch.setattr(harness, "_execute", failing_third_run)
     with pytest.raises(RuntimeError, match="a library bug"):
-        main(["bench", "--pairs", "tiny-d->tiny-t", "--gammas", "2", "--categories", "math", "--prompts-per-category", "2",
-              "--max-new-tokens", "8", "--device", "cpu", "--out", str(tmp_path / "r.csv")])
+        main(
+            [
+                "bench",
+                "--pairs",
+                "tiny-d->tiny-t",
+                "--gammas",
+                "2",
+                "--categories",
+                "math",
+                "--prompts-per-category",
+                "2",
+                "--max-new-tokens",
+                "8",
+                "--device",
+                "cpu",
+                "--out",
+                str(tmp_path / "r.csv"),
+            ]
+        )
     assert len(load_csv(tmp_path / "r.csv")) == 2
     assert "wrote the 2 rows measured so far" in capsys.readouterr().err
 
@@ -213,12 +278,17 @@ def test_speedup_per_category_table(frame):
 
 
 def test_the_stop_rule_runs_and_every_row_has_its_oracle_bound(tiny_loaded_pair):
-    settings = BenchSettings(methods=("speculative", "assisted"), gammas=("stop", 2, "adaptive"), categories=("code", "qa"),
-                             prompts_per_category=1, decoding=Decoding(max_new_tokens=16, temperature=0.0, seed=0))
+    settings = BenchSettings(
+        methods=("speculative", "assisted"),
+        gammas=("stop", 2, "adaptive"),
+        categories=("code", "qa"),
+        prompts_per_category=1,
+        decoding=Decoding(max_new_tokens=16, temperature=0.0, seed=0),
+    )
     frame = run_benchmark([tiny_loaded_pair], settings)
     stop = frame[frame["schedule"] == "stop"]
     assert len(stop) == 2 and stop["method"].eq("speculative").all() and stop["gamma"].isna().all()
-    assert frame["oracle_speedup"].notna().all()           # greedy with a draft model: every method gets the bound
+    assert frame["oracle_speedup"].notna().all()  # greedy with a draft model: every method gets the bound
     assert (frame["oracle_efficiency"] - frame["speedup"] / frame["oracle_speedup"]).abs().max() < 1e-12
     assert "stop" in set(overview(frame)["gamma"])
 
@@ -243,13 +313,20 @@ def test_the_greedy_oracle_is_a_ceiling_for_the_rounds_any_schedule_drafts(tiny_
 def test_trees_run_next_to_the_chain_and_skip_pairs_without_a_draft_model(tiny_loaded_pair):
     from specdec.bench.tables import by_category
 
-    settings = BenchSettings(methods=("speculative",), gammas=(2, "tree", "tree-4"), categories=("code",), prompts_per_category=1,
-                             decoding=Decoding(max_new_tokens=16, temperature=0.0, seed=0))
+    settings = BenchSettings(
+        methods=("speculative",),
+        gammas=(2, "tree", "tree-4"),
+        categories=("code",),
+        prompts_per_category=1,
+        decoding=Decoding(max_new_tokens=16, temperature=0.0, seed=0),
+    )
     frame = run_benchmark([tiny_loaded_pair], settings)
     trees = frame[frame["schedule"].isin(["tree", "tree-4"])]
     assert len(trees) == 2 and trees["gamma"].isna().all() and (trees["tokens_per_target_pass"] > 1).all()
     assert {"speculative tree", "speculative tree-4", "speculative gamma=2"} <= set(by_category(frame)["variant"])
-    lookup = LoadedPair.from_models("tiny-target", "prompt-lookup", tiny_loaded_pair.target, None, tiny_loaded_pair.tokenizer)
+    lookup = LoadedPair.from_models(
+        "tiny-target", "prompt-lookup", tiny_loaded_pair.target, None, tiny_loaded_pair.tokenizer
+    )
     assert {run.gamma for run in plan_runs(lookup, settings)} == {None, 2}
     with pytest.raises(SpecdecError, match="tree-N"):
         BenchSettings(gammas=("tree-0",))
@@ -260,47 +337,88 @@ def test_trees_run_next_to_the_chain_and_skip_pairs_without_a_draft_model(tiny_l
 def test_a_draft_with_another_tokenizer_is_benchmarked_against_transformers_universal_assisted_generation():
     """Greedy: ours and transformers' assisted generation with `assistant_tokenizer=` (both the target's own tokens);
     sampled: transformers' path for other tokenizers fails in 5.24, so only ours runs. Trees are skipped."""
-    from tiny_models import NEAR_MERGES, NEAR_PIECES, TARGET_MERGES, TARGET_PIECES, borrowed_draft, tiny_bpe_tokenizer, tiny_model
+    from tiny_models import (
+        NEAR_MERGES,
+        NEAR_PIECES,
+        TARGET_MERGES,
+        TARGET_PIECES,
+        borrowed_draft,
+        tiny_bpe_tokenizer,
+        tiny_model,
+    )
 
     from specdec.drafting.cross_tokenizer import whole_character_tokens
 
-    target_tokenizer, draft_tokenizer = tiny_bpe_tokenizer(TARGET_PIECES, TARGET_MERGES), tiny_bpe_tokenizer(NEAR_PIECES, NEAR_MERGES)
+    target_tokenizer, draft_tokenizer = (
+        tiny_bpe_tokenizer(TARGET_PIECES, TARGET_MERGES),
+        tiny_bpe_tokenizer(NEAR_PIECES, NEAR_MERGES),
+    )
     target = tiny_model("llama", len(TARGET_PIECES), seed=1)
     draft = borrowed_draft(target, TARGET_PIECES, NEAR_PIECES, noise=0.3)
-    pair = LoadedPair.from_models("tiny-target", "tiny-near", target, draft, target_tokenizer,
-                      draft_tokenizer=draft_tokenizer, whole=whole_character_tokens(draft_tokenizer, len(NEAR_PIECES)))
-    settings = BenchSettings(methods=("speculative", "assisted-dynamic"), gammas=("stop", "tree", "adaptive"), categories=("code",),
-                             prompts_per_category=1, temperatures=(0.0, 0.7), decoding=Decoding(max_new_tokens=16, seed=0))
+    pair = LoadedPair.from_models(
+        "tiny-target",
+        "tiny-near",
+        target,
+        draft,
+        target_tokenizer,
+        draft_tokenizer=draft_tokenizer,
+        whole=whole_character_tokens(draft_tokenizer, len(NEAR_PIECES)),
+    )
+    settings = BenchSettings(
+        methods=("speculative", "assisted-dynamic"),
+        gammas=("stop", "tree", "adaptive"),
+        categories=("code",),
+        prompts_per_category=1,
+        temperatures=(0.0, 0.7),
+        decoding=Decoding(max_new_tokens=16, seed=0),
+    )
     frame = run_benchmark([pair], settings)
     greedy, sampled = frame[frame["temperature"] == 0], frame[frame["temperature"] == 0.7]
     assert set(greedy["method"]) == {"generate", "speculative", "assisted-dynamic"}
     assert set(sampled["method"]) == {"generate", "speculative"}
-    assert set(frame["schedule"]) <= {"none", "stop", "adaptive"}                     # no tree for this pair
+    assert set(frame["schedule"]) <= {"none", "stop", "adaptive"}  # no tree for this pair
     speculative = frame[frame["method"] == "speculative"]
     assert (speculative["drafted"] > 0).all() and (speculative["acceptance_rate"] > 0).any()
-    assert speculative["oracle_speedup"].notna().all()                                # from the rounds
+    assert speculative["oracle_speedup"].notna().all()  # from the rounds
     from specdec.bench.charts import benchmark_figures
 
-    for name in ("acceptance", "tokens_per_pass", "speedup"):    # no fixed gamma ran: the stop rule is drawn as a level
+    for name in ("acceptance", "tokens_per_pass", "speedup"):  # no fixed gamma ran: the stop rule is drawn as a level
         assert any("stop rule" in trace.name for trace in benchmark_figures(frame)[name].data), name
-    sliding = LoadedPair.from_models("tiny-target", "tiny-near", pair.target, tiny_model("gemma3", len(NEAR_PIECES), seed=2),
-                                     target_tokenizer, draft_tokenizer=draft_tokenizer)          # transformers 5.24 fails past its window
+    sliding = LoadedPair.from_models(
+        "tiny-target",
+        "tiny-near",
+        pair.target,
+        tiny_model("gemma3", len(NEAR_PIECES), seed=2),
+        # transformers 5.24 fails past its window
+        target_tokenizer,
+        draft_tokenizer=draft_tokenizer,
+    )
     assert applicable("assisted-dynamic", pair) and not applicable("assisted-dynamic", sliding)
 
 
-def test_transformers_assisted_generation_as_it_ships_gives_the_targets_greedy_tokens_and_leaves_the_draft_as_it_was(tiny_loaded_pair):
-    """"assisted-default" sets nothing on the draft's generation config (transformers re-fits its threshold in a copy)."""
+def test_transformers_assisted_generation_as_it_ships_gives_the_targets_greedy_tokens_and_leaves_the_draft_as_it_was(
+    tiny_loaded_pair,
+):
+    """ "assisted-default" sets nothing on the draft's generation config (transformers re-fits its threshold in a
+    copy)."""
     from specdec.bench.hf_baselines import hf_generate
 
     pair = tiny_loaded_pair
     before = pair.draft.module.generation_config.to_dict()
     kwargs = dict(gamma=None, max_new_tokens=24, temperature=0.0, top_k=0, top_p=1.0, seed=0, eos_token_id=[])
     plain, _ = hf_generate("generate", pair.target.module, None, torch.tensor([[2, 3, 5]]), **kwargs)
-    shipped, _ = hf_generate("assisted-default", pair.target.module, pair.draft.module, torch.tensor([[2, 3, 5]]), **kwargs)
+    shipped, _ = hf_generate(
+        "assisted-default", pair.target.module, pair.draft.module, torch.tensor([[2, 3, 5]]), **kwargs
+    )
     assert shipped == plain and len(plain) == 24
     assert pair.draft.module.generation_config.to_dict() == before
-    settings = BenchSettings(methods=("speculative", "assisted-default"), gammas=("stop",), categories=("code",), prompts_per_category=1,
-                             decoding=Decoding(max_new_tokens=16, temperature=0.0, seed=0))
+    settings = BenchSettings(
+        methods=("speculative", "assisted-default"),
+        gammas=("stop",),
+        categories=("code",),
+        prompts_per_category=1,
+        decoding=Decoding(max_new_tokens=16, temperature=0.0, seed=0),
+    )
     frame = run_benchmark([pair], settings)
     assert set(frame["method"]) == {"generate", "speculative", "assisted-default"}
     assert frame.loc[frame["method"] == "assisted-default", "schedule"].eq("none").all()

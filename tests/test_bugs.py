@@ -30,7 +30,9 @@ def simulate(step, trials: int = TRIALS, seed: int = 0) -> np.ndarray:
 
 def assert_matches(counts: np.ndarray, exact: np.ndarray) -> None:
     fit = chi_square_test(counts.tolist(), exact.tolist())
-    assert fit.p_value > 1e-4, f"simulation {counts / counts.sum()} disagrees with the formula {exact} (p = {fit.p_value:.2g})"
+    assert fit.p_value > 1e-4, (
+        f"simulation {counts / counts.sum()} disagrees with the formula {exact} (p = {fit.p_value:.2g})"
+    )
 
 
 def test_correct_rule_gives_p_for_any_q():
@@ -45,7 +47,7 @@ def test_argmax_drafting():
     drafted = int(np.argmax(Q))
     counts = simulate(lambda rng: speculative_rule(P, Q, drafted, rng.random(), rng)[0])
     assert_matches(counts, bugs.argmax_drafting(P, Q))
-    point_mass = bugs.one_hot(drafted, len(Q))   # the fix: tell the rule the truth
+    point_mass = bugs.one_hot(drafted, len(Q))  # the fix: tell the rule the truth
     assert np.allclose(bugs.output_distribution(P, point_mass, point_mass), P)
 
 
@@ -75,13 +77,13 @@ def test_mismatched_warping():
 
 def test_reseeded_position():
     def step(rng):
-        seed = int(rng.integers(2**32))   # "seed + position": one fresh seed per position, reused for every draw
+        seed = int(rng.integers(2**32))  # "seed + position": one fresh seed per position, reused for every draw
         drafted = sample_from(Q, np.random.default_rng(seed))
         return speculative_rule(P, Q, drafted, np.random.default_rng(seed).random(), np.random.default_rng(seed))[0]
 
     assert_matches(simulate(step), bugs.reseeded_position(P, Q))
     rng = np.random.default_rng(2)
-    for _ in range(10):   # the piecewise computation against a fine grid of v, for random p and q
+    for _ in range(10):  # the piecewise computation against a fine grid of v, for random p and q
         p, q = rng.dirichlet(np.ones(4)), rng.dirichlet(np.ones(4))
         grid = (np.arange(4_000) + 0.5) / 4_000
         repair = residual_distribution(p, q)
@@ -118,7 +120,13 @@ def test_bfloat16_rounding_matches_torch_and_the_bias_is_small_but_real():
 
 
 def test_every_bug_is_caught_by_a_frequency_test_except_the_dtype_one():
-    for bug in (bugs.argmax_drafting, bugs.resample_from_target, bugs.retry_on_reject, bugs.accept_always, bugs.reseeded_position):
+    for bug in (
+        bugs.argmax_drafting,
+        bugs.resample_from_target,
+        bugs.retry_on_reject,
+        bugs.accept_always,
+        bugs.reseeded_position,
+    ):
         counts = np.round(bug(P, Q) * 200_000).astype(int)
         assert chi_square_test(counts.tolist(), P.tolist()).p_value < 1e-6, bug.__name__
     assert acceptance_rate(P, Q) == pytest.approx(0.7)
@@ -127,8 +135,9 @@ def test_every_bug_is_caught_by_a_frequency_test_except_the_dtype_one():
 def test_stop_where_target_disagrees():
     def step(rng):
         drafted = sample_from(Q, rng)
-        if P[drafted] < Q[drafted]:                  # the peek: stop before a token the target dislikes
-            return sample_from(P, rng)               # and let the target emit its own token there
+        if P[drafted] < Q[drafted]:  # the peek: stop before a token the target dislikes
+            return sample_from(P, rng)  # and let the target emit its own token there
         return speculative_rule(P, Q, drafted, rng.random(), rng)[0]
+
     assert_matches(simulate(step), bugs.stop_where_target_disagrees(P, Q))
     assert bugs.largest_error(bugs.stop_where_target_disagrees(P, Q), P) > 0.1

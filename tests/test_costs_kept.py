@@ -1,5 +1,5 @@
-"""Kept costs carry the conditions they were timed under: a timing beside a busy process is taken again, then flagged and
-timed anew at the next load; a quiet one is reused; another OpenMP wait policy is timed anew (issue 57)."""
+"""Kept costs carry the conditions they were timed under: a timing beside a busy process is taken again, then flagged
+and timed anew at the next load; a quiet one is reused; another OpenMP wait policy is timed anew (issue 57)."""
 
 from __future__ import annotations
 
@@ -31,9 +31,13 @@ def timings(monkeypatch, busy: float) -> list[int]:
 def test_a_quiet_timing_is_kept_with_its_conditions_and_reused(monkeypatch):
     made = timings(monkeypatch, 0.02)
     first = costs.measured_costs(None, None, KEY)
-    assert len(made) == 1 and "quiet (0.02 cores of other work)" in first.measured_under and "medians of 3" in first.measured_under
+    assert (
+        len(made) == 1
+        and "quiet (0.02 cores of other work)" in first.measured_under
+        and "medians of 3" in first.measured_under
+    )
     again = costs.measured_costs(None, None, KEY)
-    assert len(made) == 1 and again.verify_s == first.verify_s                       # kept: not timed again
+    assert len(made) == 1 and again.verify_s == first.verify_s  # kept: not timed again
     kept = next(iter(json.loads((cache_dir() / costs.COSTS_FILE).read_text()).values()))
     assert kept["busy"] is False and kept["others_busy_cores"] == 0.02 and kept["measured"].endswith("UTC")
 
@@ -43,7 +47,7 @@ def test_a_busy_timing_is_taken_again_then_flagged_and_timed_anew_at_the_next_lo
     first = costs.measured_costs(None, None, KEY | {"pair": "busy"})
     assert len(made) == 2 and "beside 1.0 busy cores: flagged" in first.measured_under
     costs.measured_costs(None, None, KEY | {"pair": "busy"})
-    assert len(made) == 4                                                            # flagged: never reused
+    assert len(made) == 4  # flagged: never reused
 
 
 def test_another_wait_policy_is_timed_anew(monkeypatch):
@@ -56,9 +60,9 @@ def test_another_wait_policy_is_timed_anew(monkeypatch):
 
 
 def test_other_processes_work_is_what_this_process_did_not_do():
-    assert others_busy((10.0, 1.0, 0.0), (12.0, 2.0, 1.0)) == 1.0                    # 2 core-seconds, 1 of them ours
-    assert others_busy((10.0, 1.0, 0.0), (12.0, 3.0, 1.0)) == 0.0                    # all of it ours
-    assert others_busy((10.0, 1.0, 5.0), (12.0, 3.0, 5.0)) is None                   # no time passed
+    assert others_busy((10.0, 1.0, 0.0), (12.0, 2.0, 1.0)) == 1.0  # 2 core-seconds, 1 of them ours
+    assert others_busy((10.0, 1.0, 0.0), (12.0, 3.0, 1.0)) == 0.0  # all of it ours
+    assert others_busy((10.0, 1.0, 5.0), (12.0, 3.0, 5.0)) is None  # no time passed
 
 
 def test_a_run_whose_passes_disagree_by_more_than_a_fifth_forgets_the_kept_costs(monkeypatch):
@@ -68,22 +72,24 @@ def test_a_run_whose_passes_disagree_by_more_than_a_fifth_forgets_the_kept_costs
 
     made = timings(monkeypatch, 0.0)
     kept = costs.measured_costs(None, None, KEY | {"pair": "recheck"})
-    rounds = [SimpleNamespace(drafted=(), verify_s=1.0)] + [SimpleNamespace(drafted=(1, 2), verify_s=kept.verify_s[2])] * 3
+    rounds = [SimpleNamespace(drafted=(), verify_s=1.0)] + [
+        SimpleNamespace(drafted=(1, 2), verify_s=kept.verify_s[2])
+    ] * 3
     pair = SimpleNamespace(costs=kept, cost_key=KEY | {"pair": "recheck"}, costs_off=None)
-    recheck_costs(pair, SimpleNamespace(rounds=rounds))                                  # as predicted: kept
+    recheck_costs(pair, SimpleNamespace(rounds=rounds))  # as predicted: kept
     assert pair.costs_off is None and costs.measured_costs(None, None, pair.cost_key) and len(made) == 1
     slower = [rounds[0]] + [SimpleNamespace(drafted=(1, 2), verify_s=kept.verify_s[2] * 1.15)] * 3
-    recheck_costs(pair, SimpleNamespace(rounds=slower))                                  # 15% off: within the fifth
+    recheck_costs(pair, SimpleNamespace(rounds=slower))  # 15% off: within the fifth
     assert pair.costs_off is None
     slower = [rounds[0]] + [SimpleNamespace(drafted=(1, 2), verify_s=kept.verify_s[2] * 1.3)] * 3
-    recheck_costs(pair, SimpleNamespace(rounds=slower))                                  # 30% off: forgotten
+    recheck_costs(pair, SimpleNamespace(rounds=slower))  # 30% off: forgotten
     assert round(pair.costs_off, 2) == 1.3
     costs.measured_costs(None, None, pair.cost_key)
-    assert len(made) == 2                                                                # timed again at the next load
+    assert len(made) == 2  # timed again at the next load
 
 
 def test_a_machine_that_cannot_say_its_load_keeps_its_timing_unflagged(monkeypatch):
-    made = timings(monkeypatch, None)                                                    # no /proc/stat (macOS)
+    made = timings(monkeypatch, None)  # no /proc/stat (macOS)
     first = costs.measured_costs(None, None, KEY | {"pair": "unknown"})
     costs.measured_costs(None, None, KEY | {"pair": "unknown"})
     assert len(made) == 1 and "load unknown" in first.measured_under

@@ -43,6 +43,7 @@ def squash(text: str) -> str:
 
 # --- chapters a person finishes ---------------------------------------------------------------------
 
+
 def test_the_chapters_are_the_numbered_files_in_order():
     assert list(reading_time.CHAPTERS) == sorted(path.name for path in GUIDE.glob("[0-9][0-9]-*.md"))
     numbers = [int(name[:2]) for name in reading_time.CHAPTERS]
@@ -52,17 +53,21 @@ def test_the_chapters_are_the_numbered_files_in_order():
 
 
 def word_problems(texts: dict[str, str]) -> list[str]:
-    return [f"{name} has {len(text.split()):,} words, more than {MAX_WORDS:,}: split it" for name, text in texts.items()
-            if len(text.split()) > MAX_WORDS]
+    return [
+        f"{name} has {len(text.split()):,} words, more than {MAX_WORDS:,}: split it"
+        for name, text in texts.items()
+        if len(text.split()) > MAX_WORDS
+    ]
 
 
 def test_no_chapter_is_over_5000_words():
     problems = word_problems({name: read(name) for name in reading_time.CHAPTERS})
     assert not problems, "\n".join(problems)
-    assert word_problems({"x.md": "word " * (MAX_WORDS + 1)})          # the check can fail
+    assert word_problems({"x.md": "word " * (MAX_WORDS + 1)})  # the check can fail
 
 
 # --- the one-hour path ------------------------------------------------------------------------------
+
 
 def test_the_one_hour_path_fits_an_hour_with_its_lab_at_the_courses_one_pace():
     """Its sections and its lab (at most 15 minutes) add up to 45-60 minutes, counted as every chapter's header is."""
@@ -73,12 +78,14 @@ def test_the_one_hour_path_fits_an_hour_with_its_lab_at_the_courses_one_pace():
     lines = reading_time.path_lines()
     assert lines[-2].startswith("- then lab 1") and "guide/labs/grade.py 01-rule" in lines[-2]
     assert lines[-1].startswith(f"- together {reading + lab} minutes")
-    text = (reading_time.GUIDE / "01-math.md").read_text(encoding="utf-8")       # one pace: a chapter's header counts
-    assert reading_time.chapter_time(text).reading_minutes == round(reading_time.reading_minutes_of(text))   # as the path
+    text = (reading_time.GUIDE / "01-math.md").read_text(encoding="utf-8")  # one pace: a chapter's header counts
+    # as the path
+    assert reading_time.chapter_time(text).reading_minutes == round(reading_time.reading_minutes_of(text))
 
 
 def pointers(heading: str) -> list[re.Pattern]:
-    """How a chapter refers to a section: its title in italics or quotes, 'step a' for 'Step a: ...', 'bug 3' for '3. ...'."""
+    """How a chapter refers to a section: its title in italics or quotes, 'step a' for 'Step a: ...', 'bug 3' for '3.
+    ...'."""
     found = [re.compile(r"[*\"“]" + re.escape(heading) + r"[*\"”]", re.IGNORECASE)]
     step = re.match(r"Step ([a-e]):", heading)
     if step:
@@ -105,8 +112,10 @@ def later_chapter_problems(name: str, heading: str, body: str, on_path: set[int]
         for match in re.finditer(r"\bchapters? (\d)((?:(?:, | and | to )\d)*)", sentence, re.IGNORECASE):
             numbers = {int(n) for n in re.findall(r"\d", match.group(0))}
             if numbers - on_path and reading_time.AFTER_THE_HOUR not in sentence.lower():
-                problems.append(f"{name}, *{heading}*, on the path, sends the reader to chapter {sorted(numbers - on_path)} "
-                                f"without saying it comes {reading_time.AFTER_THE_HOUR!r}: …{sentence[:160]}…")
+                problems.append(
+                    f"{name}, *{heading}*, on the path, sends the reader to chapter {sorted(numbers - on_path)} "
+                    f"without saying it comes {reading_time.AFTER_THE_HOUR!r}: …{sentence[:160]}…"
+                )
     return problems
 
 
@@ -121,21 +130,28 @@ def path_problems(texts: dict[str, str], path) -> list[str]:
         for heading in headings or all_headings:
             body = reading_time.section(text, heading)
             problems += later_chapter_problems(name, heading, body, on_path)
-            for other_name, other_headings in path:                          # skipped sections of every path chapter
+            for other_name, other_headings in path:  # skipped sections of every path chapter
                 other_text = texts[other_name]
                 other_all = [h for h in re.findall(r"^## (.+)$", other_text, re.MULTILINE) if h != "Exercises"]
-                other_skipped = skipped if other_name == name else [h for h in other_all if other_headings and h not in other_headings]
+                other_skipped = (
+                    skipped
+                    if other_name == name
+                    else [h for h in other_all if other_headings and h not in other_headings]
+                )
                 for missing in other_skipped:
                     for pattern in pointers(missing):
                         match = pattern.search(body)
                         if match is None:
                             continue
-                        near = body[max(0, match.start() - 80):match.end() + 40]
+                        near = body[max(0, match.start() - 80) : match.end() + 40]
                         if reading_time.AFTER_THE_HOUR in near.lower():
                             continue
                         if other_name == name or re.search(rf"chapter {int(other_name[:2])}", near, re.IGNORECASE):
-                            problems.append(f"{name}, *{heading}*, on the path, points to {other_name}'s *{missing}*, which the path skips: "
-                                            f"…{body[max(0, match.start() - 60):match.end() + 20]}…")
+                            problems.append(
+                                f"{name}, *{heading}*, on the path, points to {other_name}'s *{missing}*, which the "
+                                "path skips: "
+                                f"…{body[max(0, match.start() - 60) : match.end() + 20]}…"
+                            )
     return problems
 
 
@@ -144,20 +160,32 @@ def test_the_one_hour_path_never_points_into_what_it_skipped():
     problems = path_problems(texts, reading_time.ONE_HOUR_PATH)
     assert not problems, "\n".join(problems)
     broken = dict(texts)
-    broken["02-algorithm.md"] = broken["02-algorithm.md"].replace("## The bonus token\n", "## The bonus token\n\nAs noted in step a, ...\n", 1)
-    broken["01-math.md"] = broken["01-math.md"].replace("## The setting\n", "## The setting\n\nSee *Choosing gamma*.\n", 1)
-    assert len(path_problems(broken, reading_time.ONE_HOUR_PATH)) == 2          # the check can fail
-    broken["02-algorithm.md"] = texts["02-algorithm.md"].replace("## The bonus token\n", "## The bonus token\n\nChapter 4 grows trees.\n", 1)
+    broken["02-algorithm.md"] = broken["02-algorithm.md"].replace(
+        "## The bonus token\n", "## The bonus token\n\nAs noted in step a, ...\n", 1
+    )
+    broken["01-math.md"] = broken["01-math.md"].replace(
+        "## The setting\n", "## The setting\n\nSee *Choosing gamma*.\n", 1
+    )
+    assert len(path_problems(broken, reading_time.ONE_HOUR_PATH)) == 2  # the check can fail
+    broken["02-algorithm.md"] = texts["02-algorithm.md"].replace(
+        "## The bonus token\n", "## The bonus token\n\nChapter 4 grows trees.\n", 1
+    )
     assert len(path_problems(broken, reading_time.ONE_HOUR_PATH)) == 2
-    broken["02-algorithm.md"] = texts["02-algorithm.md"].replace("## The bonus token\n", "## The bonus token\n\nAfter the hour, chapter 4 grows trees.\n", 1)
+    broken["02-algorithm.md"] = texts["02-algorithm.md"].replace(
+        "## The bonus token\n", "## The bonus token\n\nAfter the hour, chapter 4 grows trees.\n", 1
+    )
     assert len(path_problems(broken, reading_time.ONE_HOUR_PATH)) == 1
 
 
 # --- every measured number names its machine ---------------------------------------------------------
 
+
 def machines() -> dict[str, dict]:
-    return {folder.name: json.loads((folder / "machine.json").read_text(encoding="utf-8"))
-            for folder in MEASUREMENTS.iterdir() if folder.is_dir()}
+    return {
+        folder.name: json.loads((folder / "machine.json").read_text(encoding="utf-8"))
+        for folder in MEASUREMENTS.iterdir()
+        if folder.is_dir()
+    }
 
 
 def section_of(text: str, phrase: str) -> str:
@@ -177,13 +205,18 @@ def machine_problems(texts: dict[str, str], entries) -> list[str]:
             continue
         folder = entry.source.split("/")[0]
         if folder not in known or "/" not in entry.source:
-            problems.append(f"{entry.source} is not in a machine's folder of guide/measurements/ (one with a machine.json)")
+            problems.append(
+                f"{entry.source} is not in a machine's folder of guide/measurements/ (one with a machine.json)"
+            )
             continue
         section = section_of(texts[entry.chapter], lesson_numbers.entry_text(entry))
         said = known[folder]["chapters_say"]
         if said.lower() not in section.lower():
-            problems.append(f"{entry.chapter} quotes {entry.source} ({entry.text[:60]!r}…) in a section that does not say it ran on "
-                            f"{known[folder]['name']} (write {said!r} there)")
+            problems.append(
+                f"{entry.chapter} quotes {entry.source} ({entry.text[:60]!r}…) in a section that does not say it ran "
+                "on "
+                f"{known[folder]['name']} (write {said!r} there)"
+            )
     return problems
 
 
@@ -194,8 +227,11 @@ def test_every_measurement_file_sits_with_its_named_machine():
         assert files, folder
     loose = [path.name for path in MEASUREMENTS.iterdir() if path.is_file() and path.name != "README.md"]
     assert not loose, f"measurement files outside a machine's folder: {loose}"
-    probes = {folder: (MEASUREMENTS / folder / "w8a8-probe.txt").read_text(encoding="utf-8").splitlines()[0] for folder in machines()}
-    for folder, machine in machines().items():                          # the one file that records its CPU's flags
+    probes = {
+        folder: (MEASUREMENTS / folder / "w8a8-probe.txt").read_text(encoding="utf-8").splitlines()[0]
+        for folder in machines()
+    }
+    for folder, machine in machines().items():  # the one file that records its CPU's flags
         flags = probes[folder].split(";")[1].replace(" ", "").split(",")
         assert flags == machine["instruction_sets"], (folder, flags)
 
@@ -204,13 +240,18 @@ def test_every_measured_number_names_its_machine():
     texts = {name: read(name) for name in reading_time.CHAPTERS}
     problems = machine_problems(texts, lesson_numbers.NUMBERS)
     assert not problems, "\n".join(problems)
-    entry = next(e for e in lesson_numbers.NUMBERS if isinstance(e, lesson_numbers.Measured) and e.source.startswith("avx2/"))
+    entry = next(
+        e for e in lesson_numbers.NUMBERS if isinstance(e, lesson_numbers.Measured) and e.source.startswith("avx2/")
+    )
     broken = dict(texts)
-    broken[entry.chapter] = broken[entry.chapter].replace("the AVX2 machine", "a machine").replace("The AVX2 machine", "A machine")
-    assert machine_problems(broken, [entry])                             # the check can fail
+    broken[entry.chapter] = (
+        broken[entry.chapter].replace("the AVX2 machine", "a machine").replace("The AVX2 machine", "A machine")
+    )
+    assert machine_problems(broken, [entry])  # the check can fail
 
 
 # --- "not measured" is true -------------------------------------------------------------------------
+
 
 def rows_of(path: Path) -> list[dict]:
     return list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8")))) if path.suffix == ".csv" else []
@@ -222,17 +263,24 @@ def no_alpha_in_the_head_curve() -> bool:
     return not any(name in header for name in ("alpha_estimate", "rejections", "tested"))
 
 
-NOT_MEASURED = {   # a phrase of the chapter -> the check that nothing saved measures it
-    ("06-own-vocabulary.md", "the CSV keeps no count of tested nodes, so alpha cannot be read from it"): no_alpha_in_the_head_curve,
+NOT_MEASURED = {  # a phrase of the chapter -> the check that nothing saved measures it
+    (
+        "06-own-vocabulary.md",
+        "the CSV keeps no count of tested nodes, so alpha cannot be read from it",
+    ): no_alpha_in_the_head_curve,
 }
 
 
 def test_where_the_course_says_not_measured_it_is_not():
-    said = {(name, squash(match.group(0))) for name in reading_time.CHAPTERS
-            for match in re.finditer(r"[^.]*\bnot (?:yet )?measured\b[^.]*", read(name))}
+    said = {
+        (name, squash(match.group(0)))
+        for name in reading_time.CHAPTERS
+        for match in re.finditer(r"[^.]*\bnot (?:yet )?measured\b[^.]*", read(name))
+    }
     for name, sentence in said:
-        assert any(name == chapter and squash(phrase) in sentence for chapter, phrase in NOT_MEASURED), \
+        assert any(name == chapter and squash(phrase) in sentence for chapter, phrase in NOT_MEASURED), (
             f"{name} says something is not measured, and no test checks it: {sentence!r}"
+        )
     for (chapter, phrase), check in NOT_MEASURED.items():
         assert squash(phrase) in squash(read(chapter)), (chapter, phrase)
         assert check(), f"{chapter} says {phrase!r}, but a saved run measures it"
@@ -248,26 +296,37 @@ def test_the_not_measured_check_can_fail(tmp_path, monkeypatch):
 
 # --- a quoted command reproduces its saved run -------------------------------------------------------
 
+
 def settings_problems(command: str, saved: dict) -> list[str]:
     """Where `specdec run`'s arguments in `command` would not ask for the settings the saved JSON run records."""
     from specdec.cli.parser import build_parser
 
     args = build_parser().parse_args(command.split()[1:])
     recorded = saved["settings"]
-    asked = {"gamma": args.gamma, "max_new_tokens": args.max_new_tokens, "temperature": args.temperature,
-             "top_k": args.top_k, "top_p": args.top_p, "chat": args.chat}
-    problems = [f"{name}: the command asks for {asked[name]!r}, the saved run used {recorded[name]!r}"
-                for name in asked if name in recorded and asked[name] != recorded[name]]
+    asked = {
+        "gamma": args.gamma,
+        "max_new_tokens": args.max_new_tokens,
+        "temperature": args.temperature,
+        "top_k": args.top_k,
+        "top_p": args.top_p,
+        "chat": args.chat,
+    }
+    problems = [
+        f"{name}: the command asks for {asked[name]!r}, the saved run used {recorded[name]!r}"
+        for name in asked
+        if name in recorded and asked[name] != recorded[name]
+    ]
     if args.dtype != saved["dtype"]:
         problems.append(f"dtype: the command asks for {args.dtype!r}, the saved run used {saved['dtype']!r}")
     return problems
 
 
 def test_the_quoted_json_run_is_asked_for_with_the_settings_it_was_run_with():
-    """Chapter 0's command (also quoted in chapters 1 and 2) names gamma 4, as the saved run records: with gamma left out
-    it would ask for today's default, another run."""
+    """Chapter 0's command (also quoted in chapters 1 and 2) names gamma 4, as the saved run records: with gamma left
+    out it would ask for today's default, another run."""
     saved = json.loads((MEASUREMENTS / "avx512-bf16" / "qwen-greedy-bf16.json").read_text(encoding="utf-8"))
     assert not settings_problems(lesson_numbers.RUN_JSON, saved), settings_problems(lesson_numbers.RUN_JSON, saved)
     assert lesson_numbers.RUN_TEXT in read("00-intuition.md") and lesson_numbers.RUN_JSON in read("00-intuition.md")
     without_gamma = lesson_numbers.RUN_JSON.replace(" --gamma 4", "")
-    assert settings_problems(without_gamma, saved) == ["gamma: the command asks for None, the saved run used 4"]   # it can fail
+    # it can fail
+    assert settings_problems(without_gamma, saved) == ["gamma: the command asks for None, the saved run used 4"]

@@ -53,19 +53,22 @@ def test_drafted_text_is_proposed_in_the_targets_tokens(tokenizers, models):
     target_tokenizer, draft_tokenizer = tokenizers
     target, draft = models
 
-    script = [DRAFT_PIECES.index(piece) for piece in ("ca", "bc", "aa", "aa", "aa")]     # the draft's choices, fixed
+    script = [DRAFT_PIECES.index(piece) for piece in ("ca", "bc", "aa", "aa", "aa")]  # the draft's choices, fixed
 
     def propose(sampling, generator=None):
         drafter = CrossTokenizerDrafter(draft, draft_tokenizer, target_tokenizer)
         drafter.begin(Generation({0: torch.tensor([2])}, target, len(TARGET_PIECES), 8, sampling, DraftCosts(0.0, 0.0)))
         steps = iter(script)
-        drafter.cache.feed = lambda tokens, last=1: (torch.nn.functional.one_hot(torch.tensor([[next(steps)]]), 14).float() * 9, None)
+        drafter.cache.feed = lambda tokens, last=1: (
+            torch.nn.functional.one_hot(torch.tensor([[next(steps)]]), 14).float() * 9,
+            None,
+        )
         return drafter.draft({0: DraftRequest(torch.tensor([2]), 2, sampling, generator)})[0]
 
     draft_ = propose(SamplingConfig(temperature=0))
     assert [TARGET_PIECES[t] for t in draft_.tokens.tolist()] == ["cab", "ca"] and draft_.is_chain
     sampled = propose(SamplingConfig(temperature=1.0), torch.Generator().manual_seed(0))
-    assert sampled.q is None and draft_.q is None               # fixed candidates: point masses, greedy or sampled
+    assert sampled.q is None and draft_.q is None  # fixed candidates: point masses, greedy or sampled
 
 
 def test_only_whole_characters_are_drawn():
@@ -73,7 +76,7 @@ def test_only_whole_characters_are_drawn():
     from tokenizers import models as tokenizer_models
     from transformers import PreTrainedTokenizerFast
 
-    pieces = ["▁the", "<0xE2>", "a", "<0x82>"]               # SentencePiece style: <0xE2> and <0x82> are lone bytes
+    pieces = ["▁the", "<0xE2>", "a", "<0x82>"]  # SentencePiece style: <0xE2> and <0x82> are lone bytes
     backend = Tokenizer(tokenizer_models.BPE(vocab={p: i for i, p in enumerate(pieces)}, merges=[], byte_fallback=True))
     backend.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()])
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend)
@@ -87,7 +90,9 @@ def greedy_check(target, drafter, target_tokenizer) -> set[str]:
         prompt = target_tokenizer.encode(text)
         expected = reference_greedy(target, prompt, max_new_tokens=40)
         for gamma in (1, 3, 5, None):
-            result = speculative_generate(target, drafter, torch.tensor(prompt), gamma=gamma, max_new_tokens=40, temperature=0)
+            result = speculative_generate(
+                target, drafter, torch.tensor(prompt), gamma=gamma, max_new_tokens=40, temperature=0
+            )
             assert result.tokens == expected, f"gamma={gamma} text={text!r}"
             origins |= {origin.value for origin in result.origins()}
     return origins
@@ -105,9 +110,14 @@ def test_greedy_equals_the_targets_generate_with_a_draft_that_splits_words_diffe
     """A draft that knows the target (its weights, noised) but lacks the pieces "abc" and "cab": kept and rejected."""
     target_tokenizer, _ = tokenizers
     target, _ = models
-    drafter = CrossTokenizerDrafter(borrowed_draft(target, TARGET_PIECES, NEAR_PIECES, noise=0.3),
-                                    tiny_bpe_tokenizer(NEAR_PIECES, NEAR_MERGES), target_tokenizer)
-    assert drafter.draft_text(torch.tensor(target_tokenizer.encode("abc"))) == [NEAR_PIECES.index(p) for p in ("ab", "c")]
+    drafter = CrossTokenizerDrafter(
+        borrowed_draft(target, TARGET_PIECES, NEAR_PIECES, noise=0.3),
+        tiny_bpe_tokenizer(NEAR_PIECES, NEAR_MERGES),
+        target_tokenizer,
+    )
+    assert drafter.draft_text(torch.tensor(target_tokenizer.encode("abc"))) == [
+        NEAR_PIECES.index(p) for p in ("ab", "c")
+    ]
     assert {"accepted", "resampled", "bonus"} <= greedy_check(target, drafter, target_tokenizer)
 
 
@@ -122,11 +132,14 @@ def test_a_sliding_window_draft_with_another_tokenizer(tokenizers, models):
 
 def test_the_target_under_another_numbering_is_always_accepted():
     """Characters only (every text has one tokenization), ids reversed, weights moved with them: the draft is the
-    target, so alpha = 1. (With merges it need not be: a target may emit "cab" "c" where re-encoding gives "c" "abc".)"""
+    target, so alpha = 1. (With merges it need not be: a target may emit "cab" "c" where re-encoding gives "c"
+    "abc".)"""
     characters = ["<s>", "</s>", "a", "b", "c", " "]
     target_tokenizer, target = tiny_bpe_tokenizer(characters, []), tiny_model("llama", len(characters), seed=5)
     pieces = list(reversed(characters))
-    drafter = CrossTokenizerDrafter(borrowed_draft(target, characters, pieces), tiny_bpe_tokenizer(pieces, []), target_tokenizer)
+    drafter = CrossTokenizerDrafter(
+        borrowed_draft(target, characters, pieces), tiny_bpe_tokenizer(pieces, []), target_tokenizer
+    )
     for text in TEXTS:
         prompt = target_tokenizer.encode(text)
         result = speculative_generate(target, drafter, torch.tensor(prompt), gamma=4, max_new_tokens=40, temperature=0)
@@ -142,18 +155,23 @@ def small_models():
     return target, borrowed_draft(target, TARGET_PIECES, DRAFT_PIECES, noise=0.4)
 
 
-CROSS_RUNS = 12_000     # the point-mass draft here is poor (7% accepted): its broken rule moves little mass (docstring below)
+# the point-mass draft here is poor (7% accepted): its broken rule moves little mass (docstring below)
+CROSS_RUNS = 12_000
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sampling", [SamplingConfig(temperature=1.0), SamplingConfig(temperature=0.7, top_k=6)], ids=["t1.0", "t0.7-top_k6"])
+@pytest.mark.parametrize(
+    "sampling", [SamplingConfig(temperature=1.0), SamplingConfig(temperature=0.7, top_k=6)], ids=["t1.0", "t0.7-top_k6"]
+)
 def test_sampling_matches_the_target_distribution(tokenizers, small_models, sampling):
     target_tokenizer, draft_tokenizer = tokenizers
     target, draft = small_models
     drafter = CrossTokenizerDrafter(draft, draft_tokenizer, target_tokenizer)
-    fit, acceptance = speculative_fit(target, lambda: drafter, sampling, prompt=target_tokenizer.encode("abc a"), runs=CROSS_RUNS)
+    fit, acceptance = speculative_fit(
+        target, lambda: drafter, sampling, prompt=target_tokenizer.encode("abc a"), runs=CROSS_RUNS
+    )
     assert fit.p_value > SIGNIFICANCE, fit
-    assert 0.03 < acceptance < 0.9      # both branches of the rule were exercised (3000 runs: hundreds of accepted tokens)
+    assert 0.03 < acceptance < 0.9  # both branches of the rule were exercised (3000 runs: hundreds of accepted tokens)
 
 
 @pytest.mark.slow
@@ -164,16 +182,22 @@ def test_negative_control_broken_rules_fail(tokenizers, small_models, monkeypatc
     Power: a proposal here is accepted 7% of the time, so x is mostly a token p thinks unlikely, and leaving it in the
     draw after a rejection moves little mass: D = sum (p_broken - p)^2 / p = 0.0186 (statistic 93.9 with 38 degrees of
     freedom at 3,000 runs; accepting always: D = 9.78). At CROSS_RUNS = 12,000 the statistic's mean under the broken
-    rule, 38 + 12,000 x 0.0186 = 261, is far past the p = 1e-3 threshold (71); even with D a third smaller the test fails
-    with probability above 0.999 (`distribution_check.power`). At 3,000 runs that chance was only 0.62. Accepting always
-    needs far fewer runs: at 2,000 its statistic's mean is 38 + 2,000 x 9.78 = 19,598, against the same threshold of 71.
+    rule, 38 + 12,000 x 0.0186 = 261, is far past the p = 1e-3 threshold (71); even with D a third smaller the test
+    fails with probability above 0.999 (`distribution_check.power`). At 3,000 runs that chance was only 0.62. Accepting
+    always needs far fewer runs: at 2,000 its statistic's mean is 38 + 2,000 x 9.78 = 19,598, against the same threshold
+    of 71.
     """
     target_tokenizer, draft_tokenizer = tokenizers
     target, draft = small_models
     drafter = CrossTokenizerDrafter(draft, draft_tokenizer, target_tokenizer)
     monkeypatch.setattr(specdec.engine.rounds, "verify_sampled", broken_rule)
-    fit, _ = speculative_fit(target, lambda: drafter, SamplingConfig(temperature=1.0), prompt=target_tokenizer.encode("abc a"),
-                             runs=CROSS_RUNS if broken_rule is skip_the_residual else 2_000)
+    fit, _ = speculative_fit(
+        target,
+        lambda: drafter,
+        SamplingConfig(temperature=1.0),
+        prompt=target_tokenizer.encode("abc a"),
+        runs=CROSS_RUNS if broken_rule is skip_the_residual else 2_000,
+    )
     assert fit.p_value < SIGNIFICANCE, fit
 
 
@@ -184,8 +208,11 @@ def test_a_draft_with_no_whole_character_token_is_refused_in_one_line(tokenizers
 
     target_tokenizer, _ = tokenizers
     _, draft = models
-    backend = Tokenizer(tokenizer_models.BPE(vocab={f"<0x{b:02X}>": i for i, b in enumerate(range(0xE0, 0xEE))}, merges=[],
-                                             byte_fallback=True))
+    backend = Tokenizer(
+        tokenizer_models.BPE(
+            vocab={f"<0x{b:02X}>": i for i, b in enumerate(range(0xE0, 0xEE))}, merges=[], byte_fallback=True
+        )
+    )
     backend.decoder = decoders.Sequence([decoders.ByteFallback(), decoders.Fuse()])
     with pytest.raises(SpecdecError, match="cannot propose anything"):
         CrossTokenizerDrafter(draft, PreTrainedTokenizerFast(tokenizer_object=backend), target_tokenizer)

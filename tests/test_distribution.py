@@ -22,8 +22,8 @@ from specdec.engine.stop_rule import ConfidenceStop
 from specdec.engine.verification import chain_verdict, verify_sampled
 
 
+pytestmark = pytest.mark.slow  # the statistical tier: run with --all
 
-pytestmark = pytest.mark.slow                # the statistical tier: run with --all
 
 @pytest.fixture(scope="module")
 def small_pair():
@@ -42,7 +42,9 @@ def test_matches_the_target_distribution(small_pair, sampling):
 def test_prompt_lookup_sampling_matches_the_target_distribution(small_pair):
     """A point-mass q: accepted with probability p(x), else resampled from p without x."""
     target, _ = small_pair
-    fit, acceptance = speculative_fit(target, PromptLookupDrafter, SamplingConfig(temperature=1.0), prompt=[2, 3, 4, 5, 2, 3])
+    fit, acceptance = speculative_fit(
+        target, PromptLookupDrafter, SamplingConfig(temperature=1.0), prompt=[2, 3, 4, 5, 2, 3]
+    )
     assert fit.p_value > SIGNIFICANCE, fit
     assert 0.1 < acceptance < 0.9
 
@@ -50,7 +52,9 @@ def test_prompt_lookup_sampling_matches_the_target_distribution(small_pair):
 def test_draft_with_a_restricted_output_layer_matches_the_target_distribution(small_pair):
     """The draft computes only ids 0..4 of 8: q is zero elsewhere, and the output is still exactly p."""
     target, draft = small_pair
-    fit, acceptance = speculative_fit(target, lambda: ModelDrafter(draft, vocab_limit=5), SamplingConfig(temperature=1.0))
+    fit, acceptance = speculative_fit(
+        target, lambda: ModelDrafter(draft, vocab_limit=5), SamplingConfig(temperature=1.0)
+    )
     assert fit.p_value > SIGNIFICANCE, fit
     assert 0.1 < acceptance < 0.9
 
@@ -60,11 +64,16 @@ def test_the_stop_rule_keeps_the_target_distribution(small_pair, temperature):
     """How many tokens to draft is decided from the draft's own confidences: the output stays exactly p."""
     target, draft = small_pair
     lengths = []
-    fit, acceptance = speculative_fit(target, lambda: draft, SamplingConfig(temperature=temperature),
-                                      gamma_factory=lambda: ConfidenceStop(c=0.2), lengths=lengths)
+    fit, acceptance = speculative_fit(
+        target,
+        lambda: draft,
+        SamplingConfig(temperature=temperature),
+        gamma_factory=lambda: ConfidenceStop(c=0.2),
+        lengths=lengths,
+    )
     assert fit.p_value > SIGNIFICANCE, fit
     assert 0.1 < acceptance < 0.9
-    assert {1, 2} <= set(lengths)    # the rule really stopped early in some runs and drafted on in others
+    assert {1, 2} <= set(lengths)  # the rule really stopped early in some runs and drafted on in others
 
 
 def test_the_default_schedule_keeps_the_target_distribution(small_pair):
@@ -86,7 +95,9 @@ def skip_the_residual(p, q, drafted, generator):
     if verdict.full_accept:
         return verdict
     replacement = int(sample(p[verdict.accepted][None], generator))
-    return chain_verdict(verdict.accepted, drafted.shape[0], replacement, verdict.uniforms, verdict.target_probs, verdict.draft_probs)
+    return chain_verdict(
+        verdict.accepted, drafted.shape[0], replacement, verdict.uniforms, verdict.target_probs, verdict.draft_probs
+    )
 
 
 @pytest.mark.parametrize("broken_rule", [accept_always, skip_the_residual])

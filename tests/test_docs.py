@@ -1,7 +1,7 @@
 """The first docs a newcomer reads describe the house as it is: checked against the tree, so they cannot drift.
 
-- the layout page's table of modules (`docs/layout.md`, "What you get") has a row for every folder and top-level module of `specdec/`, and
-  each folder's row names every module and sub-folder in it;
+- the layout page's table of modules (`docs/layout.md`, "What you get") has a row for every folder and top-level module
+  of `specdec/`, and each folder's row names every module and sub-folder in it;
 - its layers sentence names the layers of the import contract (`pyproject.toml`), in its order;
 - `help(specdec)` (the package docstring) names every folder and top-level module.
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 try:
     import tomllib
-except ImportError:                     # Python 3.10: import-linter brings tomli
+except ImportError:  # Python 3.10: import-linter brings tomli
     import tomli as tomllib
 
 import specdec
@@ -25,13 +25,17 @@ PACKAGE = ROOT / "specdec"
 
 
 def house(package: Path = PACKAGE) -> dict[str, set[str]]:
-    """'specdec/x/' -> the names its row must mention (its modules 'a.py' and sub-folders 'b/'); 'specdec/y.py' -> set()."""
+    """'specdec/x/' -> the names its row must mention (its modules 'a.py' and sub-folders 'b/'); 'specdec/y.py' ->
+    set()."""
     found: dict[str, set[str]] = {}
     for path in sorted(package.iterdir()):
         if path.is_dir() and (path / "__init__.py").is_file():
-            found[f"specdec/{path.name}/"] = {child.name + ("/" if child.is_dir() else "") for child in path.iterdir()
-                                               if (child.suffix == ".py" and child.name != "__init__.py")
-                                               or (child.is_dir() and (child / "__init__.py").is_file())}
+            found[f"specdec/{path.name}/"] = {
+                child.name + ("/" if child.is_dir() else "")
+                for child in path.iterdir()
+                if (child.suffix == ".py" and child.name != "__init__.py")
+                or (child.is_dir() and (child / "__init__.py").is_file())
+            }
         elif path.suffix == ".py" and path.name not in ("__init__.py", "__main__.py"):
             found[f"specdec/{path.name}"] = set()
     return found
@@ -51,8 +55,13 @@ def table_rows(readme: str) -> dict[str, str]:
 def missing_from_table(readme: str, tree: dict[str, set[str]]) -> list[str]:
     rows = table_rows(readme)
     missing = [entry for entry in tree if entry not in rows]
-    missing += [f"{entry}{name}" for entry, names in tree.items() if entry in rows
-                for name in names if f"`{name}`" not in rows[entry] and f"`{name.rstrip('/')}/`" not in rows[entry]]
+    missing += [
+        f"{entry}{name}"
+        for entry, names in tree.items()
+        if entry in rows
+        for name in names
+        if f"`{name}`" not in rows[entry] and f"`{name.rstrip('/')}/`" not in rows[entry]
+    ]
     return missing
 
 
@@ -70,7 +79,9 @@ def contract_layers() -> list[str]:
 
 
 def layers_sentence(readme: str) -> list[str]:
-    sentence = readme.split("The folders are layers, each importing only from those below it", 1)[1].split("; the dashboard", 1)[0]
+    sentence = readme.split("The folders are layers, each importing only from those below it", 1)[1].split(
+        "; the dashboard", 1
+    )[0]
     return re.findall(r"`(specdec(?:\.\w+)?)`", sentence)
 
 
@@ -80,17 +91,21 @@ LAYOUT = ROOT / "docs" / "layout.md"
 def test_the_layout_page_names_every_module_in_its_table():
     readme = LAYOUT.read_text()
     assert missing_from_table(readme, house()) == []
-    assert missing_from_table(readme, house() | {"specdec/oracle.py": set()}) == ["specdec/oracle.py"]          # it can fail
+    assert missing_from_table(readme, house() | {"specdec/oracle.py": set()}) == ["specdec/oracle.py"]  # it can fail
     assert missing_from_table(readme, {"specdec/engine/": {"loop.py", "gremlin.py"}}) == ["specdec/engine/gremlin.py"]
 
 
 def test_the_layout_page_names_the_layers_in_the_contracts_order():
     readme = LAYOUT.read_text()
     assert layers_sentence(readme) == contract_layers()
-    assert layers_sentence(readme.replace("`specdec.run_spec` > `specdec.registry`", "`specdec.registry` > `specdec.run_spec`")) != \
-        contract_layers()                                                                                 # it can fail
+    assert (
+        layers_sentence(
+            readme.replace("`specdec.run_spec` > `specdec.registry`", "`specdec.registry` > `specdec.run_spec`")
+        )
+        != contract_layers()
+    )  # it can fail
 
 
 def test_help_specdec_names_every_folder_and_module():
     assert [entry for entry in house() if entry not in specdec.__doc__] == []
-    assert "specdec/oracle.py" not in specdec.__doc__                                                     # what the check would flag
+    assert "specdec/oracle.py" not in specdec.__doc__  # what the check would flag

@@ -32,7 +32,7 @@ class BigramDrafter:
         self.length, self.after = length, {}
 
     def begin(self, generation: Generation) -> None:
-        self.after = {}                               # one table for every text: what the target picked after each token
+        self.after = {}  # one table for every text: what the target picked after each token
 
     def draft(self, requests: dict[int, DraftRequest]) -> dict[int, DraftTree]:
         return {row: self.follow(int(request.sequence[-1]), request.limit) for row, request in requests.items()}
@@ -42,11 +42,11 @@ class BigramDrafter:
         while token in self.after and len(chain) < min(self.length, limit):
             token = self.after[token]
             chain.append(token)
-        return DraftTree.chain(torch.tensor(chain, dtype=torch.long))          # q None: fixed candidates, point masses
+        return DraftTree.chain(torch.tensor(chain, dtype=torch.long))  # q None: fixed candidates, point masses
 
     def observe(self, verified: dict[int, Verified]) -> None:
         for seen in verified.values():
-            rows = seen.rows[-seen.logits.shape[0]:].tolist()                  # the tokens those logits follow
+            rows = seen.rows[-seen.logits.shape[0] :].tolist()  # the tokens those logits follow
             for token, best in zip(rows, seen.logits.argmax(dim=-1).tolist()):
                 self.after[token] = best
 
@@ -56,19 +56,25 @@ def test_a_drafter_written_in_a_test_file_is_exact_greedy(pairs):
         target, _ = pairs[architecture]
         accepted = 0
         for prompt in PROMPTS:
-            result = speculative_generate(target, BigramDrafter(), torch.tensor(prompt), max_new_tokens=40, temperature=0)
+            result = speculative_generate(
+                target, BigramDrafter(), torch.tensor(prompt), max_new_tokens=40, temperature=0
+            )
             assert result.tokens == reference_greedy(target, prompt), (architecture, prompt)
             accepted += result.stats.accepted
-        assert accepted > 10                          # it really drafted, and the target took some of it
+        assert accepted > 10  # it really drafted, and the target took some of it
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sampling", [SamplingConfig(temperature=1.0), SamplingConfig(temperature=0.7, top_k=4)], ids=["t1.0", "t0.7_top_k4"])
+@pytest.mark.parametrize(
+    "sampling", [SamplingConfig(temperature=1.0), SamplingConfig(temperature=0.7, top_k=4)], ids=["t1.0", "t0.7_top_k4"]
+)
 def test_a_drafter_written_in_a_test_file_keeps_the_target_distribution(sampling):
     from tiny_models import tiny_pair
 
     target, _ = tiny_pair("gpt2", vocab_size=8, noise=0.4)
-    fit, acceptance = speculative_fit(target, BigramDrafter, sampling, prompt=[2, 3, 4, 2, 3], gamma_factory=lambda: None, runs=RUNS)
+    fit, acceptance = speculative_fit(
+        target, BigramDrafter, sampling, prompt=[2, 3, 4, 2, 3], gamma_factory=lambda: None, runs=RUNS
+    )
     assert fit.p_value > SIGNIFICANCE, fit
     assert 0.05 < acceptance < 0.95
 
@@ -78,8 +84,12 @@ def test_extra_rows_change_no_p_and_come_back_with_their_own_logits(pairs):
     target, _ = pairs["qwen2"]
     text = torch.tensor([2, 3, 4])
     tree = DraftTree(torch.tensor([5, 6, 7]), (-1, -1, 0), None)
-    extra = ExtraRows(torch.tensor([9, 10]), torch.tensor([1, 2]),
-                      torch.tensor([[1, 0, 0, 0, 1, 0], [1, 0, 0, 0, 1, 1]], dtype=torch.bool))    # a chain 9 10 after the root
+    extra = ExtraRows(
+        torch.tensor([9, 10]),
+        torch.tensor([1, 2]),
+        # a chain 9 10 after the root
+        torch.tensor([[1, 0, 0, 0, 1, 0], [1, 0, 0, 0, 1, 1]], dtype=torch.bool),
+    )
     logits = {}
     for with_extra in (False, True):
         cached = CachedModel(target)
@@ -88,18 +98,22 @@ def test_extra_rows_change_no_p_and_come_back_with_their_own_logits(pairs):
         rows = torch.cat([text[-1:], tree.tokens] + ([extra.tokens] if with_extra else []))
         logits[with_extra] = cached.feed(rows, last=rows.numel(), attend=attend, positions=positions)
     assert torch.allclose(logits[True][:4], logits[False], atol=1e-5)
-    alone = target(input_ids=torch.tensor([[2, 3, 4, 9, 10]])).logits[0, -2:]                 # the extra chain, read causally
+    alone = target(input_ids=torch.tensor([[2, 3, 4, 9, 10]])).logits[0, -2:]  # the extra chain, read causally
     assert torch.allclose(logits[True][4:], alone, atol=1e-5)
 
 
 class TooDeep(BigramDrafter):
     def draft(self, requests):
-        return {row: DraftTree(torch.tensor([1] * (r.limit + 1)), chain_parents(r.limit + 1), None) for row, r in requests.items()}
+        return {
+            row: DraftTree(torch.tensor([1] * (r.limit + 1)), chain_parents(r.limit + 1), None)
+            for row, r in requests.items()
+        }
 
 
 class WrongQ(BigramDrafter):
     def draft(self, requests):
-        return {row: DraftTree.chain(torch.tensor([1]), torch.ones(1, 3) / 3) for row in requests}     # q over 3 ids, not the vocabulary
+        # q over 3 ids, not the vocabulary
+        return {row: DraftTree.chain(torch.tensor([1]), torch.ones(1, 3) / 3) for row in requests}
 
 
 def test_bad_proposals_and_gammas_get_one_clear_error(pairs):
@@ -123,19 +137,26 @@ def broken_point_mass_rule(p, q, drafted, generator):
     uniforms = torch.rand(k, generator=generator)
     p_drafted = p[torch.arange(k), drafted]
     kept = next((i for i in range(k) if not uniforms[i] < p_drafted[i]), k)
-    next_token = int(sample(p[kept][None], generator))                 # after a rejection: p itself, x not taken out
+    next_token = int(sample(p[kept][None], generator))  # after a rejection: p itself, x not taken out
     return chain_verdict(kept, k, next_token, tuple(uniforms.tolist()), tuple(p_drafted.tolist()), (1.0,) * k)
 
 
 @pytest.mark.slow
 def test_negative_control_the_same_test_catches_a_broken_point_mass_rule(monkeypatch):
-    """Power: leaving a rejected candidate in the draw moves the distribution by D = 0.338 (statistic 540 with 32 degrees
-    of freedom at 1,500 runs); at RUNS = 3,000, far past the p = 1e-3 threshold of 62."""
+    """Power: leaving a rejected candidate in the draw moves the distribution by D = 0.338 (statistic 540 with 32
+    degrees of freedom at 1,500 runs); at RUNS = 3,000, far past the p = 1e-3 threshold of 62."""
     from tiny_models import tiny_pair
 
     target, _ = tiny_pair("gpt2", vocab_size=8, noise=0.4)
     monkeypatch.setattr(specdec.engine.rounds, "verify_sampled", broken_point_mass_rule)
-    fit, _ = speculative_fit(target, BigramDrafter, SamplingConfig(temperature=1.0), prompt=[2, 3, 4, 2, 3], gamma_factory=lambda: None, runs=RUNS)
+    fit, _ = speculative_fit(
+        target,
+        BigramDrafter,
+        SamplingConfig(temperature=1.0),
+        prompt=[2, 3, 4, 2, 3],
+        gamma_factory=lambda: None,
+        runs=RUNS,
+    )
     assert fit.p_value < SIGNIFICANCE, fit
 
 
@@ -159,15 +180,23 @@ def test_a_drafted_id_outside_the_vocabulary_is_one_error_in_every_rule(pairs, b
     vocab = 24
     p, logits, drafted = torch.full((2, vocab), 1 / vocab), torch.zeros(2, vocab), torch.tensor([bad])
     tree = DraftTree(torch.tensor([3, bad]), (-1, -1), None)
-    for rule in (lambda: verify_greedy(logits, drafted), lambda: verify_sampled(p, None, drafted, None),
-                 lambda: verify_sampled(p, p[:1], drafted, None),
-                 lambda: verify_tree_greedy(torch.zeros(3, vocab), tree), lambda: verify_tree_sampled(torch.full((3, vocab), 1 / vocab), tree, None)):
-        with pytest.raises(SpecdecError, match=f"drafted token id {bad}, outside the target's vocabulary \\[0, {vocab}\\)"):
+    for rule in (
+        lambda: verify_greedy(logits, drafted),
+        lambda: verify_sampled(p, None, drafted, None),
+        lambda: verify_sampled(p, p[:1], drafted, None),
+        lambda: verify_tree_greedy(torch.zeros(3, vocab), tree),
+        lambda: verify_tree_sampled(torch.full((3, vocab), 1 / vocab), tree, None),
+    ):
+        with pytest.raises(
+            SpecdecError, match=f"drafted token id {bad}, outside the target's vocabulary \\[0, {vocab}\\)"
+        ):
             rule()
     target, _ = pairs["llama"]
-    for temperature in (0.0, 1.0):                    # a custom drafter's proposal: the error names it
+    for temperature in (0.0, 1.0):  # a custom drafter's proposal: the error names it
         with pytest.raises(SpecdecError, match=f"bigram drafted token id {bad}"):
-            speculative_generate(target, OutOfVocabulary(bad), torch.tensor([2, 3]), max_new_tokens=4, temperature=temperature)
+            speculative_generate(
+                target, OutOfVocabulary(bad), torch.tensor([2, 3]), max_new_tokens=4, temperature=temperature
+            )
 
 
 def test_token_ids_are_taken_as_lists_or_tensors_alike(pairs):

@@ -40,11 +40,18 @@ pytestmark = pytest.mark.browser
 APP_FOLDER = Path(__file__).resolve().parents[1]
 SCREENSHOTS = Path(os.environ.get("SPECDEC_SCREENSHOTS") or tempfile.mkdtemp(prefix="specdec-screenshots-"))
 CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
-INSTALL = ("install them with `apt-get install -y chromium` (gives /usr/bin/chromium) and "
-           "`pip install playwright==1.65.2` (no `playwright install` is needed)")
+INSTALL = (
+    "install them with `apt-get install -y chromium` (gives /usr/bin/chromium) and "
+    "`pip install playwright==1.65.2` (no `playwright install` is needed)"
+)
 SETTINGS = f"pair={TINY_PAIR}&stop_rule=False&gamma=3&temperature=1.0&max_new_tokens=64&seed=1"
 
 
@@ -83,8 +90,22 @@ def wait_until_healthy(url: str, process: subprocess.Popen, log: Path, timeout_s
 def served_app(env: dict[str, str], log: Path) -> Iterator[str]:
     """`streamlit run app.py` on a free port with `env`, its output in `log`; yields the URL, stops the server after."""
     port = free_port()
-    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
-               "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"]      # the watcher as .streamlit/config.toml says
+    command = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        "app.py",
+        "--server.headless",
+        "true",
+        "--server.port",
+        str(port),
+        # the watcher as .streamlit/config.toml says
+        "--server.address",
+        "127.0.0.1",
+        "--browser.gatherUsageStats",
+        "false",
+    ]
     with open(log, "w") as output:
         process = subprocess.Popen(command, cwd=APP_FOLDER, env=env, stdout=output, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
@@ -104,7 +125,7 @@ def app_environment(folder: Path, catalogue: Path) -> dict[str, str]:
     guide = APP_FOLDER / "guide" if any((APP_FOLDER / "guide").glob("*.md")) else write_guide(folder / "guide")
     return os.environ | {
         "SPECDEC_EXTRA_MODELS": str(catalogue),
-        "SPECDEC_CACHE": str(folder / "cache"),          # the real zoo reads "needs download" on every machine
+        "SPECDEC_CACHE": str(folder / "cache"),  # the real zoo reads "needs download" on every machine
         "SPECDEC_GUIDE_DIR": str(guide),
         "HF_HUB_OFFLINE": "1",
         "OMP_NUM_THREADS": "1",
@@ -122,7 +143,7 @@ def app_env(tmp_path_factory) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def app_url(app_env):
     """The app served by `streamlit run app.py --server.headless true` with the tiny models; stopped afterwards."""
-    require_browser()                                    # before anything starts
+    require_browser()  # before anything starts
     env, folder = app_env, Path(app_env["SPECDEC_TEST_FOLDER"])
     log = folder / "streamlit.log"
     with served_app(env, log) as url:
@@ -155,7 +176,8 @@ def screenshot(page, name: str) -> None:
 
 
 def go_to(page, app_url: str, label: str) -> None:
-    """Follow the sidebar's link to a page, as a person would (opening the app with the test's settings first if needed)."""
+    """Follow the sidebar's link to a page, as a person would (opening the app with the test's settings first if
+    needed)."""
     if not page.url.startswith(app_url):
         page.goto(f"{app_url}/?{SETTINGS}")
         settle(page, "text=Models on this machine")
@@ -166,28 +188,52 @@ def test_home_lists_the_models(page, app_url):
     page.goto(f"{app_url}/?{SETTINGS}")
     settle(page, "text=Models on this machine")
     assert page.locator("h1").first.inner_text() == "Speculative decoding, hands on"
-    assert page.get_by_text("Current choice in the sidebar: tiny-draft → tiny-target").count() == 1   # from the link
+    assert page.get_by_text("Current choice in the sidebar: tiny-draft → tiny-target").count() == 1  # from the link
     screenshot(page, "home")
 
 
 def test_playground_colours_tokens_and_keeps_the_settings(page, app_url, app_env):
     go_to(page, app_url, "Playground")
     settle(page, "text=Example prompts")
-    assert "gamma=3" in page.url and "max_new_tokens=64" in page.url                 # the settings came along
+    assert "gamma=3" in page.url and "max_new_tokens=64" in page.url  # the settings came along
     page.get_by_role("button", name="Generate", exact=True).click()
     settle(page, "[data-testid='stMetric']")
     tokens = page.locator(".specdec-tokens .specdec-token")
     assert tokens.count() >= 64
     accepted = page.locator(".specdec-token.accepted").first
     assert "p/q = " in accepted.get_attribute("title") and "u = 0." in accepted.get_attribute("title")
-    assert page.locator(".specdec-token.rejected").first.evaluate("e => getComputedStyle(e).textDecorationLine") == "line-through"
+    assert (
+        page.locator(".specdec-token.rejected").first.evaluate("e => getComputedStyle(e).textDecorationLine")
+        == "line-through"
+    )
     assert page.get_by_text("Wall-clock speedup", exact=True).count() == 1
-    shown = page.locator("p:has(strong:text-is('Plan:'))").first.inner_text().strip()   # the planner's header, as the page shows it
-    run = subprocess.run([sys.executable, "-m", "specdec", "run", "--target", "tiny-target", "--draft", "tiny-draft", "--gamma", "3",
-                          "--max-new-tokens", "4"], cwd=APP_FOLDER, env=app_env, capture_output=True, text=True, timeout=300)
+    # the planner's header, as the page shows it
+    shown = page.locator("p:has(strong:text-is('Plan:'))").first.inner_text().strip()
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "specdec",
+            "run",
+            "--target",
+            "tiny-target",
+            "--draft",
+            "tiny-draft",
+            "--gamma",
+            "3",
+            "--max-new-tokens",
+            "4",
+        ],
+        cwd=APP_FOLDER,
+        env=app_env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr
-    assert shown == run.stdout.splitlines()[0], (shown, run.stdout.splitlines()[0])     # the same line `specdec run` prints
-    screenshot(page, "playground-tiny")                     # the README's Playground is the real pair: test_real_browser.py
+    # the same line `specdec run` prints
+    assert shown == run.stdout.splitlines()[0], (shown, run.stdout.splitlines()[0])
+    screenshot(page, "playground-tiny")  # the README's Playground is the real pair: test_real_browser.py
 
 
 def test_compare_draws_charts_and_downloads_the_csv(page, app_url, tmp_path):
@@ -199,15 +245,16 @@ def test_compare_draws_charts_and_downloads_the_csv(page, app_url, tmp_path):
     settle(page, "text=Download CSV")
     charts = page.locator(".js-plotly-plot")
     assert charts.count() == 4
-    assert page.locator(".js-plotly-plot .scatterlayer .trace").count() >= 4      # lines drawn as SVG
-    assert page.locator(".js-plotly-plot .barlayer .point").count() >= 2            # and the category bars
+    assert page.locator(".js-plotly-plot .scatterlayer .trace").count() >= 4  # lines drawn as SVG
+    assert page.locator(".js-plotly-plot .barlayer .point").count() >= 2  # and the category bars
     with page.expect_download() as download:
         page.get_by_role("button", name="Download CSV", exact=True).click()
     path = tmp_path / download.value.suggested_filename
     download.value.save_as(path)
     frame = tables.load_csv(path)
     assert list(pd.read_csv(path).columns) == tables.COLUMNS
-    # 1 pair x 2 categories (code, summarization) x 1 prompt x 1 repeat x (baseline + gammas 1..4 + the planner's choice)
+    # 1 pair x 2 categories (code, summarization) x 1 prompt x 1 repeat x (baseline + gammas 1..4 + the planner's
+    # choice)
     assert len(frame) == 12 and set(frame["pair"]) == {TINY_PAIR} and frame["timestamp"].notna().all()
 
 
@@ -264,20 +311,21 @@ def test_lessons_render_chapters_with_math_figures_and_solutions(page, app_url):
     settle(page, "h1")
     headings = "() => Array.from(document.querySelectorAll('h1')).map(h => h.innerText.trim()).join(' | ')"
     first = page.evaluate(headings)
-    assert first.startswith("Lessons | "), first                                      # the page's title, then the chapter's
-    assert page.locator("details summary", has_text="Solution").count() >= 1        # raw HTML blocks render
-    assert page.locator('img[src^="data:image/"]').count() >= 1                    # figures are inlined
+    assert first.startswith("Lessons | "), first  # the page's title, then the chapter's
+    assert page.locator("details summary", has_text="Solution").count() >= 1  # raw HTML blocks render
+    assert page.locator('img[src^="data:image/"]').count() >= 1  # figures are inlined
     math = page.locator(".katex").count()
     screenshot(page, "lessons")
-    page.locator("button", has_text="→").first.click()                              # next chapter
-    page.wait_for_function(f"() => ({headings})() !== {first!r}")                    # the next chapter's heading
+    page.locator("button", has_text="→").first.click()  # next chapter
+    page.wait_for_function(f"() => ({headings})() !== {first!r}")  # the next chapter's heading
     settle(page, "h1")
-    assert math + page.locator(".katex").count() >= 1                              # KaTeX drew the math
+    assert math + page.locator(".katex").count() >= 1  # KaTeX drew the math
 
 
 def test_two_tabs_generate_at_once_and_take_turns(page, app_url):
-    """Two sessions press Generate together: the second waits in line with its place shown, then runs; both finish, no error."""
-    longer = SETTINGS.replace("max_new_tokens=64", "max_new_tokens=240")          # the tiny target holds 256 tokens
+    """Two sessions press Generate together: the second waits in line with its place shown, then runs; both finish, no
+    error."""
+    longer = SETTINGS.replace("max_new_tokens=64", "max_new_tokens=240")  # the tiny target holds 256 tokens
     tabs = [page.context.new_page(), page.context.new_page()]
     try:
         for tab in tabs:
@@ -290,26 +338,33 @@ def test_two_tabs_generate_at_once_and_take_turns(page, app_url):
             tab.get_by_role("button", name="Generate", exact=True).click()
         notes = []
         deadline = time.monotonic() + 15
-        while not notes and time.monotonic() < deadline:         # whichever session reached the line second waits
-            notes = [text for tab in tabs for text in tab.get_by_text("Waiting for a run in another tab").all_inner_texts()]
+        while not notes and time.monotonic() < deadline:  # whichever session reached the line second waits
+            notes = [
+                text for tab in tabs for text in tab.get_by_text("Waiting for a run in another tab").all_inner_texts()
+            ]
             tab.wait_for_timeout(200)
         assert notes and "1 job ahead of your run" in notes[0], notes
-        first_done = second_started = None          # the hand-over, as a user sees it: printed (-s), not asserted
+        first_done = second_started = None  # the hand-over, as a user sees it: printed (-s), not asserted
         while (first_done is None or second_started is None) and time.monotonic() < deadline + 120:
             now = time.monotonic()
             if first_done is None and any(tab.locator("[data-testid='stMetric']").count() for tab in tabs):
                 first_done = now
-            if second_started is None and not any(tab.get_by_text("Waiting for a run in another tab").count() for tab in tabs):
+            if second_started is None and not any(
+                tab.get_by_text("Waiting for a run in another tab").count() for tab in tabs
+            ):
                 second_started = now
             tabs[0].wait_for_timeout(50)
         if first_done is not None and second_started is not None:
-            print(f"\nthe waiting tab's run started {second_started - first_done:+.2f} s after the first tab's results showed")
+            print(
+                f"\nthe waiting tab's run started {second_started - first_done:+.2f} s after the first tab's results "
+                "showed"
+            )
         for tab in tabs:
             settle(tab, "[data-testid='stMetric']")
-            assert tab.locator(".specdec-tokens .specdec-token:not(.rejected)").count() == 240     # nothing lost
+            assert tab.locator(".specdec-tokens .specdec-token:not(.rejected)").count() == 240  # nothing lost
             assert tab.get_by_text("Wall-clock speedup", exact=True).count() == 1
             assert tab.locator("[data-testid='stException'], [data-testid='stAlertContentError']").count() == 0
-            assert tab.get_by_text("Waiting for a run in another tab").count() == 0                # the note is gone
+            assert tab.get_by_text("Waiting for a run in another tab").count() == 0  # the note is gone
     finally:
         for tab in tabs:
             tab.close()
@@ -329,21 +384,26 @@ def write_slow_catalogue(folder: Path) -> Path:
     """
     folder.mkdir(parents=True, exist_ok=True)
     model = write_tiny_gguf(folder / "slow.gguf", layers=SLOW_LAYERS)
-    catalogue = {"models": [{"name": "slow-gguf", "path": str(model), "family": "tiny-gguf"}],
-                 "pairs": [{"draft": "prompt-lookup", "target": "slow-gguf", "description": "a tiny GGUF that loads slowly"}]}
+    catalogue = {
+        "models": [{"name": "slow-gguf", "path": str(model), "family": "tiny-gguf"}],
+        "pairs": [{"draft": "prompt-lookup", "target": "slow-gguf", "description": "a tiny GGUF that loads slowly"}],
+    }
     path = folder / "extra-models.json"
     path.write_text(json.dumps(catalogue))
     return path
 
 
 def test_stop_during_a_load_says_so_and_the_next_generate_works(page, tmp_path):
-    """Stop while a pair loads: the load ends at once, one line says so (no traceback), and the next Generate loads and runs.
+    """Stop while a pair loads: the load ends at once, one line says so (no traceback), and the next Generate loads and
+    runs.
 
     A server of its own, so the slow model neither joins the other tests' catalogue nor evicts their loaded pair.
     """
     from playwright.sync_api import expect
 
-    with served_app(app_environment(tmp_path, write_slow_catalogue(tmp_path / "models")), tmp_path / "streamlit.log") as url:
+    with served_app(
+        app_environment(tmp_path, write_slow_catalogue(tmp_path / "models")), tmp_path / "streamlit.log"
+    ) as url:
         tab = page.context.new_page()
         try:
             tab.goto(f"{url}/?{SLOW_SETTINGS}")
@@ -352,18 +412,20 @@ def test_stop_during_a_load_says_so_and_the_next_generate_works(page, tmp_path):
             settle(tab, "text=Example prompts")
             tab.get_by_role("button", name="Generate", exact=True).click()
             bar = tab.get_by_test_id("stProgress")
-            expect(bar).to_contain_text("slow-gguf: matching GGUF tensor names", timeout=20_000)   # the load is under way
+            # the load is under way
+            expect(bar).to_contain_text("slow-gguf: matching GGUF tensor names", timeout=20_000)
             stop_clicked = time.monotonic()
             tab.get_by_role("button", name="Stop", exact=True).click()
             note = tab.get_by_text("Stopped loading prompt-lookup → slow-gguf before it finished")
             expect(note).to_have_count(1, timeout=20_000)
             tab.wait_for_selector(IDLE)
             stopped_after = time.monotonic() - stop_clicked
-            assert stopped_after < SLOW_LAYERS / 8, f"the load went on for {stopped_after:.1f} s after Stop"   # ended, not finished
+            # ended, not finished
+            assert stopped_after < SLOW_LAYERS / 8, f"the load went on for {stopped_after:.1f} s after Stop"
             assert bar.count() == 0 and tab.get_by_text("Loaded prompt-lookup → slow-gguf").count() == 0
             assert tab.locator("[data-testid='stException'], [data-testid='stAlertContentError']").count() == 0
-            assert tab.locator(".specdec-tokens").count() == 0                                 # nothing ran
-            tab.get_by_role("button", name="Generate", exact=True).click()                     # the app works on
+            assert tab.locator(".specdec-tokens").count() == 0  # nothing ran
+            tab.get_by_role("button", name="Generate", exact=True).click()  # the app works on
             settle(tab, "[data-testid='stMetric']")
             assert tab.locator(".specdec-tokens .specdec-token:not(.rejected)").count() >= 1
             assert tab.get_by_text("Wall-clock speedup", exact=True).count() == 1 and note.count() == 0

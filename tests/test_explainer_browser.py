@@ -32,7 +32,13 @@ pytestmark = pytest.mark.browser
 
 EXPLAINER = Path(__file__).resolve().parents[1] / "guide" / "explainer.html"
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 INSTALL = "install them with `apt-get install -y chromium` and `pip install playwright==1.65.2`"
 
 
@@ -106,7 +112,7 @@ def test_dragging_a_bar_changes_alpha_to_what_specdec_computes(page):
     p_before, q_before = distributions(page)
     alpha_before = assert_alpha_matches(page, p_before, q_before)
 
-    bar = page.locator('.bar[data-dist="p"][data-token="0"]').bounding_box()   # drag p(A) from 0.3 up
+    bar = page.locator('.bar[data-dist="p"][data-token="0"]').bounding_box()  # drag p(A) from 0.3 up
     x, y = bar["x"] + bar["width"] / 2, bar["y"] + 2
     page.mouse.move(x, y)
     page.mouse.down()
@@ -121,7 +127,7 @@ def test_dragging_a_bar_changes_alpha_to_what_specdec_computes(page):
     assert shown(page, ".residual-bar") == pytest.approx(residual_distribution(p, q).tolist(), abs=1e-12)
     assert shown(page, ".overlap-bar") == pytest.approx([min(a, b) for a, b in zip(p, q)], abs=1e-12)
 
-    q_bar = page.locator('.bar[data-dist="q"][data-token="2"]')                  # and a keyboard nudge on q(C)
+    q_bar = page.locator('.bar[data-dist="q"][data-token="2"]')  # and a keyboard nudge on q(C)
     q_bar.focus()
     for _ in range(5):
         page.keyboard.press("ArrowUp")
@@ -136,7 +142,9 @@ def test_speedup_calculator_matches_specdec_theory(page):
         page.fill("#gamma-input", str(gamma))
         page.fill("#c-input", str(c))
         assert page.inner_text("#expected-tokens") == f"{expected_tokens_per_pass(alpha, gamma):.3f}"
-        assert float(page.get_attribute("#speedup", "data-value")) == pytest.approx(walltime_speedup(alpha, gamma, c), rel=1e-12)
+        assert float(page.get_attribute("#speedup", "data-value")) == pytest.approx(
+            walltime_speedup(alpha, gamma, c), rel=1e-12
+        )
         best, best_speedup = best_gamma(alpha, c)
         assert page.inner_text("#best-gamma") == str(best)
         assert page.inner_text("#best-speedup") == f"{best_speedup:.3f}"
@@ -163,9 +171,9 @@ def test_tree_of_two_guesses_keeps_p_and_keeps_a_guess_more_often(page):
     assert float(page.get_attribute("#tree-alpha1", "data-value")) == pytest.approx(acceptance_rate(p, q), abs=1e-12)
     two = multi_candidate_acceptance(p, q, 2)
     assert float(page.get_attribute("#tree-alpha2", "data-value")) == pytest.approx(two, abs=1e-12)
-    assert two > acceptance_rate(p, q) + 0.2                       # the course example: 0.70 -> 0.95
+    assert two > acceptance_rate(p, q) + 0.2  # the course example: 0.70 -> 0.95
 
-    page.click("#tree-step")                                       # one round: two guesses drawn, at least one tested
+    page.click("#tree-step")  # one round: two guesses drawn, at least one tested
     outcomes = page.eval_on_selector_all(".tree-guess", "nodes => nodes.map(n => n.dataset.outcome)")
     assert len(outcomes) == 2 and outcomes[0] in ("kept", "rejected")
     assert outcomes.count("kept") <= 1 and (outcomes[0] == "kept") == (outcomes[1] == "untested")
@@ -178,18 +186,23 @@ def test_tree_of_two_guesses_keeps_p_and_keeps_a_guess_more_often(page):
     kept = float(page.get_attribute("#tree-kept-measured", "data-value"))
     assert abs(kept - two) <= 5 * binomial_standard_error(two, rounds)
     second = float(page.get_attribute("#tree-second-measured", "data-value"))
-    assert abs(second - (two - acceptance_rate(p, q))) <= 5 * binomial_standard_error(two - acceptance_rate(p, q), rounds)
+    assert abs(second - (two - acceptance_rate(p, q))) <= 5 * binomial_standard_error(
+        two - acceptance_rate(p, q), rounds
+    )
     assert float(page.inner_text("#tree-max-se")) <= 5
 
 
 def test_tree_section_follows_the_bars(page):
-    """Change q with the keyboard: the tree's theory moves to specdec's value for the new p and q, and its counts restart."""
+    """Change q with the keyboard: the tree's theory moves to specdec's value for the new p and q, and its counts
+    restart."""
     page.click("#tree-burst")
     page.focus('.bar[data-dist="q"][data-token="1"]')
     for _ in range(10):
         page.keyboard.press("ArrowUp")
     p, q = distributions(page)
-    assert float(page.get_attribute("#tree-alpha2", "data-value")) == pytest.approx(multi_candidate_acceptance(p, q, 2), abs=1e-9)
+    assert float(page.get_attribute("#tree-alpha2", "data-value")) == pytest.approx(
+        multi_candidate_acceptance(p, q, 2), abs=1e-9
+    )
     assert page.inner_text("#tree-rounds") == "0"
 
 
@@ -201,20 +214,24 @@ def test_a_chain_round_steps_to_its_first_rejection_or_its_bonus_token(page):
     page.dispatch_event("#round-gamma", "change")
     kinds = set()
     for _ in range(12):
-        for _ in range(5):                                            # at most gamma tests, then the last token
+        for _ in range(5):  # at most gamma tests, then the last token
             page.click("#round-next")
-        accepted = page.eval_on_selector_all("#round-steps li", "items => items.map(i => i.dataset.accepted === 'true')")
+        accepted = page.eval_on_selector_all(
+            "#round-steps li", "items => items.map(i => i.dataset.accepted === 'true')"
+        )
         kind = page.get_attribute("#round-last", "data-kind")
         written = int(page.get_attribute("#round-last", "data-written"))
         kinds.add(kind)
-        assert 1 <= len(accepted) <= 3 and all(accepted[:-1])          # kept drafts, up to the first rejection
+        assert 1 <= len(accepted) <= 3 and all(accepted[:-1])  # kept drafts, up to the first rejection
         assert kind == ("bonus" if accepted == [True] * 3 else "residual")
         assert written == sum(accepted) + 1
         lit = page.eval_on_selector_all("#round-terms span", "spans => spans.filter(s => s.className === 'lit').length")
-        assert lit == written                                           # one term lit per token written
+        assert lit == written  # one term lit per token written
         page.click("#round-new")
-    assert kinds == {"bonus", "residual"}                               # alpha 0.7, gamma 3: both happen in 12 rounds
-    assert float(page.get_attribute("#round-terms", "data-value")) == pytest.approx(expected_tokens_per_pass(alpha, 3), rel=1e-12)
+    assert kinds == {"bonus", "residual"}  # alpha 0.7, gamma 3: both happen in 12 rounds
+    assert float(page.get_attribute("#round-terms", "data-value")) == pytest.approx(
+        expected_tokens_per_pass(alpha, 3), rel=1e-12
+    )
     assert page.inner_text("#round-count") == "12"
 
 
@@ -227,16 +244,24 @@ def test_guided_questions_set_the_calculator_and_answer_as_specdec_does(page):
         page.select_option("#question", str(index))
         assert page.is_hidden("#question-reply")
         page.click("#question-apply")
-        assert float(page.input_value("#alpha-input")) == preset.alpha and float(page.input_value("#c-input")) == preset.c
-        assert float(page.get_attribute("#speedup", "data-value")) == pytest.approx(walltime_speedup(preset.alpha, preset.gamma, preset.c))
+        assert (
+            float(page.input_value("#alpha-input")) == preset.alpha and float(page.input_value("#c-input")) == preset.c
+        )
+        assert float(page.get_attribute("#speedup", "data-value")) == pytest.approx(
+            walltime_speedup(preset.alpha, preset.gamma, preset.c)
+        )
         page.click("#question-answer")
         assert page.inner_text("#question-reply") == preset.answer()
 
 
 def round_steps(page) -> list[dict]:
     """The tests the round shows so far: token, p(x), q(x), u and the verdict, at full precision."""
-    return page.eval_on_selector_all("#round-steps li", """items => items.map(i => ({token: Number(i.dataset.token),
-        p: Number(i.dataset.p), q: Number(i.dataset.q), u: Number(i.dataset.u), accepted: i.dataset.accepted === 'true'}))""")
+    return page.eval_on_selector_all(
+        "#round-steps li",
+        """items => items.map(i => ({token: Number(i.dataset.token),
+        p: Number(i.dataset.p), q: Number(i.dataset.q), u: Number(i.dataset.u),
+        accepted: i.dataset.accepted === 'true'}))""",
+    )
 
 
 def test_each_step_of_a_round_is_the_rule_on_the_bars(page):
@@ -244,21 +269,29 @@ def test_each_step_of_a_round_is_the_rule_on_the_bars(page):
     running average over many rounds, and each alpha^k term's share, come out as the formula says."""
     p, q = distributions(page)
     alpha, residual = acceptance_rate(p, q), residual_distribution(p, q)
-    assert shown(page, ".round-p") == pytest.approx(p) and shown(page, ".round-residual") == pytest.approx(residual.tolist())
+    assert shown(page, ".round-p") == pytest.approx(p) and shown(page, ".round-residual") == pytest.approx(
+        residual.tolist()
+    )
     for _ in range(20):
         steps = []
-        for _ in range(6):                                             # gamma = 4 tests at most, the last token, one spare click
+        for _ in range(6):  # gamma = 4 tests at most, the last token, one spare click
             tests_over = len(steps) == 4 or (steps and not steps[-1]["accepted"])
             page.click("#round-next")
             before, steps = len(steps), round_steps(page)
-            assert len(steps) == (before if tests_over else before + 1)  # one more test per click, none after the round ends
+            # one more test per click, none after the round ends
+            assert len(steps) == (before if tests_over else before + 1)
             for step in steps:
-                assert step["p"] == pytest.approx(p[step["token"]], abs=1e-12) and step["q"] == pytest.approx(q[step["token"]], abs=1e-12)
+                assert step["p"] == pytest.approx(p[step["token"]], abs=1e-12) and step["q"] == pytest.approx(
+                    q[step["token"]], abs=1e-12
+                )
                 assert step["accepted"] == (step["u"] < step["p"] / step["q"]), step
-            assert all(step["accepted"] for step in steps[:-1])         # nothing is tested after a rejection
-        kind, token = page.get_attribute("#round-last", "data-kind"), int(page.get_attribute("#round-last", "data-token"))
+            assert all(step["accepted"] for step in steps[:-1])  # nothing is tested after a rejection
+        kind, token = (
+            page.get_attribute("#round-last", "data-kind"),
+            int(page.get_attribute("#round-last", "data-token")),
+        )
         if kind == "residual":
-            assert not steps[-1]["accepted"] and residual[token] > 0       # the residual only has mass where p > q
+            assert not steps[-1]["accepted"] and residual[token] > 0  # the residual only has mass where p > q
         else:
             assert kind == "bonus" and len(steps) == 4 and all(step["accepted"] for step in steps)
         page.click("#round-new")
@@ -269,10 +302,10 @@ def test_each_step_of_a_round_is_the_rule_on_the_bars(page):
     mean, expected = float(page.get_attribute("#round-mean", "data-value")), expected_tokens_per_pass(alpha, 4)
     assert page.inner_text("#round-expected") == f"{expected:.3f}"
     shares = shown(page, ".round-share")
-    assert shares[0] == 1.0 and sum(shares) == pytest.approx(mean)    # the shares add up to the average
+    assert shares[0] == 1.0 and sum(shares) == pytest.approx(mean)  # the shares add up to the average
     for k, share in enumerate(shares[1:], start=1):
         assert abs(share - alpha**k) <= 5 * binomial_standard_error(alpha**k, rounds), (k, share, alpha**k)
-    variance_bound = 5 * expected - expected**2                       # tokens per round lie in 1..5, so E[T^2] <= 5 E[T]
+    variance_bound = 5 * expected - expected**2  # tokens per round lie in 1..5, so E[T^2] <= 5 E[T]
     assert abs(mean - expected) <= 5 * math.sqrt(variance_bound / rounds), (mean, expected)
 
 
@@ -285,7 +318,11 @@ def test_dragging_alpha_answers_the_first_guided_question(page):
     page.click("#question-apply")
     threshold = alpha_where_speedup_falls_below(1.1, preset.c, preset.gamma)
     for alpha, above in [(threshold, True), (round(threshold - 0.01, 2), False)]:
-        page.eval_on_selector("#alpha-range", "(node, value) => { node.value = value; node.dispatchEvent(new Event('input')); }", str(alpha))
+        page.eval_on_selector(
+            "#alpha-range",
+            "(node, value) => { node.value = value; node.dispatchEvent(new Event('input')); }",
+            str(alpha),
+        )
         assert float(page.input_value("#alpha-input")) == alpha
         speedup = float(page.get_attribute("#speedup", "data-value"))
         assert speedup == pytest.approx(walltime_speedup(alpha, preset.gamma, preset.c), rel=1e-12)

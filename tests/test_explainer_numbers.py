@@ -22,15 +22,21 @@ from specdec.reference.chain_round import expected_tokens_terms
 from specdec.reference.explainer import accept_reject_picture, alpha_where_speedup_falls_below, normalise, speedup_curve
 from specdec.reference.rule import sample_one_position
 from specdec.reference.stats import chi_square_test
-from specdec.reference.theory import acceptance_rate, best_gamma, expected_tokens_per_pass, residual_distribution, walltime_speedup
+from specdec.reference.theory import (
+    acceptance_rate,
+    best_gamma,
+    expected_tokens_per_pass,
+    residual_distribution,
+    walltime_speedup,
+)
 
 
 def test_picture_agrees_with_theory_and_the_reference_rule():
     p, q = [0.3, 0.4, 0.3], [0.6, 0.2, 0.2]
-    picture = accept_reject_picture([3, 4, 3], [6, 2, 2])                  # weights, normalised
+    picture = accept_reject_picture([3, 4, 3], [6, 2, 2])  # weights, normalised
     assert picture.p.tolist() == pytest.approx(p) and picture.alpha == pytest.approx(0.7)
     assert picture.overlap.sum() == pytest.approx(picture.alpha)
-    assert picture.accept_probability * picture.q == pytest.approx(picture.overlap)   # q(x) min(1, p/q) = min(p, q)
+    assert picture.accept_probability * picture.q == pytest.approx(picture.overlap)  # q(x) min(1, p/q) = min(p, q)
     assert picture.residual == pytest.approx(residual_distribution(p, q))
     tokens, accepted = sample_one_position(picture.p, picture.q, 200_000, np.random.default_rng(0))
     assert accepted.mean() == pytest.approx(picture.alpha, abs=0.005)
@@ -87,34 +93,48 @@ def explainer_math(html: str | None = None) -> str:
     html = EXPLAINER.read_text() if html is None else html
     start, end = html.find(MATH_START), html.find(MATH_END)
     assert 0 < start < end, f"explainer.html no longer has its '{MATH_START}' ... '{MATH_END}' section"
-    return html[start:end].rsplit("\n", 2)[0]                       # drop the rule line above the next header
+    return html[start:end].rsplit("\n", 2)[0]  # drop the rule line above the next header
 
 
 def run_javascript(math: str, program: str) -> object:
     """Run `program` after the explainer's math in node; it prints one JSON value, returned here."""
     node = shutil.which("node") or shutil.which("nodejs")
     if node is None:
-        pytest.fail("node is not installed: `apt-get install -y nodejs` (it runs the explainer's script outside a browser)")
-    done = subprocess.run([node, "-e", f'"use strict";\n{math}\n{program}'], capture_output=True, text=True, timeout=120)
+        pytest.fail(
+            "node is not installed: `apt-get install -y nodejs` (it runs the explainer's script outside a browser)"
+        )
+    done = subprocess.run(
+        [node, "-e", f'"use strict";\n{math}\n{program}'], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
 
-GRID = [(alpha, gamma, c) for alpha in (0.0, 0.05, 0.3, 0.6, 0.7, 0.8, 0.95, 0.99, 1.0) for gamma in (1, 2, 4, 8, 16)
-        for c in (0.0, 0.1, 0.5, 1.0)]
+GRID = [
+    (alpha, gamma, c)
+    for alpha in (0.0, 0.05, 0.3, 0.6, 0.7, 0.8, 0.95, 0.99, 1.0)
+    for gamma in (1, 2, 4, 8, 16)
+    for c in (0.0, 0.1, 0.5, 1.0)
+]
 
 
 def test_the_html_computes_expected_tokens_and_speedup_as_theory_does():
-    """E[tokens], its alpha^k terms, the speedup, the best gamma and the guided-question search, on a grid, against theory."""
-    shown = run_javascript(explainer_math(), f"""
+    """E[tokens], its alpha^k terms, the speedup, the best gamma and the guided-question search, on a grid, against
+    theory."""
+    shown = run_javascript(
+        explainer_math(),
+        f"""
         const grid = {json.dumps(GRID)};
         console.log(JSON.stringify(grid.map(([alpha, gamma, c]) => [expectedTokensPerPass(alpha, gamma),
           expectedTokensTerms(alpha, gamma), walltimeSpeedup(alpha, gamma, c, 1), bestGamma(alpha, c, 1),
-          alphaWhereSpeedupFallsBelow(1.1, c, gamma)])));""")
+          alphaWhereSpeedupFallsBelow(1.1, c, gamma)])));""",
+    )
     for (alpha, gamma, c), (tokens, terms, speedup, (best, best_speedup), falls) in zip(GRID, shown, strict=True):
         where = f"alpha {alpha}, gamma {gamma}, c {c}"
         assert tokens == pytest.approx(expected_tokens_per_pass(alpha, gamma), rel=1e-12), where
-        assert terms == pytest.approx(expected_tokens_terms(alpha, gamma), rel=1e-12) and sum(terms) == pytest.approx(tokens), where
+        assert terms == pytest.approx(expected_tokens_terms(alpha, gamma), rel=1e-12) and sum(terms) == pytest.approx(
+            tokens
+        ), where
         assert speedup == pytest.approx(walltime_speedup(alpha, gamma, c), rel=1e-12), where
         python_best, python_best_speedup = best_gamma(alpha, c)
         assert (best, best_speedup) == (python_best, pytest.approx(python_best_speedup, rel=1e-12)), where
@@ -134,7 +154,8 @@ CHAIN_PROGRAM = """
     const random = makeRandom(3), p = [0.3, 0.4, 0.3], q = [0.6, 0.2, 0.2], firsts = [0, 0, 0], written = [];
     const kinds = { bonus: 0, residual: 0 };
     for (let k = 0; k < 40000; k++) {
-      const round = chainRound(p, q, 3, random), emitted = round.steps.filter(s => s.accepted).map(s => s.x).concat([round.last]);
+      const round = chainRound(p, q, 3, random);
+      const emitted = round.steps.filter(s => s.accepted).map(s => s.x).concat([round.last]);
       firsts[emitted[0]] += 1;
       written.push(tokensWritten(round, round.steps.length + 1));
       kinds[round.kind] += 1;
@@ -143,7 +164,8 @@ CHAIN_PROGRAM = """
 
 
 def test_the_html_chain_round_writes_p_and_averages_the_formula():
-    """The HTML's round, 40,000 times: its first token follows p, and its length averages sum(alpha^k) within 5 standard errors."""
+    """The HTML's round, 40,000 times: its first token follows p, and its length averages sum(alpha^k) within 5 standard
+    errors."""
     shown = run_javascript(explainer_math(), CHAIN_PROGRAM)
     assert chi_square_test(shown["firsts"], [0.3, 0.4, 0.3]).p_value > 1e-4
     written = np.asarray(shown["written"])
@@ -155,7 +177,11 @@ def test_the_html_chain_round_writes_p_and_averages_the_formula():
 def test_the_html_chain_round_check_catches_a_bonus_drawn_from_q_and_a_rejection_from_q():
     """Negative controls: resampling from q instead of the residual breaks the first token's law; the check sees it."""
     math = explainer_math()
-    broken = math.replace('last: sampleFrom(residualDistribution(p, q), random), kind: "residual"',
-                          'last: sampleFrom(q, random), kind: "residual"')
-    assert broken != math, "the explainer's chain round no longer draws a rejected position from residualDistribution(p, q)"
+    broken = math.replace(
+        'last: sampleFrom(residualDistribution(p, q), random), kind: "residual"',
+        'last: sampleFrom(q, random), kind: "residual"',
+    )
+    assert broken != math, (
+        "the explainer's chain round no longer draws a rejected position from residualDistribution(p, q)"
+    )
     assert chi_square_test(run_javascript(broken, CHAIN_PROGRAM)["firsts"], [0.3, 0.4, 0.3]).p_value < 1e-6

@@ -63,20 +63,24 @@ def test_greedy_equals_target_generate(deep_targets, family, architecture):
     accepted = drafted = 0
     for prompt in (*PROMPTS, REPETITIVE):
         expected = reference_greedy(target, prompt)
-        result = speculative_generate(target, FAMILIES[family](target), torch.tensor(prompt), max_new_tokens=NEW_TOKENS, temperature=0)
+        result = speculative_generate(
+            target, FAMILIES[family](target), torch.tensor(prompt), max_new_tokens=NEW_TOKENS, temperature=0
+        )
         assert result.tokens == expected, (family, architecture, prompt)
         assert result.stats.target_passes == len(result.rounds)
         accepted, drafted = accepted + result.stats.accepted, drafted + result.stats.drafted
-    assert accepted >= 10 and drafted > 0, (accepted, drafted)       # it proposed, and the target took a real share
+    assert accepted >= 10 and drafted > 0, (accepted, drafted)  # it proposed, and the target took a real share
 
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_a_repetitive_text_is_drafted_and_accepted(deep_targets, family):
     """The target's greedy text from a repetitive prompt repeats itself: each method must draft much of it."""
     target = deep_targets["llama"]
-    result = speculative_generate(target, FAMILIES[family](target), torch.tensor(REPETITIVE), max_new_tokens=60, temperature=0)
+    result = speculative_generate(
+        target, FAMILIES[family](target), torch.tensor(REPETITIVE), max_new_tokens=60, temperature=0
+    )
     assert result.tokens == reference_greedy(target, REPETITIVE, max_new_tokens=60)
-    assert result.stats.accepted >= 20, result.stats                       # a third of the text came from accepted drafts
+    assert result.stats.accepted >= 20, result.stats  # a third of the text came from accepted drafts
     assert result.stats.tokens_per_target_pass > 1.4
 
 
@@ -87,10 +91,21 @@ def test_eos_and_max_new_tokens_like_generate(deep_targets, family):
     free_run = reference_greedy(target, prompt)
     eos = free_run[len(free_run) // 2]
     expected = reference_greedy(target, prompt, eos_token_id=eos)
-    assert speculative_generate(target, FAMILIES[family](target), torch.tensor(prompt), max_new_tokens=NEW_TOKENS, temperature=0,
-                                eos_token_id=eos).tokens == expected
+    assert (
+        speculative_generate(
+            target,
+            FAMILIES[family](target),
+            torch.tensor(prompt),
+            max_new_tokens=NEW_TOKENS,
+            temperature=0,
+            eos_token_id=eos,
+        ).tokens
+        == expected
+    )
     for new_tokens in (1, 2, 7):
-        short = speculative_generate(target, FAMILIES[family](target), torch.tensor(prompt), max_new_tokens=new_tokens, temperature=0)
+        short = speculative_generate(
+            target, FAMILIES[family](target), torch.tensor(prompt), max_new_tokens=new_tokens, temperature=0
+        )
         assert short.tokens == free_run[:new_tokens]
 
 
@@ -107,24 +122,33 @@ def small_target():
 
 @pytest.fixture(scope="module")
 def echo_prompt(small_target):
-    """A prompt that ends with the target's own greedy text, so lookups and the table find what the target is likely to say."""
+    """A prompt that ends with the target's own greedy text, so lookups and the table find what the target is likely to
+    say."""
     return [2, 3, 4] + reference_greedy(small_target, [2, 3, 4], max_new_tokens=8)
 
 
 # With 8 tokens Token Recycling's 8 candidates would put every token on the tree: 3 keep some off it, and 4
 # nodes keep the tree small enough that accepted nodes are not rare among the drafted ones.
 SAMPLED_FAMILIES = {name: make for name, make in FAMILIES.items() if name != "suffix-chain"} | {
-    "recycling": lambda target: TokenRecyclingDrafter(candidates=3, budget=4)}
+    "recycling": lambda target: TokenRecyclingDrafter(candidates=3, budget=4)
+}
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("sampling", SAMPLED, ids=["t1.0_top_k6", "t0.7_top_p0.9"])
 @pytest.mark.parametrize("family", SAMPLED_FAMILIES)
 def test_sampled_distribution_is_the_targets(small_target, echo_prompt, family, sampling):
-    fit, acceptance = speculative_fit(small_target, lambda: SAMPLED_FAMILIES[family](small_target), sampling, prompt=echo_prompt,
-                                      gamma_factory=lambda: None, runs=RUNS)
+    fit, acceptance = speculative_fit(
+        small_target,
+        lambda: SAMPLED_FAMILIES[family](small_target),
+        sampling,
+        prompt=echo_prompt,
+        gamma_factory=lambda: None,
+        runs=RUNS,
+    )
     assert fit.p_value > SIGNIFICANCE, (family, fit)
-    assert 0.02 < acceptance < 0.95, acceptance          # both outcomes came up often: 2% of some 6,000 drafted nodes is over 100
+    # both outcomes came up often: 2% of some 6,000 drafted nodes is over 100
+    assert 0.02 < acceptance < 0.95, acceptance
 
 
 def wrong_row_rule(p, tree, generator):
@@ -162,14 +186,19 @@ def broken_point_mass_rule(p, tree, generator):
         node = accepted
 
 
-BROKEN = {"wrong row": (wrong_row_rule, wrong_row_chain_rule), "point mass": (broken_point_mass_rule, broken_point_mass_chain_rule)}
+BROKEN = {
+    "wrong row": (wrong_row_rule, wrong_row_chain_rule),
+    "point mass": (broken_point_mass_rule, broken_point_mass_chain_rule),
+}
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("family, broken", [("recycling", "wrong row"), ("lookahead", "point mass"), ("suffix", "point mass")])
+@pytest.mark.parametrize(
+    "family, broken", [("recycling", "wrong row"), ("lookahead", "point mass"), ("suffix", "point mass")]
+)
 def test_negative_control_broken_rules_fail(small_target, echo_prompt, monkeypatch, family, broken):
-    """The same test, with the rule broken (for trees, and for the chains a round may propose): candidates tested against the
-    wrong row, or rejected ones left in the draw.
+    """The same test, with the rule broken (for trees, and for the chains a round may propose): candidates tested
+    against the wrong row, or rejected ones left in the draw.
 
     Power: the wrong row moves the distribution by D = 14.2; a rejected candidate left in the draw by D = 0.081 for
     lookahead and 0.102 for suffix decoding (statistics 154 and 184 with 32 degrees of freedom at 1,500 runs). At RUNS =
@@ -178,8 +207,14 @@ def test_negative_control_broken_rules_fail(small_target, echo_prompt, monkeypat
     tree_rule, chain_rule = BROKEN[broken]
     monkeypatch.setattr(specdec.engine.rounds, "verify_tree_sampled", tree_rule)
     monkeypatch.setattr(specdec.engine.rounds, "verify_sampled", chain_rule)
-    fit, _ = speculative_fit(small_target, lambda: SAMPLED_FAMILIES[family](small_target), SamplingConfig(temperature=1.0),
-                             prompt=echo_prompt, gamma_factory=lambda: None, runs=RUNS)
+    fit, _ = speculative_fit(
+        small_target,
+        lambda: SAMPLED_FAMILIES[family](small_target),
+        SamplingConfig(temperature=1.0),
+        prompt=echo_prompt,
+        gamma_factory=lambda: None,
+        runs=RUNS,
+    )
     assert fit.p_value < SIGNIFICANCE, (family, fit)
 
 
@@ -192,8 +227,13 @@ def test_negative_control_layer_skip_with_a_broken_chain_rule(small_target, monk
     from test_distribution import skip_the_residual
 
     monkeypatch.setattr(specdec.engine.rounds, "verify_sampled", skip_the_residual)
-    fit, _ = speculative_fit(small_target, lambda: FAMILIES["layer-skip"](small_target), SamplingConfig(temperature=1.0),
-                             prompt=[2, 3, 4, 2, 3], gamma_factory=lambda: None)
+    fit, _ = speculative_fit(
+        small_target,
+        lambda: FAMILIES["layer-skip"](small_target),
+        SamplingConfig(temperature=1.0),
+        prompt=[2, 3, 4, 2, 3],
+        gamma_factory=lambda: None,
+    )
     assert fit.p_value < SIGNIFICANCE, fit
 
 
@@ -213,7 +253,7 @@ class RecordingCache(OneRow):
 def _check_cache(cached: CachedModel, model, sequence: torch.Tensor) -> None:
     """The cache plus the tokens it lacks gives the logits of a fresh pass over the whole text."""
     probe = copy.deepcopy(cached)
-    from_cache = probe.feed(sequence[cached.length:], last=1)[-1]
+    from_cache = probe.feed(sequence[cached.length :], last=1)[-1]
     fresh = model(input_ids=sequence[None]).logits[0, -1]
     assert torch.allclose(from_cache, fresh, atol=1e-5)
 
@@ -230,18 +270,21 @@ def test_caches_equal_a_fresh_pass_after_every_round(deep_targets, monkeypatch, 
     def checking_draft(requests):
         (request,) = requests.values()
         target_lm = RecordingCache.made[-1].lm
-        assert target_lm.length == request.sequence.numel() - 1            # every token of the text but the last
+        assert target_lm.length == request.sequence.numel() - 1  # every token of the text but the last
         _check_cache(target_lm, target, request.sequence)
         own = getattr(drafter, "texts", {}).get(0)
         inner = getattr(own, "inner", None)
-        if inner is not None and inner.cache.length(0):                  # layer skipping's own cache, against its own model
+        if inner is not None and inner.cache.length(0):  # layer skipping's own cache, against its own model
             _check_cache(inner.cache.lm, skip_layers(target, own.skipped), request.sequence)
         checked.append(True)
         return real_draft(requests)
 
     drafter.draft = checking_draft
-    result = speculative_generate(target, drafter, torch.tensor(REPETITIVE), max_new_tokens=30, temperature=temperature, seed=0)
-    assert len(result.rounds) - 2 <= len(checked) <= len(result.rounds) - 1 and len(checked) > 3   # every round (a last one may have no room)
+    result = speculative_generate(
+        target, drafter, torch.tensor(REPETITIVE), max_new_tokens=30, temperature=temperature, seed=0
+    )
+    # every round (a last one may have no room)
+    assert len(result.rounds) - 2 <= len(checked) <= len(result.rounds) - 1 and len(checked) > 3
     assert result.stats.accepted > 0
 
 
@@ -253,7 +296,8 @@ def test_recycling_keeps_its_table_across_texts_and_resets(deep_targets):
     drafter = TokenRecyclingDrafter()
     first = speculative_generate(target, drafter, torch.tensor(REPETITIVE), max_new_tokens=30, temperature=0)
     again = speculative_generate(target, drafter, torch.tensor(REPETITIVE), max_new_tokens=30, temperature=0)
-    assert again.tokens == first.tokens and again.stats.target_passes < first.stats.target_passes   # a warm table drafts more
+    # a warm table drafts more
+    assert again.tokens == first.tokens and again.stats.target_passes < first.stats.target_passes
     drafter.reset()
     assert drafter.table is None
 
@@ -266,8 +310,13 @@ def test_suffix_drafter_learns_from_earlier_outputs_and_a_corpus(deep_targets):
     session = SuffixDrafter()
     speculative_generate(target, session, torch.tensor(prompt), max_new_tokens=NEW_TOKENS, temperature=0)
     warm = speculative_generate(target, session, torch.tensor(prompt), max_new_tokens=NEW_TOKENS, temperature=0)
-    read = speculative_generate(target, SuffixDrafter(corpus=[prompt + expected]), torch.tensor(prompt), max_new_tokens=NEW_TOKENS,
-                                temperature=0)
+    read = speculative_generate(
+        target,
+        SuffixDrafter(corpus=[prompt + expected]),
+        torch.tensor(prompt),
+        max_new_tokens=NEW_TOKENS,
+        temperature=0,
+    )
     assert cold.tokens == warm.tokens == read.tokens == expected
     assert warm.stats.target_passes < cold.stats.target_passes and read.stats.target_passes < cold.stats.target_passes
 
@@ -289,8 +338,8 @@ def test_layer_skip_view_shares_weights_and_the_rule_picks_quiet_layers():
 
 
 def test_the_registry_makes_what_it_lists_and_the_catalogs_pairs_name_it(small_target):
-    """One list of methods (`specdec.registry`): each target-only one makes a drafter of its class that declares its class's
-    capabilities; the catalogue's pairs draft with a zoo model or a listed method; other names are refused."""
+    """One list of methods (`specdec.registry`): each target-only one makes a drafter of its class that declares its
+    class's capabilities; the catalogue's pairs draft with a zoo model or a listed method; other names are refused."""
     from specdec.registry import METHODS, TARGET, named_or_implied_method, pairs, target_only
     from specdec.runtime import as_model
     from specdec.zoo.catalog import MODELS

@@ -46,7 +46,11 @@ def chapter_source(name: str) -> str:
 
 
 def count(source: str, selector: str) -> int:
-    return len(json.loads(typst.query(source.encode("utf-8"), selector, root=str(ROOT), ignore_system_fonts=True, format="json")))
+    return len(
+        json.loads(
+            typst.query(source.encode("utf-8"), selector, root=str(ROOT), ignore_system_fonts=True, format="json")
+        )
+    )
 
 
 @pytest.mark.parametrize("chapter", build_pdfs.CHAPTERS)
@@ -59,11 +63,14 @@ def test_each_chapter_builds_with_its_title_and_sections(built, chapter):
     assert 3 <= pages <= 12, f"{chapter}: {pages} pages"
     markdown = (GUIDE / chapter).read_text(encoding="utf-8")
     title = markdown.splitlines()[0].removeprefix("# ")
-    assert f"/Title({title})".encode() in pdf or title.encode() in pdf, f"{chapter}: the title {title!r} is not in the PDF"
+    assert f"/Title({title})".encode() in pdf or title.encode() in pdf, (
+        f"{chapter}: the title {title!r} is not in the PDF"
+    )
     for section in re.findall(r"^## (.+)$", markdown, flags=re.MULTILINE):
         plain = section.replace("'", "\u2019")  # Typst prints typographic apostrophes
-        assert plain.encode("utf-8") in pdf or plain.encode("utf-16-be") in pdf or section.encode() in pdf, \
+        assert plain.encode("utf-8") in pdf or plain.encode("utf-16-be") in pdf or section.encode() in pdf, (
             f"{chapter}: section {section!r} missing from the PDF outline"
+        )
 
 
 @pytest.mark.parametrize("chapter", build_pdfs.CHAPTERS)
@@ -83,9 +90,9 @@ def png_ink(png: bytes) -> float:
     """The share of bytes in a PNG's pixel data that are not pure white (0xFF): 0 for a blank page."""
     position, data = 8, b""
     while position < len(png):
-        length, kind = struct.unpack(">I4s", png[position:position + 8])
+        length, kind = struct.unpack(">I4s", png[position : position + 8])
         if kind == b"IDAT":
-            data += png[position + 8:position + 8 + length]
+            data += png[position + 8 : position + 8 + length]
         position += 12 + length
     pixels = zlib.decompress(data)
     return sum(1 for byte in pixels[::7] if byte != 0xFF) / len(pixels[::7])
@@ -105,7 +112,9 @@ def test_committed_pdfs_match_the_chapters(built):
     for name, fresh in paths.items():
         committed = GUIDE / "pdf" / name
         assert committed.is_file(), f"guide/pdf/{name} is missing: run `python guide/build_pdfs.py`"
-        assert committed.read_bytes() == fresh.read_bytes(), f"guide/pdf/{name} is stale: run `python guide/build_pdfs.py`"
+        assert committed.read_bytes() == fresh.read_bytes(), (
+            f"guide/pdf/{name} is stale: run `python guide/build_pdfs.py`"
+        )
 
 
 def test_latex_translation():
@@ -126,7 +135,9 @@ def test_converter_refuses_what_it_does_not_understand():
 
 
 def test_text_that_looks_like_typst_is_printed_literally():
-    source = build_pdfs.chapter_to_typst("# T\n\nA #hash, an @at, a <tag>, 2*3*4, a_b, // not a comment; `code`; *em*.\n", "x.md")
+    source = build_pdfs.chapter_to_typst(
+        "# T\n\nA #hash, an @at, a <tag>, 2*3*4, a_b, // not a comment; `code`; *em*.\n", "x.md"
+    )
     png = typst.compile(source.encode("utf-8"), format="png", root=str(ROOT), ignore_system_fonts=True)
     assert png_ink(png if isinstance(png, bytes) else png[0]) > 0
     assert "#hash" not in source.replace("\\#hash", "")

@@ -26,7 +26,7 @@ SOLUTION = re.compile(r"^```python solution\n(.*?)^```[ \t]*$", re.MULTILINE | r
 P = np.array([[0.60, 0.30, 0.10], [0.20, 0.50, 0.30], [0.30, 0.10, 0.60]])
 Q = np.array([[0.10, 0.20, 0.70], [0.50, 0.20, 0.30], [0.40, 0.50, 0.10]])
 START, LENGTH, RUNS = 0, 3, 12_000
-SHAPE = (-1, -1, 0, 0, 1)      # two guesses at the root, two below the first, one below the second
+SHAPE = (-1, -1, 0, 0, 1)  # two guesses at the root, two below the first, one below the second
 
 
 def solutions() -> dict[str, str]:
@@ -45,16 +45,17 @@ def load(source: str):
 
 
 def draw_tree(last: int, rng: np.random.Generator):
-    """Children drawn from Q without replacement, breadth-first; p and q rows from the tables, as a real round has them."""
+    """Children drawn from Q without replacement, breadth-first; p and q rows from the tables, as a real round has
+    them."""
     tokens: list[int] = []
     parents = list(SHAPE)
     for parent in parents:
         context = last if parent == -1 else tokens[parent]
         siblings = [tokens[i] for i in range(len(tokens)) if parents[i] == parent]
         law = Q[context].copy()
-        law[siblings] = 0.0                                    # without replacement
+        law[siblings] = 0.0  # without replacement
         tokens.append(int(rng.choice(3, p=law / law.sum())))
-    contexts = [last] + tokens                                 # row 0: after the root; row i + 1: after node i
+    contexts = [last] + tokens  # row 0: after the root; row i + 1: after node i
     return tokens, parents, P[contexts], Q[contexts]
 
 
@@ -66,7 +67,7 @@ def sequences(verify_tree, seed: int = 0) -> Counter:
         while len(text) < LENGTH:
             tokens, parents, p, q = draw_tree(text[-1] if text else START, rng)
             emitted = verify_tree(tokens, parents, p, q, rng)
-            assert 1 <= len(emitted) <= 3                      # the path (at most 2 deep here), then one token
+            assert 1 <= len(emitted) <= 3  # the path (at most 2 deep here), then one token
             text += emitted
         counts[tuple(text[:LENGTH])] += 1
     return counts
@@ -80,7 +81,8 @@ def fit(verify_tree):
 def tree_solution() -> str:
     found = solutions()
     assert list(found) == ["04-trees.md"] and len(found["04-trees.md"]) == 1, (
-        "a new ```python solution block needs a test here")
+        "a new ```python solution block needs a test here"
+    )
     return found["04-trees.md"][0]
 
 

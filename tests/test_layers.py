@@ -14,7 +14,7 @@ from pathlib import Path
 
 try:
     import tomllib
-except ImportError:                     # Python 3.10: import-linter brings tomli
+except ImportError:  # Python 3.10: import-linter brings tomli
     import tomli as tomllib
 
 import grimp
@@ -28,8 +28,10 @@ def contract_layers() -> list[grimp.Layer]:
     """The layers contract of pyproject.toml as grimp layers ("a | b": independent siblings, "a : b": not)."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
     (layers,) = [contract["layers"] for contract in config["contracts"] if contract["type"] == "layers"]
-    return [grimp.Layer(*[part.strip() for part in layer.replace(":", "|").split("|")], independent=":" not in layer)
-            for layer in layers]
+    return [
+        grimp.Layer(*[part.strip() for part in layer.replace(":", "|").split("|")], independent=":" not in layer)
+        for layer in layers
+    ]
 
 
 def cycles(graph: grimp.ImportGraph, package: str = "specdec") -> list[list[str]]:
@@ -72,14 +74,15 @@ def test_the_import_contract_holds_and_would_catch_an_import_upwards():
     graph = grimp.build_graph("specdec", include_external_packages=False)
     layers = contract_layers()
     assert not graph.find_illegal_dependencies_for_layers(layers, containers=set())
-    graph.add_import(importer="specdec.engine.loop", imported="specdec.drafting.draft_model")     # the loop naming a method
+    # the loop naming a method
+    graph.add_import(importer="specdec.engine.loop", imported="specdec.drafting.draft_model")
     assert graph.find_illegal_dependencies_for_layers(layers, containers=set())
 
 
 def test_no_module_is_in_an_import_cycle():
     graph = grimp.build_graph("specdec", include_external_packages=False)
     assert cycles(graph) == []
-    graph.add_import(importer="specdec.engine.trees", imported="specdec.engine.contract")       # contract -> trees already
+    graph.add_import(importer="specdec.engine.trees", imported="specdec.engine.contract")  # contract -> trees already
     assert cycles(graph) == [["specdec.engine.contract", "specdec.engine.trees"]]
 
 
@@ -87,7 +90,11 @@ def type_tests(source: str) -> list[str]:
     """The calls of isinstance, hasattr, getattr and type in a module's source, as 'line: call'."""
     found = []
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("isinstance", "hasattr", "getattr", "type"):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("isinstance", "hasattr", "getattr", "type")
+        ):
             found.append(f"{node.lineno}: {node.func.id}")
     return found
 
@@ -95,4 +102,4 @@ def type_tests(source: str) -> list[str]:
 def test_the_loop_asks_no_type():
     for path in LOOP:
         assert type_tests((ROOT / path).read_text()) == [], path
-    assert type_tests("if isinstance(proposal, DraftTree):\n    pass\n") == ["1: isinstance"]      # the check can fail
+    assert type_tests("if isinstance(proposal, DraftTree):\n    pass\n") == ["1: isinstance"]  # the check can fail

@@ -13,8 +13,11 @@ from pathlib import Path
 
 import pytest
 
-_spec = importlib.util.spec_from_file_location("llama_cpp_bench", Path(__file__).resolve().parents[1] / "benchmarks" / "llama_cpp.py")
-bench = sys.modules.setdefault("llama_cpp_bench", importlib.util.module_from_spec(_spec))   # dataclasses look it up there
+_spec = importlib.util.spec_from_file_location(
+    "llama_cpp_bench", Path(__file__).resolve().parents[1] / "benchmarks" / "llama_cpp.py"
+)
+# dataclasses look it up there
+bench = sys.modules.setdefault("llama_cpp_bench", importlib.util.module_from_spec(_spec))
 _spec.loader.exec_module(bench)
 
 COMPLETION = """#!/bin/sh
@@ -60,7 +63,8 @@ def test_a_native_build_that_dies_of_sigill_gives_way_to_the_no_amx_build_and_sa
     bench.warm_up(bench.llama_variants(args), args, warm)
     assert ran == ["build", "build-no-amx"] and args.llama_build == "no-amx"
     assert "died of an illegal instruction (signal 4)" in capsys.readouterr().err
-    measured = bench.run_llama("llama-completion", args, prompt, "", [1, 2, 3], 4)   # the timed runs use the no-AMX tools
+    # the timed runs use the no-AMX tools
+    measured = bench.run_llama("llama-completion", args, prompt, "", [1, 2, 3], 4)
     assert (measured.new_tokens, measured.tokens_per_s) == (5, 40.0)
 
 
@@ -77,10 +81,16 @@ def test_the_no_amx_build_is_built_when_missing_with_amx_off_and_this_cpus_exten
     monkeypatch.setattr(bench, "build", fake_build)
     _, warm = _warm_with_llama(args, prompt)
     bench.warm_up(bench.llama_variants(args), args, warm)
-    (folder, kind, options), = built
+    ((folder, kind, options),) = built
     assert (folder, kind) == ("build-no-amx", "no-amx")
-    assert {"-DGGML_NATIVE=OFF", "-DGGML_AVX2=ON", "-DGGML_AVX512=OFF", "-DGGML_AMX_TILE=OFF", "-DGGML_AMX_INT8=OFF",
-            "-DGGML_AMX_BF16=OFF"} <= set(options) and "-DGGML_NATIVE=ON" not in options
+    assert {
+        "-DGGML_NATIVE=OFF",
+        "-DGGML_AVX2=ON",
+        "-DGGML_AVX512=OFF",
+        "-DGGML_AMX_TILE=OFF",
+        "-DGGML_AMX_INT8=OFF",
+        "-DGGML_AMX_BF16=OFF",
+    } <= set(options) and "-DGGML_NATIVE=ON" not in options
 
 
 def test_a_build_asked_for_by_name_is_not_replaced(tmp_path):

@@ -37,7 +37,7 @@ def test_load_a_local_folder_in_the_asked_dtype(tmp_path):
     assert model.dtype == torch.bfloat16 and not model.training
     from specdec.kernels.packed_linear import PackedLinear, packable
 
-    if packable(torch.nn.Linear(2, 2).to(torch.bfloat16)):                 # bfloat16 on a CPU: laid out once for oneDNN
+    if packable(torch.nn.Linear(2, 2).to(torch.bfloat16)):  # bfloat16 on a CPU: laid out once for oneDNN
         assert type(model.lm_head) is PackedLinear
     assert type(load_model(str(folder), device="cpu", dtype="float32").lm_head) is torch.nn.Linear
     assert load_tokenizer(str(folder)).decode([2, 3]) == "w2 w3"
@@ -80,20 +80,26 @@ def test_load_pair_with_quantized_weights(tmp_path):
     target_path, draft_path = str(save_tiny_model(tmp_path / "t", target)), str(save_tiny_model(tmp_path / "d", draft))
     pair = load_pair(target_path, draft_path, device="cpu", quantization="int8", draft_quantization="int4")
     assert (pair.quantization, pair.draft_quantization) == ("int8", "int4")
-    assert (pair.precision, pair.draft_precision) == ("float32 int8", "bfloat16 int4")   # an int4 draft runs where its kernel is fast
-    assert type(pair.target.module.lm_head).__name__ == "Int8Linear" and type(pair.draft.module.lm_head).__name__ == "Int4Linear"
+    # an int4 draft runs where its kernel is fast
+    assert (pair.precision, pair.draft_precision) == ("float32 int8", "bfloat16 int4")
+    assert (
+        type(pair.target.module.lm_head).__name__ == "Int8Linear"
+        and type(pair.draft.module.lm_head).__name__ == "Int4Linear"
+    )
     auto = load_pair(target_path, draft_path, device="cpu", quantization="auto", draft_quantization="auto")
     assert (auto.precision, auto.draft_precision) == ("float32 int8", "bfloat16 int4")
-    plain = load_pair(target_path, draft_path, device="cpu")                             # the Python API's default: as saved
+    plain = load_pair(target_path, draft_path, device="cpu")  # the Python API's default: as saved
     assert (plain.precision, plain.draft_precision) == ("float32", "float32")
     with pytest.raises(SpecdecError, match="unknown quantization 'int3'"):
         load_pair(target_path, draft_path, draft_quantization="int3")
 
 
 def test_quantizing_a_model_it_cannot_handle_is_refused_unless_auto(tmp_path):
-    target, draft = tiny_pair("gpt2")                                       # GPT-2 keeps its weights in Conv1D layers
+    target, draft = tiny_pair("gpt2")  # GPT-2 keeps its weights in Conv1D layers
     target_path, draft_path = str(save_tiny_model(tmp_path / "t", target)), str(save_tiny_model(tmp_path / "d", draft))
-    with pytest.raises(SpecdecError, match="gpt2 model keeps most of its weights elsewhere .*Conv1D.*use quantization none"):
+    with pytest.raises(
+        SpecdecError, match="gpt2 model keeps most of its weights elsewhere .*Conv1D.*use quantization none"
+    ):
         load_pair(target_path, draft_path, device="cpu", quantization="int8")
     pair = load_pair(target_path, draft_path, device="cpu", quantization="auto", draft_quantization="auto")
-    assert (pair.quantization, pair.draft_quantization) == ("none", "none")              # auto keeps it as it is, and says so
+    assert (pair.quantization, pair.draft_quantization) == ("none", "none")  # auto keeps it as it is, and says so

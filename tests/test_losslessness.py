@@ -29,9 +29,9 @@ from specdec.reference.stats import chi_square_test  # noqa: E402
 from specdec.reference.theory import acceptance_rate, residual_distribution  # noqa: E402
 from specdec.reference.toy import run_losslessness_check  # noqa: E402
 
-P = np.array([0.30, 0.40, 0.30])   # target
-Q = np.array([0.60, 0.20, 0.20])   # draft
-SIGNIFICANCE = 1e-4                # a correct rule fails a test this rarely; the broken ones fail by miles
+P = np.array([0.30, 0.40, 0.30])  # target
+Q = np.array([0.60, 0.20, 0.20])  # draft
+SIGNIFICANCE = 1e-4  # a correct rule fails a test this rarely; the broken ones fail by miles
 
 # A toy Markov language: row a is the next-token distribution after token a.
 TARGET_TABLE = np.array([[0.5, 0.3, 0.2], [0.1, 0.6, 0.3], [0.3, 0.3, 0.4]])
@@ -40,19 +40,19 @@ DRAFT_TABLE = np.array([[0.2, 0.2, 0.6], [0.4, 0.4, 0.2], [0.6, 0.1, 0.3]])
 
 def test_hand_worked_case():
     """p = (0.3, 0.4, 0.3), q = (0.6, 0.2, 0.2): worked out on paper, token by token."""
-    assert np.isclose(acceptance_rate(P, Q), 0.7)                        # 0.3 + 0.2 + 0.2
+    assert np.isclose(acceptance_rate(P, Q), 0.7)  # 0.3 + 0.2 + 0.2
     assert np.allclose(residual_distribution(P, Q), [0.0, 2 / 3, 1 / 3])  # max(0, p - q) = (0, 0.2, 0.1)
-    accepted_part = np.minimum(P, Q)                                     # q(x) min(1, p/q) = (0.3, 0.2, 0.2)
-    rejected_part = (1 - 0.7) * residual_distribution(P, Q)              # 0.3 * (0, 2/3, 1/3) = (0, 0.2, 0.1)
+    accepted_part = np.minimum(P, Q)  # q(x) min(1, p/q) = (0.3, 0.2, 0.2)
+    rejected_part = (1 - 0.7) * residual_distribution(P, Q)  # 0.3 * (0, 2/3, 1/3) = (0, 0.2, 0.1)
     assert np.allclose(accepted_part + rejected_part, P)
 
 
 def test_rule_decisions_by_hand():
     rng = np.random.default_rng(0)
-    assert speculative_rule(P, Q, 1, 0.99, rng) == (1, True)     # p(B) > q(B): always accepted
-    assert speculative_rule(P, Q, 0, 0.49, rng) == (0, True)     # p/q = 0.5 for A: u < 0.5 accepts
-    token, accepted = speculative_rule(P, Q, 0, 0.51, rng)       # ... u > 0.5 rejects,
-    assert not accepted and token in (1, 2)                      # and the residual never gives A
+    assert speculative_rule(P, Q, 1, 0.99, rng) == (1, True)  # p(B) > q(B): always accepted
+    assert speculative_rule(P, Q, 0, 0.49, rng) == (0, True)  # p/q = 0.5 for A: u < 0.5 accepts
+    token, accepted = speculative_rule(P, Q, 0, 0.51, rng)  # ... u > 0.5 rejects,
+    assert not accepted and token in (1, 2)  # and the residual never gives A
 
 
 def test_one_position_matches_target():
@@ -70,8 +70,10 @@ def test_measured_acceptance_matches_alpha():
 
 def _block_counts(rule, runs: int = 20_000, length: int = 3, gamma: int = 2, seed: int = 3) -> Counter:
     rng = np.random.default_rng(seed)
-    return Counter(tuple(speculative_markov_generate(TARGET_TABLE, DRAFT_TABLE, 0, length, gamma, rng, rule)[0])
-                   for _ in range(runs))
+    return Counter(
+        tuple(speculative_markov_generate(TARGET_TABLE, DRAFT_TABLE, 0, length, gamma, rng, rule)[0])
+        for _ in range(runs)
+    )
 
 
 def test_whole_blocks_match_target_sequences():

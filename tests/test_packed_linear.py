@@ -22,8 +22,10 @@ from specdec.engine.sampling import SamplingConfig
 from specdec.engine.trees import DraftTree, tree_attention
 from specdec.kernels.packed_linear import PackedLinear, pack_linear_layers, packable
 
-pytestmark = pytest.mark.skipif(not packable(torch.nn.Linear(2, 2).to(torch.bfloat16)),
-                                reason="this CPU's oneDNN has no bfloat16 kernels: nothing is packed here")
+pytestmark = pytest.mark.skipif(
+    not packable(torch.nn.Linear(2, 2).to(torch.bfloat16)),
+    reason="this CPU's oneDNN has no bfloat16 kernels: nothing is packed here",
+)
 
 
 def packed(model: torch.nn.Module) -> torch.nn.Module:
@@ -41,7 +43,7 @@ def test_a_packed_layer_gives_the_same_bits_as_the_layer(bias):
         for shape in ((1, 96), (2, 96), (5, 96), (17, 96), (1, 7, 96)):
             x = torch.randn(shape).to(torch.bfloat16) * 4
             assert torch.equal(packed_layer(x), layer(x)), shape
-    assert not packable(torch.nn.Linear(4, 4))                                     # float32 goes to MKL: nothing to pack
+    assert not packable(torch.nn.Linear(4, 4))  # float32 goes to MKL: nothing to pack
 
 
 def test_a_packed_model_gives_the_same_logits_on_every_pass_the_engine_makes():
@@ -50,7 +52,7 @@ def test_a_packed_model_gives_the_same_logits_on_every_pass_the_engine_makes():
     assert type(twin.lm_head) is PackedLinear and type(twin.model.layers[0].mlp.up_proj) is PackedLinear
     ids = torch.randint(0, 48, (40,), generator=torch.Generator().manual_seed(0))
     plain, fast = CachedModel(model), CachedModel(twin)
-    tree = DraftTree(torch.tensor([5, 6, 7, 8]), (-1, -1, 0, 0), None)               # two children of the root, two of the first
+    tree = DraftTree(torch.tensor([5, 6, 7, 8]), (-1, -1, 0, 0), None)  # two children of the root, two of the first
     attend, positions = tree_attention(31, tree)
     passes = [dict(tokens=ids[:30], last=30), dict(tokens=ids[30:31]), dict(tokens=ids[31:36], last=5)]
     for feed in passes:
@@ -58,7 +60,7 @@ def test_a_packed_model_gives_the_same_logits_on_every_pass_the_engine_makes():
     plain.rollback(31), fast.rollback(31)
     tree_pass = dict(tokens=torch.cat([ids[31:32], tree.tokens]), last=5, attend=attend, positions=positions)
     assert torch.equal(plain.feed(**tree_pass), fast.feed(**tree_pass))
-    assert weight_bytes(twin) == weight_bytes(model)                               # c is estimated as before
+    assert weight_bytes(twin) == weight_bytes(model)  # c is estimated as before
 
 
 @pytest.fixture(scope="module")

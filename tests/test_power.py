@@ -10,7 +10,7 @@ import test_cross_tokenizer
 import test_trees
 from distribution_check import EFFECTS, LLAMA_RUNS, RUNS, power
 
-CONTROLS = {   # the effect, and the runs its test uses
+CONTROLS = {  # the effect, and the runs its test uses
     "accept always, a draft model (3,000)": RUNS,
     "skip the residual, a draft model (3,000)": RUNS,
     "skip the residual, a draft with another tokenizer (3,000)": test_cross_tokenizer.CROSS_RUNS,
@@ -37,4 +37,4 @@ def test_every_negative_control_has_the_runs_to_fail():
 
 def test_the_power_calculation_says_no_to_too_few_runs():
     effect, df = EFFECTS["skip the residual, a draft with another tokenizer (3,000)"]
-    assert power(3000, effect, df) < 0.7                   # what the cross-tokenizer test had before it was sized
+    assert power(3000, effect, df) < 0.7  # what the cross-tokenizer test had before it was sized

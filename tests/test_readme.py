@@ -41,7 +41,7 @@ def test_the_readme_is_short_and_opens_with_the_app():
 def test_the_test_command_is_the_one_ci_runs():
     ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if "pytest" in line]
     assert len(ci) == 1 and ci[0] in commands(README)
-    assert ci[0].replace("--all ", "") not in commands(README)                          # it can fail: another command
+    assert ci[0].replace("--all ", "") not in commands(README)  # it can fail: another command
 
 
 def shape(output: str) -> list[str]:
@@ -52,19 +52,22 @@ def shape(output: str) -> list[str]:
 def test_the_quick_starts_toy_runs_and_prints_what_the_readme_shows():
     toy = next(command for command in commands(README) if command.startswith("specdec toy"))
     shown = next(block for block in fenced(README, "text") if block.startswith("--- Losslessness"))
-    ran = subprocess.run([sys.executable, "-m", "specdec", *shlex.split(toy)[1:]], capture_output=True, text=True,
-                         timeout=120, cwd=ROOT)
+    ran = subprocess.run(
+        [sys.executable, "-m", "specdec", *shlex.split(toy)[1:]], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
     assert ran.returncode == 0, ran.stderr
     assert "PASS" in ran.stdout and shape(ran.stdout) == shape(shown)
-    assert shape(ran.stdout) != shape(shown.replace("PASS", "FAIL"))                      # it can fail
+    assert shape(ran.stdout) != shape(shown.replace("PASS", "FAIL"))  # it can fail
 
 
 def test_the_commands_that_need_models_parse_as_written():
     parser = build_parser()
-    needing_models = [command for command in commands(README) if command.startswith("specdec ") and "toy" not in command]
+    needing_models = [
+        command for command in commands(README) if command.startswith("specdec ") and "toy" not in command
+    ]
     assert len(needing_models) >= 2
     for command in needing_models:
-        parser.parse_args(shlex.split(command)[1:])                                       # exits 2 on a wrong option
+        parser.parse_args(shlex.split(command)[1:])  # exits 2 on a wrong option
 
 
 def test_every_link_leads_to_a_file():
@@ -72,6 +75,9 @@ def test_every_link_leads_to_a_file():
     assert links and [link for link in links if not link.startswith("http") and not (ROOT / link).exists()] == []
     for page in (ROOT / "docs").glob("*.md"):
         text = page.read_text()
-        missing = [link for link in re.findall(r"\]\(([^)#]+)\)", text) if not link.startswith("http")
-                   and not (page.parent / link).exists()]
+        missing = [
+            link
+            for link in re.findall(r"\]\(([^)#]+)\)", text)
+            if not link.startswith("http") and not (page.parent / link).exists()
+        ]
         assert missing == [], (page.name, missing)

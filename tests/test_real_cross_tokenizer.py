@@ -23,7 +23,8 @@ PROMPTS = [
     "Summarize in two sentences: speculative decoding lets a small model draft tokens that a large model verifies.",
 ]
 NEW_TOKENS = 48
-LONG_TEXT = (Path(__file__).parents[1] / "specdec" / "engine" / "loop.py").read_text()[:3000]   # ~800 Gemma tokens of code
+# ~800 Gemma tokens of code
+LONG_TEXT = (Path(__file__).parents[1] / "specdec" / "engine" / "loop.py").read_text()[:3000]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -40,20 +41,23 @@ def test_greedy_output_is_the_targets_own_with_a_draft_of_another_family(draft):
     pair = load_pair("qwen2.5-coder-0.5b", draft, device="cpu", dtype="float32")
     assert pair.cross_tokenizer
     prompts = [encode_prompt(pair.tokenizer, prompt, chat=True) for prompt in PROMPTS]
-    prompts.append(pair.tokenizer(LONG_TEXT, return_tensors="pt").input_ids)            # the Gemma draft passes its window
+    prompts.append(pair.tokenizer(LONG_TEXT, return_tensors="pt").input_ids)  # the Gemma draft passes its window
     assert pair.draft_ids(prompts[-1]).shape[1] > 512
     accepted = 0
     for input_ids in prompts:
         expected = greedy_reference(pair, input_ids, NEW_TOKENS)
         for gamma in (4, None):
-            result = generate_speculative(pair, input_ids, Decoding(max_new_tokens=NEW_TOKENS, temperature=0), gamma=gamma)
+            result = generate_speculative(
+                pair, input_ids, Decoding(max_new_tokens=NEW_TOKENS, temperature=0), gamma=gamma
+            )
             assert result.tokens == expected, (draft, gamma)
             accepted += result.stats.accepted
     assert accepted > 0
 
 
 def test_sliding_window_target_past_its_window():
-    """Gemma 3 270M as the target, 800 tokens of prompt: its 512-token windows have dropped the start before any rollback."""
+    """Gemma 3 270M as the target, 800 tokens of prompt: its 512-token windows have dropped the start before any
+    rollback."""
     from specdec import Decoding
     from specdec.pair.running import generate_speculative
     from specdec.pair.loading import load_pair
@@ -89,7 +93,7 @@ def sampled_first_tokens():
     with torch.inference_mode():
         first = int(pair.target(input_ids=prompt[None]).logits[0, -1].argmax())
         sequence = torch.cat([prompt, prompt.new_tensor([first])])
-        p = probabilities(pair.target(input_ids=sequence[None]).logits[0, -1:], sampling)    # [1, V]
+        p = probabilities(pair.target(input_ids=sequence[None]).logits[0, -1:], sampling)  # [1, V]
 
     def run(rule):
         drafter = pair.drafter()
@@ -99,7 +103,7 @@ def sampled_first_tokens():
             generator = torch.Generator().manual_seed(seed)
             draft = drafter.draft({0: DraftRequest(sequence, 1, sampling, generator)})[0]
             assert draft.tokens.numel() == 1
-            verdict = rule(p.repeat(2, 1), draft.q, draft.tokens, generator)   # the bonus row is never counted
+            verdict = rule(p.repeat(2, 1), draft.q, draft.tokens, generator)  # the bonus row is never counted
             token = int(draft.tokens[0]) if verdict.accepted else verdict.next_token
             counts[(token,)] = counts.get((token,), 0) + 1
             accepted, drafted = accepted + verdict.accepted, drafted + 1

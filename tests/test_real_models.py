@@ -36,7 +36,9 @@ def qwen_pair():
 def quantized_pair(qwen_pair):
     from specdec.pair.loading import load_pair
 
-    return load_pair("qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b", device="cpu", quantization="auto", draft_quantization="auto")
+    return load_pair(
+        "qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b", device="cpu", quantization="auto", draft_quantization="auto"
+    )
 
 
 @pytest.mark.parametrize("prompt", PROMPTS)
@@ -53,8 +55,10 @@ def test_greedy_output_is_the_quantized_targets_own(quantized_pair, prompt):
     from specdec import TreeSettings
 
     for tree in (None, TreeSettings()):
-        for gamma in ((4, None) if tree is None else (None,)):
-            assert generate_speculative(quantized_pair, input_ids, decoding, gamma=gamma, tree=tree).tokens == expected, (gamma, tree)
+        for gamma in (4, None) if tree is None else (None,):
+            assert (
+                generate_speculative(quantized_pair, input_ids, decoding, gamma=gamma, tree=tree).tokens == expected
+            ), (gamma, tree)
 
 
 @pytest.mark.parametrize("prompt", PROMPTS)
@@ -65,31 +69,39 @@ def test_greedy_output_is_the_targets_own(qwen_pair, prompt):
     input_ids = encode_prompt(qwen_pair.tokenizer, prompt, chat=True)
     decoding = Decoding(max_new_tokens=NEW_TOKENS, temperature=0)
     speculative = generate_speculative(qwen_pair, input_ids, decoding, gamma=4)
-    stop_rule = generate_speculative(qwen_pair, input_ids, decoding)                 # the default: the stop rule
+    stop_rule = generate_speculative(qwen_pair, input_ids, decoding)  # the default: the stop rule
     tree = generate_speculative(qwen_pair, input_ids, decoding, tree=TreeSettings())  # a token tree, its defaults
-    wide = speculative_generate(qwen_pair.target, TreeDrafter(qwen_pair.draft, budget=12, depth=4, c=0.0, verify_slope=0.0), input_ids,
-                                eos_token_id=qwen_pair.eos_token_ids, **decoding.as_kwargs())            # always branching
+    wide = speculative_generate(
+        qwen_pair.target,
+        TreeDrafter(qwen_pair.draft, budget=12, depth=4, c=0.0, verify_slope=0.0),
+        input_ids,
+        eos_token_id=qwen_pair.eos_token_ids,
+        **decoding.as_kwargs(),
+    )  # always branching
     plain = generate_plain(qwen_pair, input_ids, decoding)
     expected = greedy_reference(qwen_pair, input_ids, NEW_TOKENS)
     assert plain.tokens == expected
     assert speculative.tokens == expected and stop_rule.tokens == expected
     assert tree.tokens == expected and wide.tokens == expected
-    assert max(len(round_.drafted) for round_ in wide.rounds) == 12               # the wide trees really were trees
+    assert max(len(round_.drafted) for round_ in wide.rounds) == 12  # the wide trees really were trees
     assert speculative.stats.tokens_per_target_pass > 1.5, speculative.stats
 
 
-BATCH_PROMPTS = [                                   # four lengths, four kinds of text
+BATCH_PROMPTS = [  # four lengths, four kinds of text
     "Write a Python function that checks whether a number is prime.",
     "Translate to French: the cat sleeps.",
-    "Summarize in two sentences: speculative decoding lets a small model draft tokens that a large model verifies in one "
-    "pass, and a modified rejection rule keeps the output exactly the large model's, so the text is the same, only faster.",
+    "Summarize in two sentences: speculative decoding lets a small model draft tokens that a large model verifies in "
+    "one "
+    "pass, and a modified rejection rule keeps the output exactly the large model's, so the text is the same, only "
+    "faster.",
     "What is 17 * 23?",
 ]
 
 
 @pytest.mark.parametrize("which", ["float32", "default"])
 def test_a_batch_of_four_prompts_gives_every_row_its_own_greedy_output(qwen_pair, quantized_pair, which):
-    """The batch issue's exactness goal: 4 prompts of different lengths at once, each row identical to its own `generate`."""
+    """The batch issue's exactness goal: 4 prompts of different lengths at once, each row identical to its own
+    `generate`."""
     from specdec import Decoding
     from specdec.pair.running import encode_prompt, generate_plain_batch, generate_speculative_batch
 

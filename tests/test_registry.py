@@ -37,7 +37,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 class RepeatLast:
-    """Guesses that the text's last token comes again, `times` times: fixed candidates, needing nothing but the target."""
+    """Guesses that the text's last token comes again, `times` times: fixed candidates, needing nothing but the
+    target."""
 
     name, draft_model = "repeat-last", None
     capabilities = Capabilities(sizes_rounds=True, drafts="the last token again")
@@ -49,7 +50,10 @@ class RepeatLast:
         pass
 
     def draft(self, requests: dict[int, DraftRequest]) -> dict[int, DraftTree]:
-        return {row: DraftTree.chain(request.sequence[-1:].repeat(min(self.times, request.limit))) for row, request in requests.items()}
+        return {
+            row: DraftTree.chain(request.sequence[-1:].repeat(min(self.times, request.limit)))
+            for row, request in requests.items()
+        }
 
     def observe(self, verified: dict[int, Verified]) -> None:
         pass
@@ -70,7 +74,7 @@ class FirstGuess:
     def draft(self, requests: dict[int, DraftRequest]) -> dict[int, DraftTree]:
         guesses = {}
         for row, request in requests.items():
-            logits, _ = self.draft_model.rows([row]).feed([request.sequence], last=1)         # [1, 1, V]
+            logits, _ = self.draft_model.rows([row]).feed([request.sequence], last=1)  # [1, 1, V]
             guesses[row] = DraftTree.chain(logits[0, -1].argmax().reshape(1))
         return guesses
 
@@ -86,12 +90,25 @@ class RepeatOptions:
 @pytest.fixture
 def registered():
     """The two methods, registered for one test and taken out after it."""
-    repeat = registry.register(registry.Method(
-        "repeat-last", "the last token guessed again (a test's method)", RepeatLast,
-        lambda resources, options: RepeatLast(options.times), options=RepeatOptions, targets=("qwen2.5-coder-1.5b",)))
-    guess = registry.register(registry.Method(
-        "first-guess", "the draft's first guess, no cache (a test's method)", FirstGuess,
-        lambda resources, options: FirstGuess(resources[registry.DRAFT_MODEL]), needs=(registry.DRAFT_MODEL,)))
+    repeat = registry.register(
+        registry.Method(
+            "repeat-last",
+            "the last token guessed again (a test's method)",
+            RepeatLast,
+            lambda resources, options: RepeatLast(options.times),
+            options=RepeatOptions,
+            targets=("qwen2.5-coder-1.5b",),
+        )
+    )
+    guess = registry.register(
+        registry.Method(
+            "first-guess",
+            "the draft's first guess, no cache (a test's method)",
+            FirstGuess,
+            lambda resources, options: FirstGuess(resources[registry.DRAFT_MODEL]),
+            needs=(registry.DRAFT_MODEL,),
+        )
+    )
     yield repeat, guess
     registry.unregister("repeat-last")
     registry.unregister("first-guess")
@@ -103,7 +120,7 @@ def test_a_registered_method_is_in_every_list_and_runs_exactly(registered, capsy
     run = parser._subparsers._group_actions[0].choices["run"]
     method_choices = next(action.choices for action in run._actions if action.dest == "method")
     assert {"repeat-last", "first-guess"} <= set(method_choices)
-    assert "repeat-last" in run.format_help() and "times" in run.format_help()               # --draft's and --option's help
+    assert "repeat-last" in run.format_help() and "times" in run.format_help()  # --draft's and --option's help
     bench = parser._subparsers._group_actions[0].choices["bench"]
     assert "repeat-last" in bench.format_help() and "first-guess" in bench.format_help()
     # the dashboard's pickers read these: the catalogue's pairs, and the methods a pair with a draft model offers
@@ -113,9 +130,18 @@ def test_a_registered_method_is_in_every_list_and_runs_exactly(registered, capsy
     assert {"repeat-last", "first-guess"} <= set(families()) <= set(BenchSettings(methods=("all",)).methods)
     target, draft = tiny_pair("llama")
     pair = LoadedPair.from_models("tiny-target", "tiny-draft", target, draft, tiny_tokenizer(24))
-    frame = run_benchmark([pair], BenchSettings(methods=("repeat-last", "first-guess"), gammas=("stop",), categories=("code",),
-                                                prompts_per_category=1, decoding=Decoding(max_new_tokens=12, temperature=0.0, seed=0)))
-    assert {"repeat-last", "first-guess"} <= set(frame["method"]) and frame["new_tokens"].nunique() == 1   # as many as generate
+    frame = run_benchmark(
+        [pair],
+        BenchSettings(
+            methods=("repeat-last", "first-guess"),
+            gammas=("stop",),
+            categories=("code",),
+            prompts_per_category=1,
+            decoding=Decoding(max_new_tokens=12, temperature=0.0, seed=0),
+        ),
+    )
+    # as many as generate
+    assert {"repeat-last", "first-guess"} <= set(frame["method"]) and frame["new_tokens"].nunique() == 1
     # the catalogue: `specdec models list`
     assert main(["models", "list"]) == 0
     listed = capsys.readouterr().out
@@ -124,12 +150,32 @@ def test_a_registered_method_is_in_every_list_and_runs_exactly(registered, capsy
     prompt = [2, 3, 4, 5]
     expected = reference_greedy(target, prompt, max_new_tokens=20)
     for method in ("repeat-last", "first-guess"):
-        result = generate_speculative(pair, torch.tensor([prompt]), Decoding(max_new_tokens=20, temperature=0), Drafting(method))
+        result = generate_speculative(
+            pair, torch.tensor([prompt]), Decoding(max_new_tokens=20, temperature=0), Drafting(method)
+        )
         assert result.tokens == expected and result.stats.drafted > 0, method
     # the command line runs them too, options included
     folder = str(save_tiny_model(tmp_path / "target", target))
-    assert main(["run", "--target", folder, "--draft", "repeat-last", "--option", "times=3", "--prompt", "w2 w3", "--max-new-tokens",
-                 "4", "--temperature", "0"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--target",
+                folder,
+                "--draft",
+                "repeat-last",
+                "--option",
+                "times=3",
+                "--prompt",
+                "w2 w3",
+                "--max-new-tokens",
+                "4",
+                "--temperature",
+                "0",
+            ]
+        )
+        == 0
+    )
     assert "drafting: the last token again" in capsys.readouterr().out
 
 
@@ -137,7 +183,9 @@ def test_a_registered_method_must_say_what_it_needs_and_have_an_options_dataclas
     from specdec.errors import SpecdecError
 
     with pytest.raises(SpecdecError, match="cannot load"):
-        registry.register(registry.Method("needs-a-unicorn", "", RepeatLast, lambda r, o: RepeatLast(), needs=("unicorn",)))
+        registry.register(
+            registry.Method("needs-a-unicorn", "", RepeatLast, lambda r, o: RepeatLast(), needs=("unicorn",))
+        )
     with pytest.raises(SpecdecError, match="dataclass"):
         registry.register(registry.Method("no-options", "", RepeatLast, lambda r, o: RepeatLast(), options=dict))
     assert "needs-a-unicorn" not in registry.METHODS and "no-options" not in registry.METHODS
@@ -145,15 +193,36 @@ def test_a_registered_method_must_say_what_it_needs_and_have_an_options_dataclas
 
 # --- no choice by kind outside the registry ---------------------------------------------------------------------------
 
-PLAIN_TYPES = {"int", "float", "str", "bool", "bytes", "list", "tuple", "dict", "set", "frozenset", "Path", "Exception", "OSError",
-               "BaseException", "ValueError", "SpecdecError"}
+PLAIN_TYPES = {
+    "int",
+    "float",
+    "str",
+    "bool",
+    "bytes",
+    "list",
+    "tuple",
+    "dict",
+    "set",
+    "frozenset",
+    "Path",
+    "Exception",
+    "OSError",
+    "BaseException",
+    "ValueError",
+    "SpecdecError",
+}
 
 
 def kind_tests(source: str) -> list[str]:
-    """The `isinstance`/`issubclass` calls of a module that ask anything but a plain value's type (a drafter's, a model's)."""
+    """The `isinstance`/`issubclass` calls of a module that ask anything but a plain value's type (a drafter's, a
+    model's)."""
     found = []
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("isinstance", "issubclass"):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("isinstance", "issubclass")
+        ):
             kinds = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]]
             names = {ast.unparse(kind).split(".")[-1] for kind in kinds}
             if not names <= PLAIN_TYPES:
@@ -162,9 +231,13 @@ def kind_tests(source: str) -> list[str]:
 
 
 def test_the_pair_the_policy_and_the_pages_choose_nothing_by_kind():
-    paths = [*sorted((ROOT / "specdec/pair").glob("*.py")), *sorted((ROOT / "specdec/planner").glob("*.py")),
-             *sorted((ROOT / "pages").rglob("*.py"))]
+    paths = [
+        *sorted((ROOT / "specdec/pair").glob("*.py")),
+        *sorted((ROOT / "specdec/planner").glob("*.py")),
+        *sorted((ROOT / "pages").rglob("*.py")),
+    ]
     for path in paths:
         assert kind_tests(path.read_text()) == [], path
-    assert kind_tests("if isinstance(draft, PreTrainedModel):\n    pass\n") == ["1: isinstance(..., PreTrainedModel)"]   # it can fail
+    # it can fail
+    assert kind_tests("if isinstance(draft, PreTrainedModel):\n    pass\n") == ["1: isinstance(..., PreTrainedModel)"]
     assert kind_tests("ok = isinstance(gamma, int)\n") == []

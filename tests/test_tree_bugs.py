@@ -16,7 +16,7 @@ from specdec.reference.rule import sample_from
 from specdec.reference.stats import chi_square_test
 from specdec.reference.theory import residual_distribution
 
-P, Q = np.array([0.60, 0.30, 0.10]), np.array([0.10, 0.20, 0.70])   # chapter 4's table: a draft that loves C
+P, Q = np.array([0.60, 0.30, 0.10]), np.array([0.10, 0.20, 0.70])  # chapter 4's table: a draft that loves C
 TRIALS = 20_000
 
 
@@ -26,10 +26,12 @@ def without(distribution: np.ndarray, token: int) -> np.ndarray:
     return rest / rest.sum() if rest.sum() > 0 else rest
 
 
-def one_node(rng, guesses: int, *, drawn_without_replacement=True, remove_from_s=True, update_r=True, fallback_from_p=False) -> int:
+def one_node(
+    rng, guesses: int, *, drawn_without_replacement=True, remove_from_s=True, update_r=True, fallback_from_p=False
+) -> int:
     """The procedure, once: draw the guesses first (as a drafter does), then test them in turn."""
     drawn, law = [], Q.copy()
-    for _ in range(guesses):                       # the drafter's draws, before any test
+    for _ in range(guesses):  # the drafter's draws, before any test
         if law.sum() <= 0:
             break
         x = sample_from(law, rng)
@@ -56,24 +58,36 @@ def simulate(**procedure) -> np.ndarray:
     return counts
 
 
-@pytest.mark.parametrize("formula, procedure", [
-    (tree_bugs.same_test_for_every_guess, dict(remove_from_s=False, update_r=False)),
-    (tree_bugs.forgot_without_replacement, dict(remove_from_s=False)),
-    (tree_bugs.removed_after_drawing_with_replacement, dict(drawn_without_replacement=False)),
-    (tree_bugs.fallback_from_target, dict(fallback_from_p=True)),
-    (lambda p, q, k: tree_bugs.node_output(p, q, k), {}),
-    (lambda p, q, k: tree_bugs.node_output(p, q, k, drawn_without_replacement=False), dict(drawn_without_replacement=False, remove_from_s=False)),
-])
+@pytest.mark.parametrize(
+    "formula, procedure",
+    [
+        (tree_bugs.same_test_for_every_guess, dict(remove_from_s=False, update_r=False)),
+        (tree_bugs.forgot_without_replacement, dict(remove_from_s=False)),
+        (tree_bugs.removed_after_drawing_with_replacement, dict(drawn_without_replacement=False)),
+        (tree_bugs.fallback_from_target, dict(fallback_from_p=True)),
+        (lambda p, q, k: tree_bugs.node_output(p, q, k), {}),
+        (
+            lambda p, q, k: tree_bugs.node_output(p, q, k, drawn_without_replacement=False),
+            dict(drawn_without_replacement=False, remove_from_s=False),
+        ),
+    ],
+)
 def test_each_formula_is_what_its_procedure_emits(formula, procedure):
     exact = formula(P, Q, 2)
     counts = simulate(**procedure)
     fit = chi_square_test(counts.tolist(), exact.tolist())
-    assert fit.p_value > 1e-4, f"simulation {counts / TRIALS} disagrees with the formula {exact} (p = {fit.p_value:.2g})"
+    assert fit.p_value > 1e-4, (
+        f"simulation {counts / TRIALS} disagrees with the formula {exact} (p = {fit.p_value:.2g})"
+    )
 
 
 def test_the_bugs_are_far_from_p_and_the_rule_is_exact():
-    for bug in (tree_bugs.same_test_for_every_guess, tree_bugs.forgot_without_replacement,
-                tree_bugs.removed_after_drawing_with_replacement, tree_bugs.fallback_from_target):
+    for bug in (
+        tree_bugs.same_test_for_every_guess,
+        tree_bugs.forgot_without_replacement,
+        tree_bugs.removed_after_drawing_with_replacement,
+        tree_bugs.fallback_from_target,
+    ):
         assert np.abs(bug(P, Q, 2) - P).max() > 0.05, bug.__name__
     rng = np.random.default_rng(1)
     for _ in range(100):
@@ -85,5 +99,6 @@ def test_the_bugs_are_far_from_p_and_the_rule_is_exact():
 
 def test_one_guess_is_the_chain():
     from specdec.bugs import rules as bugs
+
     assert np.allclose(tree_bugs.same_test_for_every_guess(P, Q, 1), bugs.correct_rule(P, Q))
     assert np.allclose(tree_bugs.fallback_from_target(P, Q, 1), bugs.resample_from_target(P, Q))

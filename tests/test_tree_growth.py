@@ -26,15 +26,16 @@ import tree_growth  # noqa: E402  (guide/tree_growth.py)
 def test_the_worked_example_is_what_tree_drafter_grows():
     grown = tree_growth.worked_example()
     record: list = []
-    tokens, parents, passes = tree_growth.drafter_tree(tree_growth.worked_law, tree_growth.WORKED_C, tree_growth.WORKED_BETA,
-                                                       record=record)
+    tokens, parents, passes = tree_growth.drafter_tree(
+        tree_growth.worked_law, tree_growth.WORKED_C, tree_growth.WORKED_BETA, record=record
+    )
     assert (tokens, parents, passes) == (grown.tokens, grown.parents, grown.passes)
     assert parents == (-1, -1, 0, 0, 0, 2, 2, 3) and passes == 3
     assert len(record) == len(grown.levels) == 3
-    for (expected, cost, counts), level in zip(record, grown.levels):        # E and T at each level's start, and its children
+    for (expected, cost, counts), level in zip(record, grown.levels):  # E and T at each level's start, and its children
         assert expected == pytest.approx(level.expected, abs=1e-6) and cost == pytest.approx(level.cost, abs=1e-9)
         assert [count for count in counts if count] == list(level.children.values())
-    first, second, third = grown.levels[0].slots                              # the numbers the chapter's first level quotes
+    first, second, third = grown.levels[0].slots  # the numbers the chapter's first level quotes
     assert [round(slot.worth, 2) for slot in (first, second, third)] == [0.9, 0.3, 0.07]
     assert (first.taken, second.taken, third.taken) == (True, True, False)
     assert (round(second.expected_after, 2), round(second.cost_after, 2)) == (2.2, 1.3)
@@ -57,13 +58,25 @@ def test_random_trees_grow_the_same_both_ways(measured):
     for seed in range(40):
         choose = random.Random(1000 + seed)
         c, beta = choose.choice((0.02, 0.1, 0.3, 0.6)), choose.choice((0.01, 0.05, 0.2, 0.6))
-        limits = {"width": choose.choice((1, 2, 3, 4)), "budget": choose.choice((3, 8, 16)), "depth": choose.choice((2, 4, 12))}
+        limits = {
+            "width": choose.choice((1, 2, 3, 4)),
+            "budget": choose.choice((3, 8, 16)),
+            "depth": choose.choice((2, 4, 12)),
+        }
         tests = np.array([float(choose.randrange(20)) for _ in range(10)])
         hits = np.round(tests * np.array([choose.random() for _ in range(10)]), 2)
         verify = tuple(np.cumsum([1.0] + [choose.uniform(0.0, 0.8) for _ in range(6)])) if measured else ()
         draft = laws_for(seed)
         engine = tree_growth.drafter_tree(draft, c, beta, hits, tests, verify=verify, **limits)
-        v = (lambda n, verify=verify: verify[n] if n < len(verify) else verify[-1] + (verify[-1] - verify[-2]) * (n - len(verify) + 1)) if measured else None
+        v = (
+            (
+                lambda n, verify=verify: (
+                    verify[n] if n < len(verify) else verify[-1] + (verify[-1] - verify[-2]) * (n - len(verify) + 1)
+                )
+            )
+            if measured
+            else None
+        )
         grown = tree_growth.grow(draft, c, beta, hits, tests, verify=v, **limits)
         assert engine == (grown.tokens, grown.parents, grown.passes), (seed, c, beta, limits)
 

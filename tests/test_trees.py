@@ -30,24 +30,29 @@ from specdec.engine.verification import Verdict
 from specdec.reference.stats import chi_square_test
 
 NEW_TOKENS = 40
-SHAPES = [dict(budget=1), dict(budget=4, width=2, c=0.0, verify_slope=0.0), dict(budget=12, depth=4, width=3, c=0.0, verify_slope=0.0),
-          dict(c=0.05, verify_slope=0.05),
-          dict()]   # the last: the defaults
+SHAPES = [
+    dict(budget=1),
+    dict(budget=4, width=2, c=0.0, verify_slope=0.0),
+    dict(budget=12, depth=4, width=3, c=0.0, verify_slope=0.0),
+    dict(c=0.05, verify_slope=0.05),
+    dict(),
+]  # the last: the defaults
 
 
 def test_tree_attention_lets_each_node_see_its_ancestors_only():
-    tree = DraftTree(torch.tensor([5, 6, 7, 8]), (-1, -1, 0, 2), None)      # root -> 0 -> 2 -> 3, root -> 1
-    attend, positions = tree_attention(3, tree)                              # 3 tokens of text cached
+    tree = DraftTree(torch.tensor([5, 6, 7, 8]), (-1, -1, 0, 2), None)  # root -> 0 -> 2 -> 3, root -> 1
+    attend, positions = tree_attention(3, tree)  # 3 tokens of text cached
     assert attend.shape == (5, 8)
-    assert attend[:, :4].all()                                               # the text and the root: everyone
-    assert attend[4, 4:].tolist() == [True, False, True, True]               # node 3 sees 0, 2 and itself
-    assert attend[2, 4:].tolist() == [False, True, False, False]             # node 1 only itself
+    assert attend[:, :4].all()  # the text and the root: everyone
+    assert attend[4, 4:].tolist() == [True, False, True, True]  # node 3 sees 0, 2 and itself
+    assert attend[2, 4:].tolist() == [False, True, False, False]  # node 1 only itself
     assert positions.tolist() == [3, 4, 4, 5, 6]
     assert not tree.is_chain and DraftTree(torch.tensor([5, 6]), (-1, 0), None).is_chain
 
 
 def test_a_tree_pass_equals_passes_over_each_branch():
-    """The masked pass gives every node the logits of a plain causal pass over its own branch (GPT-2: absolute positions too)."""
+    """The masked pass gives every node the logits of a plain causal pass over its own branch (GPT-2: absolute positions
+    too)."""
     for architecture in ("gpt2", "llama", "qwen2"):
         target, _ = tiny_pair(architecture)
         text = torch.tensor([2, 3, 4])
@@ -55,11 +60,14 @@ def test_a_tree_pass_equals_passes_over_each_branch():
         cached = CachedModel(target)
         cached.feed(text[:-1])
         attend, positions = tree_attention(2, tree)
-        logits = cached.feed(torch.cat([text[-1:], tree.tokens]), last=5, attend=attend, positions=positions)   # [5, V]
+        logits = cached.feed(torch.cat([text[-1:], tree.tokens]), last=5, attend=attend, positions=positions)  # [5, V]
         for node in range(tree.size):
             branch = torch.cat([text, tree.tokens[tree.path_to(node)]])
-            assert torch.allclose(logits[node + 1], target(input_ids=branch[None]).logits[0, -1], atol=1e-5), (architecture, node)
-        cached.keep([0, 1, 2, 3, 5])                                          # the text, the root, nodes 0 and 2
+            assert torch.allclose(logits[node + 1], target(input_ids=branch[None]).logits[0, -1], atol=1e-5), (
+                architecture,
+                node,
+            )
+        cached.keep([0, 1, 2, 3, 5])  # the text, the root, nodes 0 and 2
         after = cached.feed(torch.tensor([9]))[0]
         assert torch.allclose(after, target(input_ids=torch.tensor([[2, 3, 4, 5, 7, 9]])).logits[0, -1], atol=1e-5)
 
@@ -71,12 +79,13 @@ def test_greedy_equals_target_generate_for_every_shape(pairs, architecture):
     for prompt in PROMPTS:
         expected = reference_greedy(target, prompt)
         for shape in SHAPES:
-            result = speculative_generate(target, TreeDrafter(draft, **shape), torch.tensor(prompt), max_new_tokens=NEW_TOKENS,
-                                          temperature=0)
+            result = speculative_generate(
+                target, TreeDrafter(draft, **shape), torch.tensor(prompt), max_new_tokens=NEW_TOKENS, temperature=0
+            )
             assert result.tokens == expected, f"{shape} prompt={prompt}"
             assert result.stats.target_passes == len(result.rounds)
             side_branches |= any(r.tree is not None and r.tree.path and r.tree.path[0] != 0 for r in result.rounds)
-    assert side_branches      # some round was won by a branch other than the draft's first guess
+    assert side_branches  # some round was won by a branch other than the draft's first guess
 
 
 @pytest.mark.parametrize("architecture", ["gpt2", "llama"])
@@ -87,12 +96,19 @@ def test_greedy_stops_at_eos_and_max_new_tokens_like_generate(pairs, architectur
     eos = free_run[len(free_run) // 2]
     expected = reference_greedy(target, prompt, eos_token_id=eos)
     for shape in SHAPES:
-        result = speculative_generate(target, TreeDrafter(draft, **shape), torch.tensor(prompt), max_new_tokens=NEW_TOKENS,
-                                      temperature=0, eos_token_id=eos)
+        result = speculative_generate(
+            target,
+            TreeDrafter(draft, **shape),
+            torch.tensor(prompt),
+            max_new_tokens=NEW_TOKENS,
+            temperature=0,
+            eos_token_id=eos,
+        )
         assert result.tokens == expected
         for new_tokens in (1, 2, 7):
-            short = speculative_generate(target, TreeDrafter(draft, **shape), torch.tensor(prompt), max_new_tokens=new_tokens,
-                                         temperature=0)
+            short = speculative_generate(
+                target, TreeDrafter(draft, **shape), torch.tensor(prompt), max_new_tokens=new_tokens, temperature=0
+            )
             assert short.tokens == free_run[:new_tokens]
 
 
@@ -108,14 +124,14 @@ class CheckingTreeDrafter(TreeDrafter):
 
     def grow(self, row, sequence, max_depth, sampling, generator):
         target_lm, draft_lm = self.target_caches[-1].lm, self.reader.texts[row].rows.lm
-        assert target_lm.length == sequence.numel() - 1                        # everything but the last token
+        assert target_lm.length == sequence.numel() - 1  # everything but the last token
         assert draft_lm.length <= sequence.numel() - 1
         for model, cached in ((self.target, target_lm), (self.reader.model.module, draft_lm)):
             if cached.length == 0:
                 continue
             probe = copy.deepcopy(cached)
-            from_cache = probe.feed(sequence[cached.length:], last=1)[-1]       # [V]
-            fresh = model(input_ids=sequence[None]).logits[0, -1]              # [V]
+            from_cache = probe.feed(sequence[cached.length :], last=1)[-1]  # [V]
+            fresh = model(input_ids=sequence[None]).logits[0, -1]  # [V]
             assert torch.allclose(from_cache, fresh, atol=1e-5)
         self.rounds_checked += 1
         return super().grow(row, sequence, max_depth, sampling, generator)
@@ -133,21 +149,32 @@ def test_caches_hold_exactly_the_accepted_text_after_every_round(monkeypatch, ar
     target, draft = tiny_pair(architecture)
     target_cache_as(monkeypatch, target, RecordingCache)
     drafter = CheckingTreeDrafter(draft, target, budget=10, depth=4, width=3, c=0.0, verify_slope=0.0)
-    result = speculative_generate(target, drafter, torch.tensor([2, 3, 4]), max_new_tokens=30, temperature=temperature, seed=0)
-    assert drafter.rounds_checked == sum(1 for r in result.rounds if r.drafted) > 3   # (a last round with no room drafts nothing)
+    result = speculative_generate(
+        target, drafter, torch.tensor([2, 3, 4]), max_new_tokens=30, temperature=temperature, seed=0
+    )
+    # (a last round with no room drafts nothing)
+    assert drafter.rounds_checked == sum(1 for r in result.rounds if r.drafted) > 3
     paths = [r.accepted for r in result.rounds[1:]]
-    assert 0 < min(paths) or max(paths) > 1            # some rounds kept a path of several nodes
-    assert any(r.tree is not None and len(set(r.tree.parents)) < len(r.tree.parents) for r in result.rounds)   # real trees
+    assert 0 < min(paths) or max(paths) > 1  # some rounds kept a path of several nodes
+    # real trees
+    assert any(r.tree is not None and len(set(r.tree.parents)) < len(r.tree.parents) for r in result.rounds)
 
 
 @pytest.mark.parametrize("temperature", [0.0, 0.8])
 def test_budget_one_is_the_chain_with_gamma_one(pairs, temperature):
     target, draft = pairs["llama"]
     for seed in range(3):
-        chain = speculative_generate(target, draft, torch.tensor([2, 3, 4]), gamma=1, max_new_tokens=30, temperature=temperature,
-                                     seed=seed)
-        tree = speculative_generate(target, TreeDrafter(draft, budget=1), torch.tensor([2, 3, 4]), max_new_tokens=30,
-                                    temperature=temperature, seed=seed)
+        chain = speculative_generate(
+            target, draft, torch.tensor([2, 3, 4]), gamma=1, max_new_tokens=30, temperature=temperature, seed=seed
+        )
+        tree = speculative_generate(
+            target,
+            TreeDrafter(draft, budget=1),
+            torch.tensor([2, 3, 4]),
+            max_new_tokens=30,
+            temperature=temperature,
+            seed=seed,
+        )
         assert tree.tokens == chain.tokens
         assert [r.emitted for r in tree.rounds] == [r.emitted for r in chain.rounds]
         assert tree.stats.drafted == chain.stats.drafted and tree.stats.draft_passes == chain.stats.draft_passes
@@ -171,8 +198,8 @@ def test_bad_tree_settings_get_one_clear_error(pairs):
 RUNS = 3000
 SIGNIFICANCE = 1e-3
 PROMPT = [2, 3, 4]
-LENGTH = 4          # the prompt pass gives token 1; one tree round (depth 2) gives tokens 2..4
-WIDE = dict(budget=6, depth=2, width=3, c=0.0, verify_slope=0.0)   # three guesses at the root, three below them
+LENGTH = 4  # the prompt pass gives token 1; one tree round (depth 2) gives tokens 2..4
+WIDE = dict(budget=6, depth=2, width=3, c=0.0, verify_slope=0.0)  # three guesses at the root, three below them
 
 
 @pytest.fixture(scope="module")
@@ -185,7 +212,8 @@ def tree_fit(target, draft, sampling: SamplingConfig, shape=WIDE, runs=RUNS):
     """The chi-square fit of the first round's tokens over `runs` rows of one batch, and how often a side branch won."""
     exact = exact_distribution(target, PROMPT, LENGTH, sampling)
     results = batched_runs(target, TreeDrafter(draft, **shape), sampling, PROMPT, None, runs)
-    side_wins = sum(r.rounds[1].tree is not None and r.rounds[1].tree.path[:1] not in ((), (0,)) for r in results)   # not the first guess
+    # not the first guess
+    side_wins = sum(r.rounds[1].tree is not None and r.rounds[1].tree.path[:1] not in ((), (0,)) for r in results)
     fit = chi_square_test(Counter(tuple(r.tokens[1:LENGTH]) for r in results), exact)
     return fit, side_wins / runs
 
@@ -196,7 +224,7 @@ def test_matches_the_target_distribution(small_pair, sampling):
     target, draft = small_pair
     fit, side_wins = tree_fit(target, draft, sampling)
     assert fit.p_value > SIGNIFICANCE, fit
-    assert side_wins > 0.05       # the root's second or third guess was accepted in many runs: side branches matter
+    assert side_wins > 0.05  # the root's second or third guess was accepted in many runs: side branches matter
 
 
 @pytest.mark.slow
@@ -212,8 +240,14 @@ def broken_walk(p, tree, generator, candidates):
     node, path = ROOT, []
     while tree.children(node):
         r, s = p[node + 1], tree.q[node + 1]
-        accepted = next((c for c in candidates(tree.children(node), r)
-                         if float(torch.rand(1, generator=generator)) * s[tokens[c]] < r[tokens[c]]), None)
+        accepted = next(
+            (
+                c
+                for c in candidates(tree.children(node), r)
+                if float(torch.rand(1, generator=generator)) * s[tokens[c]] < r[tokens[c]]
+            ),
+            None,
+        )
         if accepted is None:
             residual = (r - s).clamp(min=0)
             return _broken(path, int(sample((residual / residual.sum())[None], generator)), tree)
@@ -229,11 +263,15 @@ def no_correction_between_siblings(p, tree, generator):
 
 def most_probable_child(p, tree, generator):
     """BROKEN: test only the child the target likes best (u < p/q), without any correction for choosing it."""
-    return broken_walk(p, tree, generator, lambda children, r: [max(children, key=lambda c: float(r[int(tree.tokens[c])]))])
+    return broken_walk(
+        p, tree, generator, lambda children, r: [max(children, key=lambda c: float(r[int(tree.tokens[c])]))]
+    )
 
 
 def _broken(path, next_token, tree):
-    return Verdict(tuple(path), next_token, False, (None,) * tree.size, (None,) * tree.size, (0.0,) * tree.size, (0.0,) * tree.size)
+    return Verdict(
+        tuple(path), next_token, False, (None,) * tree.size, (None,) * tree.size, (0.0,) * tree.size, (0.0,) * tree.size
+    )
 
 
 @pytest.mark.slow
@@ -250,11 +288,16 @@ def test_negative_control_broken_tree_rules_fail(small_pair, monkeypatch, broken
 
 # ---- the rule at one node, in the NumPy reference ----------------------------------------------
 
-TOY_CASES = [((0.3, 0.4, 0.3), (0.6, 0.2, 0.2)), ((0.1, 0.1, 0.8), (0.45, 0.45, 0.1)), ((0.5, 0.25, 0.25, 0.0), (0.1, 0.2, 0.3, 0.4))]
+TOY_CASES = [
+    ((0.3, 0.4, 0.3), (0.6, 0.2, 0.2)),
+    ((0.1, 0.1, 0.8), (0.45, 0.45, 0.1)),
+    ((0.5, 0.25, 0.25, 0.0), (0.1, 0.2, 0.3, 0.4)),
+]
 
 
 def no_correction_rule(p, q, candidates, rng):
-    """BROKEN: every guess is tested against p and q themselves, the first that passes is emitted, else a residual sample."""
+    """BROKEN: every guess is tested against p and q themselves, the first that passes is emitted, else a residual
+    sample."""
     from specdec.reference.rule import sample_from
     from specdec.reference.theory import residual_distribution
 
@@ -282,12 +325,14 @@ def test_the_reference_multi_candidate_rule_emits_p_and_accepts_as_often_as_theo
     for candidates in (1, 2, 3):
         outcomes = [multi_candidate_rule(p, q, candidates, rng) for _ in range(trials)]
         counts = Counter(token for token, _ in outcomes)
-        fit = chi_square_test({(token,): n for token, n in counts.items()}, {(i,): float(v) for i, v in enumerate(p) if v > 0})
+        fit = chi_square_test(
+            {(token,): n for token, n in counts.items()}, {(i,): float(v) for i, v in enumerate(p) if v > 0}
+        )
         assert fit.p_value > SIGNIFICANCE, (candidates, fit)
         accepted = sum(index is not None for _, index in outcomes) / trials
         expected = multi_candidate_acceptance(p, q, candidates)
         assert abs(accepted - expected) < 5 * binomial_standard_error(expected, trials) + 1e-9
-    assert multi_candidate_acceptance(p, q, 2) > multi_candidate_acceptance(p, q, 1)   # a second guess helps
+    assert multi_candidate_acceptance(p, q, 2) > multi_candidate_acceptance(p, q, 1)  # a second guess helps
 
 
 @pytest.mark.slow

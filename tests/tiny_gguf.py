@@ -25,7 +25,8 @@ def write_tiny_gguf(path: Path, seed: int = 0, layers: int = LAYERS) -> Path:
     rng = np.random.default_rng(seed)
     vocab = len(TOKENS)
     writer = gguf.GGUFWriter(str(path), "qwen2")
-    write_header(writer, TOKENS, MERGES, Shape(HIDDEN, layers, HEADS, KV_HEADS, FFN, CONTEXT))          # the product's header
+    write_header(writer, TOKENS, MERGES, Shape(HIDDEN, layers, HEADS, KV_HEADS, FFN, CONTEXT))  # the product's header
+
     def tensor(name: str, *shape: int, scale: float = 0.2) -> None:
         writer.add_tensor(name, (rng.standard_normal(shape) * scale).astype(np.float32))
 

@@ -26,33 +26,73 @@ ARCHITECTURES = ("gpt2", "llama", "qwen2")
 SLIDING_WINDOW = 6  # the tiny Gemma 3's local layers see the last 6 tokens
 
 
-def tiny_model(architecture: str = "gpt2", vocab_size: int = 24, seed: int = 0, sharpness: float = 3.0,
-               hidden_size: int = 32, layers: int = 2, max_positions: int = 256) -> torch.nn.Module:
+def tiny_model(
+    architecture: str = "gpt2",
+    vocab_size: int = 24,
+    seed: int = 0,
+    sharpness: float = 3.0,
+    hidden_size: int = 32,
+    layers: int = 2,
+    max_positions: int = 256,
+) -> torch.nn.Module:
     """A randomly initialised causal LM in float32 and eval mode."""
     torch.manual_seed(seed)
     if architecture == "gpt2":
-        config = GPT2Config(vocab_size=vocab_size, n_embd=hidden_size, n_layer=layers, n_head=2,
-                            n_positions=max_positions, tie_word_embeddings=False, bos_token_id=None, eos_token_id=None)
+        config = GPT2Config(
+            vocab_size=vocab_size,
+            n_embd=hidden_size,
+            n_layer=layers,
+            n_head=2,
+            n_positions=max_positions,
+            tie_word_embeddings=False,
+            bos_token_id=None,
+            eos_token_id=None,
+        )
         model = GPT2LMHeadModel(config)
     elif architecture in ("llama", "qwen2"):
-        config_class, model_class = (LlamaConfig, LlamaForCausalLM) if architecture == "llama" else (Qwen2Config, Qwen2ForCausalLM)
-        config = config_class(vocab_size=vocab_size, hidden_size=hidden_size, intermediate_size=2 * hidden_size,
-                              num_hidden_layers=layers, num_attention_heads=2, num_key_value_heads=1,
-                              max_position_embeddings=max_positions, tie_word_embeddings=False,
-                              bos_token_id=None, eos_token_id=None, pad_token_id=None)
+        config_class, model_class = (
+            (LlamaConfig, LlamaForCausalLM) if architecture == "llama" else (Qwen2Config, Qwen2ForCausalLM)
+        )
+        config = config_class(
+            vocab_size=vocab_size,
+            hidden_size=hidden_size,
+            intermediate_size=2 * hidden_size,
+            num_hidden_layers=layers,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+            max_position_embeddings=max_positions,
+            tie_word_embeddings=False,
+            bos_token_id=None,
+            eos_token_id=None,
+            pad_token_id=None,
+        )
         model = model_class(config)
     elif architecture == "gemma3":  # local (sliding-window) and global layers alternate, like Gemma 2/3
-        config = Gemma3TextConfig(vocab_size=vocab_size, hidden_size=hidden_size, intermediate_size=2 * hidden_size,
-                                  num_hidden_layers=max(layers, 4), num_attention_heads=2, num_key_value_heads=1, head_dim=16,
-                                  query_pre_attn_scalar=16, sliding_window=SLIDING_WINDOW, sliding_window_pattern=2,
-                                  max_position_embeddings=max_positions, initializer_range=0.3, tie_word_embeddings=False,
-                                  bos_token_id=None, eos_token_id=None, pad_token_id=None)
-        model = Gemma3ForCausalLM(config)  # initializer_range 0.3: a tiny Gemma that does not fall into one repeated token
+        config = Gemma3TextConfig(
+            vocab_size=vocab_size,
+            hidden_size=hidden_size,
+            intermediate_size=2 * hidden_size,
+            num_hidden_layers=max(layers, 4),
+            num_attention_heads=2,
+            num_key_value_heads=1,
+            head_dim=16,
+            query_pre_attn_scalar=16,
+            sliding_window=SLIDING_WINDOW,
+            sliding_window_pattern=2,
+            max_position_embeddings=max_positions,
+            initializer_range=0.3,
+            tie_word_embeddings=False,
+            bos_token_id=None,
+            eos_token_id=None,
+            pad_token_id=None,
+        )
+        # initializer_range 0.3: a tiny Gemma that does not fall into one repeated token
+        model = Gemma3ForCausalLM(config)
     else:
         raise ValueError(f"unknown architecture {architecture}")
     with torch.no_grad():
         head = model.get_output_embeddings()
-        head.weight.normal_(0.0, sharpness / hidden_size ** 0.5)
+        head.weight.normal_(0.0, sharpness / hidden_size**0.5)
     return model.float().eval()
 
 
@@ -78,8 +118,13 @@ def save_tiny_model(folder: Path, model: torch.nn.Module, chat_template: str | N
     return folder
 
 
-def tiny_pair(architecture: str = "gpt2", vocab_size: int = 24, seed: int = 0, noise: float = 0.5,
-              draft_vocab_size: int | None = None) -> tuple[torch.nn.Module, torch.nn.Module]:
+def tiny_pair(
+    architecture: str = "gpt2",
+    vocab_size: int = 24,
+    seed: int = 0,
+    noise: float = 0.5,
+    draft_vocab_size: int | None = None,
+) -> tuple[torch.nn.Module, torch.nn.Module]:
     """(target, draft): the draft is the target with every weight perturbed, so they agree often but not always.
 
     With `draft_vocab_size` the draft gets a different number of output rows (ids shared below the
@@ -105,8 +150,18 @@ def tiny_pair(architecture: str = "gpt2", vocab_size: int = 24, seed: int = 0, n
 # Two tokenizers over the same four characters, for drafts with another tokenizer: byte-pair
 # merges ("ab", " a", "cab" ...) differ, so a text splits differently in each; 8 strings are shared.
 TARGET_PIECES = ["<s>", "</s>", "a", "b", "c", " ", "ab", " a", "ca", "abc", " ab", "bb", "cc", "ba", " c", "cab"]
-TARGET_MERGES = [("a", "b"), (" ", "a"), ("c", "a"), ("ab", "c"), (" a", "b"), ("b", "b"), ("c", "c"), ("b", "a"), (" ", "c"),
-                 ("c", "ab")]
+TARGET_MERGES = [
+    ("a", "b"),
+    (" ", "a"),
+    ("c", "a"),
+    ("ab", "c"),
+    (" a", "b"),
+    ("b", "b"),
+    ("c", "c"),
+    ("b", "a"),
+    (" ", "c"),
+    ("c", "ab"),
+]
 DRAFT_PIECES = [" ", "c", "b", "a", "</s>", "<s>", "aa", "bc", " b", "ca", "cc", "b ", "ac", "a "]
 DRAFT_MERGES = [("a", "a"), ("b", "c"), (" ", "b"), ("c", "a"), ("c", "c"), ("b", " "), ("a", "c"), ("a", " ")]
 # The target's pieces renumbered (reversed) without "abc" and "cab": texts with those split differently.
@@ -123,8 +178,9 @@ def tiny_bpe_tokenizer(pieces: list[str], merges: list[tuple[str, str]]) -> PreT
     return PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", eos_token="</s>")
 
 
-def borrowed_draft(target: torch.nn.Module, target_pieces: list[str], draft_pieces: list[str], noise: float = 0.0,
-                   seed: int = 0) -> torch.nn.Module:
+def borrowed_draft(
+    target: torch.nn.Module, target_pieces: list[str], draft_pieces: list[str], noise: float = 0.0, seed: int = 0
+) -> torch.nn.Module:
     """A draft for another tokenizer that knows what the target knows: the target's weights, each piece's
     embedding and output rows moved to the draft's id for that piece (pieces the target lacks get
     random rows), plus `noise` (relative) on every weight."""
@@ -135,8 +191,10 @@ def borrowed_draft(target: torch.nn.Module, target_pieces: list[str], draft_piec
     rows = {piece: i for i, piece in enumerate(target_pieces)}
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
-        for layer, source in ((draft.get_input_embeddings(), target.get_input_embeddings()),
-                              (draft.get_output_embeddings(), target.get_output_embeddings())):
+        for layer, source in (
+            (draft.get_input_embeddings(), target.get_input_embeddings()),
+            (draft.get_output_embeddings(), target.get_output_embeddings()),
+        ):
             for d, piece in enumerate(draft_pieces):
                 if piece in rows:
                     layer.weight[d] = source.weight[rows[piece]]
@@ -149,8 +207,9 @@ def borrowed_draft(target: torch.nn.Module, target_pieces: list[str], draft_piec
 
 
 def target_cache_as(monkeypatch, target: torch.nn.Module, cache_type) -> None:
-    """Runs on `target` build its cache as `cache_type(model, rows)` (a checking, recording or broken cache); every other
-    model's cache (the drafts') is built as usual. Passes still count on the target's model (`TorchModel.passes`)."""
+    """Runs on `target` build its cache as `cache_type(model, rows)` (a checking, recording or broken cache); every
+    other model's cache (the drafts') is built as usual. Passes still count on the target's model
+    (`TorchModel.passes`)."""
     from specdec.runtime.torch_model import TorchModel
 
     rows_of = TorchModel.rows

@@ -57,12 +57,12 @@ from collections.abc import Callable, Hashable, Sequence
 
 import numpy as np
 
-GRID = 8                    # equal intervals of u looked at first
-DEPTH = 12                  # halvings of an interval where the behaviour changes: 1 / (8 * 4096) = 3e-5
-BUDGET = 300_000            # runs of the learner's code before exact_law gives up (returns None)
-JUST_ABOVE_ZERO, JUST_BELOW_ONE = 2.0 ** -40, 1.0 - 2.0 ** -40
-EXACT_TOLERANCE = 1e-9      # a law followed comparison by comparison: exact but for rounding
-GRID_TOLERANCE = 0.002      # a law found on the grid: each change point within 3e-5, so the law within about 1e-4
+GRID = 8  # equal intervals of u looked at first
+DEPTH = 12  # halvings of an interval where the behaviour changes: 1 / (8 * 4096) = 3e-5
+BUDGET = 300_000  # runs of the learner's code before exact_law gives up (returns None)
+JUST_ABOVE_ZERO, JUST_BELOW_ONE = 2.0**-40, 1.0 - 2.0**-40
+EXACT_TOLERANCE = 1e-9  # a law followed comparison by comparison: exact but for rounding
+GRID_TOLERANCE = 0.002  # a law found on the grid: each change point within 3e-5, so the law within about 1e-4
 
 
 class _Branch(BaseException):
@@ -70,7 +70,7 @@ class _Branch(BaseException):
 
     def __init__(self, outcomes: list[tuple[object, float]] | None) -> None:
         super().__init__()
-        self.outcomes = outcomes           # discrete: (value, probability) pairs; None: a uniform draw
+        self.outcomes = outcomes  # discrete: (value, probability) pairs; None: a uniform draw
 
 
 class Unsupported(BaseException):
@@ -98,10 +98,10 @@ class Uniform:
     to lie in; a comparison the interval already decides asks nothing.
     """
 
-    __array_ufunc__ = None          # numpy defers to us: q[x] * u calls u.__rmul__
+    __array_ufunc__ = None  # numpy defers to us: q[x] * u calls u.__rmul__
 
     def __init__(self, source: ControlledRandom, draw: list[float], a: float = 1.0, b: float = 0.0) -> None:
-        self.source, self.draw, self.a, self.b = source, draw, a, b        # draw: [lo, hi), shared by u's images
+        self.source, self.draw, self.a, self.b = source, draw, a, b  # draw: [lo, hi), shared by u's images
 
     def _affine(self, a: float, b: float) -> Uniform:
         return Uniform(self.source, self.draw, a, b)
@@ -137,14 +137,14 @@ class Uniform:
         threshold = _number(threshold)
         if self.a == 0.0:
             return self.b < threshold
-        cut = (threshold - self.b) / self.a                 # a > 0: u < cut; a < 0: u > cut
+        cut = (threshold - self.b) / self.a  # a > 0: u < cut; a < 0: u > cut
         below_cut = self.source.decide(self.draw, cut)
         return below_cut if self.a > 0 else not below_cut
 
     def __lt__(self, other):
         return self._below(other)
 
-    def __le__(self, other):                                # u == cut has probability 0
+    def __le__(self, other):  # u == cut has probability 0
         return self._below(other)
 
     def __gt__(self, other):
@@ -226,7 +226,7 @@ class ControlledRandom:
                 raise ValueError("a and p must have same size")
             if np.any(weights < 0) or np.any(np.isnan(weights)):
                 raise ValueError("probabilities are not non-negative")
-            if abs(weights.sum() - 1.0) > 1e-8:                  # what numpy's Generator.choice refuses too
+            if abs(weights.sum() - 1.0) > 1e-8:  # what numpy's Generator.choice refuses too
                 raise ValueError("probabilities do not sum to 1")
         index = self._next([(int(i), float(w)) for i, w in enumerate(weights) if w > 0])
         return items[index]
@@ -249,7 +249,7 @@ def driven_law(run: Callable[[ControlledRandom], Hashable]) -> tuple[dict[Hashab
     followed comparison by comparison (`EXACT_TOLERANCE`), else on the grid (`GRID_TOLERANCE`), else (None, None)."""
     try:
         law = exact_law(run, symbolic=True)
-    except Exception:                   # the code tripped over a symbolic u (an error it would not raise with numbers)
+    except Exception:  # the code tripped over a symbolic u (an error it would not raise with numbers)
         law = None
     if law is not None:
         return law, EXACT_TOLERANCE
@@ -257,8 +257,13 @@ def driven_law(run: Callable[[ControlledRandom], Hashable]) -> tuple[dict[Hashab
     return (law, GRID_TOLERANCE) if law is not None else (None, None)
 
 
-def exact_law(run: Callable[[ControlledRandom], Hashable], grid: int = GRID, depth: int = DEPTH,
-              budget: int = BUDGET, symbolic: bool = False) -> dict[Hashable, float] | None:
+def exact_law(
+    run: Callable[[ControlledRandom], Hashable],
+    grid: int = GRID,
+    depth: int = DEPTH,
+    budget: int = BUDGET,
+    symbolic: bool = False,
+) -> dict[Hashable, float] | None:
     """The law of `run(rng)`'s return value over every way its draws can fall (module docstring); None if it cannot be
     driven. `symbolic`: uniform draws are `Uniform`s (exact), else numbers on the grid."""
     runs = [0]
@@ -353,9 +358,9 @@ def law_distance(yours: dict, truth: dict) -> tuple[float, str, object]:
 
 # --- when the code cannot be driven: sampling, sized to see the same bias -----------------------------
 
-BIAS = 0.01                 # the smallest error in one token's probability a grader must see ...
-POWER_Z = 2.33              # ... with probability 0.99 (one-sided normal quantile) ...
-ALARM_Z = 5.5               # ... while a correct sampler fails a test with probability below 4e-8 per test
+BIAS = 0.01  # the smallest error in one token's probability a grader must see ...
+POWER_Z = 2.33  # ... with probability 0.99 (one-sided normal quantile) ...
+ALARM_Z = 5.5  # ... while a correct sampler fails a test with probability below 4e-8 per test
 
 
 def sampled_draws(bias: float = BIAS) -> int:
@@ -369,8 +374,9 @@ def sampled_draws(bias: float = BIAS) -> int:
     return math.ceil(((ALARM_Z + POWER_Z) * 0.5 / bias) ** 2)
 
 
-def sampled_problems(draw: Callable[[np.random.Generator], Hashable], truth: dict, seed: int, seconds: float,
-                     what: str) -> list[str]:
+def sampled_problems(
+    draw: Callable[[np.random.Generator], Hashable], truth: dict, seed: int, seconds: float, what: str
+) -> list[str]:
     """Sample `draw` with a real Generator and hold every (position, token) frequency to `truth`'s marginals."""
     import time
 
@@ -381,15 +387,21 @@ def sampled_problems(draw: Callable[[np.random.Generator], Hashable], truth: dic
         for key, value in marginals({draw(rng): 1.0}).items():
             counts[key] = counts.get(key, 0) + value
         if index == 999 and (time.perf_counter() - started) * draws / 1000 > seconds:
-            return [f"{what}: your code draws from rng in a way the grader cannot follow exactly (several values per call, or "
-                    f"another method), and sampling it {draws:,} times to see a 1% bias would take longer than the time "
-                    "limit: draw one value per call with rng.random(), rng.uniform(), rng.choice(n, p=...) or rng.integers()"]
+            return [
+                f"{what}: your code draws from rng in a way the grader cannot follow exactly (several values per call, "
+                "or "
+                f"another method), and sampling it {draws:,} times to see a 1% bias would take longer than the time "
+                "limit: draw one value per call with rng.random(), rng.uniform(), rng.choice(n, p=...) or "
+                "rng.integers()"
+            ]
     expected_marginals = marginals(truth)
     for key in sorted(set(expected_marginals) | set(counts), key=repr):
         expected, frequency = expected_marginals.get(key, 0.0), counts.get(key, 0) / draws
         spread = math.sqrt(max(expected * (1 - expected), 1e-12) / draws)
         if abs(frequency - expected) > ALARM_Z * spread + 1e-12:
             position, token = key
-            return [f"{what}: token {token} at position {position} came out with frequency {frequency:.4f} in {draws:,} "
-                    f"draws; its probability is {expected:.4f}"]
+            return [
+                f"{what}: token {token} at position {position} came out with frequency {frequency:.4f} in {draws:,} "
+                f"draws; its probability is {expected:.4f}"
+            ]
     return []

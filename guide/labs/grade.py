@@ -34,9 +34,9 @@ from pathlib import Path
 from types import ModuleType
 
 LABS = Path(__file__).resolve().parent
-ROOT = LABS.parents[1]                      # the checkout, so that `specdec` imports without an install
+ROOT = LABS.parents[1]  # the checkout, so that `specdec` imports without an install
 NAMES = tuple(sorted(path.name for path in LABS.iterdir() if (path / "checks.py").exists()))
-TIME_LIMIT_S = 60                           # a lab's checks.py may set its own
+TIME_LIMIT_S = 60  # a lab's checks.py may set its own
 
 
 def load(path: Path, name: str) -> ModuleType:
@@ -65,7 +65,9 @@ def lab_time_limit(lab: str) -> float:
     """
     tree = ast.parse((LABS / lab / "checks.py").read_text(encoding="utf-8"))
     for node in tree.body:
-        if isinstance(node, ast.Assign) and any(getattr(target, "id", None) == "TIME_LIMIT_S" for target in node.targets):
+        if isinstance(node, ast.Assign) and any(
+            getattr(target, "id", None) == "TIME_LIMIT_S" for target in node.targets
+        ):
             return ast.literal_eval(node.value)
     return TIME_LIMIT_S
 
@@ -82,23 +84,33 @@ def grade_here(lab: str, path: Path) -> list[str]:
         return lab_checks.grade(load(Path(path), "learner"))
     except NotImplementedError as error:
         return [f"not written yet: {error}"]
-    except Exception as error:                                   # a learner's crash is a finding, not a traceback
+    except Exception as error:  # a learner's crash is a finding, not a traceback
         return [f"your code raised {type(error).__name__}: {error}"]
 
 
 def grade(lab: str, path: Path, time_limit: float | None = None) -> list[str]:
-    """The problems the lab's checks find in the module at `path` (empty: passed), the code stopped after `time_limit` s."""
+    """The problems the lab's checks find in the module at `path` (empty: passed), the code stopped after `time_limit`
+    s."""
     limit = time_limit if time_limit is not None else lab_time_limit(lab)
     with tempfile.TemporaryDirectory() as folder:
         report = Path(folder) / "problems.json"
         path_entries = [str(ROOT), str(LABS)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
         environment = dict(os.environ, PYTHONPATH=os.pathsep.join(path_entries))
-        command = [sys.executable, str(Path(__file__).resolve()), "--inside", lab, str(Path(path).resolve()), str(report)]
+        command = [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--inside",
+            lab,
+            str(Path(path).resolve()),
+            str(report),
+        ]
         try:
             done = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=limit)
         except subprocess.TimeoutExpired:
-            return [f"your code did not finish within the lab's time limit of {limit:g} s: a loop that never ends? "
-                    "(for example a round that emits no token, so the text never grows)"]
+            return [
+                f"your code did not finish within the lab's time limit of {limit:g} s: a loop that never ends? "
+                "(for example a round that emits no token, so the text never grows)"
+            ]
         if not report.exists():
             last = (done.stderr.strip().splitlines() or ["no message"])[-1]
             return [f"your code stopped the grader before it could finish (exit code {done.returncode}): {last}"]
@@ -123,7 +135,7 @@ def verdict(lab: str, path: str, problems: list[str]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) == 4 and argv[0] == "--inside":                    # the child process: grade, write the problems
+    if len(argv) == 4 and argv[0] == "--inside":  # the child process: grade, write the problems
         try:
             answer: object = grade_here(argv[1], Path(argv[2]))
         except GraderCannotRun as missing:

@@ -18,4 +18,12 @@ from pages.common.models import fetch_models, offer_downloads, pair_loader, show
 from pages.common.settings import Settings
 from pages.common.sidebar import current_settings, render_sidebar
 
-__all__ = ["Settings", "current_settings", "fetch_models", "pair_loader", "offer_downloads", "render_sidebar", "shows_errors"]
+__all__ = [
+    "Settings",
+    "current_settings",
+    "fetch_models",
+    "pair_loader",
+    "offer_downloads",
+    "render_sidebar",
+    "shows_errors",
+]

@@ -1,7 +1,7 @@
 """A Playground batch: several prompts at once, speculative and plain, each row's text and rounds.
 
-    jobs.start(BATCH_RUN, batch_work(pair_loader(settings), prompts, chat, settings, turns), "a batch")   # both runs, in a job
-    st.session_state[BATCH]                           # a `BatchRun`, kept by the page when the job ends
+    jobs.start(BATCH_RUN, batch_work(pair_loader(settings), prompts, chat, settings, turns), "a batch")   # both runs,
+    in a job st.session_state[BATCH]                           # a `BatchRun`, kept by the page when the job ends
 
 The engine does the work (`specdec.engine.loop`, through `specdec.pair.running`); this module keeps what the
 page shows: every row's trace (`pages.common.trace`), whether each row's greedy tokens equal the target
@@ -35,7 +35,7 @@ class BatchRun:
     prompts: tuple[str, ...]
     speculative: tuple[GenerationResult, ...]
     plain: tuple[GenerationResult, ...]
-    traces: tuple[TraceBuilder, ...]              # per row: coloured spans and round rows of the speculative run
+    traces: tuple[TraceBuilder, ...]  # per row: coloured spans and round rows of the speculative run
     plain_texts: tuple[str, ...]
 
     @property
@@ -66,21 +66,36 @@ def prompt_lines(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
-def batch_work(load: Callable[[Job], LoadedPair], prompts: list[str], chat: bool, settings: Settings,
-               turns: Turns) -> Callable[[Job], BatchRun]:
-    """The job of one batch: its turn, the pair, speculative then plain decoding of every row at once (each reported)."""
+def batch_work(
+    load: Callable[[Job], LoadedPair], prompts: list[str], chat: bool, settings: Settings, turns: Turns
+) -> Callable[[Job], BatchRun]:
+    """The job of one batch: its turn, the pair, speculative then plain decoding of every row at once (each
+    reported)."""
+
     def work(job: Job) -> BatchRun:
-        with turns.turn(on_wait=lambda ahead, running: job.report(waiting=(ahead, running)), label="a run in another tab"):
+        with turns.turn(
+            on_wait=lambda ahead, running: job.report(waiting=(ahead, running)), label="a run in another tab"
+        ):
             job.report(waiting=None)
             pair = load(job)
-            decode = lambda ids: pair.tokenizer.decode(ids, skip_special_tokens=False)   # noqa: E731
+            decode = lambda ids: pair.tokenizer.decode(ids, skip_special_tokens=False)  # noqa: E731
             rows = [running.encode_prompt(pair.tokenizer, prompt, chat=chat).reshape(-1) for prompt in prompts]
             job.report(phase="speculative", status=f"Speculative decoding of {len(rows)} prompts at once …")
             speculative = running.generate_batch(pair, rows, settings.spec, on_round=lambda row, round_: job.report())
-            job.report(phase="plain", status=f"Plain decoding of the same {len(rows)} prompts at once …",
-                       done=f"Speculative decoding: {sum(r.stats.new_tokens for r in speculative)} tokens in "
-                            f"{speculative[0].stats.wall_time_s:.2f} s")
+            job.report(
+                phase="plain",
+                status=f"Plain decoding of the same {len(rows)} prompts at once …",
+                done=f"Speculative decoding: {sum(r.stats.new_tokens for r in speculative)} tokens in "
+                f"{speculative[0].stats.wall_time_s:.2f} s",
+            )
             plain = running.generate_plain_batch(pair, rows, settings.decoding)
-            return BatchRun(settings, tuple(prompts), tuple(speculative), tuple(plain),
-                            tuple(trace(result, decode) for result in speculative), tuple(decode(result.tokens) for result in plain))
+            return BatchRun(
+                settings,
+                tuple(prompts),
+                tuple(speculative),
+                tuple(plain),
+                tuple(trace(result, decode) for result in speculative),
+                tuple(decode(result.tokens) for result in plain),
+            )
+
     return work

@@ -1,4 +1,5 @@
-"""Long work off the page's thread: a run or a benchmark goes on whatever else is clicked, and only its own Stop ends it.
+"""Long work off the page's thread: a run or a benchmark goes on whatever else is clicked, and only its own Stop ends
+it.
 
 Streamlit reruns a page's script on every click, and while a script runs a click anywhere ends it at its next
 Streamlit call. So long work does not run in the script. `start` runs it in a thread of its own, with a `Job`
@@ -32,16 +33,16 @@ REDRAWS_PER_SECOND = 2
 
 
 class Stopped(BaseException):
-    """The job's Stop was clicked: raised where the work reports, and caught by the job (not an `Exception`: loaders that
-    turn errors into messages must let it through)."""
+    """The job's Stop was clicked: raised where the work reports, and caught by the job (not an `Exception`: loaders
+    that turn errors into messages must let it through)."""
 
 
 @dataclass
 class Job:
     """One piece of long work in its own thread: what it reports, its stop flag, and how it ended."""
 
-    label: str                                          # what it is, for the page: "a run", "a benchmark"
-    progress: dict = field(default_factory=dict)        # the latest report (replaced whole, never changed in place)
+    label: str  # what it is, for the page: "a run", "a benchmark"
+    progress: dict = field(default_factory=dict)  # the latest report (replaced whole, never changed in place)
     stop_asked: threading.Event = field(default_factory=threading.Event)
     done: threading.Event = field(default_factory=threading.Event)
     result: object = None
@@ -73,7 +74,7 @@ def start(key: str, work: Callable[[Job], object], label: str) -> Job:
             job.result = work(job)
         except Stopped:
             job.stopped = True
-        except BaseException as error:      # kept for the page: shown there, or raised there when it is a bug
+        except BaseException as error:  # kept for the page: shown there, or raised there when it is a bug
             job.error = error
         finally:
             job.done.set()
@@ -89,7 +90,8 @@ def running(key: str) -> bool:
 
 
 def watch(key: str, draw: Callable[[Job], None], finished: Callable[[Job], None]) -> None:
-    """Draw the job under `key` while it runs (with its Stop button); once it ends, hand it to `finished` and rerun the page.
+    """Draw the job under `key` while it runs (with its Stop button); once it ends, hand it to `finished` and rerun the
+    page.
 
     `finished(job)` keeps what the page shows afterwards (the result, or what was done before a Stop); a
     `SpecdecError` the work raised is shown once after the rerun.
@@ -116,5 +118,11 @@ def _watched(key: str, draw: Callable[[Job], None], finished: Callable[[Job], No
             finished(job)
         st.rerun()
     draw(job)
-    st.button("Stop", key=f"{key}:stop", on_click=job.stop, icon=":material/stop_circle:",
-              help=f"Stops {job.label} at its next step; what is done so far stays on the page. Nothing else on the page stops it.")
+    st.button(
+        "Stop",
+        key=f"{key}:stop",
+        on_click=job.stop,
+        icon=":material/stop_circle:",
+        help=f"Stops {job.label} at its next step; what is done so far stays on the page. Nothing else on the page "
+        "stops it.",
+    )

@@ -56,8 +56,11 @@ def inline_images(markdown: str, folder: Path) -> str:
         mime = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
         data = base64.b64encode(path.read_bytes()).decode()
         caption = html.escape(match["caption"])
-        return (f'<figure style="margin:1rem 0;"><img src="data:{mime};base64,{data}" alt="{caption}" style="max-width:100%;"/>'
-                f'<figcaption style="font-size:0.85rem;color:#666;">{caption}</figcaption></figure>')
+        return (
+            f'<figure style="margin:1rem 0;"><img src="data:{mime};base64,{data}" alt="{caption}" '
+            'style="max-width:100%;"/>'
+            f'<figcaption style="font-size:0.85rem;color:#666;">{caption}</figcaption></figure>'
+        )
 
     return IMAGE.sub(replace, markdown)
 

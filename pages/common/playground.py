@@ -47,18 +47,18 @@ class PlaygroundRun:
 
     settings: Settings
     device: str
-    precision: str                            # how each model ran: "target float32 int8, draft bfloat16 int4"
-    target_precision: str                     # how the target ran: "float32 int8", "float32 Q4_K_M"
-    plan: str                                 # the planner's header line: what `specdec run` prints for the same settings
+    precision: str  # how each model ran: "target float32 int8, draft bfloat16 int4"
+    target_precision: str  # how the target ran: "float32 int8", "float32 Q4_K_M"
+    plan: str  # the planner's header line: what `specdec run` prints for the same settings
     prompt_tokens: int
-    phase: str                                # "speculative" or "plain" while running (or stopped), then "done"
-    spans: tuple[TokenSpan, ...] = ()         # speculative output, rejected drafts included
+    phase: str  # "speculative" or "plain" while running (or stopped), then "done"
+    spans: tuple[TokenSpan, ...] = ()  # speculative output, rejected drafts included
     rounds: tuple[RoundRow, ...] = ()
-    speculative: GenerationResult | None = None   # set once the speculative phase finished
+    speculative: GenerationResult | None = None  # set once the speculative phase finished
     plain_text: str = ""
-    plain: GenerationResult | None = None         # set once the target-alone phase finished
-    greedy: GreedyCheck | None = None             # greedy runs with the target alone: are the tokens identical?
-    trace_json: str = ""                          # the speculative run's full trace, for download
+    plain: GenerationResult | None = None  # set once the target-alone phase finished
+    greedy: GreedyCheck | None = None  # greedy runs with the target alone: are the tokens identical?
+    trace_json: str = ""  # the speculative run's full trace, for download
 
 
 class _Throttle:
@@ -95,29 +95,58 @@ def _bar(total: int):
     return bar
 
 
-def _speculative_phase(job: Job, pair: LoadedPair, input_ids: torch.Tensor, run: PlaygroundRun, plan: Plan,
-                       stream: bool) -> PlaygroundRun:
-    builder, throttle, bar = TraceBuilder(_decoder(pair)), _Throttle(UPDATES_PER_SECOND), _bar(run.settings.decoding.max_new_tokens)
+def _speculative_phase(
+    job: Job, pair: LoadedPair, input_ids: torch.Tensor, run: PlaygroundRun, plan: Plan, stream: bool
+) -> PlaygroundRun:
+    builder, throttle, bar = (
+        TraceBuilder(_decoder(pair)),
+        _Throttle(UPDATES_PER_SECOND),
+        _bar(run.settings.decoding.max_new_tokens),
+    )
 
     def on_round(round_) -> None:
         builder.add_round(round_)
         if throttle.due():
-            job.report(run=replace(run, spans=tuple(builder.spans), rounds=tuple(builder.rows)),
-                       bar=bar(sum(span.in_output for span in builder.spans)))
+            job.report(
+                run=replace(run, spans=tuple(builder.spans), rounds=tuple(builder.rows)),
+                bar=bar(sum(span.in_output for span in builder.spans)),
+            )
 
     result = running.generate(pair, input_ids, run.settings.spec, on_round=on_round if stream else None, plan=plan)
     finished = builder if stream else trace(result, _decoder(pair))
     s, d = run.settings, run.settings.decoding
-    about = {"draft": s.draft, "target": s.target, "device": run.device, "precision": run.precision, "plan": result.plan,
-             "drafting": result.drafting,
-             "temperature": d.temperature, "top_k": d.top_k, "top_p": d.top_p, "seed": d.seed, "max_new_tokens": d.max_new_tokens,
-             "prompt_tokens": run.prompt_tokens}
-    return replace(run, spans=tuple(finished.spans), rounds=tuple(finished.rows), speculative=result,
-                   trace_json=json.dumps(trace_json(result, _decoder(pair), about), indent=1))
+    about = {
+        "draft": s.draft,
+        "target": s.target,
+        "device": run.device,
+        "precision": run.precision,
+        "plan": result.plan,
+        "drafting": result.drafting,
+        "temperature": d.temperature,
+        "top_k": d.top_k,
+        "top_p": d.top_p,
+        "seed": d.seed,
+        "max_new_tokens": d.max_new_tokens,
+        "prompt_tokens": run.prompt_tokens,
+    }
+    return replace(
+        run,
+        spans=tuple(finished.spans),
+        rounds=tuple(finished.rows),
+        speculative=result,
+        trace_json=json.dumps(trace_json(result, _decoder(pair), about), indent=1),
+    )
 
 
-def _plain_phase(job: Job, pair: LoadedPair, input_ids: torch.Tensor, run: PlaygroundRun, stream: bool) -> PlaygroundRun:
-    builder, throttle, bar, done = TraceBuilder(_decoder(pair)), _Throttle(UPDATES_PER_SECOND), _bar(run.settings.decoding.max_new_tokens), [0]
+def _plain_phase(
+    job: Job, pair: LoadedPair, input_ids: torch.Tensor, run: PlaygroundRun, stream: bool
+) -> PlaygroundRun:
+    builder, throttle, bar, done = (
+        TraceBuilder(_decoder(pair)),
+        _Throttle(UPDATES_PER_SECOND),
+        _bar(run.settings.decoding.max_new_tokens),
+        [0],
+    )
 
     def on_token(token: int) -> None:
         builder.add_token(token)
@@ -132,27 +161,54 @@ def _plain_phase(job: Job, pair: LoadedPair, input_ids: torch.Tensor, run: Playg
     return run
 
 
-def playground_work(load: Callable[[Job], LoadedPair], prompt: str, chat: bool, settings: Settings, also_plain: bool, stream: bool,
-                    turns: Turns) -> Callable[[Job], PlaygroundRun]:
+def playground_work(
+    load: Callable[[Job], LoadedPair],
+    prompt: str,
+    chat: bool,
+    settings: Settings,
+    also_plain: bool,
+    stream: bool,
+    turns: Turns,
+) -> Callable[[Job], PlaygroundRun]:
     """The job of one run: its turn, the pair, both phases, each reported as it goes; returns the finished run."""
+
     def work(job: Job) -> PlaygroundRun:
-        with turns.turn(on_wait=lambda ahead, running: job.report(waiting=(ahead, running)), label="a run in another tab"):
+        with turns.turn(
+            on_wait=lambda ahead, running: job.report(waiting=(ahead, running)), label="a run in another tab"
+        ):
             job.report(waiting=None)
             pair = load(job)
             input_ids = running.encode_prompt(pair.tokenizer, prompt, chat=chat)
             plan = pair.plan(settings.spec)
             described = pair.precisions + (f", draft tokenizer: {pair.tokenizer_note}" if pair.cross_tokenizer else "")
-            run = PlaygroundRun(settings, str(pair.device), described, pair.precision, plan.header(), int(input_ids.shape[-1]),
-                                phase="speculative")
-            job.report(phase="speculative", run=run, bar=None, status=f"Speculative decoding: {plan.drafting.description} …")
-            run = replace(_speculative_phase(job, pair, input_ids, run, plan, stream), phase="plain" if also_plain else "done")
+            run = PlaygroundRun(
+                settings,
+                str(pair.device),
+                described,
+                pair.precision,
+                plan.header(),
+                int(input_ids.shape[-1]),
+                phase="speculative",
+            )
+            job.report(
+                phase="speculative", run=run, bar=None, status=f"Speculative decoding: {plan.drafting.description} …"
+            )
+            run = replace(
+                _speculative_phase(job, pair, input_ids, run, plan, stream), phase="plain" if also_plain else "done"
+            )
             stats = run.speculative.stats
             done = f"Speculative decoding: {stats.new_tokens} tokens in {stats.wall_time_s:.2f} s"
             if also_plain:
-                job.report(phase="plain", run=run, bar=None, done=done,
-                           status=f"Plain decoding: {settings.target} alone, one pass per token …")
+                job.report(
+                    phase="plain",
+                    run=run,
+                    bar=None,
+                    done=done,
+                    status=f"Plain decoding: {settings.target} alone, one pass per token …",
+                )
                 run = replace(_plain_phase(job, pair, input_ids, run, stream), phase="done")
             return run
+
     return work
 
 
@@ -161,8 +217,12 @@ def draw_run(job: Job) -> None:
     progress = job.progress
     if progress.get("waiting"):
         ahead, running = progress["waiting"]
-        st.info(f"Waiting for {running}: {'1 job' if ahead == 1 else f'{ahead} jobs'} ahead of your run. It starts as soon as "
-                "they finish; Stop leaves the line.", icon=":material/hourglass_top:")
+        st.info(
+            f"Waiting for {running}: {'1 job' if ahead == 1 else f'{ahead} jobs'} ahead of your run. It starts as soon "
+            "as "
+            "they finish; Stop leaves the line.",
+            icon=":material/hourglass_top:",
+        )
         return
     draw_loading(job)
     if progress.get("phase") not in ("speculative", "plain"):

@@ -36,11 +36,11 @@ class ReplayStep:
     """One round of a recorded run, as the replay shows it."""
 
     row: RoundRow
-    kept: tuple[TokenSpan, ...]        # drafted and accepted, in order
-    rejected: TokenSpan | None         # the drafted token the rule refused (None: none refused)
-    added: TokenSpan | None            # the target's own token (None: the round ended at an end-of-sequence token)
-    text: tuple[TokenSpan, ...]        # the output after this round, rejected drafts shown where they were refused
-    tokens_out: int                    # tokens in the output after this round
+    kept: tuple[TokenSpan, ...]  # drafted and accepted, in order
+    rejected: TokenSpan | None  # the drafted token the rule refused (None: none refused)
+    added: TokenSpan | None  # the target's own token (None: the round ended at an end-of-sequence token)
+    text: tuple[TokenSpan, ...]  # the output after this round, rejected drafts shown where they were refused
+    tokens_out: int  # tokens in the output after this round
 
     @property
     def drafted(self) -> tuple[TokenSpan, ...]:
@@ -50,9 +50,11 @@ class ReplayStep:
     def summary(self) -> str:
         """The round in one sentence.
 
-        >>> rows = [RoundRow(0, "", 0, 0, "a", "target", 1), RoundRow(1, "✓b ✗c ·d", 1, 3, "e", "resampled", 2, untested=("d",))]
+        >>> rows = [RoundRow(0, "", 0, 0, "a", "target", 1), RoundRow(1, "✓b ✗c ·d", 1, 3, "e", "resampled", 2,
+        ...     untested=("d",))]
         >>> spans = [TokenSpan("a", 1, SpanKind.TARGET, 0), TokenSpan("b", 2, SpanKind.ACCEPTED, 1),
-        ...          TokenSpan("c", 3, SpanKind.REJECTED, 1, u=0.9), TokenSpan("e", 5, SpanKind.RESAMPLED, 1, replaces="c")]
+        ...          TokenSpan("c", 3, SpanKind.REJECTED, 1, u=0.9), TokenSpan("e", 5, SpanKind.RESAMPLED, 1,
+        ...     replaces="c")]
         >>> replay_step(spans, rows, 0).summary()
         "Round 0, the prompt pass: the target read the prompt and drew its first token 'a'."
         >>> replay_step(spans, rows, 1).summary()    # doctest: +NORMALIZE_WHITESPACE
@@ -63,20 +65,35 @@ class ReplayStep:
         added = f"'{visible(self.added.text)}'" if self.added is not None else None
         if not row.drafted_count:
             if row.round_index == 0:
-                return f"Round 0, the prompt pass: the target read the prompt and drew its first token {added}." if added else (
-                    "Round 0, the prompt pass: the target read the prompt; its first token ended the text.")
+                return (
+                    f"Round 0, the prompt pass: the target read the prompt and drew its first token {added}."
+                    if added
+                    else ("Round 0, the prompt pass: the target read the prompt; its first token ended the text.")
+                )
             return f"Round {row.round_index}: nothing was drafted; the target drew {added} on its own.{out}"
         tree = f" (a tree of {row.drafted_count} nodes, read as the chain it came to)" if row.tree is not None else ""
-        proposed = f"Round {row.round_index}: the draft proposed {row.drafted_count} token{'s' * (row.drafted_count != 1)}{tree}; "
+        proposed = (
+            f"Round {row.round_index}: the draft proposed {row.drafted_count} "
+            f"token{'s' * (row.drafted_count != 1)}{tree}; "
+        )
         if self.rejected is not None:
             never = len(row.untested)
-            after = f"; {never} draft{'s' * (never != 1)} after it {'was' if never == 1 else 'were'} never tested" if never else ""
+            after = (
+                f"; {never} draft{'s' * (never != 1)} after it {'was' if never == 1 else 'were'} never tested"
+                if never
+                else ""
+            )
             drawn = "from norm(max(0, p - q))" if self.rejected.u is not None else "(greedy: its own most likely token)"
-            return (f"{proposed}the target kept {len(self.kept)}, refused '{visible(self.rejected.text)}' (draft {len(self.kept) + 1}) "
-                    f"and drew {added} in its place {drawn}{after}.{out}")
+            return (
+                f"{proposed}the target kept {len(self.kept)}, refused '{visible(self.rejected.text)}' (draft "
+                f"{len(self.kept) + 1}) "
+                f"and drew {added} in its place {drawn}{after}.{out}"
+            )
         if added is None:
             return f"{proposed}the target kept {len(self.kept)}, the last of them ending the text.{out}"
-        return f"{proposed}the target kept all {len(self.kept)} and added the bonus token {added} from the same pass.{out}"
+        return (
+            f"{proposed}the target kept all {len(self.kept)} and added the bonus token {added} from the same pass.{out}"
+        )
 
 
 def replay_step(spans: Sequence[TokenSpan], rows: Sequence[RoundRow], index: int) -> ReplayStep:

@@ -28,8 +28,10 @@ MEANING = {
     SpanKind.BONUS: "bonus token after a full accept",
     SpanKind.TARGET: "drawn by the target, nothing drafted",
 }
-BOX = ("font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:0.9rem;line-height:1.9;white-space:pre-wrap;"
-       "word-break:break-word;padding:0.6rem;border:1px solid #ddd;border-radius:0.4rem;")
+BOX = (
+    "font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:0.9rem;line-height:1.9;white-space:pre-wrap;"
+    "word-break:break-word;padding:0.6rem;border:1px solid #ddd;border-radius:0.4rem;"
+)
 TOKEN = "border-radius:3px;padding:1px 0;margin:0 1px 0 0;"
 
 
@@ -39,15 +41,20 @@ def _number(value: float | None) -> str:
 
 def tooltip(span: TokenSpan) -> str:
     """The hover text of one token: its kind, p, q, p/q and u, and why it is there."""
-    return (f"{MEANING[span.kind]} (round {span.round_index})\n"
-            f"p = {_number(span.p)}   q = {_number(span.q)}   p/q = {_number(span.ratio)}   u = {_number(span.u)}\n"
-            f"{span.explain()}")
+    return (
+        f"{MEANING[span.kind]} (round {span.round_index})\n"
+        f"p = {_number(span.p)}   q = {_number(span.q)}   p/q = {_number(span.ratio)}   u = {_number(span.u)}\n"
+        f"{span.explain()}"
+    )
 
 
 def _token(span: TokenSpan) -> str:
     text = span.text if span.text else "∅"
-    return (f'<span class="specdec-token {span.kind.value}" data-kind="{span.kind.value}" style="{TOKEN}{STYLE[span.kind]}" '
-            f'title="{html.escape(tooltip(span))}">{html.escape(text)}</span>')
+    return (
+        f'<span class="specdec-token {span.kind.value}" data-kind="{span.kind.value}" '
+        f'style="{TOKEN}{STYLE[span.kind]}" '
+        f'title="{html.escape(tooltip(span))}">{html.escape(text)}</span>'
+    )
 
 
 def tokens_html(spans: Sequence[TokenSpan], box: str = "specdec-tokens") -> str:
@@ -65,6 +72,8 @@ def legend_html(counts: dict[str, int] | None = None) -> str:
     chips = []
     for kind in SpanKind:
         count = f" ({counts[kind.value]})" if counts is not None else ""
-        chips.append(f'<span style="{TOKEN}{STYLE[kind]}padding:2px 6px;margin-right:0.5rem;display:inline-block;'
-                     f'white-space:nowrap;">{MEANING[kind]}{count}</span>')
+        chips.append(
+            f'<span style="{TOKEN}{STYLE[kind]}padding:2px 6px;margin-right:0.5rem;display:inline-block;'
+            f'white-space:nowrap;">{MEANING[kind]}{count}</span>'
+        )
     return f'<div style="font-size:0.85rem;line-height:2;">{"".join(chips)}</div>'

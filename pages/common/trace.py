@@ -64,10 +64,10 @@ class TokenSpan:
     text: str
     token: int
     kind: SpanKind
-    round_index: int          # 0 is the prompt pass
-    p: float | None = None    # target probability of a drafted token (after warping)
-    q: float | None = None    # draft probability of a drafted token (after warping)
-    u: float | None = None    # the uniform draw it was tested with; None when greedy
+    round_index: int  # 0 is the prompt pass
+    p: float | None = None  # target probability of a drafted token (after warping)
+    q: float | None = None  # draft probability of a drafted token (after warping)
+    u: float | None = None  # the uniform draw it was tested with; None when greedy
     replaces: str | None = None  # for a resampled token: the text of the rejected draft
 
     @property
@@ -114,11 +114,11 @@ class TreeNode:
     text: str
     depth: int
     y: float
-    parent: int               # index of the parent node; -1 for the root's children
+    parent: int  # index of the parent node; -1 for the root's children
     p: float
     q: float
     u: float | None
-    status: str               # "accepted" (on the path in the output), "rejected" or "not tested"
+    status: str  # "accepted" (on the path in the output), "rejected" or "not tested"
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,7 @@ class TreeView:
     root: str
     nodes: tuple[TreeNode, ...]
     added: str
-    added_kind: str           # "bonus" or "resampled"
+    added_kind: str  # "bonus" or "resampled"
 
 
 @dataclass(frozen=True)
@@ -136,15 +136,15 @@ class RoundRow:
     """One row of the per-round table."""
 
     round_index: int
-    drafted: str       # each drafted token with a mark: ✓ accepted, ✗ rejected, · never tested
+    drafted: str  # each drafted token with a mark: ✓ accepted, ✗ rejected, · never tested
     accepted: int
     drafted_count: int
-    added: str         # the token the target added
-    added_kind: str    # "resampled", "bonus" or "target"
-    emitted: int       # tokens this round appended to the output
-    tree: TreeView | None = None   # a tree round's nodes, for drawing
-    draft_ms: float = 0.0          # time inside the drafter this round
-    verify_ms: float = 0.0         # time inside the target's pass this round
+    added: str  # the token the target added
+    added_kind: str  # "resampled", "bonus" or "target"
+    emitted: int  # tokens this round appended to the output
+    tree: TreeView | None = None  # a tree round's nodes, for drawing
+    draft_ms: float = 0.0  # time inside the drafter this round
+    verify_ms: float = 0.0  # time inside the target's pass this round
     untested: tuple[str, ...] = ()  # drafted tokens the rule never reached (after a rejection), as shown
 
 
@@ -166,12 +166,12 @@ class _IncrementalText:
 
     def peek(self, extra: Sequence[int]) -> list[str]:
         """What each token of `extra` would add after the current text, without keeping them."""
-        tokens = self.tokens[-self.CONTEXT:]
+        tokens = self.tokens[-self.CONTEXT :]
         before, pieces = self._stable(tokens), []
         for token in extra:
             tokens = tokens + [token]
             after = self._stable(tokens)
-            pieces.append(after[len(before):] if after.startswith(before) else self._stable([token]))
+            pieces.append(after[len(before) :] if after.startswith(before) else self._stable([token]))
             before = after
         return pieces
 
@@ -213,27 +213,34 @@ class TraceBuilder:
             if origin is TokenOrigin.ACCEPTED:
                 drafted = round_.drafted[position]
                 pieces.append(self.text.append(token))
-                self.spans.append(TokenSpan(pieces[-1], token, SpanKind.ACCEPTED, index, drafted.p, drafted.q, drafted.u))
+                self.spans.append(
+                    TokenSpan(pieces[-1], token, SpanKind.ACCEPTED, index, drafted.p, drafted.q, drafted.u)
+                )
                 continue
             if origin is TokenOrigin.RESAMPLED:
                 rejected = round_.drafted[round_.accepted]
                 replaces = self.text.peek([rejected.token])[0]
-                self.spans.append(TokenSpan(replaces, rejected.token, SpanKind.REJECTED, index, rejected.p, rejected.q, rejected.u))
+                self.spans.append(
+                    TokenSpan(replaces, rejected.token, SpanKind.REJECTED, index, rejected.p, rejected.q, rejected.u)
+                )
             pieces.append(self.text.append(token))
             self.spans.append(TokenSpan(pieces[-1], token, SpanKind(origin.value), index, replaces=replaces))
         self.rows.append(_round_row(index, round_, proposal, pieces))
 
-
     def _add_tree_round(self, round_: Round) -> None:
         """A tree round, read as the chain it came to (the path, then the rejected children of its end)."""
         root = visible(next((span.text for span in reversed(self.spans) if span.in_output), ""))
-        nodes = [visible(self.text.decode([drafted.token])) for drafted in round_.drafted]   # each node's own text
+        nodes = [visible(self.text.decode([drafted.token])) for drafted in round_.drafted]  # each node's own text
         chain = chain_view(round_)
         self.add_round(chain)
         extra = len(round_.drafted) - len(chain.drafted)
         row = self.rows[-1]
-        self.rows[-1] = replace(row, drafted=row.drafted + (f"  (+{extra} other nodes)" if extra else ""),
-                                drafted_count=len(round_.drafted), tree=tree_view(round_, root, nodes, row.added, row.added_kind))
+        self.rows[-1] = replace(
+            row,
+            drafted=row.drafted + (f"  (+{extra} other nodes)" if extra else ""),
+            drafted_count=len(round_.drafted),
+            tree=tree_view(round_, root, nodes, row.added, row.added_kind),
+        )
 
 
 def chain_view(round_: Round) -> Round:
@@ -247,12 +254,15 @@ def chain_view(round_: Round) -> Round:
     """
     tree = round_.tree
     end = tree.path[-1] if tree.path else -1
-    rejected = [node for node, parent in enumerate(tree.parents) if parent == end and round_.drafted[node].accepted is False]
+    rejected = [
+        node for node, parent in enumerate(tree.parents) if parent == end and round_.drafted[node].accepted is False
+    ]
     return replace(round_, drafted=tuple(round_.drafted[node] for node in (*tree.path, *rejected)), tree=None)
 
 
 def tree_view(round_: Round, root: str, texts: Sequence[str], added: str, added_kind: str) -> TreeView:
-    """Place every node of a tree round for drawing: x = depth, leaves one row apart, parents centred over their children.
+    """Place every node of a tree round for drawing: x = depth, leaves one row apart, parents centred over their
+    children.
 
     >>> from specdec.engine.results import DraftedToken as D, TreeTrace, TokenOrigin as O
     >>> tree_round = Round((D(5, 0.0, 1.0, None, False), D(6, 1.0, 1.0, None, True), D(7, 0.0, 1.0, None, False)),
@@ -281,8 +291,12 @@ def tree_view(round_: Round, root: str, texts: Sequence[str], added: str, added_
     for parent in parents:
         depths.append(1 if parent == -1 else depths[parent] + 1)
     status = {True: "accepted", False: "rejected", None: "not tested"}
-    nodes = tuple(TreeNode(texts[node], depths[node], rows[node], parent, drafted.p, drafted.q, drafted.u, status[drafted.accepted])
-                  for node, (parent, drafted) in enumerate(zip(parents, round_.drafted)))
+    nodes = tuple(
+        TreeNode(
+            texts[node], depths[node], rows[node], parent, drafted.p, drafted.q, drafted.u, status[drafted.accepted]
+        )
+        for node, (parent, drafted) in enumerate(zip(parents, round_.drafted))
+    )
     return TreeView(root, nodes, added, added_kind)
 
 
@@ -292,8 +306,18 @@ def _round_row(index: int, round_: Round, proposal: list[str], pieces: list[str]
     added = visible(pieces[-1]) if target_added else ""
     added_kind = round_.next_origin.value if target_added else "(stopped at end of text)"
     untested = tuple(visible(piece) for d, piece in zip(round_.drafted, proposal) if d.accepted is None)
-    return RoundRow(index, drafted, round_.accepted, len(round_.drafted), added, added_kind, len(round_.emitted),
-                    draft_ms=1000 * round_.draft_s, verify_ms=1000 * round_.verify_s, untested=untested)
+    return RoundRow(
+        index,
+        drafted,
+        round_.accepted,
+        len(round_.drafted),
+        added,
+        added_kind,
+        len(round_.emitted),
+        draft_ms=1000 * round_.draft_s,
+        verify_ms=1000 * round_.verify_s,
+        untested=untested,
+    )
 
 
 def trace(result: GenerationResult, decode: Decode) -> TraceBuilder:
@@ -354,9 +378,20 @@ def round_records(rows: Sequence[RoundRow]) -> list[dict]:
     >>> round_records([RoundRow(1, "✓a ✗b", 1, 2, "c", "resampled", 2, draft_ms=3.0, verify_ms=9.5)])[0]["verify ms"]
     9.5
     """
-    return [{"round": row.round_index, "drafted (✓ accepted, ✗ rejected, · not tested)": row.drafted, "accepted": row.accepted,
-             "drafted count": row.drafted_count, "target added": row.added, "how": row.added_kind, "tokens out": row.emitted,
-             "draft ms": round(row.draft_ms, 3), "verify ms": round(row.verify_ms, 3)} for row in rows]
+    return [
+        {
+            "round": row.round_index,
+            "drafted (✓ accepted, ✗ rejected, · not tested)": row.drafted,
+            "accepted": row.accepted,
+            "drafted count": row.drafted_count,
+            "target added": row.added,
+            "how": row.added_kind,
+            "tokens out": row.emitted,
+            "draft ms": round(row.draft_ms, 3),
+            "verify ms": round(row.verify_ms, 3),
+        }
+        for row in rows
+    ]
 
 
 def trace_json(result: GenerationResult, decode: Decode, about: dict) -> dict:
@@ -372,16 +407,25 @@ def trace_json(result: GenerationResult, decode: Decode, about: dict) -> dict:
         "stats": {field: getattr(result.stats, field) for field in result.stats.__dataclass_fields__},
         "tokens": list(result.tokens),
         "text": decode(list(result.tokens)),
-        "rounds": [{
-            "round": index,
-            "drafted": [{"token": d.token, "text": decode([d.token]), "p": d.p, "q": d.q, "u": d.u, "accepted": d.accepted}
-                        for d in round_.drafted],
-            "tree_parents": list(round_.tree.parents) if round_.tree else None,
-            "accepted": round_.accepted,
-            "added": {"token": round_.next_token, "text": decode([round_.next_token]), "how": round_.next_origin.value},
-            "emitted": [token for token, _ in round_.emitted],
-            "draft_s": round_.draft_s,
-            "verify_s": round_.verify_s,
-        } for index, round_ in enumerate(result.rounds)],
+        "rounds": [
+            {
+                "round": index,
+                "drafted": [
+                    {"token": d.token, "text": decode([d.token]), "p": d.p, "q": d.q, "u": d.u, "accepted": d.accepted}
+                    for d in round_.drafted
+                ],
+                "tree_parents": list(round_.tree.parents) if round_.tree else None,
+                "accepted": round_.accepted,
+                "added": {
+                    "token": round_.next_token,
+                    "text": decode([round_.next_token]),
+                    "how": round_.next_origin.value,
+                },
+                "emitted": [token for token, _ in round_.emitted],
+                "draft_s": round_.draft_s,
+                "verify_s": round_.verify_s,
+            }
+            for index, round_ in enumerate(result.rounds)
+        ],
         "timeline": [asdict(time) for time in result.timeline],
     }

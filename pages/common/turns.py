@@ -36,8 +36,8 @@ class Turns:
     def __init__(self, poll_s: float = 0.25) -> None:
         self.poll_s = poll_s
         self._changed = threading.Condition()
-        self._line: list[int] = []            # tickets, the job running first
-        self._labels: dict[int, str] = {}     # what each ticket's job is, for the others' waiting note
+        self._line: list[int] = []  # tickets, the job running first
+        self._labels: dict[int, str] = {}  # what each ticket's job is, for the others' waiting note
         self._next_ticket = 0
 
     @property
@@ -48,7 +48,8 @@ class Turns:
 
     @contextmanager
     def turn(self, on_wait: Callable[[int, str], None], label: str = "another job") -> Iterator[None]:
-        """Wait for this job's turn (calling `on_wait(jobs ahead, the running job's label)`), run the block, then hand over."""
+        """Wait for this job's turn (calling `on_wait(jobs ahead, the running job's label)`), run the block, then hand
+        over."""
         with self._changed:
             ticket = self._next_ticket
             self._next_ticket += 1
@@ -61,10 +62,10 @@ class Turns:
                     if ahead == 0:
                         break
                     running = self._labels[self._line[0]]
-                on_wait(ahead, running)                            # may raise: a Stop leaves the line
+                on_wait(ahead, running)  # may raise: a Stop leaves the line
                 with self._changed:
                     if self._line.index(ticket) > 0:
-                        self._changed.wait(timeout=self.poll_s)    # woken at once when the line moves
+                        self._changed.wait(timeout=self.poll_s)  # woken at once when the line moves
             yield
         finally:
             with self._changed:
@@ -81,8 +82,13 @@ def shared_turns() -> Turns:
 
 def waiting_note(slot, what: str) -> Callable[[int, str], None]:
     """An `on_wait` that tells the user where their job stands, in `slot` (an `st.empty()`)."""
+
     def show(ahead: int, running: str) -> None:
         jobs = "1 job" if ahead == 1 else f"{ahead} jobs"
-        slot.info(f"Waiting for {running}: {jobs} ahead of your {what}. It starts as soon as they finish; "
-                  "Stop leaves the line.", icon=":material/hourglass_top:")
+        slot.info(
+            f"Waiting for {running}: {jobs} ahead of your {what}. It starts as soon as they finish; "
+            "Stop leaves the line.",
+            icon=":material/hourglass_top:",
+        )
+
     return show

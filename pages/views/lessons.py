@@ -9,7 +9,8 @@ from pages.common.state import is_kept, keep, kept, remember
 
 
 def _initial_slug(slugs: list[str]) -> str:
-    """The chapter a link asks for (?chapter=...) on a session's first visit, else the remembered one, else the first."""
+    """The chapter a link asks for (?chapter=...) on a session's first visit, else the remembered one, else the
+    first."""
     linked = st.query_params.get("chapter")
     if linked in slugs and not is_kept("lesson"):
         keep("lesson", linked)
@@ -20,13 +21,23 @@ def _initial_slug(slugs: list[str]) -> str:
 
 def _navigation(chapters: list[Chapter], position: int, where: str) -> None:
     """Previous / next buttons."""
-    left, right = st.columns(2)                 # half the page each: a long chapter title is never cut off
+    left, right = st.columns(2)  # half the page each: a long chapter title is never cut off
     if position > 0:
-        left.button(f"← {chapters[position - 1].title}", key=f"previous_{where}", width="stretch",
-                    on_click=keep, args=("lesson", chapters[position - 1].slug))
+        left.button(
+            f"← {chapters[position - 1].title}",
+            key=f"previous_{where}",
+            width="stretch",
+            on_click=keep,
+            args=("lesson", chapters[position - 1].slug),
+        )
     if position < len(chapters) - 1:
-        right.button(f"{chapters[position + 1].title} →", key=f"next_{where}", width="stretch",
-                     on_click=keep, args=("lesson", chapters[position + 1].slug))
+        right.button(
+            f"{chapters[position + 1].title} →",
+            key=f"next_{where}",
+            width="stretch",
+            on_click=keep,
+            args=("lesson", chapters[position + 1].slug),
+        )
 
 
 chapters = find_chapters(guide_folder())
@@ -46,8 +57,13 @@ if st.query_params.get("chapter") != slug:
     st.query_params["chapter"] = slug
 
 if chapter.pdf is not None:
-    st.download_button(f"Download “{chapter.title}” as PDF", chapter.pdf.read_bytes(), file_name=chapter.pdf.name,
-                       mime="application/pdf", key="lesson_pdf")
+    st.download_button(
+        f"Download “{chapter.title}” as PDF",
+        chapter.pdf.read_bytes(),
+        file_name=chapter.pdf.name,
+        mime="application/pdf",
+        key="lesson_pdf",
+    )
 _navigation(chapters, position, "top")
 st.markdown(chapter.markdown(), unsafe_allow_html=True)
 st.divider()

@@ -52,22 +52,36 @@ def check_batch_sizes(sizes: Sequence[int]) -> tuple[int, ...]:
     return tuple(dict.fromkeys(int(size) for size in sizes))
 
 
-def batch_benchmark(pair: LoadedPair, batch_sizes: Sequence[int], decoding: Decoding, prompts: int | None = None,
-                    progress: Callable[[int, int, str], None] | None = None, gammas: Sequence[int | str] = (STOP,)) -> pd.DataFrame:
+def batch_benchmark(
+    pair: LoadedPair,
+    batch_sizes: Sequence[int],
+    decoding: Decoding,
+    prompts: int | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
+    gammas: Sequence[int | str] = (STOP,),
+) -> pd.DataFrame:
     """One row per (batch size, variant): plain, and speculative with each of `gammas` ("stop": the stop rule; a whole
     number: a fixed gamma). See the module docstring. `prompts`: how many (default the largest batch size)."""
     sizes = check_batch_sizes(batch_sizes)
-    if not gammas or any(gamma != STOP and not (isinstance(gamma, int) and 1 <= gamma <= MAX_GAMMA) for gamma in gammas):
-        raise SpecdecError(f"a batch benchmark drafts chains: gammas are '{STOP}' or whole numbers from 1 to {MAX_GAMMA}, got {list(gammas)}")
+    if not gammas or any(
+        gamma != STOP and not (isinstance(gamma, int) and 1 <= gamma <= MAX_GAMMA) for gamma in gammas
+    ):
+        raise SpecdecError(
+            f"a batch benchmark drafts chains: gammas are '{STOP}' or whole numbers from 1 to {MAX_GAMMA}, got "
+            f"{list(gammas)}"
+        )
     variants = [("plain", None)] + [("speculative", gamma) for gamma in gammas]
     if pair.draft is None or pair.cross_tokenizer:
-        raise SpecdecError("the batch benchmark drafts with the pair's draft model sharing the target's tokenizer: pick a draft model pair")
+        raise SpecdecError(
+            "the batch benchmark drafts with the pair's draft model sharing the target's tokenizer: pick a draft model "
+            "pair"
+        )
     count = prompts or max(sizes)
     chosen = suite()[:count]
     if len(chosen) < count:
         raise SpecdecError(f"the prompt suite has {len(chosen)} prompts: ask for at most that many")
-    encoded = [encode_bench_prompt(pair.tokenizer, prompt)[0] for prompt in chosen]           # each [T_b]
-    generate_speculative_batch(pair, encoded[:2], replace(decoding, max_new_tokens=8))   # warm-up, unrecorded
+    encoded = [encode_bench_prompt(pair.tokenizer, prompt)[0] for prompt in chosen]  # each [T_b]
+    generate_speculative_batch(pair, encoded[:2], replace(decoding, max_new_tokens=8))  # warm-up, unrecorded
     rows, total, done = [], len(sizes) * len(variants), 0
     plain_tokens: dict[int, list[list[int]]] = {}
     for index, size in enumerate(sizes):
@@ -77,11 +91,15 @@ def batch_benchmark(pair: LoadedPair, batch_sizes: Sequence[int], decoding: Deco
                 progress(done, total, f"{method}{'' if gamma is None else f' ({gamma})'} at batch size {size}")
             results = []
             for start in range(0, count, size):
-                batch = encoded[start:start + size]
+                batch = encoded[start : start + size]
                 if method == "plain":
                     results.append(generate_plain_batch(pair, batch, decoding))
                 else:
-                    results.append(generate_speculative_batch(pair, batch, decoding, Drafting(gamma=None if gamma == STOP else gamma)))
+                    results.append(
+                        generate_speculative_batch(
+                            pair, batch, decoding, Drafting(gamma=None if gamma == STOP else gamma)
+                        )
+                    )
             rows.append(_row(pair, method, size, results, decoding, gamma))
             if method == "plain":
                 plain_tokens[size] = [result.tokens for batch in results for result in batch]
@@ -90,7 +108,7 @@ def batch_benchmark(pair: LoadedPair, batch_sizes: Sequence[int], decoding: Deco
             done += 1
     if progress is not None:
         progress(done, total, "done")
-    for row in rows:                                   # greedy: every row equal to the same prompt's plain decoding
+    for row in rows:  # greedy: every row equal to the same prompt's plain decoding
         if "_tokens" in row:
             row["exact"] = row.pop("_tokens") == plain_tokens[row["batch_size"]] if decoding.temperature == 0 else None
     return with_gains(pd.DataFrame(rows))
@@ -101,23 +119,42 @@ def _row(pair: LoadedPair, method: str, size: int, results: list, decoding: Deco
     wall = sum(max(result.stats.wall_time_s for result in batch) for batch in results)
     tokens = sum(result.stats.new_tokens for result in flat)
     drafted = sum(result.stats.drafted for result in flat)
-    passes = sum(max(result.stats.target_passes for result in batch) for batch in results)   # batched passes
-    row_passes = sum(result.stats.target_passes for result in flat)                               # passes each row took part in
+    passes = sum(max(result.stats.target_passes for result in batch) for batch in results)  # batched passes
+    row_passes = sum(result.stats.target_passes for result in flat)  # passes each row took part in
     return dict(
-        timestamp=datetime.now(timezone.utc).isoformat(timespec="seconds"), engine="specdec",
-        pair=f"{pair.draft_name}->{pair.target_name}", draft=pair.draft_name, target=pair.target_name, method=method,
-        schedule="none" if gamma is None else (STOP if gamma == STOP else "fixed"), gamma=None if gamma in (None, STOP) else gamma,
-        variant=variant_name(method, gamma), category="batch", prompt_id=f"{len(flat)} prompts",
-        batch_size=size, concurrency=size, prompts=len(flat), new_tokens=tokens, wall_time_s=wall,
-        tokens_per_second=tokens / wall if wall > 0 else None, target_passes=passes,
-        tokens_per_target_pass=tokens / row_passes if row_passes else None,         # per row, as a single run counts it
+        timestamp=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        engine="specdec",
+        pair=f"{pair.draft_name}->{pair.target_name}",
+        draft=pair.draft_name,
+        target=pair.target_name,
+        method=method,
+        schedule="none" if gamma is None else (STOP if gamma == STOP else "fixed"),
+        gamma=None if gamma in (None, STOP) else gamma,
+        variant=variant_name(method, gamma),
+        category="batch",
+        prompt_id=f"{len(flat)} prompts",
+        batch_size=size,
+        concurrency=size,
+        prompts=len(flat),
+        new_tokens=tokens,
+        wall_time_s=wall,
+        tokens_per_second=tokens / wall if wall > 0 else None,
+        target_passes=passes,
+        tokens_per_target_pass=tokens / row_passes if row_passes else None,  # per row, as a single run counts it
         acceptance_rate=sum(result.stats.accepted for result in flat) / drafted if drafted else None,
-        verify_time_s=sum(batch[0].stats.verify_time_s for batch in results), draft_time_s=sum(batch[0].stats.draft_time_s for batch in results),
+        verify_time_s=sum(batch[0].stats.verify_time_s for batch in results),
+        draft_time_s=sum(batch[0].stats.draft_time_s for batch in results),
         seconds_per_target_pass=sum(batch[0].stats.verify_time_s for batch in results) / passes if passes else None,
         draft_passes=sum(max(result.stats.draft_passes for result in batch) for batch in results),
-        exact=None, **decoding.as_kwargs(), device=str(pair.device), dtype=dtype_name(pair.dtype), quantization=pair.quantization,
-        draft_quantization=pair.draft_quantization, torch_version=torch.__version__,
-        transformers_version=transformers.__version__, python_version=platform.python_version(),
+        exact=None,
+        **decoding.as_kwargs(),
+        device=str(pair.device),
+        dtype=dtype_name(pair.dtype),
+        quantization=pair.quantization,
+        draft_quantization=pair.draft_quantization,
+        torch_version=torch.__version__,
+        transformers_version=transformers.__version__,
+        python_version=platform.python_version(),
         threads=torch.get_num_threads(),
     )
 
@@ -138,9 +175,13 @@ def with_gains(frame: pd.DataFrame) -> pd.DataFrame:
     same variant at the smallest batch size)."""
     frame = frame.copy()
     plain = frame[frame["method"] == "plain"].set_index(["pair", "batch_size"])["tokens_per_second"]
-    frame["speedup"] = [row.tokens_per_second / plain.get((row.pair, row.batch_size), float("nan")) for row in frame.itertuples()]
+    frame["speedup"] = [
+        row.tokens_per_second / plain.get((row.pair, row.batch_size), float("nan")) for row in frame.itertuples()
+    ]
     first = frame[frame["batch_size"] == frame["batch_size"].min()].set_index(["pair", "variant"])["tokens_per_second"]
-    frame["scaling"] = [row.tokens_per_second / first.get((row.pair, row.variant), float("nan")) for row in frame.itertuples()]
+    frame["scaling"] = [
+        row.tokens_per_second / first.get((row.pair, row.variant), float("nan")) for row in frame.itertuples()
+    ]
     return frame
 
 
@@ -154,10 +195,26 @@ def batch_table(frame: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     rows = frame[frame["batch_size"].notna() & (frame["engine"] == "specdec")].copy()
     plain_pass = rows[rows["method"] == "plain"].set_index(["pair", "batch_size"])["seconds_per_target_pass"]
-    rows["pass_over_plain"] = [row.seconds_per_target_pass / plain_pass.get((row.pair, row.batch_size), float("nan"))
-                               for row in rows.itertuples()]
+    rows["pass_over_plain"] = [
+        row.seconds_per_target_pass / plain_pass.get((row.pair, row.batch_size), float("nan"))
+        for row in rows.itertuples()
+    ]
     rows["batch_size"] = rows["batch_size"].astype(int)
-    table = rows[["pair", "batch_size", "variant", "tokens_per_second", "speedup", "scaling", "tokens_per_target_pass",
-                  "pass_over_plain", "exact"]]
-    return table.rename(columns={"tokens_per_second": "tok_s", "speedup": "gain"}).sort_values(
-        ["pair", "batch_size", "variant"]).reset_index(drop=True)
+    table = rows[
+        [
+            "pair",
+            "batch_size",
+            "variant",
+            "tokens_per_second",
+            "speedup",
+            "scaling",
+            "tokens_per_target_pass",
+            "pass_over_plain",
+            "exact",
+        ]
+    ]
+    return (
+        table.rename(columns={"tokens_per_second": "tok_s", "speedup": "gain"})
+        .sort_values(["pair", "batch_size", "variant"])
+        .reset_index(drop=True)
+    )

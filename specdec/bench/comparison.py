@@ -55,7 +55,7 @@ class RunComparison:
 
     speculative: GenerationStats
     plain: GenerationStats | None
-    gamma: int | None     # None: the stop rule chose each round's length
+    gamma: int | None  # None: the stop rule chose each round's length
 
     @property
     def wall_clock_speedup(self) -> float:
@@ -100,7 +100,8 @@ class RunComparison:
     def time_split(self) -> list[TimeShare]:
         """Draft, verify and other time of the speculative run, each with its share of the wall time.
 
-        >>> [(t.name, round(t.share, 2)) for t in RunComparison(GenerationStats(10, 8, 6, 4, 8, 1.0, 0.2, 0.7), None, 4).time_split()]
+        >>> [(t.name, round(t.share, 2)) for t in RunComparison(GenerationStats(10, 8, 6, 4, 8, 1.0, 0.2, 0.7), None,
+        ...     4).time_split()]
         [('draft', 0.2), ('verify', 0.7), ('other', 0.1)]
         """
         stats = self.speculative
@@ -115,7 +116,7 @@ class GreedyCheck:
 
     identical: bool
     first_difference: int | None  # index of the first differing token, None when identical
-    verdict: str                  # "identical", "rounding" (low precision, or a float32 near-tie) or "suspect"
+    verdict: str  # "identical", "rounding" (low precision, or a float32 near-tie) or "suspect"
     message: str
 
 
@@ -130,14 +131,14 @@ def first_difference(a: list[int], b: list[int]) -> int | None:
     return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
 
 
-CONTROL_TOKEN = re.compile(r"<\|[a-z_]+\|>")     # "<|im_end|>": specdec's text shows it, llama.cpp's tools print none
+CONTROL_TOKEN = re.compile(r"<\|[a-z_]+\|>")  # "<|im_end|>": specdec's text shows it, llama.cpp's tools print none
 
 
 def same_text(ours: str, theirs: str) -> tuple[bool, int]:
-    """Whether specdec's greedy text and another engine's agree, and on how many characters. Ours is read up to its first
-    control token: llama.cpp's --ignore-eos bans the end of sequence, so its text goes another way there, while specdec's
-    runs write it and go on. Then one text must begin the other (llama-completion's asynchronous log may drop its last
-    few bytes at exit).
+    """Whether specdec's greedy text and another engine's agree, and on how many characters. Ours is read up to its
+    first control token: llama.cpp's --ignore-eos bans the end of sequence, so its text goes another way there, while
+    specdec's runs write it and go on. Then one text must begin the other (llama-completion's asynchronous log may drop
+    its last few bytes at exit).
 
     >>> same_text("def f(x):", "def f(x"), same_text("def f(y)", "def f(x)"), same_text("ok.<|im_end|>Human", "ok. The")
     ((True, 7), (False, 6), (True, 3))
@@ -147,10 +148,12 @@ def same_text(ours: str, theirs: str) -> tuple[bool, int]:
     return common == min(len(ours), len(theirs)), common
 
 
-NEAR_TIE = 1e-3   # a float32 gap between the two best logits below this can flip with the shape of the pass
+NEAR_TIE = 1e-3  # a float32 gap between the two best logits below this can flip with the shape of the pass
 
 
-def greedy_check(speculative_tokens: list[int], plain_tokens: list[int], dtype: str, margin: float | None = None) -> GreedyCheck:
+def greedy_check(
+    speculative_tokens: list[int], plain_tokens: list[int], dtype: str, margin: float | None = None
+) -> GreedyCheck:
     """Judge a greedy pair of runs; `dtype` is the models' dtype name ("float32", "bfloat16", ...).
 
     `margin` is the target's gap between its two best logits where the runs part (when known): in
@@ -158,29 +161,44 @@ def greedy_check(speculative_tokens: list[int], plain_tokens: list[int], dtype: 
 
     >>> greedy_check([1, 2], [1, 2], "float32").verdict, greedy_check([1, 2], [1, 3], "bfloat16").verdict
     ('identical', 'rounding')
-    >>> greedy_check([1, 2], [1, 3], "float32", margin=2e-5).verdict, greedy_check([1, 2], [1, 3], "float32", margin=0.5).verdict
+    >>> greedy_check([1, 2], [1, 3], "float32", margin=2e-5).verdict, greedy_check([1, 2], [1, 3], "float32",
+    ...     margin=0.5).verdict
     ('rounding', 'suspect')
     """
     where = first_difference(speculative_tokens, plain_tokens)
     if where is None:
-        return GreedyCheck(True, None, "identical",
-                           "identical: speculative decoding produced exactly the target's own greedy tokens")
+        return GreedyCheck(
+            True, None, "identical", "identical: speculative decoding produced exactly the target's own greedy tokens"
+        )
     if dtype not in EXACT_DTYPES:
-        return GreedyCheck(False, where, "rounding",
-                           f"they part at token {where}: in {dtype} a pass over several tokens rounds differently from "
-                           "one-token steps, so near-ties can flip; choose dtype float32 to check exactness")
+        return GreedyCheck(
+            False,
+            where,
+            "rounding",
+            f"they part at token {where}: in {dtype} a pass over several tokens rounds differently from "
+            "one-token steps, so near-ties can flip; choose dtype float32 to check exactness",
+        )
     gap = "" if margin is None else f" (the target's two best logits there differ by {margin:.2g})"
     if margin is not None and margin < NEAR_TIE:
-        return GreedyCheck(False, where, "rounding",
-                           f"they part at token {where} in {dtype} at a near-tie{gap}: a pass over several tokens rounds "
-                           "differently from one-token steps, even in float32, by about 1e-6 of a logit")
-    return GreedyCheck(False, where, "suspect",
-                       f"they part at token {where} in {dtype}{gap}: float32 rounding flips only near-ties, so unless the "
-                       "target's two best tokens there are within about 1e-3 of each other, please report this as a bug")
+        return GreedyCheck(
+            False,
+            where,
+            "rounding",
+            f"they part at token {where} in {dtype} at a near-tie{gap}: a pass over several tokens rounds "
+            "differently from one-token steps, even in float32, by about 1e-6 of a logit",
+        )
+    return GreedyCheck(
+        False,
+        where,
+        "suspect",
+        f"they part at token {where} in {dtype}{gap}: float32 rounding flips only near-ties, so unless the "
+        "target's two best tokens there are within about 1e-3 of each other, please report this as a bug",
+    )
 
 
-def greedy_check_of_pair(pair: LoadedPair, input_ids: torch.Tensor, speculative_tokens: list[int],
-                         plain_tokens: list[int]) -> GreedyCheck:
+def greedy_check_of_pair(
+    pair: LoadedPair, input_ids: torch.Tensor, speculative_tokens: list[int], plain_tokens: list[int]
+) -> GreedyCheck:
     """`greedy_check` for two greedy runs of `pair`; where float32 runs part, it measures the target's margin there."""
     dtype, where = dtype_name(pair.dtype), first_difference(speculative_tokens, plain_tokens)
     both_long_enough = where is not None and where < min(len(speculative_tokens), len(plain_tokens))
@@ -203,7 +221,8 @@ def oracle_speedup(rounds: Sequence[Round], costs: CostProfile) -> float:
     1.7857142857142858
     """
     tokens = sum(len(round_.emitted) for round_ in rounds)
-    steps = 1.0 + sum(round_.accepted * costs.c + costs.v(round_.accepted) for round_ in rounds[1:])   # the prompt pass: 1
+    # the prompt pass: 1
+    steps = 1.0 + sum(round_.accepted * costs.c + costs.v(round_.accepted) for round_ in rounds[1:])
     return tokens / steps
 
 
@@ -218,12 +237,12 @@ def greedy_oracle_speedup(agrees: Sequence[bool], costs: CostProfile) -> float:
     >>> greedy_oracle_speedup([False, True, True, False, True], CostProfile(0.1, 0.02, {1: 0.1, 2: 0.11}))
     1.4285714285714286
     """
-    steps, i = 1.0, 1                                   # token 0: the prompt pass
+    steps, i = 1.0, 1  # token 0: the prompt pass
     while i < len(agrees):
         run = 0
         while i + run < len(agrees) and agrees[i + run]:
             run += 1
-        drafted = min(run, len(agrees) - i - 1)         # the round's last token always comes from the target
+        drafted = min(run, len(agrees) - i - 1)  # the round's last token always comes from the target
         steps += drafted * costs.c + costs.v(drafted)
         i += drafted + 1
     return len(agrees) / steps
@@ -232,8 +251,8 @@ def greedy_oracle_speedup(agrees: Sequence[bool], costs: CostProfile) -> float:
 @torch.inference_mode()
 def draft_agreement(draft: Model, input_ids: torch.Tensor, tokens: Sequence[int]) -> list[bool]:
     """For each output token, whether the draft's greedy choice after the text before it is that token (one pass)."""
-    text = continued(input_ids, tokens, draft.device)                                               # [T + N]
-    logits, _ = draft.rows([0]).feed([text], last=len(tokens) + 1)                                  # [1, N + 1, V]
-    logits = logits[0, :-1]                                                                          # [N, V]
+    text = continued(input_ids, tokens, draft.device)  # [T + N]
+    logits, _ = draft.rows([0]).feed([text], last=len(tokens) + 1)  # [1, N + 1, V]
+    logits = logits[0, :-1]  # [N, V]
     choices = logits.argmax(dim=-1).tolist()
     return [choice == token for choice, token in zip(choices, tokens)]

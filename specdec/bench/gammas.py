@@ -29,11 +29,12 @@ from specdec.engine.inputs import MAX_GAMMA
 from specdec.errors import SpecdecError
 from specdec.run_spec import Drafting
 
-ADAPTIVE = "adaptive"   # the schedule name of rows whose gamma was chosen round by round
-STOP = "stop"           # ... and of rows drafted under the stop rule (`specdec.engine.stop_rule.ConfidenceStop`), a chain
-TREE = registry.TREE    # ... and of rows drafted as the registry's token tree; "tree-N": with budget N
-DEFAULT = "default"     # ... and of rows drafted as the planner drafts when nothing is named (`specdec.default_drafter`)
-SCHEDULES = (ADAPTIVE, STOP, DEFAULT)   # the gamma labels that name a schedule rather than a number (besides the tree labels)
+ADAPTIVE = "adaptive"  # the schedule name of rows whose gamma was chosen round by round
+STOP = "stop"  # ... and of rows drafted under the stop rule (`specdec.engine.stop_rule.ConfidenceStop`), a chain
+TREE = registry.TREE  # ... and of rows drafted as the registry's token tree; "tree-N": with budget N
+DEFAULT = "default"  # ... and of rows drafted as the planner drafts when nothing is named (`specdec.default_drafter`)
+# the gamma labels that name a schedule rather than a number (besides the tree labels)
+SCHEDULES = (ADAPTIVE, STOP, DEFAULT)
 
 
 def tree_budget(label: object) -> int | None:
@@ -44,12 +45,19 @@ def tree_budget(label: object) -> int | None:
     """
     if label == TREE:
         return 0
-    if isinstance(label, str) and label.startswith(TREE + "-") and label[len(TREE) + 1:].isdigit() and int(label[len(TREE) + 1:]) >= 1:
-        return int(label[len(TREE) + 1:])
+    if (
+        isinstance(label, str)
+        and label.startswith(TREE + "-")
+        and label[len(TREE) + 1 :].isdigit()
+        and int(label[len(TREE) + 1 :]) >= 1
+    ):
+        return int(label[len(TREE) + 1 :])
     return None
 
 
-def drafting_of(label: int | str, chain: str, max_adaptive_gamma: int, options: tuple[tuple[str, str], ...] = ()) -> Drafting:
+def drafting_of(
+    label: int | str, chain: str, max_adaptive_gamma: int, options: tuple[tuple[str, str], ...] = ()
+) -> Drafting:
     """The run spec's drafting a gamma label asks for, with `chain` the method of the pair's own draft (its chain) and
     `options` that method's options: DEFAULT what the planner drafts when nothing is named, a tree label the registry's
     tree method, STOP the chain under the stop rule, ADAPTIVE the chain under an adaptive gamma, a number a fixed gamma.
@@ -77,9 +85,13 @@ def is_schedule(label: object) -> bool:
 def check_gammas(labels: Iterable[object]) -> tuple[int | str, ...]:
     """The labels as given, refused (one line) when empty or when one is neither a schedule nor a whole number 1..64."""
     labels = tuple(labels)
-    if not labels or any(not is_schedule(label) and not (isinstance(label, int) and 1 <= label <= MAX_GAMMA) for label in labels):
-        raise SpecdecError(f"gammas must be whole numbers from 1 to {MAX_GAMMA}, '{ADAPTIVE}', '{STOP}', '{DEFAULT}', '{TREE}' or "
-                           f"'{TREE}-N' (a tree of at most N nodes), got {list(labels)}")
+    if not labels or any(
+        not is_schedule(label) and not (isinstance(label, int) and 1 <= label <= MAX_GAMMA) for label in labels
+    ):
+        raise SpecdecError(
+            f"gammas must be whole numbers from 1 to {MAX_GAMMA}, '{ADAPTIVE}', '{STOP}', '{DEFAULT}', '{TREE}' or "
+            f"'{TREE}-N' (a tree of at most N nodes), got {list(labels)}"
+        )
     return labels
 
 
@@ -94,8 +106,19 @@ def parse_gammas(text: str) -> tuple[int | str, ...]:
         raise SpecdecError(f"gammas must be whole numbers or schedule names, got '{text}'") from None
 
 
-def gamma_labels(fixed: Iterable[int] = (), stop: bool = False, adaptive: bool = False, tree_budget: int | None = None,
-                 default: bool = False) -> tuple[int | str, ...]:
-    """The labels for a set of choices (the Compare page's checkboxes): the stop rule, fixed gammas, adaptive, a tree, the default."""
-    return check_gammas(((STOP,) if stop else ()) + tuple(fixed) + ((ADAPTIVE,) if adaptive else ())
-                        + ((f"{TREE}-{tree_budget}",) if tree_budget is not None else ()) + ((DEFAULT,) if default else ()))
+def gamma_labels(
+    fixed: Iterable[int] = (),
+    stop: bool = False,
+    adaptive: bool = False,
+    tree_budget: int | None = None,
+    default: bool = False,
+) -> tuple[int | str, ...]:
+    """The labels for a set of choices (the Compare page's checkboxes): the stop rule, fixed gammas, adaptive, a tree,
+    the default."""
+    return check_gammas(
+        ((STOP,) if stop else ())
+        + tuple(fixed)
+        + ((ADAPTIVE,) if adaptive else ())
+        + ((f"{TREE}-{tree_budget}",) if tree_budget is not None else ())
+        + ((DEFAULT,) if default else ())
+    )

@@ -22,8 +22,8 @@ Methods are objects (`specdec.bench.methods`): "speculative" (ours, the pair's d
 target alone), the drafting families that need only the pair's target ("prompt-lookup", "recycling",
 "lookahead", "suffix", "layer-skip", a trained head: every family of `specdec.registry`), and transformers'
 "generate", "assisted", "assisted-dynamic", "assisted-default" and "hf-prompt-lookup". "all" is every family
-side by side, Spec-Bench style (`specdec.bench.methods.families`). A method that does not apply to a pair (assisted generation without
-a draft model) is skipped for that pair. A family's c is measured in its own run: its draft time per
+side by side, Spec-Bench style (`specdec.bench.methods.families`). A method that does not apply to a pair (assisted
+generation without a draft model) is skipped for that pair. A family's c is measured in its own run: its draft time per
 draft step (per round for a model-free drafter) over the target's step.
 
 Gammas are labels (`specdec.bench.gammas`): whole numbers, "default", "stop", "tree" or "tree-N", and
@@ -52,7 +52,7 @@ from specdec.engine.stop_rule import ConfidenceStop
 from specdec.pair.resources import LoadedPair
 
 STOP_MAX_GAMMA = ConfidenceStop().max_gamma
-ORACLE_MAX_GAMMA = 32    # v(k) is measured up to here, for the oracle's long runs of agreement
+ORACLE_MAX_GAMMA = 32  # v(k) is measured up to here, for the oracle's long runs of agreement
 
 
 def applicable(method: str, pair: LoadedPair, temperature: float = 0.0) -> bool:
@@ -63,23 +63,34 @@ def applicable(method: str, pair: LoadedPair, temperature: float = 0.0) -> bool:
 def plan_runs(pair: LoadedPair, settings: BenchSettings) -> list[Run]:
     """Every run for one pair, interleaved: per (prompt, temperature, repeat) all methods back to back,
     in reverse order on odd repeats."""
-    variants = [(method, gamma) for method in settings.all_methods if applicable(method, pair)
-                for gamma in settings.gammas_for(method)
-                if tree_budget(gamma) is None or (pair.draft is not None and not pair.cross_tokenizer)]  # trees: same-tokenizer drafts
+    variants = [
+        (method, gamma)
+        for method in settings.all_methods
+        if applicable(method, pair)
+        for gamma in settings.gammas_for(method)
+        # trees: same-tokenizer drafts
+        if tree_budget(gamma) is None or (pair.draft is not None and not pair.cross_tokenizer)
+    ]
     runs = []
     for prompt in suite(settings.categories, settings.prompts_per_category):
         for temperature in settings.temperature_sweep:
             for repeat in range(settings.repeats):
                 ordered = variants if repeat % 2 == 0 else variants[::-1]
-                runs += [Run(method, gamma, prompt, temperature, repeat) for method, gamma in ordered
-                         if applicable(method, pair, temperature)]
+                runs += [
+                    Run(method, gamma, prompt, temperature, repeat)
+                    for method, gamma in ordered
+                    if applicable(method, pair, temperature)
+                ]
     return runs
 
 
-def run_benchmark(pairs: Sequence[LoadedPair], settings: BenchSettings,
-                  progress: Callable[[int, int, str], None] | None = None,
-                  should_stop: Callable[[], bool] | None = None,
-                  on_row: Callable[[dict], None] | None = None) -> pd.DataFrame:
+def run_benchmark(
+    pairs: Sequence[LoadedPair],
+    settings: BenchSettings,
+    progress: Callable[[int, int, str], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    on_row: Callable[[dict], None] | None = None,
+) -> pd.DataFrame:
     """Run the benchmark and return one row per run (columns `COLUMNS`). Stopping early keeps the rows so far.
 
     `on_row` is given every row as soon as it is measured, so a caller that is interrupted (an
@@ -92,15 +103,25 @@ def run_benchmark(pairs: Sequence[LoadedPair], settings: BenchSettings,
     for pair, runs in plans:
         encoded = {prompt.id: encode_bench_prompt(pair.tokenizer, prompt) for prompt in {run.prompt for run in runs}}
         first = next(iter(encoded.values()))
-        costs = measure_costs(pair.target, pair.draft, first,
-                              sorted(set(settings.fixed_gammas) | {1, 2, 4, 8, settings.max_adaptive_gamma, STOP_MAX_GAMMA, ORACLE_MAX_GAMMA}),
-                              draft_input_ids=pair.draft_ids(first))
-        for run in runs[:settings.warmup_runs * len({(r.method, r.gamma) for r in runs})]:
+        costs = measure_costs(
+            pair.target,
+            pair.draft,
+            first,
+            sorted(
+                set(settings.fixed_gammas) | {1, 2, 4, 8, settings.max_adaptive_gamma, STOP_MAX_GAMMA, ORACLE_MAX_GAMMA}
+            ),
+            draft_input_ids=pair.draft_ids(first),
+        )
+        for run in runs[: settings.warmup_runs * len({(r.method, r.gamma) for r in runs})]:
             _execute(pair, run, encoded[run.prompt.id], settings, costs, warmup=True)
         for run in runs:
             if progress is not None:
-                progress(done, total, f"{pair.draft_name}->{pair.target_name}: {run.method}"
-                                      f"{'' if run.gamma is None else f' gamma={run.gamma}'} on {run.prompt.id}")
+                progress(
+                    done,
+                    total,
+                    f"{pair.draft_name}->{pair.target_name}: {run.method}"
+                    f"{'' if run.gamma is None else f' gamma={run.gamma}'} on {run.prompt.id}",
+                )
             if should_stop is not None and should_stop():  # asked after the progress report a Stop button may answer
                 return rows_to_frame(rows)
             rows.append(_execute(pair, run, encoded[run.prompt.id], settings, costs))
@@ -112,8 +133,14 @@ def run_benchmark(pairs: Sequence[LoadedPair], settings: BenchSettings,
     return rows_to_frame(rows)
 
 
-def _execute(pair: LoadedPair, run: Run, input_ids: torch.Tensor, settings: BenchSettings,
-             costs: CostProfile, warmup: bool = False) -> dict | None:
+def _execute(
+    pair: LoadedPair,
+    run: Run,
+    input_ids: torch.Tensor,
+    settings: BenchSettings,
+    costs: CostProfile,
+    warmup: bool = False,
+) -> dict | None:
     """Run one method once; return its row (None for a warm-up)."""
     decoding = settings.decoding_for(run)
     method = bench_methods()[run.method]
@@ -130,7 +157,9 @@ def rows_to_frame(rows: list[dict]) -> pd.DataFrame:
         return frame
     key = ["pair", "prompt_id", "temperature", "repeat"]
     baseline = frame[frame["method"] == BASELINE].set_index(key)["tokens_per_second"]
-    frame["speedup"] = frame["tokens_per_second"].to_numpy() / baseline.reindex(pd.MultiIndex.from_frame(frame[key])).to_numpy()
+    frame["speedup"] = (
+        frame["tokens_per_second"].to_numpy() / baseline.reindex(pd.MultiIndex.from_frame(frame[key])).to_numpy()
+    )
     frame["efficiency"] = frame["speedup"] / frame["predicted_speedup"]
     frame["oracle_efficiency"] = frame["speedup"] / frame["oracle_speedup"]
     return frame

@@ -34,13 +34,30 @@ HF_METHODS = ("generate", "assisted", "assisted-dynamic", "assisted-default", "h
 
 
 @torch.inference_mode()
-def hf_generate(method: str, target: PreTrainedModel, draft: PreTrainedModel | None, input_ids: torch.Tensor, *,
-                gamma: int | None, max_new_tokens: int, temperature: float, top_k: int, top_p: float,
-                seed: int, eos_token_id: list[int], tokenizers: tuple | None = None) -> tuple[list[int], float]:
-    """Run one transformers baseline; return (new tokens, wall seconds). `tokenizers`: (target's, draft's) when they differ."""
+def hf_generate(
+    method: str,
+    target: PreTrainedModel,
+    draft: PreTrainedModel | None,
+    input_ids: torch.Tensor,
+    *,
+    gamma: int | None,
+    max_new_tokens: int,
+    temperature: float,
+    top_k: int,
+    top_p: float,
+    seed: int,
+    eos_token_id: list[int],
+    tokenizers: tuple | None = None,
+) -> tuple[list[int], float]:
+    """Run one transformers baseline; return (new tokens, wall seconds). `tokenizers`: (target's, draft's) when they
+    differ."""
     input_ids = input_ids.to(target.device)
-    kwargs = dict(max_new_tokens=max_new_tokens, eos_token_id=eos_token_id or None,
-                  pad_token_id=(eos_token_id or [0])[0], attention_mask=torch.ones_like(input_ids))
+    kwargs = dict(
+        max_new_tokens=max_new_tokens,
+        eos_token_id=eos_token_id or None,
+        pad_token_id=(eos_token_id or [0])[0],
+        attention_mask=torch.ones_like(input_ids),
+    )
     if temperature > 0:
         kwargs |= dict(do_sample=True, temperature=temperature, top_k=top_k, top_p=top_p)  # top_k=0 turns it off
     else:
@@ -50,12 +67,12 @@ def hf_generate(method: str, target: PreTrainedModel, draft: PreTrainedModel | N
         if draft is None:
             raise ValueError(f"{method} needs a draft model")
         saved_config = draft.generation_config
-        draft.generation_config = copy.deepcopy(saved_config)      # (transformers re-fits the threshold in it)
+        draft.generation_config = copy.deepcopy(saved_config)  # (transformers re-fits the threshold in it)
         if gamma is not None and method != "assisted-default":  # None: transformers' own default start (20 tokens)
             draft.generation_config.num_assistant_tokens = gamma
         if method == "assisted":
             draft.generation_config.num_assistant_tokens_schedule = "constant"
-            draft.generation_config.assistant_confidence_threshold = 0.0   # always draft gamma tokens
+            draft.generation_config.assistant_confidence_threshold = 0.0  # always draft gamma tokens
         elif method == "assisted-dynamic":
             draft.generation_config.num_assistant_tokens_schedule = "heuristic"
         kwargs["assistant_model"] = draft
@@ -75,4 +92,4 @@ def hf_generate(method: str, target: PreTrainedModel, draft: PreTrainedModel | N
     finally:
         if saved_config is not None:
             draft.generation_config = saved_config
-    return output[0, input_ids.shape[1]:].tolist(), elapsed
+    return output[0, input_ids.shape[1] :].tolist(), elapsed

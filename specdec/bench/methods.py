@@ -55,10 +55,11 @@ class Outcome:
 
 
 class BenchMethod:
-    """The questions the harness asks of every method; the defaults suit a method that takes no gamma and runs anywhere."""
+    """The questions the harness asks of every method; the defaults suit a method that takes no gamma and runs
+    anywhere."""
 
     name: str
-    family: bool = False            # a drafting family run with its own defaults (its draft is the method itself)
+    family: bool = False  # a drafting family run with its own defaults (its draft is the method itself)
     uses_draft_model: bool = False  # its rows carry the pair's draft model: its c, its quantization, its oracle
 
     def applies(self, pair: LoadedPair, temperature: float = 0.0) -> bool:
@@ -68,8 +69,15 @@ class BenchMethod:
         """The gamma labels it runs with (None: it takes no gamma)."""
         return (None,)
 
-    def run(self, pair: LoadedPair, input_ids: torch.Tensor, decoding: Decoding, gamma: int | str | None, costs: CostProfile,
-            settings) -> Outcome:
+    def run(
+        self,
+        pair: LoadedPair,
+        input_ids: torch.Tensor,
+        decoding: Decoding,
+        gamma: int | str | None,
+        costs: CostProfile,
+        settings,
+    ) -> Outcome:
         raise NotImplementedError
 
 
@@ -87,8 +95,8 @@ class Speculative(BenchMethod):
 
 
 def drafting_for(pair: LoadedPair, gamma: int | str | None, settings) -> Drafting:
-    """The run spec's drafting of the pair's draft for a gamma label (`specdec.bench.gammas.drafting_of`): its own method
-    (the one its draft implies), with the benchmark's draft vocabulary limit where that method takes one."""
+    """The run spec's drafting of the pair's draft for a gamma label (`specdec.bench.gammas.drafting_of`): its own
+    method (the one its draft implies), with the benchmark's draft vocabulary limit where that method takes one."""
     method = run_method(pair.spec(), pair.resources)
     takes_limit = "vocab_limit" in {item.name for item in dataclasses.fields(method.options)}
     limit = (("vocab_limit", str(settings.draft_vocab_limit)),) if settings.draft_vocab_limit and takes_limit else ()
@@ -106,21 +114,29 @@ class Plain(BenchMethod):
 
 
 class Family(BenchMethod):
-    """A drafting method of the registry with its defaults and a fresh drafter per run; what it needs beyond the pair (a trained
-    head) loaded once per target, from where `specdec.registry.RESOURCES` finds one."""
+    """A drafting method of the registry with its defaults and a fresh drafter per run; what it needs beyond the pair (a
+    trained head) loaded once per target, from where `specdec.registry.RESOURCES` finds one."""
 
     family = True
 
     def __init__(self, method: Method) -> None:
         self.method, self.name = method, method.name
-        self.extra: dict[tuple[int, str], object] = {}     # (id of the target, resource) -> loaded once (kept off the pair)
+        # (id of the target, resource) -> loaded once (kept off the pair)
+        self.extra: dict[tuple[int, str], object] = {}
 
     def applies(self, pair, temperature=0.0):
         """Where the pair has what it needs (or one is at hand for its target) and the target's runtime serves it."""
         if refused(pair.target, self.method.capabilities, self.name) is not None:
             return False
-        return all(need in pair.resources or (need in RESOURCES and RESOURCES[need].made_for is not None
-                                              and RESOURCES[need].made_for(pair.target_name)) for need in self.method.needs)
+        return all(
+            need in pair.resources
+            or (
+                need in RESOURCES
+                and RESOURCES[need].made_for is not None
+                and RESOURCES[need].made_for(pair.target_name)
+            )
+            for need in self.method.needs
+        )
 
     def resources(self, pair: LoadedPair) -> dict:
         resources = dict(pair.resources)
@@ -135,27 +151,32 @@ class Family(BenchMethod):
 
     def run(self, pair, input_ids, decoding, gamma, costs, settings):
         spec = pair.spec(Drafting(self.name), decoding)
-        plan = pair.plan(spec, fresh=True, resources=self.resources(pair))        # fresh: no run learns from another
+        plan = pair.plan(spec, fresh=True, resources=self.resources(pair))  # fresh: no run learns from another
         result = run(pair, plan, [input_ids.reshape(-1)], decoding)[0]
         return Outcome(result.tokens, result.stats.wall_time_s, result)
 
 
 class Transformers(BenchMethod):
-    """One of transformers' own: `generate`, assisted generation (three ways) or its prompt lookup (torch models only)."""
+    """One of transformers' own: `generate`, assisted generation (three ways) or its prompt lookup (torch models
+    only)."""
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.uses_draft_model = name.startswith("assisted")
 
     def applies(self, pair, temperature=0.0):
-        """Assisted generation needs a draft model, its prompt lookup none; all of them a transformers model. With a draft of another
-        tokenizer, transformers 5.24's assisted generation fails when sampling (AttributeError: 'AssistantToTargetTranslator'
-        object has no attribute 'assistant_overlap_token_ids') and once a sliding-window draft passes its window (a size mismatch
-        in attention)."""
+        """Assisted generation needs a draft model, its prompt lookup none; all of them a transformers model. With a
+        draft of another tokenizer, transformers 5.24's assisted generation fails when sampling (AttributeError:
+        'AssistantToTargetTranslator' object has no attribute 'assistant_overlap_token_ids') and once a sliding-window
+        draft passes its window (a size mismatch in attention)."""
         if not pair.target.traits.internals:
             return False
         if self.uses_draft_model:
-            if pair.draft is not None and pair.cross_tokenizer and (temperature > 0 or pair.draft.traits.sliding_window):
+            if (
+                pair.draft is not None
+                and pair.cross_tokenizer
+                and (temperature > 0 or pair.draft.traits.sliding_window)
+            ):
                 return False
             return pair.draft is not None and pair.draft.traits.internals
         if self.name == "hf-prompt-lookup":
@@ -164,7 +185,7 @@ class Transformers(BenchMethod):
 
     def gammas(self, labels):
         if self.name == "assisted-dynamic" and ADAPTIVE in labels:
-            return (ADAPTIVE,)            # transformers' schedule from its own default start, not from each fixed gamma
+            return (ADAPTIVE,)  # transformers' schedule from its own default start, not from each fixed gamma
         if self.name in ("assisted", "assisted-dynamic", "hf-prompt-lookup"):
             return tuple(label for label in labels if not is_schedule(label))
         return (None,)
@@ -173,12 +194,20 @@ class Transformers(BenchMethod):
         tokenizers = (pair.tokenizer, pair.draft_tokenizer) if pair.cross_tokenizer else None
         draft = None if pair.draft is None else transformers_model(pair.draft, "transformers' own generate")
         target = transformers_model(pair.target, "transformers' own generate")
-        tokens, wall = hf_generate(self.name, target, draft, input_ids, gamma=None if gamma == ADAPTIVE else gamma,
-                                   eos_token_id=pair.eos_token_ids, tokenizers=tokenizers, **decoding.as_kwargs())
+        tokens, wall = hf_generate(
+            self.name,
+            target,
+            draft,
+            input_ids,
+            gamma=None if gamma == ADAPTIVE else gamma,
+            eos_token_id=pair.eos_token_ids,
+            tokenizers=tokenizers,
+            **decoding.as_kwargs(),
+        )
         return Outcome(tokens, wall)
 
 
-_FAMILIES: dict[str, Family] = {}        # one object per registered family, kept: a head it loaded is loaded once
+_FAMILIES: dict[str, Family] = {}  # one object per registered family, kept: a head it loaded is loaded once
 
 
 def _family(method: Method) -> Family:
@@ -202,4 +231,4 @@ def families() -> tuple[str, ...]:
     return ("speculative",) + tuple(name for name, method in bench_methods().items() if method.family)
 
 
-BASELINE = "generate"       # every speedup is over transformers' generate on the same prompt, temperature and repeat
+BASELINE = "generate"  # every speedup is over transformers' generate on the same prompt, temperature and repeat

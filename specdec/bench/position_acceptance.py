@@ -17,7 +17,7 @@ from specdec.engine.results import Round
 class PositionAcceptance:
     """Of the drafted tokens at one position of a chain round that the rule tested, how many it accepted."""
 
-    position: int        # 1 for the first drafted token of a round
+    position: int  # 1 for the first drafted token of a round
     tested: int
     accepted: int
 
@@ -36,7 +36,8 @@ def acceptance_by_position(rounds: Sequence[Round]) -> list[PositionAcceptance]:
 
     >>> from specdec.engine.results import DraftedToken, Round, TokenOrigin as O
     >>> d = lambda ok: DraftedToken(5, 0.5, 0.5, None, ok)
-    >>> rounds = [Round((d(True), d(False), d(None)), 1, 7, O.RESAMPLED, ()), Round((d(True), d(True)), 2, 8, O.BONUS, ())]
+    >>> rounds = [Round((d(True), d(False), d(None)), 1, 7, O.RESAMPLED, ()), Round((d(True), d(True)), 2, 8, O.BONUS,
+    ...     ())]
     >>> [(a.position, a.tested, a.accepted) for a in acceptance_by_position(rounds)]
     [(1, 2, 2), (2, 2, 1), (3, 0, 0)]
     """

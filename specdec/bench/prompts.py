@@ -44,7 +44,8 @@ _EMAIL = (
 )
 
 _LIBRARY = (
-    "Document 1: The Riverside Public Library opens at 9 am from Monday to Friday and at 10 am on Saturday. It is closed "
+    "Document 1: The Riverside Public Library opens at 9 am from Monday to Friday and at 10 am on Saturday. It is "
+    "closed "
     "on Sunday. Members may borrow up to eight books at a time for three weeks; a loan can be renewed twice online.\n"
     "Document 2: Late returns cost 20 cents per book per day, up to a maximum of 5 dollars per book. Children's books "
     "have no late fees. Lost books are charged at their replacement price plus a 3 dollar processing fee."
@@ -90,23 +91,44 @@ _SUITE: dict[str, list[tuple[tuple[str, str], ...]]] = {
         (("user", "Translate into Spanish: My brother is reading a book about the history of Rome."),),
     ],
     "rag": [
-        (("user", f"{_LIBRARY}\n\nUsing only the documents above, answer: how much would I pay if I return two novels "
-                  "five days late, and how long can I keep a book if I renew it?"),),
-        (("user", f"{_BATTERY}\n\nUsing only the documents above, answer: my X200 stops after ten minutes. What should I "
-                  "check, and what part do I order if the battery is worn out?"),),
-        (("user", f"{_TRAIN}\n\nUsing only the documents above, answer: how do I get from Central Station to the airport "
-                  "at 1 am, how long does it take, and what does it cost?"),),
+        (
+            (
+                "user",
+                f"{_LIBRARY}\n\nUsing only the documents above, answer: how much would I pay if I return two novels "
+                "five days late, and how long can I keep a book if I renew it?",
+            ),
+        ),
+        (
+            (
+                "user",
+                f"{_BATTERY}\n\nUsing only the documents above, answer: my X200 stops after ten minutes. What should I "
+                "check, and what part do I order if the battery is worn out?",
+            ),
+        ),
+        (
+            (
+                "user",
+                f"{_TRAIN}\n\nUsing only the documents above, answer: how do I get from Central Station to the airport "
+                "at 1 am, how long does it take, and what does it cost?",
+            ),
+        ),
     ],
     "chat": [
-        (("user", "I want to learn to cook. Where should I start?"),
-         ("assistant", "Start with a few simple dishes you like to eat, such as eggs, pasta and a soup."),
-         ("user", "Great. Give me a simple pasta recipe for two people.")),
-        (("user", "Can you help me plan a weekend trip?"),
-         ("assistant", "Of course. Where would you like to go, and what do you enjoy doing?"),
-         ("user", "A quiet town near the sea. I like walking and good food.")),
-        (("user", "What is a good name for a grey cat?"),
-         ("assistant", "Some ideas: Smoke, Ash, Pebble, Earl Grey or Misty."),
-         ("user", "I like Pebble. Write a two-line poem about Pebble the cat.")),
+        (
+            ("user", "I want to learn to cook. Where should I start?"),
+            ("assistant", "Start with a few simple dishes you like to eat, such as eggs, pasta and a soup."),
+            ("user", "Great. Give me a simple pasta recipe for two people."),
+        ),
+        (
+            ("user", "Can you help me plan a weekend trip?"),
+            ("assistant", "Of course. Where would you like to go, and what do you enjoy doing?"),
+            ("user", "A quiet town near the sea. I like walking and good food."),
+        ),
+        (
+            ("user", "What is a good name for a grey cat?"),
+            ("assistant", "Some ideas: Smoke, Ash, Pebble, Earl Grey or Misty."),
+            ("user", "I like Pebble. Write a two-line poem about Pebble the cat."),
+        ),
     ],
 }
 

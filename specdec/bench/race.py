@@ -40,9 +40,9 @@ class Segment:
 
     start_s: float
     end_s: float
-    kind: str           # DRAFT, PASS or OTHER
-    step: int           # the round (speculative; 0 is the prompt pass) or the token (target alone) it belongs to
-    tokens: int         # tokens out when this step ended
+    kind: str  # DRAFT, PASS or OTHER
+    step: int  # the round (speculative; 0 is the prompt pass) or the token (target alone) it belongs to
+    tokens: int  # tokens out when this step ended
 
     @property
     def seconds(self) -> float:
@@ -55,9 +55,9 @@ class Lane:
 
     name: str
     segments: tuple[Segment, ...]
-    finish_s: float     # the run's wall time
-    tokens: int         # the tokens it produced
-    steps: int          # its target passes (rounds, or tokens for the target alone)
+    finish_s: float  # the run's wall time
+    tokens: int  # the tokens it produced
+    steps: int  # its target passes (rounds, or tokens for the target alone)
 
     def progress(self) -> tuple[list[float], list[int]]:
         """Tokens out against time, for a step line: (0, 0), then each step's end with the tokens out by then.
@@ -95,13 +95,16 @@ def lane(result: GenerationResult, name: str, drafts: bool = True) -> Lane:
     """The segments of one run from its timeline; `drafts` False folds drafter time into "other" (plain decoding's
     drafter drafts nothing, and its empty calls are bookkeeping).
 
-    >>> [(s.kind, s.start_s, s.end_s, s.step) for s in lane(_example(), "speculative").segments]   # doctest: +NORMALIZE_WHITESPACE
+    >>> segments = lane(_example(), "speculative").segments
+    >>> [(s.kind, s.start_s, s.end_s, s.step) for s in segments]  # doctest: +NORMALIZE_WHITESPACE
     [('target pass', 0.0, 0.4, 0), ('other', 0.4, 0.5, 0),
      ('draft', 0.5, 0.7, 1), ('target pass', 0.7, 1.2, 1), ('other', 1.2, 1.5, 1), ('other', 1.5, 1.6, -1)]
     """
     if not result.timeline:
-        raise SpecdecError(f"the {name} run has no timeline (it was made before runs stamped their passes, or was stopped): "
-                           "run it again to race it")
+        raise SpecdecError(
+            f"the {name} run has no timeline (it was made before runs stamped their passes, or was stopped): "
+            "run it again to race it"
+        )
     segments, start, out = [], 0.0, 0
     for step, time in enumerate(result.timeline):
         out += time.tokens
@@ -114,7 +117,7 @@ def lane(result: GenerationResult, name: str, drafts: bool = True) -> Lane:
             start = end
     finish = max(result.stats.wall_time_s, start)
     if finish > start:
-        segments.append(Segment(start, finish, OTHER, -1, out))        # after the last pass: building the result
+        segments.append(Segment(start, finish, OTHER, -1, out))  # after the last pass: building the result
     return Lane(name, tuple(segments), finish, out, len(result.timeline))
 
 
@@ -124,8 +127,12 @@ def race(speculative: GenerationResult, target_alone: GenerationResult) -> Race:
 
 
 def _example() -> GenerationResult:
-    """A prompt pass (0.4 s, one token) and one round (0.2 s drafting, 0.5 s verifying, three tokens), for the doctests."""
+    """A prompt pass (0.4 s, one token) and one round (0.2 s drafting, 0.5 s verifying, three tokens), for the
+    doctests."""
     from specdec.engine.results import GenerationStats, PassTime
 
-    return GenerationResult([1, 2, 3, 4], GenerationStats(4, 3, 2, 2, 3, 1.6, 0.2, 0.9),
-                            timeline=(PassTime(0.0, 0.4, 0.5, 1), PassTime(0.2, 0.5, 1.5, 3)))
+    return GenerationResult(
+        [1, 2, 3, 4],
+        GenerationStats(4, 3, 2, 2, 3, 1.6, 0.2, 0.9),
+        timeline=(PassTime(0.0, 0.4, 0.5, 1), PassTime(0.2, 0.5, 1.5, 3)),
+    )

@@ -25,13 +25,30 @@ from specdec.pair.resources import LoadedPair
 from specdec.reference.theory import walltime_speedup
 
 
-def run_row(pair: LoadedPair, run: Run, method: BenchMethod, input_ids: torch.Tensor, decoding: Decoding,
-            settings: BenchSettings, outcome: Outcome, costs: CostProfile) -> dict:
+def run_row(
+    pair: LoadedPair,
+    run: Run,
+    method: BenchMethod,
+    input_ids: torch.Tensor,
+    decoding: Decoding,
+    settings: BenchSettings,
+    outcome: Outcome,
+    costs: CostProfile,
+) -> dict:
     """The row of one run of `method` on `pair`, from its `outcome`."""
     row = _measured(outcome)
     takes_gamma = method.gammas((1,)) != (None,)
-    row |= _described(pair, run, method, takes_gamma, input_ids, decoding, settings, outcome,
-                      tokens_per_second=row["new_tokens"] / row["wall_time_s"] if row["wall_time_s"] > 0 else None)
+    row |= _described(
+        pair,
+        run,
+        method,
+        takes_gamma,
+        input_ids,
+        decoding,
+        settings,
+        outcome,
+        tokens_per_second=row["new_tokens"] / row["wall_time_s"] if row["wall_time_s"] > 0 else None,
+    )
     _priced(row, pair, run, method, takes_gamma, input_ids, outcome, costs)
     return row
 
@@ -42,33 +59,66 @@ def _measured(outcome: Outcome) -> dict:
     if outcome.result is not None:
         stats = outcome.result.stats
         drafting_rounds = sum(1 for round_ in outcome.result.rounds if round_.drafted)
-        row = stats.to_dict() | dict(rounds=drafting_rounds,
-                                     mean_gamma=stats.drafted / drafting_rounds if drafting_rounds else None,
-                                     mean_accepted_per_round=stats.accepted / drafting_rounds if drafting_rounds else None)
+        row = stats.to_dict() | dict(
+            rounds=drafting_rounds,
+            mean_gamma=stats.drafted / drafting_rounds if drafting_rounds else None,
+            mean_accepted_per_round=stats.accepted / drafting_rounds if drafting_rounds else None,
+        )
     return row
 
 
-def _described(pair: LoadedPair, run: Run, method: BenchMethod, takes_gamma: bool, input_ids: torch.Tensor, decoding: Decoding,
-               settings: BenchSettings, outcome: Outcome, tokens_per_second: float | None) -> dict:
+def _described(
+    pair: LoadedPair,
+    run: Run,
+    method: BenchMethod,
+    takes_gamma: bool,
+    input_ids: torch.Tensor,
+    decoding: Decoding,
+    settings: BenchSettings,
+    outcome: Outcome,
+    tokens_per_second: float | None,
+) -> dict:
     """The row's labels: what ran (pair, method, schedule, gamma, prompt, decoding), its speed, on what machine and
     versions, and its plan."""
     return dict(
-        timestamp=datetime.now(timezone.utc).isoformat(timespec="seconds"), pair=f"{pair.draft_name}->{pair.target_name}",
-        draft=run.method if method.family else pair.draft_name, target=pair.target_name, method=run.method,
+        timestamp=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        pair=f"{pair.draft_name}->{pair.target_name}",
+        draft=run.method if method.family else pair.draft_name,
+        target=pair.target_name,
+        method=run.method,
         schedule=run.gamma if is_schedule(run.gamma) else ("fixed" if takes_gamma else "none"),
-        gamma=None if is_schedule(run.gamma) else run.gamma, category=run.prompt.category,
-        prompt_id=run.prompt.id, repeat=run.repeat, prompt_tokens=input_ids.shape[-1], **decoding.as_kwargs(),
+        gamma=None if is_schedule(run.gamma) else run.gamma,
+        category=run.prompt.category,
+        prompt_id=run.prompt.id,
+        repeat=run.repeat,
+        prompt_tokens=input_ids.shape[-1],
+        **decoding.as_kwargs(),
         tokens_per_second=tokens_per_second,
-        device=str(pair.device), dtype=dtype_name(pair.dtype), torch_version=torch.__version__,
-        draft_quantization="none" if method.family else pair.draft_quantization, draft_vocab_limit=settings.draft_vocab_limit,
-        quantization=pair.quantization, draft_dtype=None if pair.draft is None or method.family else dtype_name(pair.precision_of('draft').dtype),
-        transformers_version=transformers.__version__, specdec_version=_specdec_version(), engine="specdec",
-        python_version=platform.python_version(), **_planned(pair, outcome.result),
+        device=str(pair.device),
+        dtype=dtype_name(pair.dtype),
+        torch_version=torch.__version__,
+        draft_quantization="none" if method.family else pair.draft_quantization,
+        draft_vocab_limit=settings.draft_vocab_limit,
+        quantization=pair.quantization,
+        draft_dtype=None if pair.draft is None or method.family else dtype_name(pair.precision_of("draft").dtype),
+        transformers_version=transformers.__version__,
+        specdec_version=_specdec_version(),
+        engine="specdec",
+        python_version=platform.python_version(),
+        **_planned(pair, outcome.result),
     )
 
 
-def _priced(row: dict, pair: LoadedPair, run: Run, method: BenchMethod, takes_gamma: bool, input_ids: torch.Tensor,
-            outcome: Outcome, costs: CostProfile) -> None:
+def _priced(
+    row: dict,
+    pair: LoadedPair,
+    run: Run,
+    method: BenchMethod,
+    takes_gamma: bool,
+    input_ids: torch.Tensor,
+    outcome: Outcome,
+    costs: CostProfile,
+) -> None:
     """Add the row's costs: the oracle bound, c and v(gamma), and theory's predicted speedup for a fixed gamma."""
     row["oracle_speedup"] = None if method.family else _oracle(pair, run, input_ids, outcome, costs)
     if method.family:
@@ -86,15 +136,18 @@ def _planned(pair: LoadedPair, result: GenerationResult | None) -> dict:
     """The row's plan: what ran each model, the measured c and v(k) the rounds were priced with, and the header line."""
     target, draft = pair.models
     measured = result is not None and bool(result.verify_costs)
-    return dict(target_runtime=target.runtime,
-                draft_runtime=draft.runtime if draft is not None and (result is None or result.draft_cost_ratio) else None,
-                measured_c=result.draft_cost_ratio if measured else None,
-                measured_verify=" ".join(f"{v:.3f}" for v in result.verify_costs[1:17]) if measured else None,
-                plan=result.plan if result is not None and result.plan else None)
+    return dict(
+        target_runtime=target.runtime,
+        draft_runtime=draft.runtime if draft is not None and (result is None or result.draft_cost_ratio) else None,
+        measured_c=result.draft_cost_ratio if measured else None,
+        measured_verify=" ".join(f"{v:.3f}" for v in result.verify_costs[1:17]) if measured else None,
+        plan=result.plan if result is not None and result.plan else None,
+    )
 
 
 def measured_cost_ratio(result: GenerationResult, costs: CostProfile) -> float | None:
-    """c as one run measured it: draft seconds per draft step (per drafting round without a draft model) over a target step."""
+    """c as one run measured it: draft seconds per draft step (per drafting round without a draft model) over a target
+    step."""
     stats = result.stats
     steps = stats.draft_passes or sum(1 for round_ in result.rounds[1:] if round_.drafted)
     return stats.draft_time_s / steps / costs.target_step_s if steps else None

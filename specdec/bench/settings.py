@@ -24,26 +24,35 @@ class BenchSettings:
     """What to run. Every combination of methods x gammas x prompts x temperatures x repeats runs once."""
 
     methods: tuple[str, ...] = ("speculative", "generate")
-    gammas: tuple[int | str, ...] = (4,)               # whole numbers, "stop" and/or "adaptive"
-    categories: tuple[str, ...] | None = None       # None: all of `specdec.bench.prompts.CATEGORIES`
-    prompts_per_category: int | None = None         # None: every prompt of a category
+    gammas: tuple[int | str, ...] = (4,)  # whole numbers, "stop" and/or "adaptive"
+    categories: tuple[str, ...] | None = None  # None: all of `specdec.bench.prompts.CATEGORIES`
+    prompts_per_category: int | None = None  # None: every prompt of a category
     decoding: Decoding = field(default_factory=lambda: Decoding(max_new_tokens=128, temperature=0.0, seed=0))
-    temperatures: tuple[float, ...] | None = None    # a sweep of temperatures; None: the decoding's own
-    repeats: int = 1                                 # repeat r runs with seed decoding.seed + r
+    temperatures: tuple[float, ...] | None = None  # a sweep of temperatures; None: the decoding's own
+    repeats: int = 1  # repeat r runs with seed decoding.seed + r
     warmup_runs: int = 1
-    draft_vocab_limit: int | None = None             # see ModelDrafter(vocab_limit=...)
+    draft_vocab_limit: int | None = None  # see ModelDrafter(vocab_limit=...)
     max_adaptive_gamma: int = 12
 
     def __post_init__(self) -> None:
         if ALL in self.methods:
-            object.__setattr__(self, "methods", tuple(dict.fromkeys(method for name in self.methods
-                                                                      for method in (families() if name == ALL else (name,)))))
+            object.__setattr__(
+                self,
+                "methods",
+                tuple(
+                    dict.fromkeys(
+                        method for name in self.methods for method in (families() if name == ALL else (name,))
+                    )
+                ),
+            )
         unknown = [method for method in self.methods if method not in bench_methods()]
         if unknown:
             raise SpecdecError(f"unknown methods {unknown}: choose from {', '.join(bench_methods())}, or {ALL}")
         check_gammas(self.gammas)
         if self.draft_vocab_limit is not None and any(tree_budget(gamma) is not None for gamma in self.gammas):
-            raise SpecdecError("a tree drafter reads the whole output layer: drop the draft vocabulary limit or the tree gammas")
+            raise SpecdecError(
+                "a tree drafter reads the whole output layer: drop the draft vocabulary limit or the tree gammas"
+            )
         if self.repeats < 1 or self.warmup_runs < 0:
             raise SpecdecError("repeats must be >= 1 and warmup_runs >= 0")
         if self.temperatures is not None and (any(t < 0 for t in self.temperatures) or not self.temperatures):
@@ -51,10 +60,10 @@ class BenchSettings:
 
     @classmethod
     def chosen(cls, methods: Sequence[str], gammas: Sequence[int | str] = (), **choices) -> BenchSettings:
-        """The benchmark a person chose, built one way for `specdec bench` and the dashboard's Compare page: the methods as named
-        (ALL: the pair's draft and every family side by side), the gamma labels given, else the default's: DEFAULT where every
-        family runs (each drafts as it would by default, the pair's draft model too), else the stop rule. `choices` are the
-        other fields (categories, prompts_per_category, decoding, temperatures, repeats, ...).
+        """The benchmark a person chose, built one way for `specdec bench` and the dashboard's Compare page: the methods
+        as named (ALL: the pair's draft and every family side by side), the gamma labels given, else the default's:
+        DEFAULT where every family runs (each drafts as it would by default, the pair's draft model too), else the stop
+        rule. `choices` are the other fields (categories, prompts_per_category, decoding, temperatures, repeats, ...).
 
         >>> BenchSettings.chosen(["speculative"]).gammas, BenchSettings.chosen(["speculative", ALL]).gammas
         (('stop',), ('default',))

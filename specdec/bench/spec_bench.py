@@ -36,24 +36,30 @@ from plotly.subplots import make_subplots
 from specdec.bench.gamma_charts import COLOURS
 from specdec.registry import METHODS
 
-REVISION = "fd2c1cd7d2201ef71db4c5f4e455008f017967bf"       # hemingkx/Spec-Bench, "Leaderboard updated", 2025-04-22
+REVISION = "fd2c1cd7d2201ef71db4c5f4e455008f017967bf"  # hemingkx/Spec-Bench, "Leaderboard updated", 2025-04-22
 LEADERBOARD = f"https://github.com/hemingkx/Spec-Bench/blob/{REVISION}/Leaderboard.md"
 SETTING = f"Spec-Bench leaderboard at commit {REVISION[:7]}, A100 80 GB, Vicuna-7B-v1.3, greedy, FP16, batch 1"
 
 # our prompt categories -> the leaderboard's columns (code has no column there)
-CATEGORIES = {"chat": "Multi-turn Conversation", "translation": "Translation", "summarization": "Summarization",
-              "qa": "Question Answering", "math": "Mathematical Reasoning", "rag": "Retrieval-aug. Generation"}
+CATEGORIES = {
+    "chat": "Multi-turn Conversation",
+    "translation": "Translation",
+    "summarization": "Summarization",
+    "qa": "Question Answering",
+    "math": "Mathematical Reasoning",
+    "rag": "Retrieval-aug. Generation",
+}
 
 
 @dataclass(frozen=True)
 class Published:
     """One leaderboard row: speedup per category (our names), mean accepted tokens per step, overall speedup."""
 
-    row: str                          # the leaderboard's name for it
-    speedup: dict[str, float]         # empty: the overall speedup only
+    row: str  # the leaderboard's name for it
+    speedup: dict[str, float]  # empty: the overall speedup only
     mean_accepted: float
     overall: float
-    model: str = "Vicuna-7B-v1.3"     # the leaderboard's target for this row
+    model: str = "Vicuna-7B-v1.3"  # the leaderboard's target for this row
 
     @property
     def label(self) -> str:
@@ -68,32 +74,40 @@ class Published:
 _ORDER = ("chat", "translation", "summarization", "qa", "math", "rag")
 
 # The A100 table of `LEADERBOARD` for Vicuna-7B-v1.3, every row as the revision `REVISION` lists it (best first), in its
-# column order (chat, translation, summarization, qa, math, rag), then mean accepted tokens per step and overall speedup.
-A100_VICUNA_7B: dict[str, Published] = {row.row: row for row in (
-    Published("SAMD[EAGLE2]", dict(zip(_ORDER, (3.30, 2.01, 3.19, 2.36, 2.96, 2.52))), 4.58, 2.73),
-    Published("EAGLE-2", dict(zip(_ORDER, (2.84, 1.88, 2.34, 2.15, 2.79, 2.13))), 4.34, 2.36),
-    Published("Recycling", dict(zip(_ORDER, (2.37, 2.02, 2.27, 2.08, 2.53, 2.02))), 2.73, 2.22),
-    Published("EAGLE", dict(zip(_ORDER, (2.45, 1.77, 2.08, 1.93, 2.44, 1.87))), 3.58, 2.10),
-    Published("Hydra", dict(zip(_ORDER, (2.43, 1.89, 1.83, 1.97, 2.45, 1.80))), 3.26, 2.07),
-    Published("Medusa", dict(zip(_ORDER, (1.97, 1.65, 1.57, 1.65, 1.94, 1.49))), 2.31, 1.71),
-    Published("PLD", dict(zip(_ORDER, (1.60, 1.06, 2.66, 1.19, 1.62, 1.86))), 1.75, 1.66),
-    Published("SpS", dict(zip(_ORDER, (1.66, 1.13, 1.71, 1.50, 1.47, 1.66))), 2.28, 1.52),
-    Published("REST", dict(zip(_ORDER, (1.63, 1.31, 1.36, 1.66, 1.21, 1.73))), 1.82, 1.48),
-    Published("Lookahead", dict(zip(_ORDER, (1.47, 1.14, 1.36, 1.25, 1.57, 1.22))), 1.64, 1.34),
-)}
+# column order (chat, translation, summarization, qa, math, rag), then mean accepted tokens per step and overall
+# speedup.
+A100_VICUNA_7B: dict[str, Published] = {
+    row.row: row
+    for row in (
+        Published("SAMD[EAGLE2]", dict(zip(_ORDER, (3.30, 2.01, 3.19, 2.36, 2.96, 2.52))), 4.58, 2.73),
+        Published("EAGLE-2", dict(zip(_ORDER, (2.84, 1.88, 2.34, 2.15, 2.79, 2.13))), 4.34, 2.36),
+        Published("Recycling", dict(zip(_ORDER, (2.37, 2.02, 2.27, 2.08, 2.53, 2.02))), 2.73, 2.22),
+        Published("EAGLE", dict(zip(_ORDER, (2.45, 1.77, 2.08, 1.93, 2.44, 1.87))), 3.58, 2.10),
+        Published("Hydra", dict(zip(_ORDER, (2.43, 1.89, 1.83, 1.97, 2.45, 1.80))), 3.26, 2.07),
+        Published("Medusa", dict(zip(_ORDER, (1.97, 1.65, 1.57, 1.65, 1.94, 1.49))), 2.31, 1.71),
+        Published("PLD", dict(zip(_ORDER, (1.60, 1.06, 2.66, 1.19, 1.62, 1.86))), 1.75, 1.66),
+        Published("SpS", dict(zip(_ORDER, (1.66, 1.13, 1.71, 1.50, 1.47, 1.66))), 2.28, 1.52),
+        Published("REST", dict(zip(_ORDER, (1.63, 1.31, 1.36, 1.66, 1.21, 1.73))), 1.82, 1.48),
+        Published("Lookahead", dict(zip(_ORDER, (1.47, 1.14, 1.36, 1.25, 1.57, 1.22))), 1.64, 1.34),
+    )
+}
 # EAGLE-3 has a row on the same revision's A100 table for Vicuna-13B-v1.3 only.
-EAGLE3_VICUNA_13B = Published("EAGLE-3", dict(zip(_ORDER, (3.48, 2.36, 3.14, 2.94, 3.42, 2.78))), 5.71, 3.02, model="Vicuna-13B-v1.3")
+EAGLE3_VICUNA_13B = Published(
+    "EAGLE-3", dict(zip(_ORDER, (3.48, 2.36, 3.14, 2.94, 3.42, 2.78))), 5.71, 3.02, model="Vicuna-13B-v1.3"
+)
 
-# Our family -> the leaderboard row beside it: the pair's draft model is SpS; each method of the registry names its own row
-# (`Method.spec_bench`).
+# Our family -> the leaderboard row beside it: the pair's draft model is SpS; each method of the registry names its own
+# row (`Method.spec_bench`).
 _ROWS = A100_VICUNA_7B | {EAGLE3_VICUNA_13B.row: EAGLE3_VICUNA_13B}
 PUBLISHED: dict[str, Published] = {"speculative": A100_VICUNA_7B["SpS"]} | {
-    name: _ROWS[method.spec_bench] for name, method in METHODS.items() if method.spec_bench}
+    name: _ROWS[method.spec_bench] for name, method in METHODS.items() if method.spec_bench
+}
 
 # Earlier versions of a family on the same leaderboard, listed beside it (A100, Vicuna-7B-v1.3).
 _EARLIER_ROWS = {EAGLE3_VICUNA_13B.row: (A100_VICUNA_7B["EAGLE-2"], A100_VICUNA_7B["EAGLE"])}
-EARLIER: dict[str, tuple[Published, ...]] = {name: _EARLIER_ROWS[method.spec_bench] for name, method in METHODS.items()
-                                             if method.spec_bench in _EARLIER_ROWS}
+EARLIER: dict[str, tuple[Published, ...]] = {
+    name: _EARLIER_ROWS[method.spec_bench] for name, method in METHODS.items() if method.spec_bench in _EARLIER_ROWS
+}
 
 
 def _earlier(method: str) -> str | None:
@@ -107,7 +121,8 @@ def _earlier(method: str) -> str | None:
 
 
 def _family_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    """The speculative rows of every family: the pair's draft model at its default schedule, the target-only methods, a head."""
+    """The speculative rows of every family: the pair's draft model at its default schedule, the target-only methods, a
+    head."""
     from specdec.bench.methods import families
 
     model = frame[(frame["method"] == "speculative") & frame["schedule"].isin(["default", "stop"])]
@@ -130,24 +145,38 @@ def families_table(frame: pd.DataFrame) -> pd.DataFrame:
     """Per family: median speedup per category and over all prompts, tokens per target pass and c, and Spec-Bench's own.
 
     `spec_bench_row` names the leaderboard row beside it ('REST' beside suffix decoding; its target when not Vicuna-7B);
-    NaN where it has none. `spec_bench_earlier`, only when a family that has them ran: Spec-Bench's earlier versions of it.
+    NaN where it has none. `spec_bench_earlier`, only when a family that has them ran: Spec-Bench's earlier versions of
+    it.
     """
     speedups = families_by_category(frame, "speedup")
     if speedups.empty:
         return speedups
     rows = _family_rows(frame)
-    extra = rows.groupby("method").agg(tokens_per_target_pass=("tokens_per_target_pass", "median"),
-                                       c=("draft_cost_ratio", "median"), runs=("prompt_id", "count")).reset_index()
+    extra = (
+        rows.groupby("method")
+        .agg(
+            tokens_per_target_pass=("tokens_per_target_pass", "median"),
+            c=("draft_cost_ratio", "median"),
+            runs=("prompt_id", "count"),
+        )
+        .reset_index()
+    )
     table = speedups.rename(columns={"all": "speedup"}).merge(extra, on="method")
-    table["spec_bench_row"] = table["method"].map(lambda method: PUBLISHED[method].label if method in PUBLISHED else None)
-    table["spec_bench_speedup"] = table["method"].map(lambda method: PUBLISHED[method].overall if method in PUBLISHED else None)
-    table["spec_bench_tokens_per_step"] = table["method"].map(lambda method: PUBLISHED[method].mean_accepted if method in PUBLISHED else None)
+    table["spec_bench_row"] = table["method"].map(
+        lambda method: PUBLISHED[method].label if method in PUBLISHED else None
+    )
+    table["spec_bench_speedup"] = table["method"].map(
+        lambda method: PUBLISHED[method].overall if method in PUBLISHED else None
+    )
+    table["spec_bench_tokens_per_step"] = table["method"].map(
+        lambda method: PUBLISHED[method].mean_accepted if method in PUBLISHED else None
+    )
     if table["method"].isin(list(EARLIER)).any():
         table["spec_bench_earlier"] = table["method"].map(_earlier)
     return table.sort_values("speedup", ascending=False).reset_index(drop=True)
 
 
-_SYMBOLS = ("diamond-open", "circle-open", "square-open")     # a family's own Spec-Bench row, then its earlier versions
+_SYMBOLS = ("diamond-open", "circle-open", "square-open")  # a family's own Spec-Bench row, then its earlier versions
 
 
 def _bars(frame: pd.DataFrame, measure: str, title: str, axis: str, published: bool = False) -> go.Figure:
@@ -158,30 +187,54 @@ def _bars(frame: pd.DataFrame, measure: str, title: str, axis: str, published: b
     categories = [column for column in table.columns if column not in ("method", "all")]
     for index, row in table.reset_index(drop=True).iterrows():
         colour = COLOURS[index % len(COLOURS)]
-        figure.add_bar(x=categories + ["all"], y=[row[c] for c in categories] + [row["all"]], name=row["method"], marker_color=colour)
-        known = (PUBLISHED[row["method"]], *EARLIER.get(row["method"], ())) if published and row["method"] in PUBLISHED else ()
+        figure.add_bar(
+            x=categories + ["all"],
+            y=[row[c] for c in categories] + [row["all"]],
+            name=row["method"],
+            marker_color=colour,
+        )
+        known = (
+            (PUBLISHED[row["method"]], *EARLIER.get(row["method"], ()))
+            if published and row["method"] in PUBLISHED
+            else ()
+        )
         for symbol, published_row in zip(_SYMBOLS, known):
             shown = [c for c in categories if c in published_row.speedup]
-            figure.add_scatter(x=shown + ["all"], y=[published_row.speedup[c] for c in shown] + [published_row.overall],
-                               mode="markers", name=f"{row['method']}: Spec-Bench ({published_row.label})",
-                               marker=dict(symbol=symbol, size=11, color=colour))
+            figure.add_scatter(
+                x=shown + ["all"],
+                y=[published_row.speedup[c] for c in shown] + [published_row.overall],
+                mode="markers",
+                name=f"{row['method']}: Spec-Bench ({published_row.label})",
+                marker=dict(symbol=symbol, size=11, color=colour),
+            )
     figure.add_hline(y=1.0, line=dict(color="grey", width=1))
     return figure.update_layout(title=title, barmode="group", yaxis_title=axis)
 
 
 def families_figures(frame: pd.DataFrame) -> dict[str, go.Figure]:
-    """Speedup per category (Spec-Bench's numbers as open diamonds, earlier versions as circles and squares), tokens per target
-    pass per category, and c per family."""
+    """Speedup per category (Spec-Bench's numbers as open diamonds, earlier versions as circles and squares), tokens per
+    target pass per category, and c per family."""
     figures = {
-        "family_speedup": _bars(frame, "speedup", f"Speedup by category, here and on Spec-Bench ({SETTING})", "speedup over generate",
-                                published=True),
-        "family_tokens": _bars(frame, "tokens_per_target_pass", "Tokens per target pass by category", "tokens per target pass"),
+        "family_speedup": _bars(
+            frame,
+            "speedup",
+            f"Speedup by category, here and on Spec-Bench ({SETTING})",
+            "speedup over generate",
+            published=True,
+        ),
+        "family_tokens": _bars(
+            frame, "tokens_per_target_pass", "Tokens per target pass by category", "tokens per target pass"
+        ),
     }
     costs = families_by_category(frame, "draft_cost_ratio")
     figure = go.Figure()
     if not costs.empty:
-        figure.add_bar(x=costs["method"], y=costs["all"], marker_color=[COLOURS[i % len(COLOURS)] for i in range(len(costs))])
-    figures["family_cost"] = figure.update_layout(title="c: a draft step's cost over a target step (measured)", yaxis_title="c")
+        figure.add_bar(
+            x=costs["method"], y=costs["all"], marker_color=[COLOURS[i % len(COLOURS)] for i in range(len(costs))]
+        )
+    figures["family_cost"] = figure.update_layout(
+        title="c: a draft step's cost over a target step (measured)", yaxis_title="c"
+    )
     return figures
 
 

@@ -43,7 +43,7 @@ class UniformAdvanceCache(BatchCache):
         kept = getattr(self, "_kept", {})
         if kept:
             before = dict(zip(self.rows, self._before))
-            advance = max(len(tokens) - before[row] for row, tokens in kept.items())   # one count for every row
+            advance = max(len(tokens) - before[row] for row, tokens in kept.items())  # one count for every row
             for row in kept:
                 i = self.rows.index(row)
                 super().keep(row, list(range(min(before[row] + advance, self.lengths[i]))))
@@ -51,8 +51,9 @@ class UniformAdvanceCache(BatchCache):
         super().compact(rows)
 
 
-def generate_with_one_count(target: PreTrainedModel, drafter: Drafter, prompts: Sequence[torch.Tensor], gamma: int,
-                            decoding: Decoding) -> list[list[Round]]:
+def generate_with_one_count(
+    target: PreTrainedModel, drafter: Drafter, prompts: Sequence[torch.Tensor], gamma: int, decoding: Decoding
+) -> list[list[Round]]:
     """Each row's rounds when the batch's cache advances every row by one count (the engine's loop, the bug's cache).
 
     A row's new tokens are its rounds' `emitted` tokens, the prompt pass's first.
@@ -61,8 +62,16 @@ def generate_with_one_count(target: PreTrainedModel, drafter: Drafter, prompts: 
     rounds: list[list[Round]] = [[] for _ in prompts]
     schedules = [FixedGamma(gamma) for _ in prompts]
     model = TorchModel(target)
-    for decided in speculate(model, UniformAdvanceCache(target, len(prompts)), drafter, prompts, decoding, schedules,
-                             DraftCosts(0.0, 0.0), frozenset()):
+    for decided in speculate(
+        model,
+        UniformAdvanceCache(target, len(prompts)),
+        drafter,
+        prompts,
+        decoding,
+        schedules,
+        DraftCosts(0.0, 0.0),
+        frozenset(),
+    ):
         for row, round_ in decided:
             rounds[row].append(round_)
     return rounds

@@ -39,9 +39,9 @@ def _array(values: Distribution) -> np.ndarray:
 
 def _point_mass_walk(p: Distribution, candidates: Sequence[int], remove_rejected: bool) -> np.ndarray:
     """The rule over fixed candidates; `remove_rejected=False` is the bug that leaves a rejected candidate in r."""
-    r, out, reach = _array(p), np.zeros(len(p)), 1.0          # reach: the chance the walk gets to this candidate
+    r, out, reach = _array(p), np.zeros(len(p)), 1.0  # reach: the chance the walk gets to this candidate
     for x in candidates:
-        out[x] += reach * r[x]                                 # kept with probability r(x)
+        out[x] += reach * r[x]  # kept with probability r(x)
         reach *= 1.0 - r[x]
         if reach <= 0:
             return out
@@ -49,7 +49,7 @@ def _point_mass_walk(p: Distribution, candidates: Sequence[int], remove_rejected
             r = r.copy()
             r[x] = 0.0
             r = r / r.sum()
-    return out + reach * r                                     # none kept: a sample of what is left
+    return out + reach * r  # none kept: a sample of what is left
 
 
 def candidates_output(p: Distribution, candidates: Sequence[int]) -> np.ndarray:
@@ -69,5 +69,6 @@ def told_it_was_drawn(p: Distribution, q: Distribution, candidate: int) -> np.nd
 
 
 def q_is_p(p: Distribution, q: Distribution) -> np.ndarray:
-    """BUG: a layer-skipping draft drawn from its own q, the rule told q = p ("it is the same model"): every draft is kept."""
+    """BUG: a layer-skipping draft drawn from its own q, the rule told q = p ("it is the same model"): every draft is
+    kept."""
     return output_distribution(p, p, q)

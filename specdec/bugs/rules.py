@@ -147,7 +147,7 @@ def warp(probabilities: Distribution, temperature: float = 1.0, top_k: int = 0) 
 
     if temperature <= 0:
         raise ValueError(f"temperature must be > 0 here (greedy is a point mass: use one_hot), got {temperature}")
-    logits = torch.log(torch.as_tensor(_array(probabilities)))[None]                   # [1, V]
+    logits = torch.log(torch.as_tensor(_array(probabilities)))[None]  # [1, V]
     return warped(logits, SamplingConfig(temperature, top_k))[0].double().numpy()
 
 
@@ -223,13 +223,18 @@ def largest_error(output: Distribution, p: Distribution) -> float:
     return float(np.abs(_array(output) - _array(p)).max())
 
 
-def accept_always_rule(p: np.ndarray, q: np.ndarray, drafted: int, u: float, rng: np.random.Generator) -> tuple[int, bool]:
+def accept_always_rule(
+    p: np.ndarray, q: np.ndarray, drafted: int, u: float, rng: np.random.Generator
+) -> tuple[int, bool]:
     """BROKEN on purpose, as a procedure (`rule.Rule`): keep every drafted token. The output follows q, not p."""
     return drafted, True
 
 
-def resample_from_target_rule(p: np.ndarray, q: np.ndarray, drafted: int, u: float, rng: np.random.Generator) -> tuple[int, bool]:
-    """BROKEN on purpose, as a procedure: on rejection sample from p instead of the residual (see `resample_from_target`)."""
+def resample_from_target_rule(
+    p: np.ndarray, q: np.ndarray, drafted: int, u: float, rng: np.random.Generator
+) -> tuple[int, bool]:
+    """BROKEN on purpose, as a procedure: on rejection sample from p instead of the residual (see
+    `resample_from_target`)."""
     if u * q[drafted] < p[drafted]:
         return drafted, True
     return sample_from(p, rng), False

@@ -51,8 +51,16 @@ def _without(distribution: np.ndarray, token: int) -> np.ndarray:
     return rest / rest.sum() if rest.sum() > 0 else rest
 
 
-def node_output(p: Distribution, q: Distribution, guesses: int, *, drawn_without_replacement: bool = True,
-                remove_from_s: bool | None = None, update_r: bool = True, fallback_from_p: bool = False) -> np.ndarray:
+def node_output(
+    p: Distribution,
+    q: Distribution,
+    guesses: int,
+    *,
+    drawn_without_replacement: bool = True,
+    remove_from_s: bool | None = None,
+    update_r: bool = True,
+    fallback_from_p: bool = False,
+) -> np.ndarray:
     """What one node emits with `guesses` children, exactly. The defaults are the correct rule.
 
     - `drawn_without_replacement`: how the draft really drew the guesses (False: independently from q);
@@ -97,7 +105,8 @@ def same_test_for_every_guess(p: Distribution, q: Distribution, guesses: int) ->
 
 
 def forgot_without_replacement(p: Distribution, q: Distribution, guesses: int) -> np.ndarray:
-    """BUG: the guesses are drawn without replacement, but the rule divides by q, not by q without the earlier guesses."""
+    """BUG: the guesses are drawn without replacement, but the rule divides by q, not by q without the earlier
+    guesses."""
     return node_output(p, q, guesses, remove_from_s=False)
 
 

@@ -5,8 +5,8 @@
     specdec run --target ./big-model --draft ./small-model --prompt "def fib(n):" --temperature 0 --compare
 
 Bad input prints one line on stderr and exits with code 2, never a traceback. All the work is
-done by the package; the CLI only parses (`parser`), loads, calls and prints (`commands`, `run`, `bench`, `heads`). torch
-is imported only by the commands that need it, so `specdec toy` starts fast.
+done by the package; the CLI only parses (`parser`), loads, calls and prints (`commands`, `run`, `bench`, `heads`).
+torch is imported only by the commands that need it, so `specdec toy` starts fast.
 """
 
 from __future__ import annotations
@@ -21,8 +21,14 @@ from specdec.cli.run import run
 from specdec.cli.parser import build_parser
 from specdec.errors import SpecdecError
 
-COMMANDS = {"toy": commands.toy, "run": run, "bench": bench, "models": commands.models, "heads": heads,
-            "runtime": commands.runtime}
+COMMANDS = {
+    "toy": commands.toy,
+    "run": run,
+    "bench": bench,
+    "models": commands.models,
+    "heads": heads,
+    "runtime": commands.runtime,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

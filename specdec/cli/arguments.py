@@ -1,7 +1,7 @@
 """The command line's argument types: what each option's text must look like, and the one-line error when it does not.
 
-    >>> probabilities("0.3,0.4,0.3"), positive_int("4"), names("a, b,"), gamma("auto")
-    ((0.3, 0.4, 0.3), 4, ('a', 'b'), None)
+>>> probabilities("0.3,0.4,0.3"), positive_int("4"), names("a, b,"), gamma("auto")
+((0.3, 0.4, 0.3), 4, ('a', 'b'), None)
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ def probabilities(text: str) -> tuple[float, ...]:
     try:
         values = tuple(float(part) for part in text.split(","))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated probabilities like 0.3,0.4,0.3, got '{text}'") from None
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated probabilities like 0.3,0.4,0.3, got '{text}'"
+        ) from None
     if len(values) < 2 or any(v < 0 for v in values) or abs(sum(values) - 1.0) > 1e-6:
         raise argparse.ArgumentTypeError(f"expected at least two non-negative probabilities summing to 1, got '{text}'")
     return values

@@ -1,7 +1,8 @@
-"""`specdec bench`: run (or reload) a benchmark on our engine, vLLM or a vLLM server; print its tables, write the CSV and charts.
+"""`specdec bench`: run (or reload) a benchmark on our engine, vLLM or a vLLM server; print its tables, write the CSV
+and charts.
 
-Each `--pairs` value is a run spec (`_bench_specs`), loaded and planned as `specdec run` loads and plans it; the default's
-plan is printed for each pair before anything runs.
+Each `--pairs` value is a run spec (`_bench_specs`), loaded and planned as `specdec run` loads and plans it; the
+default's plan is printed for each pair before anything runs.
 """
 
 from __future__ import annotations
@@ -27,20 +28,24 @@ def bench(args: argparse.Namespace) -> int:
     if _shown_batches(args, frame):
         return 0
     levels = by_concurrency(frame)
-    tables = [("medians over all prompts", overview(frame)),
-              ("per concurrency level", levels) if len(levels) else ("median speedup per prompt category", by_category(frame))]
+    tables = [
+        ("medians over all prompts", overview(frame)),
+        ("per concurrency level", levels)
+        if len(levels)
+        else ("median speedup per prompt category", by_category(frame)),
+    ]
     for title, table in tables:
         print(f"{title}:")
         print(to_markdown(table) if args.markdown else table.to_string(index=False, float_format="%.2f"))
         print()
     best = best_gammas(frame)
-    if len(best):                                   # only when fixed gammas ran (the default runs the stop rule alone)
+    if len(best):  # only when fixed gammas ran (the default runs the stop rule alone)
         print("best fixed gamma per pair:")
         print(best.to_string(index=False, float_format="%.2f"))
     from specdec.bench.spec_bench import SETTING, families_figure, families_table
 
     families = families_table(frame)
-    if len(families) > 1:                           # several families ran: the Spec-Bench view
+    if len(families) > 1:  # several families ran: the Spec-Bench view
         print(f"\nevery family, Spec-Bench style (speedup per category; spec_bench_*: {SETTING}):")
         print(to_markdown(families) if args.markdown else families.to_string(index=False, float_format="%.2f"))
     if args.figure:
@@ -79,8 +84,11 @@ def _shown_batches(args: argparse.Namespace, frame) -> bool:
     batches = batch_table(frame)
     if not len(batches):
         return False
-    print("per batch size (tok_s: all rows' new tokens / wall time; gain: over plain decoding of the same batch; scaling: over "
-          "the smallest batch; pass_over_plain: a target pass's seconds over plain decoding's at that batch size):")
+    print(
+        "per batch size (tok_s: all rows' new tokens / wall time; gain: over plain decoding of the same batch; "
+        "scaling: over "
+        "the smallest batch; pass_over_plain: a target pass's seconds over plain decoding's at that batch size):"
+    )
     print(to_markdown(batches) if args.markdown else batches.to_string(index=False, float_format="%.2f"))
     if args.figure:
         from specdec.bench.load_charts import batch_figure
@@ -97,20 +105,27 @@ def _bench_specdec(args: argparse.Namespace):
     from specdec.engine.inputs import Decoding
     from specdec.pair import loading
 
-    settings = BenchSettings.chosen(args.methods, args.gammas or (), categories=args.categories,
-                                    prompts_per_category=args.prompts_per_category, temperatures=args.temperatures,
-                                    decoding=Decoding(max_new_tokens=args.max_new_tokens, temperature=args.temperatures[0],
-                                                      seed=args.seed),
-                                    repeats=args.repeats, warmup_runs=args.warmup, draft_vocab_limit=args.draft_vocab_limit,
-                                    max_adaptive_gamma=args.max_adaptive_gamma)
+    settings = BenchSettings.chosen(
+        args.methods,
+        args.gammas or (),
+        categories=args.categories,
+        prompts_per_category=args.prompts_per_category,
+        temperatures=args.temperatures,
+        decoding=Decoding(max_new_tokens=args.max_new_tokens, temperature=args.temperatures[0], seed=args.seed),
+        repeats=args.repeats,
+        warmup_runs=args.warmup,
+        draft_vocab_limit=args.draft_vocab_limit,
+        max_adaptive_gamma=args.max_adaptive_gamma,
+    )
     specs = _bench_specs(args)
     pairs = [loading.load_spec(spec, progress=_progress, steps=_LoadSteps()) for spec in specs]
     for pair, spec in zip(pairs, specs):
-        _progress(f"Plan: {pair.plan(spec).header()}")          # the default's plan, as `specdec run` prints it for the same spec
+        # the default's plan, as `specdec run` prints it for the same spec
+        _progress(f"Plan: {pair.plan(spec).header()}")
     rows: list[dict] = []
     try:
         return run_benchmark(pairs, settings, progress=_counted_progress, on_row=rows.append)
-    except BaseException:                       # an interrupted or failed run keeps what it measured
+    except BaseException:  # an interrupted or failed run keeps what it measured
         if args.out and rows:
             save_csv(rows_to_frame(rows), args.out)
             _progress(f"stopped early: wrote the {len(rows)} rows measured so far to {args.out}")
@@ -125,19 +140,28 @@ def _bench_batches(args: argparse.Namespace):
 
     sizes = check_batch_sizes(args.batch_sizes)
     if len(args.temperatures) > 1 or len(args.pairs) > 1:
-        raise SpecdecError("--batch-sizes runs one pair at one temperature: pass one --pairs value and one --temperatures value")
+        raise SpecdecError(
+            "--batch-sizes runs one pair at one temperature: pass one --pairs value and one --temperatures value"
+        )
     pair = loading.load_spec(_bench_specs(args)[0], progress=_progress, steps=_LoadSteps())
     decoding = Decoding(max_new_tokens=args.max_new_tokens, temperature=args.temperatures[0], seed=args.seed)
     return batch_benchmark(pair, sizes, decoding, progress=_counted_progress, gammas=args.gammas or ("stop",))
 
 
 def _bench_specs(args: argparse.Namespace) -> list:
-    """One run spec per `--pairs` value, with the models as the benchmark's options choose them (checked before any load)."""
+    """One run spec per `--pairs` value, with the models as the benchmark's options choose them (checked before any
+    load)."""
     from specdec.run_spec import ModelChoices, RunSpec
     from specdec.zoo.catalog import split_pair_name
 
-    models = ModelChoices(args.device, args.dtype, args.quantization, args.draft_quantization, args.runtime,
-                          draft_runtime=args.draft_runtime)
+    models = ModelChoices(
+        args.device,
+        args.dtype,
+        args.quantization,
+        args.draft_quantization,
+        args.runtime,
+        draft_runtime=args.draft_runtime,
+    )
     return [RunSpec(target, draft, models).check() for draft, target in map(split_pair_name, args.pairs)]
 
 
@@ -148,14 +172,23 @@ def _bench_vllm(args: argparse.Namespace):
 
     gammas = args.gammas or (5,)
     if any(not isinstance(gamma, int) for gamma in gammas):
-        raise SpecdecError(f"vLLM drafts a fixed number of tokens per round: pass whole gammas (--gammas 5), got {list(gammas)}")
+        raise SpecdecError(
+            f"vLLM drafts a fixed number of tokens per round: pass whole gammas (--gammas 5), got {list(gammas)}"
+        )
     if len(args.temperatures) > 1:
         raise SpecdecError("--engine vllm runs one temperature per benchmark: pass one --temperatures value")
-    settings = VllmSettings(gammas=tuple(gammas), categories=args.categories, prompts_per_category=args.prompts_per_category,
-                            max_new_tokens=args.max_new_tokens, temperature=args.temperatures[0], seed=args.seed, warmup=args.warmup)
+    settings = VllmSettings(
+        gammas=tuple(gammas),
+        categories=args.categories,
+        prompts_per_category=args.prompts_per_category,
+        max_new_tokens=args.max_new_tokens,
+        temperature=args.temperatures[0],
+        seed=args.seed,
+        warmup=args.warmup,
+    )
     from specdec.zoo.catalog import split_pair_name
 
-    for name in args.pairs:                         # a malformed pair fails before vLLM is looked for
+    for name in args.pairs:  # a malformed pair fails before vLLM is looked for
         split_pair_name(name)
     python = find_vllm_python(args.vllm_python)
     _progress(f"vLLM runs as a separate process with {python} (it pins other library versions than specdec)")
@@ -171,9 +204,17 @@ def _bench_server(args: argparse.Namespace):
 
     if len(args.temperatures) > 1:
         raise SpecdecError("--server runs one temperature per benchmark: pass one --temperatures value")
-    run = ServerRun(url=args.server, baseline_url=args.baseline_server, model=args.server_model, concurrency=args.concurrency,
-                    categories=args.categories, prompts_per_category=args.prompts_per_category or 1,
-                    max_new_tokens=args.max_new_tokens, temperature=args.temperatures[0], seed=args.seed)
+    run = ServerRun(
+        url=args.server,
+        baseline_url=args.baseline_server,
+        model=args.server_model,
+        concurrency=args.concurrency,
+        categories=args.categories,
+        prompts_per_category=args.prompts_per_category or 1,
+        max_new_tokens=args.max_new_tokens,
+        temperature=args.temperatures[0],
+        seed=args.seed,
+    )
     return with_vllm_speedups(pd.DataFrame(server_benchmark(run, progress=_counted_progress)))
 
 

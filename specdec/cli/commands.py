@@ -1,10 +1,10 @@
-"""What `specdec toy`, `specdec models` and `specdec runtime` do once their arguments are parsed, and the plain table and download bar they
-print (the progress lines every loading command shares are `progress.py`'s).
+"""What `specdec toy`, `specdec models` and `specdec runtime` do once their arguments are parsed, and the plain table
+and download bar they print (the progress lines every loading command shares are `progress.py`'s).
 
-Every command takes the parsed `argparse.Namespace` and returns the exit code; a `SpecdecError` raised in one becomes one line
-on stderr and exit code 2 (`specdec.cli.main`). Reports go to stdout, progress to stderr, so `specdec run --json > out.json`
-stays clean. Heavy imports (torch, transformers, pandas) happen inside the commands that need them: `run.py` (one prompt
-through a pair), `bench.py` (the benchmark).
+Every command takes the parsed `argparse.Namespace` and returns the exit code; a `SpecdecError` raised in one becomes
+one line on stderr and exit code 2 (`specdec.cli.main`). Reports go to stdout, progress to stderr, so `specdec run
+--json > out.json` stays clean. Heavy imports (torch, transformers, pandas) happen inside the commands that need them:
+`run.py` (one prompt through a pair), `bench.py` (the benchmark).
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ def toy(args: argparse.Namespace) -> int:
 
     target, draft = args.target or DEFAULT_TARGET, args.draft or DEFAULT_DRAFT
     if len(target) != len(draft):
-        raise SpecdecError(f"--target has {len(target)} probabilities but --draft has {len(draft)}: give both the same length")
+        raise SpecdecError(
+            f"--target has {len(target)} probabilities but --draft has {len(draft)}: give both the same length"
+        )
     check = run_losslessness_check(target, draft, args.trials, args.seed)
     print(format_check(check, show_theory=args.theory))
     return 0 if check.passed else 1
@@ -48,15 +50,34 @@ def _list_models() -> int:
     rows = [("model", "params", "download", "sources", "cached", "license")]
     for entry in catalog.MODELS.values():
         found = status.model_status(entry)
-        on_disk = f"yes ({found.bytes_on_disk / 1e9:.2f} GB)" if found.bytes_on_disk else ("yes (hub cache)" if found.cached else "no")
-        rows.append((entry.name, entry.parameters, f"{entry.download_bytes / 1e6:,.0f} MB", found.sources, on_disk, entry.license))
+        on_disk = (
+            f"yes ({found.bytes_on_disk / 1e9:.2f} GB)"
+            if found.bytes_on_disk
+            else ("yes (hub cache)" if found.cached else "no")
+        )
+        rows.append(
+            (
+                entry.name,
+                entry.parameters,
+                f"{entry.download_bytes / 1e6:,.0f} MB",
+                found.sources,
+                on_disk,
+                entry.license,
+            )
+        )
     print(_table(rows))
     print()
     from specdec import registry
 
     rows = [("pair (draft->target)", "state", "about")]
-    rows += [(pair.name + (" (default)" if pair.name == catalog.DEFAULT_PAIR else ""), status.pair_availability(pair),
-              pair.description) for pair in registry.pairs().values()]
+    rows += [
+        (
+            pair.name + (" (default)" if pair.name == catalog.DEFAULT_PAIR else ""),
+            status.pair_availability(pair),
+            pair.description,
+        )
+        for pair in registry.pairs().values()
+    ]
     print(_table(rows))
     print()
     rows = [("drafting method", "needs besides the target", "about")]
@@ -66,10 +87,11 @@ def _list_models() -> int:
 
 
 def _fetch_models(names: list[str]) -> int:
-    """`specdec models fetch NAME...`: each model downloaded and checked, then the default pair prepared if this brought it."""
+    """`specdec models fetch NAME...`: each model downloaded and checked, then the default pair prepared if this brought
+    it."""
     from specdec.zoo import catalog, status
 
-    entries = [catalog.require_model(name) for name in names]   # refuse typos before downloading anything
+    entries = [catalog.require_model(name) for name in names]  # refuse typos before downloading anything
     were_cached = {entry.name for entry in entries if status.model_status(entry).cached}
     for entry in entries:
         path = status.fetch(entry.name, progress=_fetch_progress)
@@ -102,9 +124,9 @@ def _remove_models(names: list[str]) -> int:
 
 
 def _prepare_the_default_pair(downloaded: set[str]) -> None:
-    """After a fetch that downloaded a model of `specdec run`'s default pair and left both on disk: load the pair as `specdec
-    run` would, which proves llama.cpp on this machine (its self-test) and times c and v(k), both kept. Each is paid once per
-    machine either way; paid here, while the user waits for the download, the first run starts at once."""
+    """After a fetch that downloaded a model of `specdec run`'s default pair and left both on disk: load the pair as
+    `specdec run` would, which proves llama.cpp on this machine (its self-test) and times c and v(k), both kept. Each is
+    paid once per machine either way; paid here, while the user waits for the download, the first run starts at once."""
     from specdec.cli.parser import build_parser
     from specdec.cli.run import run_spec
     from specdec.zoo import catalog, status
@@ -117,10 +139,15 @@ def _prepare_the_default_pair(downloaded: set[str]) -> None:
     from specdec.store.machine import BUSY_FROM, busy_now
 
     busy = busy_now(0.5)
-    if busy is not None and busy >= BUSY_FROM:                  # timings taken now would be the other process's, and kept
-        _progress(f"Not timing the pair now: other processes keep {busy:.1f} cores busy. The first `specdec run` times it.")
+    if busy is not None and busy >= BUSY_FROM:  # timings taken now would be the other process's, and kept
+        _progress(
+            f"Not timing the pair now: other processes keep {busy:.1f} cores busy. The first `specdec run` times it."
+        )
         return
-    _progress("Preparing the default pair on this machine, once: llama.cpp's exactness self-test and the timing of c and v(k) …")
+    _progress(
+        "Preparing the default pair on this machine, once: llama.cpp's exactness self-test and the timing of c and "
+        "v(k) …"
+    )
     start = time.monotonic()
     loading.load_spec(spec, progress=_progress, steps=_LoadSteps())
     _progress(f"Prepared in {time.monotonic() - start:.0f} s: `specdec run` starts without them.")
@@ -136,14 +163,20 @@ def _table(rows: list[tuple[str, ...]]) -> str:
 
 
 def _fetch_progress(update) -> None:
-    """A bar on stderr, redrawn in place on a terminal; in a log one line per part and stage, each with the time left."""
+    """A bar on stderr, redrawn in place on a terminal; in a log one line per part and stage, each with the time
+    left."""
     if not sys.stderr.isatty() and update.stage == "assemble":
         return  # keep logs short: only stage changes when not on a terminal
     bar = "#" * round(update.fraction * 30)
     end = "\n" if update.stage in ("done", "cached") or not sys.stderr.isatty() else ""
     left = "" if update.seconds_left is None else f"~{update.seconds_left:.0f} s left"
-    print(f"\r{update.what:<22} [{bar:<30}] {update.fraction:4.0%}  {update.done / 1e6:7,.0f}/"
-          f"{update.total / 1e6:,.0f} MB  {left:<12}  {update.message[:60]:<60}", end=end, file=sys.stderr, flush=True)
+    print(
+        f"\r{update.what:<22} [{bar:<30}] {update.fraction:4.0%}  {update.done / 1e6:7,.0f}/"
+        f"{update.total / 1e6:,.0f} MB  {left:<12}  {update.message[:60]:<60}",
+        end=end,
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def runtime(args: argparse.Namespace) -> int:
@@ -155,13 +188,22 @@ def runtime(args: argparse.Namespace) -> int:
     if args.action == "build":
         start = time.monotonic()
         library = native.build(_progress, prove_library, args.jobs)
-        print(f"Built and proved in {time.monotonic() - start:.0f} s: {library}; specdec's llama.cpp runtime uses it from now on "
-              "(SPECDEC_LLAMA_LIBRARY=wheel for the wheel's)")
+        print(
+            f"Built and proved in {time.monotonic() - start:.0f} s: {library}; specdec's llama.cpp runtime uses it "
+            "from now on "
+            "(SPECDEC_LLAMA_LIBRARY=wheel for the wheel's)"
+        )
     elif args.action == "status":
         built = native.recorded_library()
-        print(f"llama.cpp library: {library_path()} ({'built for this CPU' if built == library_path() else 'the wheel' if built is None else 'asked for'})")
+        print(
+            f"llama.cpp library: {library_path()} "
+            f"({'built for this CPU' if built == library_path() else 'the wheel' if built is None else 'asked for'})"
+        )
         if built is not None and (commands := native.tool_commands(native.folder() / "tools")):
-            print("llama.cpp's own llama-completion on the same kernels (to compare plain greedy output, docs/hardware.md):")
+            print(
+                "llama.cpp's own llama-completion on the same kernels (to compare plain greedy output, "
+                "docs/hardware.md):"
+            )
             print("\n".join(f"  {command}" for command in commands))
         if (line := native.advice(built=built)) is not None:
             print(line)

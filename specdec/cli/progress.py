@@ -1,5 +1,6 @@
-"""Progress on stderr, shared by the commands that load models (`commands.py`, `run.py`, `bench.py`): a line per message,
-and a line per long loading stage every few seconds. Reports go to stdout, so `specdec run --json > out.json` stays clean."""
+"""Progress on stderr, shared by the commands that load models (`commands.py`, `run.py`, `bench.py`): a line per
+message, and a line per long loading stage every few seconds. Reports go to stdout, so `specdec run --json > out.json`
+stays clean."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ def say(message: str) -> None:
 
 
 class LoadSteps:
-    """A line on stderr for a long loading stage every few seconds and when it ends (GGUF tensors have transformers' bar);
-    a stage over in under `every_s` (reading the tokenizers of converted copies) prints nothing."""
+    """A line on stderr for a long loading stage every few seconds and when it ends (GGUF tensors have transformers'
+    bar); a stage over in under `every_s` (reading the tokenizers of converted copies) prints nothing."""
 
     every_s = 5.0
 

@@ -1,4 +1,5 @@
-"""`specdec run`: one prompt through a pair as the planner plans it, the target alone beside it with --compare, a report.
+"""`specdec run`: one prompt through a pair as the planner plans it, the target alone beside it with --compare, a
+report.
 
 The report's first line is the plan's header (`specdec.planner.Plan.header`), the line the Playground shows and `specdec
 bench` prints for the same run spec; it is printed on stderr too before the run starts.
@@ -15,8 +16,8 @@ from specdec.errors import SpecdecError
 
 
 def run_spec(args: argparse.Namespace):
-    """The `RunSpec` `specdec run`'s arguments describe (`--tree` and `--tree-budget` are the tree method and its budget),
-    checked before anything loads."""
+    """The `RunSpec` `specdec run`'s arguments describe (`--tree` and `--tree-budget` are the tree method and its
+    budget), checked before anything loads."""
     from specdec.engine.inputs import Decoding
     from specdec.registry import TREE
     from specdec.run_spec import Drafting, ModelChoices, RunSpec
@@ -30,8 +31,14 @@ def run_spec(args: argparse.Namespace):
             options["budget"] = str(args.tree_budget)
     if not args.prompt.strip():
         raise SpecdecError("the prompt is empty: pass some text with --prompt")
-    models = ModelChoices(args.device, args.dtype, args.quantization, args.draft_quantization, args.runtime,
-                          draft_runtime=args.draft_runtime)
+    models = ModelChoices(
+        args.device,
+        args.dtype,
+        args.quantization,
+        args.draft_quantization,
+        args.runtime,
+        draft_runtime=args.draft_runtime,
+    )
     drafting = Drafting(method, args.gamma, tuple(options.items()), tuple(args.corpus or ()))
     decoding = Decoding(args.max_new_tokens, args.temperature, args.top_k, args.top_p, args.seed)
     return RunSpec(args.target, args.draft, models, drafting, decoding).check()
@@ -50,7 +57,7 @@ def _options(texts: list[str] | None) -> list[tuple[str, str]]:
 
 def run(args: argparse.Namespace) -> int:
     """`specdec run`: one prompt through a real pair, with the target alone beside it when --compare."""
-    spec = run_spec(args)                                          # refuse bad choices before loading anything
+    spec = run_spec(args)  # refuse bad choices before loading anything
 
     from specdec.pair import loading, running
 
@@ -84,14 +91,32 @@ def _report_json(args, pair, text, result, baseline) -> dict:
         "device": str(pair.device),
         "dtype": dtype_name(pair.dtype),
         "precision": {"target": pair.precision, "draft": pair.draft_precision},
-        "precision_details": {role: precision.to_dict() for role in ("target", "draft")
-                              if (precision := pair.precision_of(role)) is not None},
+        "precision_details": {
+            role: precision.to_dict()
+            for role in ("target", "draft")
+            if (precision := pair.precision_of(role)) is not None
+        },
         "runtime": {planned.role: planned.runtime for planned in pair.models if planned is not None},
         "plan": result.plan,
         "draft_tokenizer": pair.tokenizer_note,
-        "settings": {key: getattr(args, key) for key in ("gamma", "max_new_tokens", "temperature", "top_k", "top_p", "seed", "chat",
-                                                          "dtype", "quantization", "draft_quantization", "method", "runtime")}
-                    | {"drafting": result.drafting, "drafted_by_default": result.by_default},
+        "settings": {
+            key: getattr(args, key)
+            for key in (
+                "gamma",
+                "max_new_tokens",
+                "temperature",
+                "top_k",
+                "top_p",
+                "seed",
+                "chat",
+                "dtype",
+                "quantization",
+                "draft_quantization",
+                "method",
+                "runtime",
+            )
+        }
+        | {"drafting": result.drafting, "drafted_by_default": result.by_default},
         "text": text,
         "tokens": result.tokens,
         "stats": result.stats.to_dict(),
@@ -107,20 +132,30 @@ def _report_json(args, pair, text, result, baseline) -> dict:
 
 
 def _measured_lines(pair, result) -> list[str]:
-    """What was measured on this machine at load, said of the model it was measured for: the pair's draft model's c, and the
-    c the run priced its rounds with when it drafted otherwise (a model-free method: 0)."""
+    """What was measured on this machine at load, said of the model it was measured for: the pair's draft model's c, and
+    the c the run priced its rounds with when it drafted otherwise (a model-free method: 0)."""
     if pair.costs is None:
         return []
     v = " ".join(f"{value:.2f}" for value in result.verify_costs[1:9])
-    lines = [f"Measured here: a target step {pair.costs.target_step_s * 1e3:.0f} ms, v(k) for k = 1..8: {v} target steps"
-             + (f" ({pair.costs.measured_under})" if pair.costs.measured_under else "")]
+    lines = [
+        f"Measured here: a target step {pair.costs.target_step_s * 1e3:.0f} ms, v(k) for k = 1..8: {v} target steps"
+        + (f" ({pair.costs.measured_under})" if pair.costs.measured_under else "")
+    ]
     if pair.costs_off is not None:
-        lines.append(f"This run's target passes took {pair.costs_off:.2f}x what the kept costs predict: they are timed again at "
-                     "the next load")
+        lines.append(
+            f"This run's target passes took {pair.costs_off:.2f}x what the kept costs predict: they are timed again at "
+            "the next load"
+        )
     if pair.draft is not None:
-        used = "" if result.draft_cost_ratio == pair.costs.c else f"; this run drafted without it: c = {result.draft_cost_ratio:.2f}"
-        lines.append(f"Measured here: the draft {pair.draft_name}'s step {pair.costs.draft_step_s * 1e3:.0f} ms, "
-                     f"c = {pair.costs.c:.2f}{used}")
+        used = (
+            ""
+            if result.draft_cost_ratio == pair.costs.c
+            else f"; this run drafted without it: c = {result.draft_cost_ratio:.2f}"
+        )
+        lines.append(
+            f"Measured here: the draft {pair.draft_name}'s step {pair.costs.draft_step_s * 1e3:.0f} ms, "
+            f"c = {pair.costs.c:.2f}{used}"
+        )
     return lines
 
 
@@ -139,13 +174,20 @@ def _report_text(pair, text, result, baseline, check, gamma: int | None) -> str:
         text,
         "--- STATS ---",
         f"avg tokens per target pass: {stats.tokens_per_target_pass:.2f}   (>1 means speedup)",
-        f"acceptance rate (accepted/drafted): {acceptance}   ({stats.accepted} of {stats.drafted} drafted tokens accepted)",
+        f"acceptance rate (accepted/drafted): {acceptance}   ({stats.accepted} of {stats.drafted} drafted tokens "
+        "accepted)",
         f"alpha (accepted/tested): {alpha}   ({stats.accepted} of {tested} tested; drafts after a rejection are never "
         "tested: this estimates the formulas' alpha)",
-        *([f"tree: {stats.drafted / max(stats.target_passes - 1, 1):.1f} nodes per round on average, "
-           f"{stats.accepted / max(stats.target_passes - 1, 1):.2f} accepted; "
-           f"{stats.drafted - stats.accepted - stats.rejections} drafted nodes unused (the branches off the kept path)"]
-          if any(r.tree for r in result.rounds) else []),
+        *(
+            [
+                f"tree: {stats.drafted / max(stats.target_passes - 1, 1):.1f} nodes per round on average, "
+                f"{stats.accepted / max(stats.target_passes - 1, 1):.2f} accepted; "
+                f"{stats.drafted - stats.accepted - stats.rejections} drafted nodes unused (the branches off the kept "
+                "path)"
+            ]
+            if any(r.tree for r in result.rounds)
+            else []
+        ),
         f"new tokens: {stats.new_tokens}   target passes: {stats.target_passes}   draft passes: {stats.draft_passes}",
         f"time: {stats.wall_time_s:.2f} s   (draft {stats.draft_time_s:.2f} s, verify {stats.verify_time_s:.2f} s, "
         f"other {stats.other_time_s:.2f} s)   {stats.tokens_per_second:.1f} tokens/s",
@@ -157,5 +199,7 @@ def _report_text(pair, text, result, baseline, check, gamma: int | None) -> str:
             f"wall-clock speedup: {RunComparison(stats, baseline.stats, gamma).wall_clock_speedup:.2f}x",
         ]
         if check is not None:
-            lines.append(f"identical to the target's own greedy output: {'yes' if check.identical else 'no, ' + check.message}")
+            lines.append(
+                f"identical to the target's own greedy output: {'yes' if check.identical else 'no, ' + check.message}"
+            )
     return "\n".join(lines)

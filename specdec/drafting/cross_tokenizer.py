@@ -64,7 +64,9 @@ def whole_character_tokens(tokenizer: PreTrainedTokenizerBase, size: int) -> tor
 
     Only those are drawn by a cross-tokenizer draft, so its text always re-encodes cleanly.
     """
-    texts = tokenizer.batch_decode([[i] for i in range(size)], skip_special_tokens=False, clean_up_tokenization_spaces=False)
+    texts = tokenizer.batch_decode(
+        [[i] for i in range(size)], skip_special_tokens=False, clean_up_tokenization_spaces=False
+    )
     return torch.tensor([bool(text) and "\ufffd" not in text for text in texts])
 
 
@@ -82,22 +84,30 @@ class CrossTokenizerDrafter:
 
     capabilities = Capabilities(reports_confidence=True)
 
-    def __init__(self, draft_model: object, draft_tokenizer: PreTrainedTokenizerBase,
-                 target_tokenizer: PreTrainedTokenizerBase, name: str | None = None, whole: torch.Tensor | None = None) -> None:
+    def __init__(
+        self,
+        draft_model: object,
+        draft_tokenizer: PreTrainedTokenizerBase,
+        target_tokenizer: PreTrainedTokenizerBase,
+        name: str | None = None,
+        whole: torch.Tensor | None = None,
+    ) -> None:
         self.model = self.draft_model = as_model(draft_model)
         self.draft_tokenizer, self.target_tokenizer = draft_tokenizer, target_tokenizer
         self.name = name or self.model.name
         rows = self.model.vocab_size
         if whole is None:
             whole = whole_character_tokens(draft_tokenizer, min(rows, len(draft_tokenizer)))
-        self.whole = torch.zeros(rows, dtype=torch.bool)                   # [V_draft]; ids past the tokenizer: never
-        self.whole[:min(rows, whole.numel())] = whole[:rows]
+        self.whole = torch.zeros(rows, dtype=torch.bool)  # [V_draft]; ids past the tokenizer: never
+        self.whole[: min(rows, whole.numel())] = whole[:rows]
         self.whole = self.whole.to(self.model.device)
         if not self.whole.any():
-            raise SpecdecError("no token of the draft's vocabulary decodes to whole characters: this draft cannot propose anything")
+            raise SpecdecError(
+                "no token of the draft's vocabulary decodes to whole characters: this draft cannot propose anything"
+            )
         self.vocab_size = len(target_tokenizer)
         self.cache: Rows | None = None
-        self.held: dict[int, list[int]] = {}          # per row: the draft ids in the draft's cache, in order
+        self.held: dict[int, list[int]] = {}  # per row: the draft ids in the draft's cache, in order
 
     def begin(self, generation: Generation) -> None:
         check_draft_model(self.model, generation, same_tokenizer=False)
@@ -110,18 +120,24 @@ class CrossTokenizerDrafter:
         return retokenize(sequence.tolist(), self.target_tokenizer, self.draft_tokenizer)
 
     def draft(self, requests: dict[int, DraftRequest]) -> dict[int, DraftTree]:
-        """Steps 1-3 for every row: at most `limit` target tokens of drafted text after the row's text, fixed candidates."""
-        pending: dict[int, list[int]] = {}             # per row: draft ids its cache has not read yet
+        """Steps 1-3 for every row: at most `limit` target tokens of drafted text after the row's text, fixed
+        candidates."""
+        pending: dict[int, list[int]] = {}  # per row: draft ids its cache has not read yet
         for row, request in requests.items():
             wanted = self.draft_text(request.sequence)
-            if wanted:                                 # (nothing the draft can read yet: the row drafts nothing)
-                pending[row] = wanted[self._keep_prefix(row, wanted):]
-        drafted: dict[int, list[int]] = {row: [] for row in pending}      # draft tokens
+            if wanted:  # (nothing the draft can read yet: the row drafts nothing)
+                pending[row] = wanted[self._keep_prefix(row, wanted) :]
+        drafted: dict[int, list[int]] = {row: [] for row in pending}  # draft tokens
         proposals: dict[int, list[int]] = {row: [] for row in requests}  # their text in target tokens
         drafting = set(pending)
         while drafting:
-            logits, _ = self.cache.feed([torch.tensor(pending[row], device=self.model.device) if row in drafting else None
-                                         for row in self.cache.rows], last=1)   # [B, 1, V_draft]
+            logits, _ = self.cache.feed(
+                [
+                    torch.tensor(pending[row], device=self.model.device) if row in drafting else None
+                    for row in self.cache.rows
+                ],
+                last=1,
+            )  # [B, 1, V_draft]
             for i, row in enumerate(self.cache.rows):
                 if row not in drafting:
                     continue
@@ -129,12 +145,17 @@ class CrossTokenizerDrafter:
                 self.held[row] += pending[row]
                 d, confidence = self._draw(logits[i, -1], request.sampling, request.generator)
                 drafted[row].append(d)
-                text = self.draft_tokenizer.decode(drafted[row], skip_special_tokens=False, clean_up_tokenization_spaces=False)
-                proposals[row] = self.target_tokenizer.encode(text, add_special_tokens=False)     # step 3
-                pending[row] = [d]                                          # the draft reads its own token next
-                if (request.keep_drafting is not None and not request.keep_drafting(confidence)) \
-                        or len(proposals[row]) > request.limit or len(drafted[row]) == 2 * request.limit:
-                    drafting.discard(row)     # the stop rule, gamma tokens that can no longer grow, or enough draft tokens
+                text = self.draft_tokenizer.decode(
+                    drafted[row], skip_special_tokens=False, clean_up_tokenization_spaces=False
+                )
+                proposals[row] = self.target_tokenizer.encode(text, add_special_tokens=False)  # step 3
+                pending[row] = [d]  # the draft reads its own token next
+                if (
+                    (request.keep_drafting is not None and not request.keep_drafting(confidence))
+                    or len(proposals[row]) > request.limit
+                    or len(drafted[row]) == 2 * request.limit
+                ):
+                    drafting.discard(row)  # the stop rule, gamma tokens that can no longer grow, or enough draft tokens
         return {row: self._proposal(proposals[row], request) for row, request in requests.items()}
 
     def observe(self, verified: dict[int, Verified]) -> None:
@@ -142,7 +163,8 @@ class CrossTokenizerDrafter:
         self.cache.compact([row for row in self.cache.rows if not (row in verified and verified[row].finished)])
 
     def _keep_prefix(self, row: int, wanted: list[int]) -> int:
-        """Cut the row's cache to its longest prefix still valid for `wanted` (feeding at least one token); its length."""
+        """Cut the row's cache to its longest prefix still valid for `wanted` (feeding at least one token); its
+        length."""
         same = 0
         for held, want in zip(self.held[row], wanted):
             if held != want:
@@ -153,9 +175,11 @@ class CrossTokenizerDrafter:
         self.held[row] = self.held[row][:same]
         return same
 
-    def _draw(self, draft_logits: torch.Tensor, sampling: SamplingConfig, generator: torch.Generator | None) -> tuple[int, float]:
+    def _draw(
+        self, draft_logits: torch.Tensor, sampling: SamplingConfig, generator: torch.Generator | None
+    ) -> tuple[int, float]:
         """Step 2: a whole-character draft token from logits [V_draft] (the top one when greedy), and its q."""
-        logits = draft_logits.float().masked_fill(~self.whole, float("-inf"))      # [V_draft]
+        logits = draft_logits.float().masked_fill(~self.whole, float("-inf"))  # [V_draft]
         if sampling.greedy:
             q_draft = logits.softmax(-1)
             d = int(logits.argmax())
@@ -165,5 +189,7 @@ class CrossTokenizerDrafter:
         return d, float(q_draft[d])
 
     def _proposal(self, proposal: list[int], request: DraftRequest) -> DraftTree:
-        proposal = list(itertools.takewhile(lambda t: t < self.vocab_size, proposal[:request.limit]))   # ids the target covers
-        return DraftTree.chain(request.sequence.new_tensor(proposal, dtype=torch.long))   # [k], each a point mass (q=None)
+        # ids the target covers
+        proposal = list(itertools.takewhile(lambda t: t < self.vocab_size, proposal[: request.limit]))
+        # [k], each a point mass (q=None)
+        return DraftTree.chain(request.sequence.new_tensor(proposal, dtype=torch.long))

@@ -53,7 +53,7 @@ class ModelDrafter:
     def __init__(self, model: object, name: str | None = None, vocab_limit: int | None = None) -> None:
         self.model = self.draft_model = as_model(model)
         if vocab_limit is not None:
-            self.model.rows([0], vocab_limit)                 # refuse an output layer that cannot be cut, now
+            self.model.rows([0], vocab_limit)  # refuse an output layer that cannot be cut, now
         self.name = name or self.model.name
         self.vocab_limit = vocab_limit
         self.cache: Rows | None = None
@@ -65,29 +65,37 @@ class ModelDrafter:
         self.vocab_size = generation.vocab_size
 
     def draft(self, requests: dict[int, DraftRequest]) -> dict[int, DraftTree]:
-        """A chain for each row: its unseen text and first draft step in one pass, then one pass per token for all rows."""
+        """A chain for each row: its unseen text and first draft step in one pass, then one pass per token for all
+        rows."""
         cache = self.cache
-        pending = {row: self._unseen(request.sequence, cache.length(row)) for row, request in requests.items()}   # [m >= 1] each
+        # [m >= 1] each
+        pending = {row: self._unseen(request.sequence, cache.length(row)) for row, request in requests.items()}
         tokens: dict[int, list[int]] = {row: [] for row in requests}
         laws: dict[int, list[torch.Tensor | None]] = {row: [] for row in requests}
         drafting = set(requests)
         while drafting:
-            logits, _ = cache.feed([pending[row] if row in drafting else None for row in cache.rows], last=1)   # [B, 1, V_draft]
+            # [B, 1, V_draft]
+            logits, _ = cache.feed([pending[row] if row in drafting else None for row in cache.rows], last=1)
             for i, row in enumerate(cache.rows):
                 if row not in drafting:
                     continue
                 request = requests[row]
-                row_logits = fit_vocabulary(logits[i, -1:], self.vocab_size)[0]                   # [V], the target's width
+                row_logits = fit_vocabulary(logits[i, -1:], self.vocab_size)[0]  # [V], the target's width
                 token, q = choose_next(row_logits, request.sampling, request.generator)
                 tokens[row].append(token)
                 laws[row].append(q)
-                pending[row] = request.sequence.new_tensor([token])                               # [1]; the last one is never fed
-                if len(tokens[row]) == request.limit or (request.keep_drafting is not None and
-                                                         not request.keep_drafting(confidence(row_logits, token, q))):
-                    drafting.discard(row)                                                         # the stop rule: not worth another
-        return {row: DraftTree.chain(request.sequence.new_tensor(tokens[row], dtype=torch.long),
-                                     None if request.sampling.greedy else torch.stack(laws[row]))   # [k], [k, V]
-                for row, request in requests.items()}
+                pending[row] = request.sequence.new_tensor([token])  # [1]; the last one is never fed
+                if len(tokens[row]) == request.limit or (
+                    request.keep_drafting is not None and not request.keep_drafting(confidence(row_logits, token, q))
+                ):
+                    drafting.discard(row)  # the stop rule: not worth another
+        return {
+            row: DraftTree.chain(
+                request.sequence.new_tensor(tokens[row], dtype=torch.long),
+                None if request.sampling.greedy else torch.stack(laws[row]),
+            )  # [k], [k, V]
+            for row, request in requests.items()
+        }
 
     def observe(self, verified: dict[int, Verified]) -> None:
         """Cut each row's cache to the text the target kept; forget the rows that are done."""
@@ -96,8 +104,8 @@ class ModelDrafter:
         self.cache.compact([row for row in self.cache.rows if not (row in verified and verified[row].finished)])
 
     def _unseen(self, sequence: torch.Tensor, cached: int) -> torch.Tensor:
-        """The text the draft has not read yet. An id the draft has no embedding row for (only possible when the target has
-        more rows) is shown to it as id 0: that can only make its guesses worse, never the output different."""
+        """The text the draft has not read yet. An id the draft has no embedding row for (only possible when the target
+        has more rows) is shown to it as id 0: that can only make its guesses worse, never the output different."""
         pending = sequence[cached:]
         return pending.masked_fill(pending >= self.model.embedding_rows, 0)
 
@@ -114,12 +122,17 @@ def confidence(logits: torch.Tensor, token: int, q: torch.Tensor | None) -> floa
 
 
 def check_draft_model(model: Model, generation: Generation, same_tokenizer: bool = True) -> None:
-    """Refuse a draft on another device than the target, or (sharing its tokenizer) one whose context cannot hold a text."""
+    """Refuse a draft on another device than the target, or (sharing its tokenizer) one whose context cannot hold a
+    text."""
     if model.device != generation.target.device:
-        raise SpecdecError(f"the draft is on {model.device} but the target on {generation.target.device}: load both on one device")
+        raise SpecdecError(
+            f"the draft is on {model.device} but the target on {generation.target.device}: load both on one device"
+        )
     if len(generation.prompts) > 1 and not model.traits.batches:
-        raise SpecdecError("the draft has sliding-window layers, which batches do not handle: give one prompt at a time")
-    if same_tokenizer:                                       # the same count of tokens as the target reads
+        raise SpecdecError(
+            "the draft has sliding-window layers, which batches do not handle: give one prompt at a time"
+        )
+    if same_tokenizer:  # the same count of tokens as the target reads
         for prompt in generation.prompts.values():
             check_fits_context(model, prompt.numel(), generation.max_new_tokens, "draft")
 
@@ -128,7 +141,9 @@ def check_draft_model(model: Model, generation: Generation, same_tokenizer: bool
 class DraftModelOptions:
     """A draft model's chain."""
 
-    vocab_limit: int = field(default=0, metadata={"help": "compute only the first K rows of the draft's output layer (0: all)"})
+    vocab_limit: int = field(
+        default=0, metadata={"help": "compute only the first K rows of the draft's output layer (0: all)"}
+    )
 
     def __post_init__(self) -> None:
         if self.vocab_limit < 0:

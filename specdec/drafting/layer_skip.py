@@ -60,20 +60,24 @@ from specdec.runtime import transformers_model
 
 
 def decoder_layers(model: PreTrainedModel) -> tuple[str, torch.nn.ModuleList]:
-    """The name and list of the decoder layers inside `model.base_model` (`layers` for Llama and Qwen2, `h` for GPT-2)."""
+    """The name and list of the decoder layers inside `model.base_model` (`layers` for Llama and Qwen2, `h` for
+    GPT-2)."""
     count = model.config.get_text_config(decoder=True).num_hidden_layers
     for name, module in model.base_model.named_children():
         if isinstance(module, torch.nn.ModuleList) and len(module) == count:
             return name, module
-    raise SpecdecError(f"could not find the decoder layers of this {type(model).__name__}: skip layers of a Llama, Qwen2 or "
-                       "GPT-2 style model")
+    raise SpecdecError(
+        f"could not find the decoder layers of this {type(model).__name__}: skip layers of a Llama, Qwen2 or "
+        "GPT-2 style model"
+    )
 
 
 def skip_layers(model: PreTrainedModel, skip: Sequence[int]) -> PreTrainedModel:
     """A view of `model` that runs every decoder layer but those in `skip`: shared weights, nothing copied.
 
     >>> from transformers import LlamaConfig, LlamaForCausalLM
-    >>> model = LlamaForCausalLM(LlamaConfig(hidden_size=8, intermediate_size=8, num_hidden_layers=4, num_attention_heads=1,
+    >>> model = LlamaForCausalLM(LlamaConfig(hidden_size=8, intermediate_size=8, num_hidden_layers=4,
+    ...     num_attention_heads=1,
     ...                                      vocab_size=6))
     >>> view = skip_layers(model, [1, 2])
     >>> len(view.model.layers), len(model.model.layers), view.model.layers[1] is model.model.layers[3]
@@ -95,21 +99,25 @@ def least_influential_layers(hidden: Sequence[torch.Tensor], count: int) -> list
     `hidden` is transformers' `output_hidden_states` for one pass: L + 1 tensors [n, H], the embeddings
     first and the last after the final norm, so layer l reads hidden[l] and writes hidden[l + 1].
 
-    >>> h = [torch.tensor([[1.0, 0.0]]), torch.tensor([[0.0, 1.0]]), torch.tensor([[0.1, 1.0]]), torch.tensor([[1.0, 1.0]]),
+    >>> h = [torch.tensor([[1.0, 0.0]]), torch.tensor([[0.0, 1.0]]), torch.tensor([[0.1, 1.0]]), torch.tensor([[1.0,
+    ...     1.0]]),
     ...      torch.tensor([[1.0, 0.0]])]
     >>> least_influential_layers(h, 1)                 # layer 1 barely turns [0, 1]; layers 0 and 3 are never skipped
     [1]
     """
     layers = len(hidden) - 1
-    influence = {layer: 1.0 - float(torch.nn.functional.cosine_similarity(hidden[layer].float(), hidden[layer + 1].float(),
-                                                                          dim=-1).mean())
-                 for layer in range(1, layers - 1)}
+    influence = {
+        layer: 1.0
+        - float(torch.nn.functional.cosine_similarity(hidden[layer].float(), hidden[layer + 1].float(), dim=-1).mean())
+        for layer in range(1, layers - 1)
+    }
     return sorted(sorted(influence, key=influence.get)[:count])
 
 
 @dataclass
 class SkipText:
-    """One text's self-draft: the layers it skips, its stop rule, and (once the layers are known) the view that drafts."""
+    """One text's self-draft: the layers it skips, its stop rule, and (once the layers are known) the view that
+    drafts."""
 
     prompt: torch.Tensor
     skipped: list[int]
@@ -118,42 +126,62 @@ class SkipText:
 
 
 class LayerSkipDrafter:
-    """The target drafting for itself with layers skipped: `skip` given, or the `fraction` least influential (module docstring)."""
+    """The target drafting for itself with layers skipped: `skip` given, or the `fraction` least influential (module
+    docstring)."""
 
     name = "layer-skip"
 
     @staticmethod
     def declared(options: LayerSkipOptions, skip_given: bool = False, skipped: str = "") -> Capabilities:
-        """What a layer-skipping drafter declares (its instances and the registry's checks read this one place): it reaches
-        into the target's layers, and reads its hidden states to choose which to skip unless they are given."""
-        return Capabilities(sizes_rounds=True, hidden_states=not skip_given, full_attention=True, internals=True,
-                            drafts=f"chain from its own layers{f' ({skipped} skipped)' if skipped else ''}")
+        """What a layer-skipping drafter declares (its instances and the registry's checks read this one place): it
+        reaches into the target's layers, and reads its hidden states to choose which to skip unless they are given."""
+        return Capabilities(
+            sizes_rounds=True,
+            hidden_states=not skip_given,
+            full_attention=True,
+            internals=True,
+            drafts=f"chain from its own layers{f' ({skipped} skipped)' if skipped else ''}",
+        )
 
-    def __init__(self, target: PreTrainedModel, skip: Sequence[int] | None = None, fraction: float = 0.5, max_gamma: int = 8,
-                 c: float | None = None) -> None:
+    def __init__(
+        self,
+        target: PreTrainedModel,
+        skip: Sequence[int] | None = None,
+        fraction: float = 0.5,
+        max_gamma: int = 8,
+        c: float | None = None,
+    ) -> None:
         _, layers = decoder_layers(target)
         if has_sliding_window(target):
             raise SpecdecError("layer skipping needs a full-attention model: this one has sliding-window layers")
         if skip is not None and any(not 0 < index < len(layers) - 1 for index in skip):
-            raise SpecdecError(f"skip layers from 1 to {len(layers) - 2}: the first and the last of the {len(layers)} always run, "
-                               f"got {sorted(skip)}")
+            raise SpecdecError(
+                f"skip layers from 1 to {len(layers) - 2}: the first and the last of the {len(layers)} always run, "
+                f"got {sorted(skip)}"
+            )
         if not 0 < fraction < 1 or max_gamma < 1 or (c is not None and c < 0):
             raise SpecdecError(f"need 0 < fraction < 1, max_gamma >= 1 and c >= 0, got {fraction}, {max_gamma} and {c}")
         self.target, self.layers = target, len(layers)
-        self.draft_model = TorchModel(target, "layer-skip")     # counts the passes of every text's view of the target
+        self.draft_model = TorchModel(target, "layer-skip")  # counts the passes of every text's view of the target
         self.given = None if skip is None else sorted(set(skip))
         self.fraction, self.max_gamma, self.fixed_c = fraction, max_gamma, c
-        self.capabilities = self.declared(LayerSkipOptions(fraction, max_gamma), skip is not None,
-                                          f"{self.layer_count_skipped()} of {self.layers}")
+        self.capabilities = self.declared(
+            LayerSkipOptions(fraction, max_gamma), skip is not None, f"{self.layer_count_skipped()} of {self.layers}"
+        )
         self.texts: dict[int, SkipText] = {}
         self.generation: Generation | None = None
-        self._step_s: list[float] = []                  # seconds per draft step, these texts
-        self._target_step_s: list[float] = []           # seconds per target step, from each verification pass
-        self._proposed_at: float | None = None          # when the last proposals went to the target
+        self._step_s: list[float] = []  # seconds per draft step, these texts
+        self._target_step_s: list[float] = []  # seconds per target step, from each verification pass
+        self._proposed_at: float | None = None  # when the last proposals went to the target
 
     def layer_count_skipped(self) -> int:
-        """How many layers the draft skips: those given, else `fraction` of them (at most all but the first and the last)."""
-        return len(self.given) if self.given is not None else min(self.layers - 2, max(1, round(self.fraction * self.layers)))
+        """How many layers the draft skips: those given, else `fraction` of them (at most all but the first and the
+        last)."""
+        return (
+            len(self.given)
+            if self.given is not None
+            else min(self.layers - 2, max(1, round(self.fraction * self.layers)))
+        )
 
     @property
     def skipped(self) -> list[int]:
@@ -162,7 +190,8 @@ class LayerSkipDrafter:
 
     @property
     def c(self) -> float:
-        """The cost ratio the stop rule uses: given, measured (median draft step / median target step), else the share kept."""
+        """The cost ratio the stop rule uses: given, measured (median draft step / median target step), else the share
+        kept."""
         if self.fixed_c is not None:
             return self.fixed_c
         if self._step_s and self._target_step_s:
@@ -174,23 +203,33 @@ class LayerSkipDrafter:
             raise SpecdecError("a LayerSkipDrafter drafts for the target it was made with: make one for this target")
         self.generation = generation
         self._step_s, self._target_step_s, self._proposed_at = [], [], None
-        self.texts = {row: SkipText(prompt, list(self.given or []),
-                                    ConfidenceStop(c=self.c, verify_slope=generation.costs.verify_slope, max_gamma=self.max_gamma))
-                      for row, prompt in generation.prompts.items()}
+        self.texts = {
+            row: SkipText(
+                prompt,
+                list(self.given or []),
+                ConfidenceStop(c=self.c, verify_slope=generation.costs.verify_slope, max_gamma=self.max_gamma),
+            )
+            for row, prompt in generation.prompts.items()
+        }
 
     def draft(self, requests: dict[int, DraftRequest]) -> dict[int, DraftTree]:
         chains = {}
         for row, request in requests.items():
             state = self.texts[row]
-            if state.inner is None:                         # the layers are known: the view and its cache
+            if state.inner is None:  # the layers are known: the view and its cache
                 state.inner = ModelDrafter(self.draft_model.view(skip_layers(self.target, state.skipped)), self.name)
                 state.inner.begin(replace(self.generation, prompts={row: state.prompt}))
             state.rule.c = self.c
             state.rule.next_gamma()
             before = self.draft_model.passes
             start = _now(self.target)
-            chains[row] = state.inner.draft({row: replace(request, limit=min(request.limit, self.max_gamma),
-                                                          keep_drafting=state.rule.keep_drafting)})[row]
+            chains[row] = state.inner.draft(
+                {
+                    row: replace(
+                        request, limit=min(request.limit, self.max_gamma), keep_drafting=state.rule.keep_drafting
+                    )
+                }
+            )[row]
             steps = self.draft_model.passes - before
             if steps:
                 self._step_s.append((_now(self.target) - start) / steps)
@@ -198,12 +237,13 @@ class LayerSkipDrafter:
         return chains
 
     def observe(self, verified: dict[int, Verified]) -> None:
-        waited = None if self._proposed_at is None else _now(self.target) - self._proposed_at   # the target's pass, from outside
+        # the target's pass, from outside
+        waited = None if self._proposed_at is None else _now(self.target) - self._proposed_at
         self._proposed_at = None
         longest = 0
         for row, seen in verified.items():
             state = self.texts[row]
-            if state.inner is None:                         # the first pass: choose the layers from its hidden states
+            if state.inner is None:  # the first pass: choose the layers from its hidden states
                 if self.given is None and seen.hidden is not None:
                     state.skipped = least_influential_layers(seen.hidden, self.layer_count_skipped())
                 continue
@@ -229,5 +269,7 @@ def _now(model: PreTrainedModel) -> float:
 class LayerSkipOptions:
     """Which of the target's layers its draft skips."""
 
-    fraction: float = field(default=0.5, metadata={"help": "share of the layers skipped (the least influential on the prompt)"})
+    fraction: float = field(
+        default=0.5, metadata={"help": "share of the layers skipped (the least influential on the prompt)"}
+    )
     max_gamma: int = field(default=8, metadata={"help": "the longest chain a round drafts"})

@@ -33,4 +33,4 @@ class NoDraft:
         pass
 
 
-PLAIN = DraftingPlan(NoDraft(), None, DraftCosts(0.0, 0.0))     # plain decoding: the plan of the target alone
+PLAIN = DraftingPlan(NoDraft(), None, DraftCosts(0.0, 0.0))  # plain decoding: the plan of the target alone

@@ -41,22 +41,25 @@ class PromptLookupDrafter:
         self.max_ngram, self.min_ngram = max_ngram, min_ngram
 
     def begin(self, generation: Generation) -> None:
-        pass                                                            # nothing to remember: the text is the table
-
+        pass  # nothing to remember: the text is the table
 
     def lookup(self, text: list[int], gamma: int) -> list[int]:
         """The tokens that followed the most recent earlier occurrence of the longest matching tail."""
         for n in range(min(self.max_ngram, len(text) - 1), self.min_ngram - 1, -1):
             tail = text[-n:]
-            for start in range(len(text) - n - 1, -1, -1):              # most recent match first
-                if text[start:start + n] == tail:
-                    return text[start + n:start + n + gamma]
+            for start in range(len(text) - n - 1, -1, -1):  # most recent match first
+                if text[start : start + n] == tail:
+                    return text[start + n : start + n + gamma]
         return []
 
     def draft(self, requests: dict[int, DraftRequest]) -> dict[int, DraftTree]:
         """Each row: what followed its tail before, as a chain of fixed candidates (q=None: point masses)."""
-        return {row: DraftTree.chain(request.sequence.new_tensor(self.lookup(request.sequence.tolist(), request.limit), dtype=torch.long))
-                for row, request in requests.items()}
+        return {
+            row: DraftTree.chain(
+                request.sequence.new_tensor(self.lookup(request.sequence.tolist(), request.limit), dtype=torch.long)
+            )
+            for row, request in requests.items()
+        }
 
     def observe(self, verified: dict[int, Verified]) -> None:
         pass

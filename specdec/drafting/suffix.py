@@ -20,8 +20,9 @@ Why it is exact: the candidates come from text already fixed before the round, s
 checked by the tree rule (`specdec.engine.tree_verification`) or, with `tree=False`, a chain of them.
 
 Each text's output joins the session's tree when the text is done, so a drafter used for several
-generations (or for the texts of a batch, which share the session's tree) learns from its own outputs: the agentic workloads of the paper (a loop that rewrites similar text) are
-where this shines. `corpus` adds token sequences you choose (documents the answers will quote).
+generations (or for the texts of a batch, which share the session's tree) learns from its own outputs: the agentic
+workloads of the paper (a loop that rewrites similar text) are where this shines. `corpus` adds token sequences you
+choose (documents the answers will quote).
 
     drafter = SuffixDrafter()                                  # keep it across generations: it remembers
     speculative_generate(target, drafter, input_ids, temperature=0)
@@ -48,8 +49,8 @@ class SuffixText:
     """One text's suffix tree (its prompt and output so far) and where its end sits in it."""
 
     tree: SuffixTree
-    active: list[Node]                             # where the text's end sits in the tree (`SuffixTree.extend`)
-    read: int                                      # tokens of the text read into `tree`
+    active: list[Node]  # where the text's end sits in the tree (`SuffixTree.extend`)
+    read: int  # tokens of the text read into `tree`
     output: list[int] = field(default_factory=list)
 
 
@@ -66,24 +67,34 @@ class SuffixDrafter:
 
     @staticmethod
     def declared(options: SuffixOptions) -> Capabilities:
-        """What a suffix drafter with these options declares (its instances and the registry's checks read this one place)."""
+        """What a suffix drafter with these options declares (its instances and the registry's checks read this one
+        place)."""
         shape = f"suffix tree (up to {options.budget} nodes)" if options.tree else "suffix chain"
         return Capabilities(sizes_rounds=True, full_attention=options.tree, drafts=shape)
 
-    def __init__(self, budget: int = 8, max_depth: int = 24, spec_factor: float = 1.0, min_chance: float = 0.1,
-                 tree: bool = True, corpus: Iterable[Sequence[int]] = ()) -> None:
+    def __init__(
+        self,
+        budget: int = 8,
+        max_depth: int = 24,
+        spec_factor: float = 1.0,
+        min_chance: float = 0.1,
+        tree: bool = True,
+        corpus: Iterable[Sequence[int]] = (),
+    ) -> None:
         if budget < 1 or spec_factor <= 0 or not 0 <= min_chance <= 1:
-            raise SpecdecError(f"suffix decoding needs budget >= 1, spec_factor > 0 and min_chance in [0, 1], got {budget}, "
-                               f"{spec_factor} and {min_chance}")
+            raise SpecdecError(
+                f"suffix decoding needs budget >= 1, spec_factor > 0 and min_chance in [0, 1], got {budget}, "
+                f"{spec_factor} and {min_chance}"
+            )
         self.budget, self.spec_factor, self.min_chance, self.tree = budget, spec_factor, min_chance, tree
         self.capabilities = self.declared(SuffixOptions(budget, max_depth, tree))
-        self.session = SuffixTree(max_depth)              # earlier outputs and the corpus
+        self.session = SuffixTree(max_depth)  # earlier outputs and the corpus
         for document in corpus:
             self.session.add([int(token) for token in document])
         self.texts: dict[int, SuffixText] = {}
 
     def begin(self, generation: Generation) -> None:
-        for state in self.texts.values():                # texts left unfinished (a run stopped early) still teach
+        for state in self.texts.values():  # texts left unfinished (a run stopped early) still teach
             self._learn(state)
         self.texts = {row: self.start(prompt.tolist()) for row, prompt in generation.prompts.items()}
 
@@ -92,13 +103,12 @@ class SuffixDrafter:
         tree = SuffixTree(self.session.max_depth)
         return SuffixText(tree, tree.extend(tree.start(), prompt), len(prompt))
 
-
     def draft(self, requests: dict[int, DraftRequest]) -> dict[int, DraftTree]:
         return {row: self.speculate(self.texts[row], request) for row, request in requests.items()}
 
     def speculate(self, state: SuffixText, request: DraftRequest) -> DraftTree:
         """Steps 1-3 for one text: the best speculation over its own tree and the session's."""
-        context = request.sequence[-(state.tree.max_depth - 1):].tolist()
+        context = request.sequence[-(state.tree.max_depth - 1) :].tolist()
         best = Speculation((), (), ())
         for index in (state.tree, self.session):
             for length, node in index.matches(context):
@@ -113,11 +123,11 @@ class SuffixDrafter:
     def observe(self, verified: dict[int, Verified]) -> None:
         for row, seen in verified.items():
             state = self.texts[row]
-            new = seen.text[state.read:].tolist()           # the tokens this pass added to the text
+            new = seen.text[state.read :].tolist()  # the tokens this pass added to the text
             state.active = state.tree.extend(state.active, new)
             state.read += len(new)
             state.output += new
-            if seen.finished:                               # its output joins the session's tree
+            if seen.finished:  # its output joins the session's tree
                 self._learn(self.texts.pop(row))
 
     def _learn(self, state: SuffixText) -> None:
@@ -126,7 +136,8 @@ class SuffixDrafter:
 
 
 def _best_path(speculation: Speculation) -> Speculation:
-    """The chain down the speculation's likeliest first token, then each node's likeliest child (a chain of point masses)."""
+    """The chain down the speculation's likeliest first token, then each node's likeliest child (a chain of point
+    masses)."""
     tokens, chances, node = [], [], -1
     while True:
         children = [i for i, parent in enumerate(speculation.parents) if parent == node]

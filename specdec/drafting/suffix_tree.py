@@ -39,7 +39,8 @@ class Node:
 
 @dataclass(frozen=True)
 class Speculation:
-    """A tree of continuations: tokens with their parents (-1: the matched node) and each one's chance of being reached."""
+    """A tree of continuations: tokens with their parents (-1: the matched node) and each one's chance of being
+    reached."""
 
     tokens: tuple[int, ...]
     parents: tuple[int, ...]
@@ -66,7 +67,7 @@ class SuffixTree:
             raise ValueError(f"a suffix tree needs a depth of at least 2 (a match and one token), got {max_depth}")
         self.max_depth = max_depth
         self.root = Node()
-        self.tokens = 0                       # tokens read, over all documents
+        self.tokens = 0  # tokens read, over all documents
 
     def start(self) -> list[Node]:
         """A new document: the suffixes that end at its newest token (none yet)."""
@@ -77,13 +78,13 @@ class SuffixTree:
         for token in tokens:
             token = int(token)
             grown = []
-            for node in [self.root] + active:             # every suffix, the empty one included, grows by this token
+            for node in [self.root] + active:  # every suffix, the empty one included, grows by this token
                 child = node.children.get(token)
                 if child is None:
                     child = node.children[token] = Node()
                 child.count += 1
                 grown.append(child)
-            active = grown[:self.max_depth - 1]           # the longest suffix reaches max_depth: it grows no further
+            active = grown[: self.max_depth - 1]  # the longest suffix reaches max_depth: it grows no further
             self.tokens += 1
         return active
 
@@ -104,9 +105,9 @@ class SuffixTree:
         """(length, node) for each suffix of `context` that occurred and was followed by something, shortest first."""
         found = []
         for length in range(1, min(len(context), self.max_depth - 1) + 1):
-            node = self.find(context[len(context) - length:])
+            node = self.find(context[len(context) - length :])
             if node is None:
-                break                                     # a longer suffix contains this one: it never occurred either
+                break  # a longer suffix contains this one: it never occurred either
             if node.children:
                 found.append((length, node))
         return found
@@ -119,14 +120,15 @@ class SuffixTree:
 
         >>> index = SuffixTree(4)
         >>> index.add([1, 2, 3, 1, 2, 3, 1, 2, 4])
-        >>> speculation = index.continuations(index.find([1, 2]), depth=2, budget=3, min_chance=0.2)   # "3" twice, "4" once
+        >>> # "3" twice, "4" once
+        >>> speculation = index.continuations(index.find([1, 2]), depth=2, budget=3, min_chance=0.2)
         >>> speculation.tokens, speculation.parents, [round(c, 2) for c in speculation.chances]
         ((3, 1, 4), (-1, 0, -1), [0.67, 0.67, 0.33])
         """
         tokens: list[int] = []
         parents: list[int] = []
         chances: list[float] = []
-        heap: list[tuple[float, int, int, int, Node, int]] = []    # (-chance, order, parent, depth, node, token)
+        heap: list[tuple[float, int, int, int, Node, int]] = []  # (-chance, order, parent, depth, node, token)
         order = 0
 
         def offer(parent_node: Node, parent: int, parent_chance: float, level: int) -> None:

@@ -51,22 +51,94 @@ from specdec.errors import SpecdecError
 
 # The paper's template "2.2.2" (its repository's model/recycling/tree_template_.py): each node is the path
 # of candidate indices from the root, [0, 1] = "the 1st candidate after the 0th candidate after the root".
-PAPER_TREE: tuple[tuple[int, ...], ...] = tuple(tuple(path) for path in (
-    [0], [1], [2], [3], [4], [5], [6], [7],
-    [0, 0], [0, 1], [0, 2], [0, 3], [0, 4], [0, 5], [0, 6], [0, 7], [1, 0], [1, 1], [1, 2], [1, 3], [2, 0], [2, 1], [2, 2],
-    [3, 0], [3, 1], [4, 0], [5, 0], [6, 0], [7, 0],
-    [0, 0, 0], [0, 0, 1], [0, 0, 2], [0, 0, 3], [0, 0, 4], [0, 0, 5], [0, 0, 6], [0, 0, 7], [0, 1, 0], [0, 1, 1], [0, 1, 2],
-    [0, 2, 0], [0, 2, 1], [0, 3, 0], [0, 4, 0], [0, 5, 0], [0, 6, 0], [0, 7, 0], [1, 0, 0], [1, 0, 1], [1, 1, 0], [2, 0, 0],
-    [3, 0, 0], [4, 0, 0], [5, 0, 0],
-    [0, 0, 0, 0], [0, 0, 0, 1], [0, 0, 0, 2], [0, 0, 0, 3], [0, 0, 0, 4], [0, 0, 1, 0], [0, 0, 1, 1], [0, 0, 2, 0], [0, 0, 3, 0],
-    [0, 0, 4, 0], [0, 1, 0, 0], [0, 2, 0, 0], [1, 0, 0, 0], [2, 0, 0, 0], [3, 0, 0, 0],
-    [0, 0, 0, 0, 0], [0, 0, 0, 0, 1], [0, 0, 0, 0, 2], [0, 0, 0, 1, 0], [0, 0, 0, 2, 0], [0, 0, 1, 0, 0], [0, 1, 0, 0, 0],
-    [1, 0, 0, 0, 0],
-    [0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 1], [0, 0, 0, 1, 0, 0],
-))
-DEFAULT_BUDGET = 8      # nodes of the template kept by default on a CPU (see the module docstring)
-PROMPT_ROWS = 32        # the prompt pass's last rows whose top-k seed the table
-PRIOR_TOP, PRIOR_DECAY = 0.7, 0.3   # the prior chance that the i-th candidate is right: PRIOR_TOP * PRIOR_DECAY ** i
+PAPER_TREE: tuple[tuple[int, ...], ...] = tuple(
+    tuple(path)
+    for path in (
+        [0],
+        [1],
+        [2],
+        [3],
+        [4],
+        [5],
+        [6],
+        [7],
+        [0, 0],
+        [0, 1],
+        [0, 2],
+        [0, 3],
+        [0, 4],
+        [0, 5],
+        [0, 6],
+        [0, 7],
+        [1, 0],
+        [1, 1],
+        [1, 2],
+        [1, 3],
+        [2, 0],
+        [2, 1],
+        [2, 2],
+        [3, 0],
+        [3, 1],
+        [4, 0],
+        [5, 0],
+        [6, 0],
+        [7, 0],
+        [0, 0, 0],
+        [0, 0, 1],
+        [0, 0, 2],
+        [0, 0, 3],
+        [0, 0, 4],
+        [0, 0, 5],
+        [0, 0, 6],
+        [0, 0, 7],
+        [0, 1, 0],
+        [0, 1, 1],
+        [0, 1, 2],
+        [0, 2, 0],
+        [0, 2, 1],
+        [0, 3, 0],
+        [0, 4, 0],
+        [0, 5, 0],
+        [0, 6, 0],
+        [0, 7, 0],
+        [1, 0, 0],
+        [1, 0, 1],
+        [1, 1, 0],
+        [2, 0, 0],
+        [3, 0, 0],
+        [4, 0, 0],
+        [5, 0, 0],
+        [0, 0, 0, 0],
+        [0, 0, 0, 1],
+        [0, 0, 0, 2],
+        [0, 0, 0, 3],
+        [0, 0, 0, 4],
+        [0, 0, 1, 0],
+        [0, 0, 1, 1],
+        [0, 0, 2, 0],
+        [0, 0, 3, 0],
+        [0, 0, 4, 0],
+        [0, 1, 0, 0],
+        [0, 2, 0, 0],
+        [1, 0, 0, 0],
+        [2, 0, 0, 0],
+        [3, 0, 0, 0],
+        [0, 0, 0, 0, 0],
+        [0, 0, 0, 0, 1],
+        [0, 0, 0, 0, 2],
+        [0, 0, 0, 1, 0],
+        [0, 0, 0, 2, 0],
+        [0, 0, 1, 0, 0],
+        [0, 1, 0, 0, 0],
+        [1, 0, 0, 0, 0],
+        [0, 0, 0, 0, 0, 0],
+        [0, 0, 0, 0, 0, 1],
+        [0, 0, 0, 1, 0, 0],
+    )
+)
+DEFAULT_BUDGET = 8  # nodes of the template kept by default on a CPU (see the module docstring)
+PROMPT_ROWS = 32  # the prompt pass's last rows whose top-k seed the table
+PRIOR_TOP, PRIOR_DECAY = 0.7, 0.3  # the prior chance that the i-th candidate is right: PRIOR_TOP * PRIOR_DECAY ** i
 
 
 def template(tree: Sequence[Sequence[int]] = PAPER_TREE, budget: int | None = None) -> tuple[tuple[int, ...], ...]:
@@ -94,15 +166,17 @@ def _prior(path: tuple[int, ...]) -> float:
     """The prior chance that every candidate on `path` is right: 0.7 * 0.3^i for the i-th candidate, multiplied."""
     chance = 1.0
     for index in path:
-        chance *= PRIOR_TOP * PRIOR_DECAY ** index
+        chance *= PRIOR_TOP * PRIOR_DECAY**index
     return chance
 
 
 class TokenRecyclingDrafter:
-    """Drafts a tree from an adjacency table of the target's top-k candidates after each token (see the module docstring).
+    """Drafts a tree from an adjacency table of the target's top-k candidates after each token (see the module
+    docstring).
 
     >>> drafter = TokenRecyclingDrafter(candidates=2, tree=[[0], [1], [0, 0]])
-    >>> drafter.table = torch.full((10, 2), -1); drafter.table[4] = torch.tensor([5, 6]); drafter.table[5] = torch.tensor([7, 8])
+    >>> drafter.table = torch.full((10, 2), -1); drafter.table[4] = torch.tensor([5,
+    ...     6]); drafter.table[5] = torch.tensor([7, 8])
     >>> tree = drafter.draft({0: DraftRequest(torch.tensor([3, 4]), 8, None, None)})[0]
     >>> tree.tokens.tolist(), tree.parents                  # after 4: 5 or 6; after 5: 7
     ([5, 6, 7], (-1, -1, 0))
@@ -112,22 +186,35 @@ class TokenRecyclingDrafter:
 
     @staticmethod
     def declared(options: RecyclingOptions, prompt_rows: int = PROMPT_ROWS, nodes: int | None = None) -> Capabilities:
-        """What a Token Recycling drafter declares (its instances and the registry's checks read this one place): a tree of at
-        most `nodes` (the template's, else the budget), the last `prompt_rows` rows of the prompt pass read."""
-        return Capabilities(sizes_rounds=True, prompt_rows=max(prompt_rows, 1), full_attention=True,
-                            drafts=f"recycled tree (up to {options.budget if nodes is None else nodes} nodes)")
+        """What a Token Recycling drafter declares (its instances and the registry's checks read this one place): a tree
+        of at most `nodes` (the template's, else the budget), the last `prompt_rows` rows of the prompt pass read."""
+        return Capabilities(
+            sizes_rounds=True,
+            prompt_rows=max(prompt_rows, 1),
+            full_attention=True,
+            drafts=f"recycled tree (up to {options.budget if nodes is None else nodes} nodes)",
+        )
 
-    def __init__(self, candidates: int = 8, tree: Sequence[Sequence[int]] = PAPER_TREE, budget: int | None = DEFAULT_BUDGET,
-                 prompt_rows: int = PROMPT_ROWS) -> None:
+    def __init__(
+        self,
+        candidates: int = 8,
+        tree: Sequence[Sequence[int]] = PAPER_TREE,
+        budget: int | None = DEFAULT_BUDGET,
+        prompt_rows: int = PROMPT_ROWS,
+    ) -> None:
         if candidates < 1:
             raise SpecdecError(f"Token Recycling keeps at least 1 candidate per token, got {candidates}")
         self.template = template(tree, budget)
         if any(index >= candidates for path in self.template for index in path):
-            raise SpecdecError(f"the tree template asks for candidate {max(max(path) for path in self.template)} but the table "
-                               f"keeps {candidates} per token: raise candidates or trim the template")
+            raise SpecdecError(
+                f"the tree template asks for candidate {max(max(path) for path in self.template)} but the table "
+                f"keeps {candidates} per token: raise candidates or trim the template"
+            )
         self.k = candidates
-        self.capabilities = self.declared(RecyclingOptions(candidates, budget or len(self.template)), prompt_rows, len(self.template))
-        self.table: torch.Tensor | None = None              # [V, k] long on the CPU, -1 where nothing is known yet
+        self.capabilities = self.declared(
+            RecyclingOptions(candidates, budget or len(self.template)), prompt_rows, len(self.template)
+        )
+        self.table: torch.Tensor | None = None  # [V, k] long on the CPU, -1 where nothing is known yet
 
     def reset(self) -> None:
         """Forget every candidate (the table is otherwise kept across texts)."""
@@ -137,28 +224,27 @@ class TokenRecyclingDrafter:
         if self.table is None or self.table.shape[0] != generation.vocab_size:
             self.table = torch.full((generation.vocab_size, self.k), -1, dtype=torch.long)
 
-
     def draft(self, requests: dict[int, DraftRequest]) -> dict[int, DraftTree]:
         return {row: self.recycle(request) for row, request in requests.items()}
 
     def recycle(self, request: DraftRequest) -> DraftTree:
         """Breadth-first over the template from the root: each node the table's candidate after its parent's token."""
-        rows: dict[int, list[int]] = {}                     # token -> its candidates, read from the table once
-        placed = {(): (ROOT, int(request.sequence[-1]))}    # template path -> (node, token); the root first
+        rows: dict[int, list[int]] = {}  # token -> its candidates, read from the table once
+        placed = {(): (ROOT, int(request.sequence[-1]))}  # template path -> (node, token); the root first
         tokens: list[int] = []
         parents: list[int] = []
         for path in self.template:
             if len(path) > request.limit:
-                break                                       # breadth-first: every later path is as deep or deeper
+                break  # breadth-first: every later path is as deep or deeper
             parent = placed.get(path[:-1])
             if parent is None:
-                continue                                    # its parent had no candidate
+                continue  # its parent had no candidate
             parent_node, parent_token = parent
             if parent_token not in rows:
                 rows[parent_token] = self.table[parent_token].tolist()
             candidate = rows[parent_token][path[-1]]
             if candidate < 0:
-                continue                                    # the target never read this token: nothing to recycle
+                continue  # the target never read this token: nothing to recycle
             placed[path] = (len(tokens), candidate)
             tokens.append(candidate)
             parents.append(parent_node)
@@ -169,18 +255,21 @@ class TokenRecyclingDrafter:
             self.remember(seen)
 
     def remember(self, verified: Verified) -> None:
-        """table[token of each row] = the target's top-k after it; rows on the accepted path are written last, so they win."""
-        logits = verified.logits                                             # [K + N, V]: the last K text rows, then the nodes
-        text = logits.shape[0] - verified.proposal.size                     # K (the root the last of them)
-        rows = verified.rows[verified.text_rows - text:verified.text_rows + verified.proposal.size].cpu()   # the tokens they follow
-        top = logits.topk(min(self.k, logits.shape[-1]), dim=-1).indices.cpu()   # [K + N, k]
+        """table[token of each row] = the target's top-k after it; rows on the accepted path are written last, so they
+        win."""
+        logits = verified.logits  # [K + N, V]: the last K text rows, then the nodes
+        text = logits.shape[0] - verified.proposal.size  # K (the root the last of them)
+        # the tokens they follow
+        rows = verified.rows[verified.text_rows - text : verified.text_rows + verified.proposal.size].cpu()
+        top = logits.topk(min(self.k, logits.shape[-1]), dim=-1).indices.cpu()  # [K + N, k]
         if top.shape[-1] < self.k:
             top = torch.nn.functional.pad(top, (0, self.k - top.shape[-1]), value=-1)
-        kept = list(range(text)) + [text + node for node in verified.path]  # the text and the accepted nodes, written last
+        # the text and the accepted nodes, written last
+        kept = list(range(text)) + [text + node for node in verified.path]
         order = [row for row in range(rows.numel()) if row not in set(kept)] + kept
         latest: dict[int, int] = {}
         for row in order:
-            latest[int(rows[row])] = row                                     # one write per token: the last one
+            latest[int(rows[row])] = row  # one write per token: the last one
         tokens = torch.tensor(list(latest), dtype=torch.long)
         self.table[tokens] = top[torch.tensor(list(latest.values()), dtype=torch.long)]
 

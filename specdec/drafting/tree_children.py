@@ -21,7 +21,9 @@ def frontier_distributions(logits: torch.Tensor, sampling: SamplingConfig) -> to
     return probabilities(logits, sampling)
 
 
-def draw_children(q: torch.Tensor, count: int, sampling: SamplingConfig, generator: torch.Generator | None) -> list[int]:
+def draw_children(
+    q: torch.Tensor, count: int, sampling: SamplingConfig, generator: torch.Generator | None
+) -> list[int]:
     """`count` distinct children from q [V]: the most likely when greedy, else draws without replacement."""
     if count == 0:
         return []
@@ -36,9 +38,9 @@ def draw_children(q: torch.Tensor, count: int, sampling: SamplingConfig, generat
 
 
 def q_table(q_rows: dict[int, torch.Tensor], nodes: int, vocab_size: int, device: torch.device) -> torch.Tensor:
-    """The q each node's children were drawn from, [N + 1, V] for `nodes` = N: row 0 the root's, row n + 1 node n's (zeros
-    where a node drew none)."""
-    table = torch.zeros(nodes + 1, vocab_size, device=device)                  # [N + 1, V]
+    """The q each node's children were drawn from, [N + 1, V] for `nodes` = N: row 0 the root's, row n + 1 node n's
+    (zeros where a node drew none)."""
+    table = torch.zeros(nodes + 1, vocab_size, device=device)  # [N + 1, V]
     for node, q_row in q_rows.items():
         table[node + 1] = q_row
     return table

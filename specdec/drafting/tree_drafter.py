@@ -72,7 +72,9 @@ class TreeSettings:
 
     def __post_init__(self) -> None:
         if self.budget < 1 or self.depth < 1 or self.width < 1:
-            raise SpecdecError(f"a tree needs budget, depth and width of at least 1, got {self.budget}, {self.depth} and {self.width}")
+            raise SpecdecError(
+                f"a tree needs budget, depth and width of at least 1, got {self.budget}, {self.depth} and {self.width}"
+            )
 
     def describe(self) -> str:
         return f"tree (budget {self.budget})"
@@ -82,8 +84,8 @@ class TreeSettings:
 class TreeText:
     """What the tree drafter keeps for one text: its calibration, and the confidences of the last tree's nodes."""
 
-    rule: ConfidenceStop                               # the calibration a(confidence), learned on this text
-    confidences: list[float] = field(default_factory=list)   # q(token) of each node of the last tree
+    rule: ConfidenceStop  # the calibration a(confidence), learned on this text
+    confidences: list[float] = field(default_factory=list)  # q(token) of each node of the last tree
 
 
 class TreeDrafter:
@@ -104,12 +106,26 @@ class TreeDrafter:
         """What a tree drafter declares (its instances and the registry's checks read this one place): it sizes its own
         rounds and needs full-attention caches; what the target must give its reader (hidden layers, internals) is the
         reader's (a draft model reads none)."""
-        return Capabilities(sizes_rounds=True, full_attention=True, hidden_layers=() if reader is None else reader.hidden_layers,
-                            internals=reader is not None and reader.internals, drafts=f"{kind} (budget {options.budget})")
+        return Capabilities(
+            sizes_rounds=True,
+            full_attention=True,
+            hidden_layers=() if reader is None else reader.hidden_layers,
+            internals=reader is not None and reader.internals,
+            drafts=f"{kind} (budget {options.budget})",
+        )
 
-    def __init__(self, model: object, name: str | None = None, budget: int = default_budget, depth: int = 12, width: int = 3,
-                 c: float | None = None, verify_slope: float | None = None, reader: TreeReader | None = None,
-                 kind: str = "tree") -> None:
+    def __init__(
+        self,
+        model: object,
+        name: str | None = None,
+        budget: int = default_budget,
+        depth: int = 12,
+        width: int = 3,
+        c: float | None = None,
+        verify_slope: float | None = None,
+        reader: TreeReader | None = None,
+        kind: str = "tree",
+    ) -> None:
         self.settings = TreeSettings(budget, depth, width)
         if (c is not None and c < 0) or (verify_slope is not None and verify_slope < 0):
             raise SpecdecError(f"the costs c and verify_slope must be >= 0, got {c} and {verify_slope}")
@@ -119,7 +135,7 @@ class TreeDrafter:
         self.capabilities = self.declared(self.settings, self.reader, kind)
         self.budget, self.depth, self.width = budget, depth, width
         self.c, self.verify_slope = c, verify_slope
-        self.vocab_size = 0                              # the target's, told by `begin`
+        self.vocab_size = 0  # the target's, told by `begin`
         self.texts: dict[int, TreeText] = {}
 
     @classmethod
@@ -127,9 +143,11 @@ class TreeDrafter:
         return cls(model, name, settings.budget, settings.depth, settings.width)
 
     @classmethod
-    def reading(cls, reader: TreeReader, name: str | None = None, settings: TreeSettings = TreeSettings(),
-                kind: str = "tree") -> TreeDrafter:
-        """The tree policy over `reader` (a trained head's, say), with `settings`' limits; `kind` names it in reports."""
+    def reading(
+        cls, reader: TreeReader, name: str | None = None, settings: TreeSettings = TreeSettings(), kind: str = "tree"
+    ) -> TreeDrafter:
+        """The tree policy over `reader` (a trained head's, say), with `settings`' limits; `kind` names it in
+        reports."""
         return cls(None, name, settings.budget, settings.depth, settings.width, reader=reader, kind=kind)
 
     # --- the drafter contract (specdec.engine.contract) --------------------------------------------
@@ -139,12 +157,16 @@ class TreeDrafter:
         c = generation.costs.c if self.c is None else self.c
         s = generation.costs.verify_slope if self.verify_slope is None else self.verify_slope
         self.vocab_size = generation.vocab_size
-        self.texts = {row: TreeText(ConfidenceStop(c=c, verify_slope=s, max_gamma=self.depth, verify=generation.costs.verify))
-                      for row in generation.prompts}
+        self.texts = {
+            row: TreeText(ConfidenceStop(c=c, verify_slope=s, max_gamma=self.depth, verify=generation.costs.verify))
+            for row in generation.prompts
+        }
 
     def draft(self, requests: dict[int, DraftRequest]) -> dict[int, DraftTree]:
-        return {row: self.grow(row, request.sequence, request.limit, request.sampling, request.generator)
-                for row, request in requests.items()}
+        return {
+            row: self.grow(row, request.sequence, request.limit, request.sampling, request.generator)
+            for row, request in requests.items()
+        }
 
     def observe(self, verified: dict[int, Verified]) -> None:
         for row, seen in verified.items():
@@ -159,32 +181,39 @@ class TreeDrafter:
     # --- growing the tree --------------------------------------------------------------------------
 
     @torch.inference_mode()
-    def grow(self, row: int, sequence: torch.Tensor, max_depth: int, sampling: SamplingConfig,
-             generator: torch.Generator | None) -> DraftTree:
+    def grow(
+        self,
+        row: int,
+        sequence: torch.Tensor,
+        max_depth: int,
+        sampling: SamplingConfig,
+        generator: torch.Generator | None,
+    ) -> DraftTree:
         """Grow a tree after `sequence` [n] (the whole accepted text), at most `max_depth` levels deep."""
         state = self.texts[row]
         state.confidences = []
         depth = min(self.depth, max_depth)
         if depth <= 0:
             return DraftTree.empty()
-        logits = self.reader.read_text(row, sequence)                           # [1, V]: q after the root
+        logits = self.reader.read_text(row, sequence)  # [1, V]: q after the root
         rule = state.rule
         c = rule.c
 
         tokens: list[int] = []
         parents: list[int] = []
-        reach: list[float] = []             # per node: R(n), the chance the target walks down to it
+        reach: list[float] = []  # per node: R(n), the chance the target walks down to it
         q_rows: dict[int, torch.Tensor] = {}
         frontier, frontier_reach = [ROOT], [1.0]
         passes = 1
         for level in range(depth):
-            q = frontier_distributions(logits, sampling)                       # [F, V]
+            q = frontier_distributions(logits, sampling)  # [F, V]
             if not sampling.greedy:
                 q_rows |= {node: q[i] for i, node in enumerate(frontier)}
             nodes = len(tokens)
-            cost, expected, room = passes * c + rule.v(nodes), 1.0 + sum(reach), self.budget - nodes   # T and E so far
-            counts = self._children_counts(rule, q, frontier_reach, expected=expected, cost=cost, nodes=nodes, room=room,
-                                           first_level=level == 0)
+            cost, expected, room = passes * c + rule.v(nodes), 1.0 + sum(reach), self.budget - nodes  # T and E so far
+            counts = self._children_counts(
+                rule, q, frontier_reach, expected=expected, cost=cost, nodes=nodes, room=room, first_level=level == 0
+            )
             new = []
             for i, count in enumerate(counts):
                 for token in draw_children(q[i], count, sampling, generator):
@@ -196,33 +225,53 @@ class TreeDrafter:
                     reach.append(frontier_reach[i] * rule.acceptance(confidence))
             if not new or level + 1 == depth or len(tokens) == self.budget:
                 break
-            best = sorted(new, key=lambda node: -reach[node])[:self.width]
+            best = sorted(new, key=lambda node: -reach[node])[: self.width]
             gain = sum(reach[node] * rule.acceptance(state.confidences[node]) for node in best)
             n = len(tokens)
             if gain * (passes * c + rule.v(n)) <= (1.0 + sum(reach)) * (c + rule.v(n + len(best)) - rule.v(n)):
-                break                                                          # another level would lower the rate
-            logits = self.reader.read_level(row, new, tokens, parents)         # [len(new), V]
+                break  # another level would lower the rate
+            logits = self.reader.read_level(row, new, tokens, parents)  # [len(new), V]
             passes += 1
             frontier, frontier_reach = new, [reach[node] for node in new]
         table = None if sampling.greedy else q_table(q_rows, len(tokens), self.vocab_size, sequence.device)
         return DraftTree(sequence.new_tensor(tokens, dtype=torch.long), tuple(parents), table)
 
     def calibrate(self, state: TreeText, tested: tuple[bool | None, ...]) -> None:
-        """Teach the calibration a(confidence) every node the rule tested (True accepted, False rejected, None untested)."""
-        state.rule.observe([(state.confidences[node], bool(outcome)) for node, outcome in enumerate(tested) if outcome is not None])
+        """Teach the calibration a(confidence) every node the rule tested (True accepted, False rejected, None
+        untested)."""
+        state.rule.observe(
+            [(state.confidences[node], bool(outcome)) for node, outcome in enumerate(tested) if outcome is not None]
+        )
 
-    def _children_counts(self, rule: ConfidenceStop, q: torch.Tensor, frontier_reach: list[float], expected: float, cost: float,
-                         nodes: int, room: int, first_level: bool) -> list[int]:
-        """How many children each frontier node gets: the best slots while each beats the round's rate (module docstring)."""
+    def _children_counts(
+        self,
+        rule: ConfidenceStop,
+        q: torch.Tensor,
+        frontier_reach: list[float],
+        expected: float,
+        cost: float,
+        nodes: int,
+        room: int,
+        first_level: bool,
+    ) -> list[int]:
+        """How many children each frontier node gets: the best slots while each beats the round's rate (module
+        docstring)."""
         width = min(self.width, room, q.shape[-1])
-        top = q.topk(width, dim=-1).values.tolist()                            # [F, width], rows decreasing
-        slots = sorted(((reach * rule.acceptance(value), f) for f, (reach, row) in enumerate(zip(frontier_reach, top))
-                        for value in row if value > 0), reverse=True)[:width]
+        top = q.topk(width, dim=-1).values.tolist()  # [F, width], rows decreasing
+        slots = sorted(
+            (
+                (reach * rule.acceptance(value), f)
+                for f, (reach, row) in enumerate(zip(frontier_reach, top))
+                for value in row
+                if value > 0
+            ),
+            reverse=True,
+        )[:width]
         counts = [0] * len(frontier_reach)
         for rank, (value, f) in enumerate(slots):
-            extra = rule.v(nodes + 1) - rule.v(nodes)                          # what one more verified node costs
+            extra = rule.v(nodes + 1) - rule.v(nodes)  # what one more verified node costs
             if not (first_level and rank == 0) and value * cost <= expected * extra:
                 break
-            counts[f] += 1                    # only the count matters: `draw_children` picks (or draws) them
+            counts[f] += 1  # only the count matters: `draw_children` picks (or draws) them
             expected, cost, nodes = expected + value, cost + extra, nodes + 1
         return counts

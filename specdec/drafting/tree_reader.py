@@ -36,18 +36,21 @@ class TreeReader(Protocol):
     """What a tree drafter reads its guesses with (module docstring)."""
 
     name: str
-    draft_model: DraftNetwork | None   # what a read runs (a draft model, a head): c from its weights, its passes counted by the run
-    hidden_layers: tuple[int, ...]     # the target layers it reads (a trained head: three), or none
-    internals: bool                    # it reaches into the target's modules (torch only)
+    # what a read runs (a draft model, a head): c from its weights, its passes counted by the run
+    draft_model: DraftNetwork | None
+    hidden_layers: tuple[int, ...]  # the target layers it reads (a trained head: three), or none
+    internals: bool  # it reaches into the target's modules (torch only)
 
     def begin(self, generation: Generation) -> None:
         """Texts start: forget the previous ones."""
 
     def read_text(self, row: int, sequence: torch.Tensor) -> torch.Tensor:
-        """One pass over the text of `row` not read yet (`sequence` [n] is all of it, the root last): logits after the root, [1, V]."""
+        """One pass over the text of `row` not read yet (`sequence` [n] is all of it, the root last): logits after the
+        root, [1, V]."""
 
     def read_level(self, row: int, new: list[int], tokens: list[int], parents: list[int]) -> torch.Tensor:
-        """One pass over the nodes `new` (indices into `tokens`/`parents`), each seeing the text and its ancestors: [len(new), V]."""
+        """One pass over the nodes `new` (indices into `tokens`/`parents`), each seeing the text and its ancestors:
+        [len(new), V]."""
 
     def observe(self, row: int, verified: Verified) -> None:
         """After the target's verdict on `row`'s tree: keep what was accepted, drop every other node."""
@@ -61,8 +64,8 @@ class ModelText:
     """What a model reader keeps for one text: its cache, and the tree it is reading."""
 
     rows: Rows
-    text: int = 0                                      # cached tokens of text when the last tree was grown
-    read: list[int] = field(default_factory=list)     # nodes of the last tree the draft has read, in cache order
+    text: int = 0  # cached tokens of text when the last tree was grown
+    read: list[int] = field(default_factory=list)  # nodes of the last tree the draft has read, in cache order
 
 
 class ModelReader:
@@ -89,30 +92,33 @@ class ModelReader:
 
         check_draft_model(self.model, generation)
         if self.model.traits.sliding_window:
-            raise SpecdecError("a token tree needs every cached position: this draft has sliding-window layers, draft a chain")
+            raise SpecdecError(
+                "a token tree needs every cached position: this draft has sliding-window layers, draft a chain"
+            )
         self.vocab_size = generation.vocab_size
         self.texts = {row: ModelText(self.model.rows([row])) for row in generation.prompts}
 
     def read_text(self, row: int, sequence: torch.Tensor) -> torch.Tensor:
         state = self.texts[row]
         state.read = []
-        pending = self._readable(sequence[state.rows.length(row):])                # [m >= 1] unseen text, the root last
-        logits, _ = state.rows.feed([pending], last=1)                               # [1, 1, V_draft]
+        pending = self._readable(sequence[state.rows.length(row) :])  # [m >= 1] unseen text, the root last
+        logits, _ = state.rows.feed([pending], last=1)  # [1, 1, V_draft]
         state.text = state.rows.length(row)
-        return fit_vocabulary(logits[0], self.vocab_size)                            # [1, V]
+        return fit_vocabulary(logits[0], self.vocab_size)  # [1, V]
 
     def read_level(self, row: int, new: list[int], tokens: list[int], parents: list[int]) -> torch.Tensor:
         state = self.texts[row]
         attend, offsets = level_layout(state.rows.length(row), state.text, state.read, new, parents)
         ids = self._readable(torch.tensor([tokens[node] for node in new]))
-        logits, _ = state.rows.feed([ids], last=len(new), attend=[attend], offsets=[offsets])   # [1, n, V_draft]
+        logits, _ = state.rows.feed([ids], last=len(new), attend=[attend], offsets=[offsets])  # [1, n, V_draft]
         state.read += new
-        return fit_vocabulary(logits[0], self.vocab_size)                            # [n, V]
+        return fit_vocabulary(logits[0], self.vocab_size)  # [n, V]
 
     def observe(self, row: int, verified: Verified) -> None:
-        """Keep the text and the accepted nodes the draft has read (a prefix of the path); the rest of the path is read next round."""
+        """Keep the text and the accepted nodes the draft has read (a prefix of the path); the rest of the path is read
+        next round."""
         state = self.texts[row]
-        if not verified.proposal.size:                     # nothing drafted: the cache is as it was
+        if not verified.proposal.size:  # nothing drafted: the cache is as it was
             return
         read = [node for node in verified.path if node in state.read]
         state.rows.keep(row, list(range(state.text)) + [state.text + state.read.index(node) for node in read])
@@ -122,16 +128,22 @@ class ModelReader:
         self.texts.pop(row, None)
 
     def _readable(self, ids: torch.Tensor) -> torch.Tensor:
-        """An id the draft has no embedding row for (only when the target has more rows) is read as 0: worse guesses, same output."""
+        """An id the draft has no embedding row for (only when the target has more rows) is read as 0: worse guesses,
+        same output."""
         return ids.masked_fill(ids >= self.model.embedding_rows, 0).to(self.model.device)
 
 
-def level_layout(cached: int, text: int, read: list[int], new: list[int], parents: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
-    """What a level's nodes `new` see in a cache of `cached` tokens ([n, cached + n]: the first `text` tokens, the nodes of `read`
-    that are their ancestors, themselves), and their positions after the cache [n] (the root is the text's last token).
+def level_layout(
+    cached: int, text: int, read: list[int], new: list[int], parents: list[int]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """What a level's nodes `new` see in a cache of `cached` tokens ([n, cached + n]: the first `text` tokens, the nodes
+    of `read` that are their ancestors, themselves), and their positions after the cache [n] (the root is the text's
+    last token).
 
-    >>> attend, offsets = level_layout(5, 3, [0, 1], [2], [-1, -1, 1])      # node 2's parent is node 1, read at column 4
-    >>> attend.int().tolist(), offsets.tolist()                             # depth 2: position 4, one before the cache's end
+    >>> # node 2's parent is node 1, read at column 4
+    >>> attend, offsets = level_layout(5, 3, [0, 1], [2], [-1, -1, 1])
+    >>> # depth 2: position 4, one before the cache's end
+    >>> attend.int().tolist(), offsets.tolist()
     ([[1, 1, 1, 0, 1, 1]], [-1])
     """
     attend = torch.zeros(len(new), cached + len(new), dtype=torch.bool)

@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 class CostProfile:
     """Median seconds of the passes a round is made of."""
 
-    target_step_s: float                   # target, one new token
-    draft_step_s: float                    # draft, one new token (0 for a model-free drafter)
+    target_step_s: float  # target, one new token
+    draft_step_s: float  # draft, one new token (0 for a model-free drafter)
     verify_s: dict[int, float] = field(default_factory=dict)  # gamma -> target pass over gamma + 1 tokens
-    measured_under: str = ""               # when and how it was timed, in words ("" where not said): what a report prints
+    measured_under: str = ""  # when and how it was timed, in words ("" where not said): what a report prints
 
     @property
     def c(self) -> float:

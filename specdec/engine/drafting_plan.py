@@ -26,15 +26,15 @@ class DraftingPlan:
     """What one generation drafts with: decided once, before the first pass."""
 
     drafter: Drafter
-    schedule: GammaSchedule | None        # None: the drafter sizes its own rounds
-    costs: DraftCosts                     # c and v(k) the rounds are priced with
-    by_default: bool = False              # True: the planner chose the drafter (nothing was named)
-    why: str = ""                         # the planner's reason, when it chose something other than what it was given
+    schedule: GammaSchedule | None  # None: the drafter sizes its own rounds
+    costs: DraftCosts  # c and v(k) the rounds are priced with
+    by_default: bool = False  # True: the planner chose the drafter (nothing was named)
+    why: str = ""  # the planner's reason, when it chose something other than what it was given
 
     @property
     def description(self) -> str:
-        """How the rounds are drafted, in words, the one wording every report uses: 'chain, stop rule', 'chain, gamma 4',
-        'tree (budget 16), the default here' (the planner's own choice says so, with its reason when it has one)."""
+        """How the rounds are drafted, in words, the one wording every report uses: 'chain, stop rule', 'chain, gamma
+        4', 'tree (budget 16), the default here' (the planner's own choice says so, with its reason when it has one)."""
         words = self.drafter.capabilities.drafts if self.schedule is None else self.schedule.describe()
         if self.why:
             return f"{words}: {self.why}"

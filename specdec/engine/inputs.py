@@ -29,20 +29,24 @@ MAX_GAMMA = 64
 
 
 def as_ids(ids: object, what: str = "input_ids") -> torch.Tensor:
-    """Token ids as a 1-D LongTensor [T]: a [T] or [1, T] tensor of integers, or a list (or tuple) of ints; else one clear line.
+    """Token ids as a 1-D LongTensor [T]: a [T] or [1, T] tensor of integers, or a list (or tuple) of ints; else one
+    clear line.
 
     >>> as_ids(torch.tensor([[1, 2, 3]])).tolist(), as_ids([4, 5]).tolist()
     ([1, 2, 3], [4, 5])
     >>> as_ids("hello")
     Traceback (most recent call last):
     ...
-    specdec.errors.SpecdecError: input_ids must be token ids (a LongTensor [T] or a list of ints), got str: use tokenizer(text).input_ids
+    specdec.errors.SpecdecError: input_ids must be token ids (a LongTensor [T] or a list of ints), got str: use
+    tokenizer(text).input_ids
     """
     if isinstance(ids, (list, tuple)) and all(isinstance(token, int) and not isinstance(token, bool) for token in ids):
         ids = torch.tensor(list(ids), dtype=torch.long)
     if not isinstance(ids, torch.Tensor):
-        raise SpecdecError(f"{what} must be token ids (a LongTensor [T] or a list of ints), got {type(ids).__name__}: "
-                           "use tokenizer(text).input_ids")
+        raise SpecdecError(
+            f"{what} must be token ids (a LongTensor [T] or a list of ints), got {type(ids).__name__}: "
+            "use tokenizer(text).input_ids"
+        )
     if ids.ndim == 2 and ids.shape[0] == 1:
         ids = ids[0]
     if ids.ndim != 1:
@@ -91,29 +95,40 @@ def as_batch(input_ids: object, attention_mask: torch.Tensor | None = None) -> l
     (True, [[5, 6], [7]])
     """
     if isinstance(input_ids, (list, tuple)) and input_ids and isinstance(input_ids[0], int):
-        return None                                                       # a list of ints: one prompt
+        return None  # a list of ints: one prompt
     if isinstance(input_ids, (list, tuple)):
         if attention_mask is not None:
-            raise SpecdecError("give either a list of prompts or a padded [B, T] tensor with its attention_mask, not both")
+            raise SpecdecError(
+                "give either a list of prompts or a padded [B, T] tensor with its attention_mask, not both"
+            )
         if not input_ids:
             raise SpecdecError("the batch is empty: give at least one prompt")
         return [as_prompt(row if isinstance(row, torch.Tensor) else _ids(row)) for row in input_ids]
-    if not isinstance(input_ids, torch.Tensor) or input_ids.ndim != 2 or (input_ids.shape[0] == 1 and attention_mask is None):
+    if (
+        not isinstance(input_ids, torch.Tensor)
+        or input_ids.ndim != 2
+        or (input_ids.shape[0] == 1 and attention_mask is None)
+    ):
         if attention_mask is not None:
-            raise SpecdecError(f"an attention_mask goes with a padded [B, T] tensor of prompts, got input_ids of shape "
-                               f"{tuple(getattr(input_ids, 'shape', ()))}")
+            raise SpecdecError(
+                f"an attention_mask goes with a padded [B, T] tensor of prompts, got input_ids of shape "
+                f"{tuple(getattr(input_ids, 'shape', ()))}"
+            )
         return None
     if attention_mask is None:
         return [as_prompt(row) for row in input_ids]
     if not isinstance(attention_mask, torch.Tensor) or attention_mask.shape != input_ids.shape:
-        raise SpecdecError(f"the attention_mask must have the shape of input_ids {tuple(input_ids.shape)}, got "
-                           f"{tuple(getattr(attention_mask, 'shape', ()))}")
+        raise SpecdecError(
+            f"the attention_mask must have the shape of input_ids {tuple(input_ids.shape)}, got "
+            f"{tuple(getattr(attention_mask, 'shape', ()))}"
+        )
     return [as_prompt(row[mask.bool()]) for row, mask in zip(input_ids, attention_mask)]
 
 
 def _ids(row: object) -> torch.Tensor:
     try:
-        return torch.tensor(list(row), dtype=torch.long)  # type: ignore[call-overload]   # any iterable of ids; else the line below
+        # any iterable of ids; else the line below
+        return torch.tensor(list(row), dtype=torch.long)  # type: ignore[call-overload]
     except (TypeError, ValueError, RuntimeError) as error:
         raise SpecdecError(f"each prompt of a batch must be a tensor or a list of token ids: {error}") from None
 
@@ -127,8 +142,8 @@ def check_counts(max_new_tokens: int, gamma: float | None = None) -> None:
 
 
 def check_round_length(name: str, sizes_rounds: bool, *lengths: object) -> None:
-    """Refuse a length of round (a gamma, an adaptive gamma's cap, a schedule) given to a drafter that sizes its own rounds,
-    and a gamma outside 1..64: one line each, the same wherever a run is checked (the run spec, the planner).
+    """Refuse a length of round (a gamma, an adaptive gamma's cap, a schedule) given to a drafter that sizes its own
+    rounds, and a gamma outside 1..64: one line each, the same wherever a run is checked (the run spec, the planner).
 
     >>> check_round_length("tree", True, None, None)          # nothing given: fine
     >>> check_round_length("tree", True, 4)
@@ -140,19 +155,24 @@ def check_round_length(name: str, sizes_rounds: bool, *lengths: object) -> None:
     if given and sizes_rounds:
         raise SpecdecError(f"{name} sizes its own rounds (a tree's budget, a lookup's match): leave gamma out")
     for length in given:
-        if isinstance(length, (int, float)):                   # a number (a schedule object sizes itself)
+        if isinstance(length, (int, float)):  # a number (a schedule object sizes itself)
             check_counts(1, length)
 
 
 def check_fits_context(model: Model, prompt_tokens: int, max_new_tokens: int, role: str = "model") -> None:
-    """Refuse a prompt plus new tokens that would run past the model's context window (`Model.context_length`, when known)."""
+    """Refuse a prompt plus new tokens that would run past the model's context window (`Model.context_length`, when
+    known)."""
     limit = model.context_length
     if limit is None or prompt_tokens + max_new_tokens <= limit:
         return
     if prompt_tokens >= limit:
-        raise SpecdecError(f"the prompt has {prompt_tokens} tokens but the {role}'s context holds {limit}: shorten the prompt")
-    raise SpecdecError(f"the prompt ({prompt_tokens} tokens) plus max_new_tokens ({max_new_tokens}) exceeds the {role}'s "
-                       f"context of {limit} tokens: ask for at most {limit - prompt_tokens} new tokens")
+        raise SpecdecError(
+            f"the prompt has {prompt_tokens} tokens but the {role}'s context holds {limit}: shorten the prompt"
+        )
+    raise SpecdecError(
+        f"the prompt ({prompt_tokens} tokens) plus max_new_tokens ({max_new_tokens}) exceeds the {role}'s "
+        f"context of {limit} tokens: ask for at most {limit - prompt_tokens} new tokens"
+    )
 
 
 def eos_ids(eos_token_id: int | Iterable[int] | None) -> frozenset[int]:
@@ -198,10 +218,10 @@ class Decoding:
     """
 
     max_new_tokens: int = 64
-    temperature: float = 1.0     # 0 is greedy
-    top_k: int = 0               # 0 keeps every token
-    top_p: float = 1.0           # 1.0 keeps every token
-    seed: int | None = None      # None: a fresh random seed every run
+    temperature: float = 1.0  # 0 is greedy
+    top_k: int = 0  # 0 keeps every token
+    top_p: float = 1.0  # 1.0 keeps every token
+    seed: int | None = None  # None: a fresh random seed every run
 
     def __post_init__(self) -> None:
         check_counts(self.max_new_tokens)

@@ -55,26 +55,32 @@ class ModelTraits:
     (True, False)
     """
 
-    runtime: str                       # "torch" or "llama.cpp": which runtime runs it
-    hidden_states: bool = False        # `feed(hidden=True)` gives per-layer hidden states (heads, layer skipping read them)
-    sliding_window: bool = False       # some layers see only a window of recent tokens: no token trees, no batches
-    batches: bool = True               # several texts in one cache
-    internals: bool = False            # the model's modules can be reached (`module`): layer skipping, trained heads
+    runtime: str  # "torch" or "llama.cpp": which runtime runs it
+    hidden_states: bool = False  # `feed(hidden=True)` gives per-layer hidden states (heads, layer skipping read them)
+    sliding_window: bool = False  # some layers see only a window of recent tokens: no token trees, no batches
+    batches: bool = True  # several texts in one cache
+    internals: bool = False  # the model's modules can be reached (`module`): layer skipping, trained heads
 
 
 class Rows(Protocol):
     """A model's KV cache for several texts ("rows"), each with its own length (module docstring)."""
 
-    rows: list[int]                    # the caller's row ids, in the order `feed` takes and returns them
-    passes: int                        # forward passes made so far
+    rows: list[int]  # the caller's row ids, in the order `feed` takes and returns them
+    passes: int  # forward passes made so far
 
     def length(self, row: int) -> int:
         """Tokens the cache holds for `row`."""
 
-    def feed(self, tokens: Sequence[torch.Tensor | None], last: int = 1, attend: Sequence[torch.Tensor | None] | None = None,
-             offsets: Sequence[torch.Tensor | None] | None = None,
-             hidden: bool = False) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
-        """One forward pass over every row's new tokens: logits [B, last, V] and (if asked) hidden states per layer [B, M, H]."""
+    def feed(
+        self,
+        tokens: Sequence[torch.Tensor | None],
+        last: int = 1,
+        attend: Sequence[torch.Tensor | None] | None = None,
+        offsets: Sequence[torch.Tensor | None] | None = None,
+        hidden: bool = False,
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
+        """One forward pass over every row's new tokens: logits [B, last, V] and (if asked) hidden states per layer [B,
+        M, H]."""
 
     def keep(self, row: int, tokens: list[int]) -> None:
         """Keep only the cached tokens of `row` at these indices (increasing), in that order."""
@@ -89,21 +95,22 @@ class Rows(Protocol):
 class Model(Protocol):
     """A loaded causal LM, whatever runs it: what the loop, the drafters and the policy read of it."""
 
-    name: str                          # how reports call it
-    identity: str                      # what measurements of it are kept under: the model, its precision and its threads
+    name: str  # how reports call it
+    identity: str  # what measurements of it are kept under: the model, its precision and its threads
     traits: ModelTraits
-    vocab_size: int                    # V: the width of every logits row
-    embedding_rows: int                # the ids it can read (a draft may have fewer rows than the target's V)
-    context_length: int | None         # the longest text it can read, when known
+    vocab_size: int  # V: the width of every logits row
+    embedding_rows: int  # the ids it can read (a draft may have fewer rows than the target's V)
+    context_length: int | None  # the longest text it can read, when known
     device: torch.device
-    dtype: torch.dtype                 # its activations' dtype (llama.cpp: float32)
-    weights: str                       # how its weights are stored: "none" (as the dtype), "int8", "int4", "w8a8", or a GGUF
-                                       # file's type ("Q4_K_M")
-    eos_token_ids: tuple[int, ...]     # the ids the model itself ends a text with (its tokenizer may name another)
-    passes: int                        # forward passes its caches have made: a run counts a draft's passes from outside
+    dtype: torch.dtype  # its activations' dtype (llama.cpp: float32)
+    weights: str  # how its weights are stored: "none" (as the dtype), "int8", "int4", "w8a8", or a GGUF
+    # file's type ("Q4_K_M")
+    eos_token_ids: tuple[int, ...]  # the ids the model itself ends a text with (its tokenizer may name another)
+    passes: int  # forward passes its caches have made: a run counts a draft's passes from outside
 
     def rows(self, rows: Sequence[int], output_rows: int | None = None) -> Rows:
-        """An empty cache for the texts `rows` (ids, in order); `output_rows=K`: logits of the first K ids only (a draft's saving)."""
+        """An empty cache for the texts `rows` (ids, in order); `output_rows=K`: logits of the first K ids only (a
+        draft's saving)."""
 
     def weight_bytes(self) -> int:
         """Bytes of weights one decoding step reads: the ratio of a draft's and a target's is c from the weights."""

@@ -23,10 +23,10 @@ from enum import Enum
 class TokenOrigin(str, Enum):
     """How a token of the output arose."""
 
-    ACCEPTED = "accepted"    # drafted by q and accepted by the rule
+    ACCEPTED = "accepted"  # drafted by q and accepted by the rule
     RESAMPLED = "resampled"  # sampled by the target from the residual after a rejection
-    BONUS = "bonus"          # sampled by the target after every drafted token was accepted
-    TARGET = "target"        # sampled by the target with nothing drafted (prompt pass, plain decoding)
+    BONUS = "bonus"  # sampled by the target after every drafted token was accepted
+    TARGET = "target"  # sampled by the target with nothing drafted (prompt pass, plain decoding)
 
 
 @dataclass(frozen=True)
@@ -34,9 +34,9 @@ class DraftedToken:
     """One drafted token and how the accept/reject rule treated it."""
 
     token: int
-    p: float              # the target's probability of this token (after warping)
-    q: float              # the draft's probability of this token (after warping)
-    u: float | None       # the uniform draw it was tested with; None when greedy or not tested
+    p: float  # the target's probability of this token (after warping)
+    q: float  # the draft's probability of this token (after warping)
+    u: float | None  # the uniform draw it was tested with; None when greedy or not tested
     accepted: bool | None  # None: never used, after a rejection or after an accepted end-of-sequence token
 
 
@@ -44,8 +44,8 @@ class DraftedToken:
 class TreeTrace:
     """The shape of a round's token tree (`specdec.engine.trees`): the nodes are the round's `drafted` tokens."""
 
-    parents: tuple[int, ...]   # the parent of each drafted node; -1 for the root's children
-    path: tuple[int, ...]      # the accepted nodes in the output, from the root's child down
+    parents: tuple[int, ...]  # the parent of each drafted node; -1 for the root's children
+    path: tuple[int, ...]  # the accepted nodes in the output, from the root's child down
 
 
 @dataclass(frozen=True)
@@ -53,13 +53,13 @@ class Round:
     """One draft-then-verify round (or the prompt pass, which drafts nothing)."""
 
     drafted: tuple[DraftedToken, ...]
-    accepted: int                        # drafted tokens accepted and in the output (none after an EOS)
-    next_token: int                      # the token the target added after them
-    next_origin: TokenOrigin             # RESAMPLED, BONUS, or TARGET when nothing was drafted
+    accepted: int  # drafted tokens accepted and in the output (none after an EOS)
+    next_token: int  # the token the target added after them
+    next_origin: TokenOrigin  # RESAMPLED, BONUS, or TARGET when nothing was drafted
     emitted: tuple[tuple[int, TokenOrigin], ...]  # what this round appended to the output, cut at EOS
-    tree: TreeTrace | None = None        # a tree round's shape; None for a chain (or nothing drafted)
-    draft_s: float = 0.0                 # seconds inside the drafter this round
-    verify_s: float = 0.0                # seconds inside the target's pass this round (the prompt pass for the first)
+    tree: TreeTrace | None = None  # a tree round's shape; None for a chain (or nothing drafted)
+    draft_s: float = 0.0  # seconds inside the drafter this round
+    verify_s: float = 0.0  # seconds inside the target's pass this round (the prompt pass for the first)
 
 
 @dataclass(frozen=True)
@@ -71,10 +71,10 @@ class PassTime:
     happened in its own window, so draft_s + verify_s <= end_s - (the previous end_s).
     """
 
-    draft_s: float           # seconds inside the drafter in this window (0 for plain decoding)
-    verify_s: float          # seconds inside the target's pass
-    end_s: float             # seconds from the run's start until this pass's tokens were decided
-    tokens: int              # tokens this pass appended to the output
+    draft_s: float  # seconds inside the drafter in this window (0 for plain decoding)
+    verify_s: float  # seconds inside the target's pass
+    end_s: float  # seconds from the run's start until this pass's tokens were decided
+    tokens: int  # tokens this pass appended to the output
 
 
 @dataclass(frozen=True)
@@ -84,13 +84,13 @@ class GenerationStats:
     new_tokens: int
     drafted: int
     accepted: int
-    target_passes: int      # forward passes of the target, the prompt pass included
-    draft_passes: int       # forward passes of the draft model (0 for a model-free drafter)
+    target_passes: int  # forward passes of the target, the prompt pass included
+    draft_passes: int  # forward passes of the draft model (0 for a model-free drafter)
     wall_time_s: float
-    draft_time_s: float     # time inside the drafter
-    verify_time_s: float    # time inside target forward passes (the prompt pass included)
+    draft_time_s: float  # time inside the drafter
+    verify_time_s: float  # time inside target forward passes (the prompt pass included)
     prompt_tokens: int = 0
-    rejections: int = 0     # rounds whose last output token replaced a rejected drafted token
+    rejections: int = 0  # rounds whose last output token replaced a rejected drafted token
 
     @property
     def acceptance_rate(self) -> float:
@@ -139,7 +139,9 @@ class GenerationStats:
             "other_time_s": self.other_time_s,
             "tokens_per_second": self.tokens_per_second,
         }
-        return {key: (None if isinstance(value, float) and math.isnan(value) else value) for key, value in values.items()}
+        return {
+            key: (None if isinstance(value, float) and math.isnan(value) else value) for key, value in values.items()
+        }
 
 
 @dataclass(frozen=True)
@@ -149,12 +151,13 @@ class GenerationResult:
     tokens: list[int]
     stats: GenerationStats
     rounds: tuple[Round, ...] = field(default=())
-    drafting: str = ""                   # how the rounds were drafted, in words ('chain, stop rule'); '' for plain decoding
-    by_default: bool = False             # the policy chose how to draft (a draft model given with gamma left out)
-    draft_cost_ratio: float | None = None    # c the plan priced rounds with (measured where `verify_costs` is given)
-    verify_costs: tuple[float, ...] = ()     # v(0), v(1), ... measured on this machine (the llama.cpp runtime), else ()
-    timeline: tuple[PassTime, ...] = ()  # one per target pass, the prompt pass first (plain decoding too: one per token)
-    plan: str = ""                       # the planner's header line: each model's runtime and precision, the drafting and why
+    drafting: str = ""  # how the rounds were drafted, in words ('chain, stop rule'); '' for plain decoding
+    by_default: bool = False  # the policy chose how to draft (a draft model given with gamma left out)
+    draft_cost_ratio: float | None = None  # c the plan priced rounds with (measured where `verify_costs` is given)
+    verify_costs: tuple[float, ...] = ()  # v(0), v(1), ... measured on this machine (the llama.cpp runtime), else ()
+    # one per target pass, the prompt pass first (plain decoding too: one per token)
+    timeline: tuple[PassTime, ...] = ()
+    plan: str = ""  # the planner's header line: each model's runtime and precision, the drafting and why
 
     def origins(self) -> list[TokenOrigin]:
         """How each new token arose, aligned with `tokens` (all TARGET for plain decoding)."""

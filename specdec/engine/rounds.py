@@ -35,59 +35,68 @@ from specdec.engine.verification import Verdict, verify_greedy, verify_sampled
 class Layout(NamedTuple):
     """What one text feeds the verification pass: its text rows, the proposal's nodes, its extra rows."""
 
-    rows: torch.Tensor                  # [R] = [m text rows (the root last), N nodes, E extra rows]
-    attend: torch.Tensor | None         # [R, cached + R] over the cached text and the pass's rows; None: causal (a plain chain)
-    offsets: torch.Tensor | None        # [R] positions after the cached text; None: 0, 1, 2, ...
-    text: int                           # m: the text rows (the whole prompt in the first pass, else the root alone)
-    nodes: int                          # N: the rows after the root whose logits the rule reads
+    rows: torch.Tensor  # [R] = [m text rows (the root last), N nodes, E extra rows]
+    # [R, cached + R] over the cached text and the pass's rows; None: causal (a plain chain)
+    attend: torch.Tensor | None
+    offsets: torch.Tensor | None  # [R] positions after the cached text; None: 0, 1, 2, ...
+    text: int  # m: the text rows (the whole prompt in the first pass, else the root alone)
+    nodes: int  # N: the rows after the root whose logits the rule reads
 
 
 def layout(text: torch.Tensor, proposal: DraftTree, cached: int = 0) -> Layout:
-    """The pass's rows for one text: `text` [m >= 1] the text the target has not cached yet (the root last), after `cached` tokens.
+    """The pass's rows for one text: `text` [m >= 1] the text the target has not cached yet (the root last), after
+    `cached` tokens.
 
     >>> layout(torch.tensor([7]), DraftTree.chain(torch.tensor([8, 9]))).attend is None       # a chain: causal
     True
     >>> layout(torch.tensor([7]), DraftTree(torch.tensor([8, 9]), (-1, -1), None)).offsets.tolist()   # two guesses
     [0, 1, 1]
-    >>> layout(torch.tensor([5, 6, 7]), DraftTree(torch.tensor([8, 9]), (-1, -1), None), cached=2).attend.int().tolist()[1]
+    >>> layout(torch.tensor([5, 6, 7]), DraftTree(torch.tensor([8, 9]), (-1, -1), None),
+    ...     cached=2).attend.int().tolist()[1]
     [1, 1, 1, 1, 0, 0, 0]
     """
-    nodes = proposal.tokens.to(text.device)                                        # [N]
+    nodes = proposal.tokens.to(text.device)  # [N]
     extra = proposal.extra
-    rows = torch.cat([text, nodes] + ([extra.tokens.to(text.device)] if extra is not None else []))   # [m + N + E]
+    rows = torch.cat([text, nodes] + ([extra.tokens.to(text.device)] if extra is not None else []))  # [m + N + E]
     m = text.numel()
     if extra is None and proposal.is_chain:
         return Layout(rows, None, None, m, nodes.numel())
-    tail, positions = pass_attention(cached + m - 1, proposal.parents, extra)      # [1 + N + E, cached + m + N + E]: the root on
+    # [1 + N + E, cached + m + N + E]: the root on
+    tail, positions = pass_attention(cached + m - 1, proposal.parents, extra)
     attend = torch.zeros(rows.numel(), cached + rows.numel(), dtype=torch.bool)
-    attend[:m - 1, :cached + m - 1] = torch.ones(m - 1, cached + m - 1, dtype=torch.bool).tril(diagonal=cached)   # the text, causal
-    attend[m - 1:] = tail
+    # the text, causal
+    attend[: m - 1, : cached + m - 1] = torch.ones(m - 1, cached + m - 1, dtype=torch.bool).tril(diagonal=cached)
+    attend[m - 1 :] = tail
     offsets = torch.cat([torch.arange(m - 1), positions - cached])
     return Layout(rows, attend, offsets, m, nodes.numel())
 
 
-def judge(proposal: DraftTree, logits: torch.Tensor, sampling: SamplingConfig, generator: torch.Generator | None) -> Verdict:
+def judge(
+    proposal: DraftTree, logits: torch.Tensor, sampling: SamplingConfig, generator: torch.Generator | None
+) -> Verdict:
     """The accept/reject rule on the target's logits [1 + N, V] after the root and each node."""
     if sampling.greedy:
         if proposal.is_chain:
             return verify_greedy(logits, proposal.tokens.to(logits.device))
         return verify_tree_greedy(logits, proposal)
-    p = probabilities(logits, sampling)                                             # [1 + N, V]
+    p = probabilities(logits, sampling)  # [1 + N, V]
     if proposal.is_chain:
-        q = None if proposal.q is None else proposal.q[:proposal.size].to(p.device)  # [N, V]: the law of each token
+        q = None if proposal.q is None else proposal.q[: proposal.size].to(p.device)  # [N, V]: the law of each token
         return verify_sampled(p, q, proposal.tokens.to(p.device), generator)
     return verify_tree_sampled(p, proposal, generator)
 
 
 def trace(proposal: DraftTree, verdict: Verdict, stop_ids: frozenset[int]) -> Round:
-    """The round's trace: every drafted node as judged, the accepted path, the output cut after the first end-of-sequence token.
+    """The round's trace: every drafted node as judged, the accepted path, the output cut after the first
+    end-of-sequence token.
 
     A node is accepted (True) when it reached the output, rejected (False) when the rule tested it and
     said no where the output could have gone on, and None otherwise (never tested, or after an accepted
     end-of-sequence token, as for the tokens after it).
 
     >>> from specdec.engine.verification import chain_verdict
-    >>> round_ = trace(DraftTree.chain(torch.tensor([5, 6])), chain_verdict(1, 2, 9, (None,) * 2, (1.0, 0.0), (1.0,) * 2), frozenset())
+    >>> round_ = trace(DraftTree.chain(torch.tensor([5, 6])), chain_verdict(1, 2, 9, (None,) * 2, (1.0, 0.0), (1.0,
+    ...     ) * 2), frozenset())
     >>> [t.accepted for t in round_.drafted], round_.emitted
     ([True, False], ((5, <TokenOrigin.ACCEPTED: 'accepted'>), (9, <TokenOrigin.RESAMPLED: 'resampled'>)))
     """
@@ -96,11 +105,13 @@ def trace(proposal: DraftTree, verdict: Verdict, stop_ids: frozenset[int]) -> Ro
         next_origin = TokenOrigin.TARGET
     else:
         next_origin = TokenOrigin.BONUS if verdict.full_accept else TokenOrigin.RESAMPLED
-    emitted = _cut_at_stop([(token, TokenOrigin.ACCEPTED) for token in path_tokens] + [(verdict.next_token, next_origin)], stop_ids)
-    kept = sum(1 for _, origin in emitted if origin == TokenOrigin.ACCEPTED)        # accepted tokens in the output
+    emitted = _cut_at_stop(
+        [(token, TokenOrigin.ACCEPTED) for token in path_tokens] + [(verdict.next_token, next_origin)], stop_ids
+    )
+    kept = sum(1 for _, origin in emitted if origin == TokenOrigin.ACCEPTED)  # accepted tokens in the output
     in_output = set(verdict.path[:kept])
-    reached = {ROOT} | in_output                                                    # nodes whose children the output could reach
-    if len(emitted) == kept:                                                        # an accepted end-of-sequence token ended it
+    reached = {ROOT} | in_output  # nodes whose children the output could reach
+    if len(emitted) == kept:  # an accepted end-of-sequence token ended it
         reached.discard(verdict.path[kept - 1])
     drafted = tuple(
         DraftedToken(
@@ -108,7 +119,9 @@ def trace(proposal: DraftTree, verdict: Verdict, stop_ids: frozenset[int]) -> Ro
             p=verdict.target_probs[node],
             q=verdict.draft_probs[node],
             u=verdict.uniforms[node],
-            accepted=True if node in in_output else (False if verdict.tested[node] is False and parent in reached else None),
+            accepted=True
+            if node in in_output
+            else (False if verdict.tested[node] is False and parent in reached else None),
         )
         for node, (token, parent) in enumerate(zip(proposal.tokens.tolist(), proposal.parents))
     )
@@ -125,13 +138,32 @@ def kept_columns(text: int, path: tuple[int, ...]) -> list[int]:
     return list(range(text + 1)) + [text + 1 + node for node in path]
 
 
-def verified(row_layout: Layout, logits: torch.Tensor, kept_text: int, hidden: tuple[torch.Tensor, ...] | None, proposal: DraftTree,
-             verdict: Verdict, text: torch.Tensor, finished: bool) -> Verified:
-    """What the drafter is told of one row's pass (`Verified`), built in this one place: `logits` [K + N + E, V] are the row's kept rows."""
+def verified(
+    row_layout: Layout,
+    logits: torch.Tensor,
+    kept_text: int,
+    hidden: tuple[torch.Tensor, ...] | None,
+    proposal: DraftTree,
+    verdict: Verdict,
+    text: torch.Tensor,
+    finished: bool,
+) -> Verified:
+    """What the drafter is told of one row's pass (`Verified`), built in this one place: `logits` [K + N + E, V] are the
+    row's kept rows."""
     nodes = kept_text + row_layout.nodes
-    return Verified(rows=row_layout.rows, text_rows=row_layout.text, logits=logits[:nodes],
-                    extra_logits=logits[nodes:] if proposal.extra is not None else None, hidden=hidden, proposal=proposal,
-                    path=verdict.path, tested=verdict.tested, next_token=verdict.next_token, text=text, finished=finished)
+    return Verified(
+        rows=row_layout.rows,
+        text_rows=row_layout.text,
+        logits=logits[:nodes],
+        extra_logits=logits[nodes:] if proposal.extra is not None else None,
+        hidden=hidden,
+        proposal=proposal,
+        path=verdict.path,
+        tested=verdict.tested,
+        next_token=verdict.next_token,
+        text=text,
+        finished=finished,
+    )
 
 
 def text_after(sequence: torch.Tensor, proposal: DraftTree, path: tuple[int, ...], next_token: int) -> torch.Tensor:
@@ -144,5 +176,5 @@ def _cut_at_stop(emitted: list[tuple[int, TokenOrigin]], stop_ids: frozenset[int
     """The round's output up to and including its first end-of-sequence token."""
     for i, (token, _) in enumerate(emitted):
         if token in stop_ids:
-            return emitted[:i + 1]
+            return emitted[: i + 1]
     return emitted

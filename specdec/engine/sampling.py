@@ -29,8 +29,8 @@ class SamplingConfig:
     """How to turn logits into a next-token distribution. temperature 0 is greedy."""
 
     temperature: float = 1.0
-    top_k: int = 0       # 0 keeps every token
-    top_p: float = 1.0   # 1.0 keeps every token
+    top_k: int = 0  # 0 keeps every token
+    top_p: float = 1.0  # 1.0 keeps every token
 
     def __post_init__(self) -> None:
         if not self.temperature >= 0:
@@ -52,16 +52,16 @@ def warp_logits(logits: torch.Tensor, config: SamplingConfig) -> torch.Tensor:
     >>> warp_logits(logits, SamplingConfig(temperature=0.5, top_k=2))
     tensor([[4., 2., -inf, -inf]])
     """
-    scores = logits.float() / config.temperature                                    # [n, V]
+    scores = logits.float() / config.temperature  # [n, V]
     if config.top_k > 0:
         k = min(config.top_k, scores.shape[-1])
-        kth_best = torch.topk(scores, k, dim=-1).values[..., -1:]                    # [n, 1]
+        kth_best = torch.topk(scores, k, dim=-1).values[..., -1:]  # [n, 1]
         scores = scores.masked_fill(scores < kth_best, float("-inf"))
     if config.top_p < 1.0:
         sorted_scores, sorted_indices = torch.sort(scores, dim=-1, descending=False)  # [n, V]
-        cumulative = sorted_scores.softmax(dim=-1).cumsum(dim=-1)                    # [n, V]
+        cumulative = sorted_scores.softmax(dim=-1).cumsum(dim=-1)  # [n, V]
         sorted_remove = cumulative <= (1.0 - config.top_p)
-        sorted_remove[..., -1:] = False                                               # keep the best token
+        sorted_remove[..., -1:] = False  # keep the best token
         remove = sorted_remove.scatter(-1, sorted_indices, sorted_remove)
         scores = scores.masked_fill(remove, float("-inf"))
     return scores
@@ -76,9 +76,9 @@ def probabilities(logits: torch.Tensor, config: SamplingConfig) -> torch.Tensor:
     tensor([[0., 1., 0.]])
     """
     if config.greedy:
-        one_hot = torch.zeros_like(logits, dtype=torch.float32)                     # [n, V]
+        one_hot = torch.zeros_like(logits, dtype=torch.float32)  # [n, V]
         return one_hot.scatter_(-1, logits.argmax(dim=-1, keepdim=True), 1.0)
-    return warp_logits(logits, config).softmax(dim=-1)                              # [n, V]
+    return warp_logits(logits, config).softmax(dim=-1)  # [n, V]
 
 
 def sample(distribution: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
@@ -86,14 +86,16 @@ def sample(distribution: torch.Tensor, generator: torch.Generator | None) -> tor
     return torch.multinomial(distribution, num_samples=1, generator=generator).squeeze(-1)
 
 
-def choose_next(logits: torch.Tensor, config: SamplingConfig, generator: torch.Generator | None) -> tuple[int, torch.Tensor | None]:
+def choose_next(
+    logits: torch.Tensor, config: SamplingConfig, generator: torch.Generator | None
+) -> tuple[int, torch.Tensor | None]:
     """Pick the next token from logits [V]: the argmax when greedy, else a sample.
 
     Returns the token and, when sampling, the distribution it was drawn from ([V], for q).
     """
     if config.greedy:
         return int(logits.argmax()), None
-    distribution = probabilities(logits[None], config)[0]                          # [V]
+    distribution = probabilities(logits[None], config)[0]  # [V]
     return int(sample(distribution[None], generator)), distribution
 
 

@@ -36,7 +36,8 @@ class GammaSchedule(Protocol):
         """A new round starts: draft at most this many tokens."""
 
     def keep_drafting(self, confidence: float) -> bool:
-        """The draft just proposed a token it was this sure of (its q of the token): draft another? (A fixed gamma: yes.)"""
+        """The draft just proposed a token it was this sure of (its q of the token): draft another? (A fixed gamma:
+        yes.)"""
 
     def update(self, drafted: int, accepted: int) -> None:
         """A round drafted `drafted` tokens and the rule accepted the first `accepted` of them."""
@@ -69,11 +70,13 @@ class FixedGamma:
 
 
 class AdaptiveGamma:
-    """The gamma with the best expected speedup under the current alpha estimate; with `plain=True`, 0 (a plain step) where
-    no gamma is predicted to beat the target alone (a speedup of 1), and then the estimate drifts back to its prior round by
-    round, so drafting is tried again (a verification pass over a few tokens is not free on a CPU with few cores).
+    """The gamma with the best expected speedup under the current alpha estimate; with `plain=True`, 0 (a plain step)
+    where no gamma is predicted to beat the target alone (a speedup of 1), and then the estimate drifts back to its
+    prior round by round, so drafting is tried again (a verification pass over a few tokens is not free on a CPU with
+    few cores).
 
-    >>> plain_here = AdaptiveGamma(CostProfile(0.1, 0.0, {1: 0.17, 2: 0.2, 3: 0.27}), max_gamma=3, plain=True, prior_alpha=0.3)
+    >>> plain_here = AdaptiveGamma(CostProfile(0.1, 0.0, {1: 0.17, 2: 0.2, 3: 0.27}), max_gamma=3, plain=True,
+    ...     prior_alpha=0.3)
     >>> plain_here.next_gamma()                        # alpha 0.3: even a free draft loses to one step at v(1) = 1.7
     0
 
@@ -89,13 +92,22 @@ class AdaptiveGamma:
     1
     """
 
-    def __init__(self, costs: CostProfile | DraftCosts, max_gamma: int = 12, decay: float = 0.8,
-                 prior_alpha: float = 0.6, prior_weight: float = 2.0, plain: bool = False, recovery: float = 0.97) -> None:
+    def __init__(
+        self,
+        costs: CostProfile | DraftCosts,
+        max_gamma: int = 12,
+        decay: float = 0.8,
+        prior_alpha: float = 0.6,
+        prior_weight: float = 2.0,
+        plain: bool = False,
+        recovery: float = 0.97,
+    ) -> None:
         self.costs = costs
         self.max_gamma = max_gamma
-        self.decay = decay            # weight of the past at each round: 0.8 remembers about 5 rounds
+        self.decay = decay  # weight of the past at each round: 0.8 remembers about 5 rounds
         self.prior_alpha, self.prior_weight, self.plain = prior_alpha, prior_weight, plain
-        self.recovery = recovery      # with plain steps: the share of the estimate a plain round keeps (0.97: back in ~35 rounds)
+        # with plain steps: the share of the estimate a plain round keeps (0.97: back in ~35 rounds)
+        self.recovery = recovery
         self.accepted = prior_alpha * prior_weight
         self.tested = prior_weight
         self._verify_costs = {gamma: costs.v(gamma) for gamma in range(1, max_gamma + 1)}
@@ -107,20 +119,22 @@ class AdaptiveGamma:
 
     def next_gamma(self) -> int:
         alpha = min(self.alpha, 0.999)
-        speedups = {gamma: walltime_speedup(alpha, gamma, self.costs.c, self._verify_costs[gamma])
-                    for gamma in range(1, self.max_gamma + 1)}
+        speedups = {
+            gamma: walltime_speedup(alpha, gamma, self.costs.c, self._verify_costs[gamma])
+            for gamma in range(1, self.max_gamma + 1)
+        }
         best = max(speedups, key=lambda gamma: speedups[gamma])
-        if self.plain and speedups[best] <= 1.0:                # a plain step is predicted faster: take it, and forget a little
+        if self.plain and speedups[best] <= 1.0:  # a plain step is predicted faster: take it, and forget a little
             self.accepted = self.recovery * self.accepted + (1 - self.recovery) * self.prior_alpha * self.prior_weight
             self.tested = self.recovery * self.tested + (1 - self.recovery) * self.prior_weight
             return 0
         return best
 
     def keep_drafting(self, confidence: float) -> bool:
-        return True                                            # the round's gamma is decided before it starts
+        return True  # the round's gamma is decided before it starts
 
     def update(self, drafted: int, accepted: int) -> None:
-        tested = accepted + (1 if accepted < drafted else 0)   # tokens after the first rejection were never tested
+        tested = accepted + (1 if accepted < drafted else 0)  # tokens after the first rejection were never tested
         self.accepted = self.decay * self.accepted + accepted
         self.tested = self.decay * self.tested + tested
 

@@ -73,18 +73,26 @@ class ConfidenceStop:
     False
     """
 
-    fallback_gamma = 4   # for drafters that report no confidence
+    fallback_gamma = 4  # for drafters that report no confidence
 
-    def __init__(self, c: float = 0.3, verify_slope: float = 0.05, max_gamma: int = 16, bins: int = 10,
-                 prior_weight: float = 4.0, decay: float = 0.98, verify: tuple[float, ...] = ()) -> None:
+    def __init__(
+        self,
+        c: float = 0.3,
+        verify_slope: float = 0.05,
+        max_gamma: int = 16,
+        bins: int = 10,
+        prior_weight: float = 4.0,
+        decay: float = 0.98,
+        verify: tuple[float, ...] = (),
+    ) -> None:
         if c < 0 or verify_slope < 0 or max_gamma < 1:
             raise ValueError(f"need c >= 0, verify_slope >= 0 and max_gamma >= 1, got {c}, {verify_slope}, {max_gamma}")
         self.c, self.verify_slope, self.max_gamma = c, verify_slope, max_gamma
-        self.verify = tuple(verify)      # measured v(0), v(1), ... (`DraftCosts.verify`); () for 1 + beta k
+        self.verify = tuple(verify)  # measured v(0), v(1), ... (`DraftCosts.verify`); () for 1 + beta k
         self.prior_weight, self.decay = prior_weight, decay
-        self.hits = np.zeros(bins)       # accepted tested tokens per confidence bin (decayed counts)
-        self.tests = np.zeros(bins)      # tested tokens per confidence bin
-        self._round: list[float] = []    # this round's confidences, in order
+        self.hits = np.zeros(bins)  # accepted tested tokens per confidence bin (decayed counts)
+        self.tests = np.zeros(bins)  # tested tokens per confidence bin
+        self._round: list[float] = []  # this round's confidences, in order
 
     def next_gamma(self) -> int:
         """A new round starts: at most `max_gamma` tokens, `keep_drafting` decides after each."""
@@ -98,7 +106,7 @@ class ConfidenceStop:
 
     def update(self, drafted: int, accepted: int) -> None:
         """The round drafted `drafted` tokens and the rule accepted the first `accepted`: calibrate."""
-        tested = self._round[:min(drafted, accepted + 1)]  # tokens after the first rejection were never tested
+        tested = self._round[: min(drafted, accepted + 1)]  # tokens after the first rejection were never tested
         self.observe([(confidence, position < accepted) for position, confidence in enumerate(tested)])
 
     def observe(self, outcomes: list[tuple[float, bool]]) -> None:
@@ -117,7 +125,7 @@ class ConfidenceStop:
         0.8
         """
         bin_ = self._bin(confidence)
-        prior = confidence ** 0.5
+        prior = confidence**0.5
         return float((self.hits[bin_] + self.prior_weight * prior) / (self.tests[bin_] + self.prior_weight))
 
     def worth_another(self, confidences: list[float]) -> bool:
@@ -126,10 +134,10 @@ class ConfidenceStop:
         if k >= self.max_gamma:
             return False
         chances = [self.acceptance(confidence) for confidence in confidences]
-        all_accepted = np.cumprod(chances)                          # P_1 .. P_k
-        expected_tokens = 1.0 + float(all_accepted.sum())           # E_k
-        round_cost = k * self.c + self.v(k)                         # T_k = k c + v(k), in target steps
-        gain = float(all_accepted[-1]) * chances[-1]                # P_k * a_{k+1}, a_{k+1} predicted by a_k
+        all_accepted = np.cumprod(chances)  # P_1 .. P_k
+        expected_tokens = 1.0 + float(all_accepted.sum())  # E_k
+        round_cost = k * self.c + self.v(k)  # T_k = k c + v(k), in target steps
+        gain = float(all_accepted[-1]) * chances[-1]  # P_k * a_{k+1}, a_{k+1} predicted by a_k
         return gain * round_cost > expected_tokens * (self.c + self.v(k + 1) - self.v(k))
 
     def v(self, k: int) -> float:

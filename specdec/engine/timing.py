@@ -56,7 +56,8 @@ class Stopwatch:
 
 
 class Timed:
-    """`inner`, with the calls named in `methods` timed into `watch.totals[bucket]`; every other attribute passes through.
+    """`inner`, with the calls named in `methods` timed into `watch.totals[bucket]`; every other attribute passes
+    through.
 
     >>> watch = Stopwatch(torch.device("cpu"))
     >>> timed = Timed([3, 1, 2], watch, "sort", ("sort",))
@@ -75,4 +76,5 @@ class Timed:
         def timed(*args: object, **kwargs: object) -> object:
             with self._watch.measure(self._bucket):
                 return value(*args, **kwargs)
+
         return timed

@@ -63,7 +63,7 @@ def verify_tree_greedy(target_logits: torch.Tensor, tree: DraftTree) -> Verdict:
     ((0,), 0, (True, False, None))
     """
     check_token_ids(tree.tokens, target_logits.shape[-1])
-    choices = target_logits.argmax(dim=-1).tolist()                    # [N + 1]: the argmax after each row
+    choices = target_logits.argmax(dim=-1).tolist()  # [N + 1]: the argmax after each row
     tokens = tree.tokens.tolist()
     tested: list[bool | None] = [None] * tree.size
     path: list[int] = []
@@ -110,26 +110,26 @@ def verify_tree_sampled(p: torch.Tensor, tree: DraftTree, generator: torch.Gener
     node = ROOT
     while True:
         children = tree.children(node)
-        r = p[node + 1]                                                # [V] what is left of p at this node
+        r = p[node + 1]  # [V] what is left of p at this node
         if not children:
             return _verdict(path, int(sample(r[None], generator)), True, tested, uniforms, p, tree)
-        s = None if tree.q is None else tree.q[node + 1]               # [V] the law of the next child (None: point masses)
+        s = None if tree.q is None else tree.q[node + 1]  # [V] the law of the next child (None: point masses)
         accepted = None
         for child in children:
             x = tokens[child]
             u = float(torch.rand(1, generator=generator, device=p.device))
             uniforms[child] = u
-            if u * (1.0 if s is None else s[x]) < r[x]:                # u < r(x) / s(x) without dividing
+            if u * (1.0 if s is None else s[x]) < r[x]:  # u < r(x) / s(x) without dividing
                 accepted = child
                 tested[child] = True
                 break
             tested[child] = False
-            if s is None:                                              # a point mass: take x out of what is left of p
+            if s is None:  # a point mass: take x out of what is left of p
                 residual = r.clone()
                 residual[x] = 0.0
             else:
-                residual = (r - s).clamp(min=0)                        # [V]
-            if residual.sum() > 0:                                     # (r == s up to rounding: keep r)
+                residual = (r - s).clamp(min=0)  # [V]
+            if residual.sum() > 0:  # (r == s up to rounding: keep r)
                 r = residual / residual.sum()
             if s is not None:
                 s = s.clone()
@@ -142,10 +142,17 @@ def verify_tree_sampled(p: torch.Tensor, tree: DraftTree, generator: torch.Gener
         node = accepted
 
 
-def _verdict(path: list[int], next_token: int, full_accept: bool, tested: list[bool | None], uniforms: list[float | None],
-             p: torch.Tensor, tree: DraftTree) -> Verdict:
+def _verdict(
+    path: list[int],
+    next_token: int,
+    full_accept: bool,
+    tested: list[bool | None],
+    uniforms: list[float | None],
+    p: torch.Tensor,
+    tree: DraftTree,
+) -> Verdict:
     """Pack the walk's outcome with each node's p and q (at its parent, before any residual)."""
-    rows = torch.tensor(tree.parents, dtype=torch.long, device=p.device) + 1     # [N]: each node's parent row
+    rows = torch.tensor(tree.parents, dtype=torch.long, device=p.device) + 1  # [N]: each node's parent row
     tokens = tree.tokens.to(p.device)
     return Verdict(
         path=tuple(path),
@@ -154,5 +161,7 @@ def _verdict(path: list[int], next_token: int, full_accept: bool, tested: list[b
         tested=tuple(tested),
         uniforms=tuple(uniforms),
         target_probs=tuple(p[rows, tokens].tolist()),
-        draft_probs=(tuple(tree.q.to(p.device)[rows, tokens].tolist()) if tree.q is not None else (1.0,) * tree.size) if tree.size else (),
+        draft_probs=(tuple(tree.q.to(p.device)[rows, tokens].tolist()) if tree.q is not None else (1.0,) * tree.size)
+        if tree.size
+        else (),
     )

@@ -58,14 +58,15 @@ class ExtraRows:
     are offsets from the root's position (the root is 0): a row at offset 3 is read as the third token
     after the root.
 
-    >>> rows = ExtraRows(torch.tensor([7, 8]), torch.tensor([1, 2]), torch.tensor([[1, 1, 0], [1, 1, 1]], dtype=torch.bool))
+    >>> rows = ExtraRows(torch.tensor([7, 8]), torch.tensor([1, 2]), torch.tensor([[1, 1, 0], [1, 1, 1]],
+    ...     dtype=torch.bool))
     >>> rows.size                                            # a chain of two after the root, beside an empty proposal
     2
     """
 
-    tokens: torch.Tensor                   # [E] long
-    offsets: torch.Tensor                  # [E] long, positions after the root's
-    attend: torch.Tensor                   # [E, 1 + N + E] bool: over (root, the N proposed nodes, the E extra rows)
+    tokens: torch.Tensor  # [E] long
+    offsets: torch.Tensor  # [E] long, positions after the root's
+    attend: torch.Tensor  # [E, 1 + N + E] bool: over (root, the N proposed nodes, the E extra rows)
 
     @property
     def size(self) -> int:
@@ -83,12 +84,12 @@ class DraftTree:
     ((-1, 0, 1), True)
     """
 
-    tokens: torch.Tensor          # [N] long, breadth-first: every parent before its children
-    parents: tuple[int, ...]      # [N] the parent of each node; ROOT (-1) for the root's children
-    q: torch.Tensor | None        # [R, V] float32, R <= N + 1: row 0 the law the root's children were drawn from,
-                                  # row i + 1 node i's; trailing rows of nodes without children may be left out
-                                  # (a chain of k: [k, V]); None: greedy, or fixed candidates (each a point mass)
-    extra: ExtraRows | None = None   # rows of the drafter's own in the same target pass
+    tokens: torch.Tensor  # [N] long, breadth-first: every parent before its children
+    parents: tuple[int, ...]  # [N] the parent of each node; ROOT (-1) for the root's children
+    q: torch.Tensor | None  # [R, V] float32, R <= N + 1: row 0 the law the root's children were drawn from,
+    # row i + 1 node i's; trailing rows of nodes without children may be left out
+    # (a chain of k: [k, V]); None: greedy, or fixed candidates (each a point mass)
+    extra: ExtraRows | None = None  # rows of the drafter's own in the same target pass
 
     @classmethod
     def chain(cls, tokens: torch.Tensor, q: torch.Tensor | None = None, extra: ExtraRows | None = None) -> DraftTree:
@@ -96,8 +97,11 @@ class DraftTree:
         return cls(tokens, chain_parents(tokens.numel()), q, extra)
 
     @classmethod
-    def from_paths(cls, paths: Sequence[Sequence[int]], budget: int | None = None, extra: ExtraRows | None = None) -> DraftTree:
-        """The tree whose root-to-node paths are the prefixes of `paths`, in order of priority (fixed candidates, q=None).
+    def from_paths(
+        cls, paths: Sequence[Sequence[int]], budget: int | None = None, extra: ExtraRows | None = None
+    ) -> DraftTree:
+        """The tree whose root-to-node paths are the prefixes of `paths`, in order of priority (fixed candidates,
+        q=None).
 
         Shared prefixes become one node; children keep the order their first path gave them; nodes come out
         breadth-first, and with a `budget` only the first `budget` nodes of that order are kept.
@@ -106,7 +110,7 @@ class DraftTree:
         >>> tree.tokens.tolist(), tree.parents                  # 5 and 9 after the root, 6 and 8 after 5, 7 after 6
         ([5, 9, 6, 8, 7], (-1, -1, 0, 0, 2))
         """
-        children: dict[tuple[int, ...], list[int]] = {}            # prefix -> next tokens, in order of priority
+        children: dict[tuple[int, ...], list[int]] = {}  # prefix -> next tokens, in order of priority
         for path in paths:
             for depth in range(len(path)):
                 following = children.setdefault(tuple(path[:depth]), [])
@@ -114,7 +118,7 @@ class DraftTree:
                     following.append(int(path[depth]))
         tokens: list[int] = []
         parents: list[int] = []
-        frontier: list[tuple[tuple[int, ...], int]] = [((), ROOT)]     # (prefix, its node) of the level being expanded
+        frontier: list[tuple[tuple[int, ...], int]] = [((), ROOT)]  # (prefix, its node) of the level being expanded
         while frontier and (budget is None or len(tokens) < budget):
             level: list[tuple[tuple[int, ...], int]] = []
             for prefix, node in frontier:
@@ -157,7 +161,8 @@ class DraftTree:
 
     @cached_property
     def is_chain(self) -> bool:
-        """True when every node's parent is the node before it (nothing drafted included): no mask needed, the chain rule decides."""
+        """True when every node's parent is the node before it (nothing drafted included): no mask needed, the chain
+        rule decides."""
         return all(parent == node - 1 for node, parent in enumerate(self.parents))
 
     @cached_property
@@ -182,7 +187,7 @@ class DraftTree:
         mask = torch.eye(self.size, dtype=torch.bool)
         for node, parent in enumerate(self.parents):
             if parent != ROOT:
-                mask[node] |= mask[parent]     # breadth-first: the parent's row is complete already
+                mask[node] |= mask[parent]  # breadth-first: the parent's row is complete already
         return mask
 
 
@@ -198,8 +203,8 @@ def tree_attention(cached: int, tree: DraftTree) -> tuple[torch.Tensor, torch.Te
     """
     n = tree.size + 1
     attend = torch.zeros(n, cached + n, dtype=torch.bool)
-    attend[:, :cached + 1] = True                                         # the text and the root
-    attend[1:, cached + 1:] = tree.ancestor_mask()                        # each node: itself and its ancestors
+    attend[:, : cached + 1] = True  # the text and the root
+    attend[1:, cached + 1 :] = tree.ancestor_mask()  # each node: itself and its ancestors
     positions = torch.cat([torch.zeros(1, dtype=torch.long), tree.depths]) + cached
     return attend, positions
 
@@ -211,12 +216,15 @@ def check_token_ids(tokens: torch.Tensor, vocab_size: int, who: str = "the propo
     >>> check_token_ids(torch.tensor([2, -1]), 4, "my-drafter")
     Traceback (most recent call last):
     ...
-    specdec.errors.SpecdecError: my-drafter drafted token id -1, outside the target's vocabulary [0, 4): a drafter proposes ids the target's logits cover
+    specdec.errors.SpecdecError: my-drafter drafted token id -1, outside the target's vocabulary [0, 4): a drafter
+    proposes ids the target's logits cover
     """
     if tokens.numel() and not bool(((tokens >= 0) & (tokens < vocab_size)).all()):
         bad = int(tokens[(tokens < 0) | (tokens >= vocab_size)][0])
-        raise SpecdecError(f"{who} drafted token id {bad}, outside the target's vocabulary [0, {vocab_size}): a drafter proposes "
-                           "ids the target's logits cover")
+        raise SpecdecError(
+            f"{who} drafted token id {bad}, outside the target's vocabulary [0, {vocab_size}): a drafter proposes "
+            "ids the target's logits cover"
+        )
 
 
 def chain_parents(length: int) -> tuple[int, ...]:
@@ -228,27 +236,34 @@ def chain_parents(length: int) -> tuple[int, ...]:
     return tuple(range(-1, length - 1))
 
 
-def pass_attention(cached: int, parents: tuple[int, ...], extra: ExtraRows | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def pass_attention(
+    cached: int, parents: tuple[int, ...], extra: ExtraRows | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The mask and positions of a verification pass over [root, N nodes with these `parents`, the E `extra` rows].
 
     The nodes see the text, the root and their ancestors (`tree_attention`); the extra rows see the text
     and what their own `attend` says; no node sees an extra row, so the target's p after every node is
     what it would be without them. Returns `attend` [1 + N + E, cached + 1 + N + E] and `positions` [1 + N + E].
 
-    >>> rows = ExtraRows(torch.tensor([9]), torch.tensor([1]), torch.tensor([[True, False, True]]))   # sees the root only
+    >>> # sees the root only
+    >>> rows = ExtraRows(torch.tensor([9]), torch.tensor([1]), torch.tensor([[True, False, True]]))
     >>> attend, positions = pass_attention(2, (-1,), rows)
     >>> attend.int().tolist(), positions.tolist()
     ([[1, 1, 1, 0, 0], [1, 1, 1, 1, 0], [1, 1, 1, 0, 1]], [2, 3, 3])
     """
-    attend, positions = tree_attention(cached, DraftTree(torch.empty(len(parents), dtype=torch.long), tuple(parents), None))
+    attend, positions = tree_attention(
+        cached, DraftTree(torch.empty(len(parents), dtype=torch.long), tuple(parents), None)
+    )
     if extra is None or not extra.size:
         return attend, positions
     n, e = len(parents) + 1, extra.size
     if tuple(extra.attend.shape) != (e, n + e) or tuple(extra.offsets.shape) != (e,):
-        raise ValueError(f"extra rows need attend of shape [{e}, {n + e}] (root, {n - 1} nodes, {e} rows) and {e} offsets, "
-                         f"got {tuple(extra.attend.shape)} and {tuple(extra.offsets.shape)}")
+        raise ValueError(
+            f"extra rows need attend of shape [{e}, {n + e}] (root, {n - 1} nodes, {e} rows) and {e} offsets, "
+            f"got {tuple(extra.attend.shape)} and {tuple(extra.offsets.shape)}"
+        )
     full = torch.zeros(n + e, cached + n + e, dtype=torch.bool)
-    full[:n, :cached + n] = attend                                        # the proposal: as before, blind to the extra rows
-    full[n:, :cached] = True                                              # the extra rows: the text ...
-    full[n:, cached:] = extra.attend.cpu()                                # ... and what they ask for
+    full[:n, : cached + n] = attend  # the proposal: as before, blind to the extra rows
+    full[n:, :cached] = True  # the extra rows: the text ...
+    full[n:, cached:] = extra.attend.cpu()  # ... and what they ask for
     return full, torch.cat([positions, cached + extra.offsets.cpu().long()])

@@ -44,21 +44,27 @@ from specdec.engine.trees import check_token_ids
 class Verdict:
     """The outcome of checking one proposal (a chain or a tree), node by node."""
 
-    path: tuple[int, ...]                  # the accepted nodes, from the root's child down (a chain: 0, 1, ..., accepted - 1)
-    next_token: int                        # the token the target adds after them
-    full_accept: bool                      # True: the path ends at a node without children (a bonus token); False: resampled
-    tested: tuple[bool | None, ...]        # per node: True accepted, False tested and rejected, None not tested
-    uniforms: tuple[float | None, ...]     # per node: the u it was tested with (None when greedy or not tested)
-    target_probs: tuple[float, ...]        # per node: p(token) at its parent (greedy: 1.0 if the argmax, else 0.0)
-    draft_probs: tuple[float, ...]         # per node: q(token) at its parent (greedy and fixed candidates: 1.0)
+    path: tuple[int, ...]  # the accepted nodes, from the root's child down (a chain: 0, 1, ..., accepted - 1)
+    next_token: int  # the token the target adds after them
+    full_accept: bool  # True: the path ends at a node without children (a bonus token); False: resampled
+    tested: tuple[bool | None, ...]  # per node: True accepted, False tested and rejected, None not tested
+    uniforms: tuple[float | None, ...]  # per node: the u it was tested with (None when greedy or not tested)
+    target_probs: tuple[float, ...]  # per node: p(token) at its parent (greedy: 1.0 if the argmax, else 0.0)
+    draft_probs: tuple[float, ...]  # per node: q(token) at its parent (greedy and fixed candidates: 1.0)
 
     @property
     def accepted(self) -> int:
         return len(self.path)
 
 
-def chain_verdict(accepted: int, k: int, next_token: int, uniforms: tuple[float | None, ...], target_probs: tuple[float, ...],
-                  draft_probs: tuple[float, ...]) -> Verdict:
+def chain_verdict(
+    accepted: int,
+    k: int,
+    next_token: int,
+    uniforms: tuple[float | None, ...],
+    target_probs: tuple[float, ...],
+    draft_probs: tuple[float, ...],
+) -> Verdict:
     """The `Verdict` of a chain of k whose first `accepted` tokens were kept: token `accepted` was the one rejected.
 
     >>> chain_verdict(1, 3, 9, (None,) * 3, (1.0, 0.0, 1.0), (1.0,) * 3).tested
@@ -68,7 +74,9 @@ def chain_verdict(accepted: int, k: int, next_token: int, uniforms: tuple[float 
     return Verdict(tuple(range(accepted)), next_token, accepted == k, tested, uniforms, target_probs, draft_probs)
 
 
-def verify_sampled(p: torch.Tensor, q: torch.Tensor | None, drafted: torch.Tensor, generator: torch.Generator | None) -> Verdict:
+def verify_sampled(
+    p: torch.Tensor, q: torch.Tensor | None, drafted: torch.Tensor, generator: torch.Generator | None
+) -> Verdict:
     """Accept or reject each drafted token with probability min(1, p/q); see the module docstring.
 
     `p` is [k + 1, V], `q` [k, V] (or None: each x_i a fixed candidate, q_i a point mass on it).
@@ -82,26 +90,32 @@ def verify_sampled(p: torch.Tensor, q: torch.Tensor | None, drafted: torch.Tenso
     check_token_ids(drafted, p.shape[-1])
     k = drafted.shape[0]
     positions = torch.arange(k, device=drafted.device)
-    u = torch.rand(k, generator=generator, device=p.device)            # [k]
-    p_drafted = p[positions, drafted]                                  # [k]
-    q_drafted = q[positions, drafted] if q is not None else torch.ones_like(p_drafted)   # [k]
-    accept = u * q_drafted < p_drafted                                 # [k], u < p/q without dividing
+    u = torch.rand(k, generator=generator, device=p.device)  # [k]
+    p_drafted = p[positions, drafted]  # [k]
+    q_drafted = q[positions, drafted] if q is not None else torch.ones_like(p_drafted)  # [k]
+    accept = u * q_drafted < p_drafted  # [k], u < p/q without dividing
     rejected = (~accept).nonzero()
     accepted = int(rejected[0, 0]) if rejected.numel() else k
     if accepted < k:
-        if q is None:                                                  # a point mass: take x out of p
+        if q is None:  # a point mass: take x out of p
             residual = p[accepted].clone()
             residual[drafted[accepted]] = 0.0
         else:
-            residual = (p[accepted] - q[accepted]).clamp(min=0)        # [V]
-        if residual.sum() <= 0:                                        # p == q up to rounding
+            residual = (p[accepted] - q[accepted]).clamp(min=0)  # [V]
+        if residual.sum() <= 0:  # p == q up to rounding
             residual = p[accepted]
         next_token = int(sample((residual / residual.sum())[None], generator))
     else:
-        next_token = int(sample(p[k][None], generator))                # the bonus token
+        next_token = int(sample(p[k][None], generator))  # the bonus token
     u_list = u.tolist()
-    return chain_verdict(accepted, k, next_token, tuple(u_list[i] if i <= accepted else None for i in range(k)),
-                         tuple(p_drafted.tolist()), tuple(q_drafted.tolist()))
+    return chain_verdict(
+        accepted,
+        k,
+        next_token,
+        tuple(u_list[i] if i <= accepted else None for i in range(k)),
+        tuple(p_drafted.tolist()),
+        tuple(q_drafted.tolist()),
+    )
 
 
 def verify_greedy(target_logits: torch.Tensor, drafted: torch.Tensor) -> Verdict:
@@ -116,7 +130,9 @@ def verify_greedy(target_logits: torch.Tensor, drafted: torch.Tensor) -> Verdict
     """
     check_token_ids(drafted, target_logits.shape[-1])
     k = drafted.shape[0]
-    choices = target_logits.argmax(dim=-1)                             # [k+1]
+    choices = target_logits.argmax(dim=-1)  # [k+1]
     matches = (choices[:k] == drafted).tolist() + [False]
     accepted = matches.index(False)
-    return chain_verdict(accepted, k, choices.tolist()[accepted], (None,) * k, tuple(float(m) for m in matches[:k]), (1.0,) * k)
+    return chain_verdict(
+        accepted, k, choices.tolist()[accepted], (None,) * k, tuple(float(m) for m in matches[:k]), (1.0,) * k
+    )

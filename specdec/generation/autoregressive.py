@@ -1,7 +1,7 @@
 """Plain decoding, one target pass per token: the baseline speculative decoding must beat.
 
-It is the speculative loop with a drafter that drafts nothing (`specdec.drafting.no_draft.PLAIN`): every round, the target reads
-the last token and adds one of its own. So it shares everything with speculative decoding (sampling,
+It is the speculative loop with a drafter that drafts nothing (`specdec.drafting.no_draft.PLAIN`): every round, the
+target reads the last token and adds one of its own. So it shares everything with speculative decoding (sampling,
 caches, batches, checks, timing) but the drafting, and a comparison between the two measures
 speculation and nothing else. With temperature 0 its tokens equal `model.generate(do_sample=False)`;
 the tests hold it to that. Not handled: beam search, repetition penalties.
@@ -47,9 +47,11 @@ def autoregressive_generate(
     if on_token is None:
         callback = None
     elif batched:
-        callback = lambda row, round_: on_token(row, round_.next_token)      # noqa: E731
+        callback = lambda row, round_: on_token(row, round_.next_token)  # noqa: E731
     else:
-        callback = lambda row, round_: on_token(round_.next_token)           # noqa: E731
-    results = [replace(result, rounds=(), drafting="", by_default=False)
-               for result in run_plan(as_model(model), PLAIN, prompts, decoding, eos_token_id, callback)]
+        callback = lambda row, round_: on_token(round_.next_token)  # noqa: E731
+    results = [
+        replace(result, rounds=(), drafting="", by_default=False)
+        for result in run_plan(as_model(model), PLAIN, prompts, decoding, eos_token_id, callback)
+    ]
     return results if batched else results[0]

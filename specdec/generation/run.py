@@ -29,12 +29,17 @@ from specdec.engine.results import GenerationResult, GenerationStats, PassTime, 
 from specdec.engine.timing import Stopwatch, Timed
 from specdec.engine.drafting_plan import DraftingPlan
 
-DRAFTER_CALLS = ("draft", "observe")      # the drafter's share of a round (setting up for the texts is not a round's)
+DRAFTER_CALLS = ("draft", "observe")  # the drafter's share of a round (setting up for the texts is not a round's)
 
 
-def run_plan(target: Model, plan: DraftingPlan, prompts: Sequence[torch.Tensor], decoding: Decoding,
-             eos_token_id: int | Sequence[int] | None = None,
-             on_round: Callable[[int, Round], None] | None = None) -> list[GenerationResult]:
+def run_plan(
+    target: Model,
+    plan: DraftingPlan,
+    prompts: Sequence[torch.Tensor],
+    decoding: Decoding,
+    eos_token_id: int | Sequence[int] | None = None,
+    on_round: Callable[[int, Round], None] | None = None,
+) -> list[GenerationResult]:
     """Generate after each prompt [T_b] with `plan`'s drafter and schedule: one result per prompt, in order.
 
     `on_round(row, round)` is called with every round as soon as it is decided (the first pass first).
@@ -46,17 +51,22 @@ def run_plan(target: Model, plan: DraftingPlan, prompts: Sequence[torch.Tensor],
     cache = Timed(target.rows(range(len(prompts))), watch, "verify", ("feed",))
     drafter = Timed(plan.drafter, watch, "draft", DRAFTER_CALLS)
     draft_model = plan.drafter.draft_model
-    passes_before = 0 if draft_model is None else draft_model.passes        # counted from outside: the draft model's own count
+    # counted from outside: the draft model's own count
+    passes_before = 0 if draft_model is None else draft_model.passes
     rounds: list[list[Round]] = [[] for _ in prompts]
     timelines: list[list[PassTime]] = [[] for _ in prompts]
     spent, before = {"draft": 0.0, "verify": 0.0}, {"draft": 0.0, "verify": 0.0}
-    for index, decided in enumerate(speculate(target, cache, drafter, prompts, decoding, plan.schedules(len(prompts)), plan.costs,
-                                              eos_ids(eos_token_id))):
-        end = watch.elapsed()                                                         # the pass's tokens are decided
-        window = {bucket: watch.totals[bucket] - before[bucket] for bucket in before}  # this pass's own seconds, for the timeline
+    for index, decided in enumerate(
+        speculate(
+            target, cache, drafter, prompts, decoding, plan.schedules(len(prompts)), plan.costs, eos_ids(eos_token_id)
+        )
+    ):
+        end = watch.elapsed()  # the pass's tokens are decided
+        # this pass's own seconds, for the timeline
+        window = {bucket: watch.totals[bucket] - before[bucket] for bucket in before}
         before = {bucket: watch.totals[bucket] for bucket in before}
         seconds = {bucket: watch.totals[bucket] - spent[bucket] for bucket in spent}
-        if index == 0:                      # the first pass drafts nothing: the drafter's look at it counts towards round 1
+        if index == 0:  # the first pass drafts nothing: the drafter's look at it counts towards round 1
             seconds["draft"] = 0.0
         spent = {bucket: spent[bucket] + seconds[bucket] for bucket in spent}
         for row, round_ in decided:
@@ -66,22 +76,40 @@ def run_plan(target: Model, plan: DraftingPlan, prompts: Sequence[torch.Tensor],
             if on_round is not None:
                 on_round(row, round_)
     wall = watch.elapsed()
-    draft_passes = 0 if draft_model is None else draft_model.passes - passes_before   # a batch's rows share them, as they share time
+    # a batch's rows share them, as they share time
+    draft_passes = 0 if draft_model is None else draft_model.passes - passes_before
     return _results(plan, prompts, rounds, timelines, draft_passes, wall, watch)
 
 
-def _results(plan: DraftingPlan, prompts: Sequence[torch.Tensor], rounds: Sequence[Sequence[Round]],
-             timelines: Sequence[Sequence[PassTime]], draft_passes: int, wall: float, watch: Stopwatch) -> list[GenerationResult]:
+def _results(
+    plan: DraftingPlan,
+    prompts: Sequence[torch.Tensor],
+    rounds: Sequence[Sequence[Round]],
+    timelines: Sequence[Sequence[PassTime]],
+    draft_passes: int,
+    wall: float,
+    watch: Stopwatch,
+) -> list[GenerationResult]:
     """Each row's result: its tokens, rounds and timeline, its counts and times (the batch's wall time and draft passes,
     which its rows share), and the plan's description and costs."""
-    return [GenerationResult(tokens=[token for round_ in rounds[row] for token, _ in round_.emitted],
-                             stats=run_stats(rounds[row], draft_passes, wall, watch, prompts[row].numel()),
-                             rounds=tuple(rounds[row]), drafting=plan.description, by_default=plan.by_default,
-                             timeline=tuple(timelines[row]), draft_cost_ratio=plan.costs.c, verify_costs=plan.costs.verify)
-            for row in range(len(prompts))]
+    return [
+        GenerationResult(
+            tokens=[token for round_ in rounds[row] for token, _ in round_.emitted],
+            stats=run_stats(rounds[row], draft_passes, wall, watch, prompts[row].numel()),
+            rounds=tuple(rounds[row]),
+            drafting=plan.description,
+            by_default=plan.by_default,
+            timeline=tuple(timelines[row]),
+            draft_cost_ratio=plan.costs.c,
+            verify_costs=plan.costs.verify,
+        )
+        for row in range(len(prompts))
+    ]
 
 
-def run_stats(rounds: Sequence[Round], draft_passes: int, wall_time: float, watch: Stopwatch, prompt_tokens: int) -> GenerationStats:
+def run_stats(
+    rounds: Sequence[Round], draft_passes: int, wall_time: float, watch: Stopwatch, prompt_tokens: int
+) -> GenerationStats:
     """A run's counts and times, from its rounds (the prompt pass first: one target pass each) and its stopwatch."""
     return GenerationStats(
         new_tokens=sum(len(r.emitted) for r in rounds),

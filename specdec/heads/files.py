@@ -17,7 +17,8 @@ which is then replaced by the store's. A published EAGLE-3 checkpoint (no manife
 or `layers.0.` names, `embed_tokens.weight` ignored (the target's own table is used).
 
     save_head(head, "heads/qwen")      # then: vllm serve Qwen/Qwen2.5-Coder-1.5B-Instruct \\
-    head = load_head("heads/qwen")     #   --speculative-config '{"method": "eagle3", "model": "heads/qwen", "num_speculative_tokens": 4}'
+    head = load_head("heads/qwen")     #   --speculative-config '{"method": "eagle3", "model": "heads/qwen",
+    "num_speculative_tokens": 4}'
 
 Not handled: heads with more than one decoder layer, checkpoints in pickle (.bin) format.
 """
@@ -38,7 +39,7 @@ from specdec.store import MANIFEST, cache_dir, check_folder, file_sha256, new_fo
 from specdec.zoo.safetensors_writer import write_safetensors
 
 WEIGHTS, CONFIG, TRAINING = "model.safetensors", "config.json", "training"
-OLD_MANIFEST = "manifest.json"      # {"files": {name: sha256}}: the manifest of heads saved before `specdec.store`
+OLD_MANIFEST = "manifest.json"  # {"files": {name: sha256}}: the manifest of heads saved before `specdec.store`
 
 
 def heads_dir() -> Path:
@@ -70,20 +71,24 @@ def find_head(name: str, target_name: str) -> Path:
         return Path(name)
     folder = trained_head(target_name)
     if folder is None:
-        raise SpecdecError(f"no EAGLE head is trained for {target_name} yet: run `specdec heads train --target {target_name} "
-                           "--minutes 30` (or give a head's folder as the draft)")
+        raise SpecdecError(
+            f"no EAGLE head is trained for {target_name} yet: run `specdec heads train --target {target_name} "
+            "--minutes 30` (or give a head's folder as the draft)"
+        )
     return folder
 
 
 def load_for_target(name: str, target_name: str, target: object, weights: str = "auto") -> EagleHead:
-    """The head a draft name means (`eagle`: the one trained for `target_name`; else a head's folder), bound to `target` (a
-    model behind `specdec.engine.model` with internals), its linear layers in `weights` ("auto": int8 on a CPU, where c falls
-    and the output stays)."""
+    """The head a draft name means (`eagle`: the one trained for `target_name`; else a head's folder), bound to `target`
+    (a model behind `specdec.engine.model` with internals), its linear layers in `weights` ("auto": int8 on a CPU, where
+    c falls and the output stays)."""
     from specdec.kernels.quantization import quantize_linears
 
     if not target.traits.internals:
-        raise SpecdecError(f"an EAGLE head reads the target's hidden states, which the {target.traits.runtime} runtime does not give: "
-                           "run it on the torch runtime (--runtime torch)")
+        raise SpecdecError(
+            f"an EAGLE head reads the target's hidden states, which the {target.traits.runtime} runtime does not give: "
+            "run it on the torch runtime (--runtime torch)"
+        )
     head = load_head(find_head(name, target_name), transformers_model(target, "an EAGLE head"))
     chosen = ("int8" if target.device.type == "cpu" else "none") if weights == "auto" else weights
     quantize_linears(head, chosen)
@@ -93,13 +98,23 @@ def load_for_target(name: str, target_name: str, target: object, weights: str = 
 def vllm_config(config: HeadConfig, dtype: torch.dtype) -> dict:
     """The config.json vLLM reads for an EAGLE-3 draft (`LlamaForCausalLMEagle3`), plus our own block."""
     return {
-        "architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama", "num_hidden_layers": 1,
-        "hidden_size": config.hidden_size, "intermediate_size": config.intermediate_size, "hidden_act": "silu",
-        "num_attention_heads": config.num_attention_heads, "num_key_value_heads": config.num_key_value_heads,
-        "head_dim": config.head_dim, "rms_norm_eps": config.rms_norm_eps, "rope_theta": config.rope_theta,
-        "max_position_embeddings": config.max_position_embeddings, "vocab_size": config.vocab_size,
-        "draft_vocab_size": config.draft_vocab_size, "target_hidden_size": config.hidden_size,
-        "eagle_aux_hidden_state_layer_ids": list(config.layers), "tie_word_embeddings": False,
+        "architectures": ["LlamaForCausalLMEagle3"],
+        "model_type": "llama",
+        "num_hidden_layers": 1,
+        "hidden_size": config.hidden_size,
+        "intermediate_size": config.intermediate_size,
+        "hidden_act": "silu",
+        "num_attention_heads": config.num_attention_heads,
+        "num_key_value_heads": config.num_key_value_heads,
+        "head_dim": config.head_dim,
+        "rms_norm_eps": config.rms_norm_eps,
+        "rope_theta": config.rope_theta,
+        "max_position_embeddings": config.max_position_embeddings,
+        "vocab_size": config.vocab_size,
+        "draft_vocab_size": config.draft_vocab_size,
+        "target_hidden_size": config.hidden_size,
+        "eagle_aux_hidden_state_layer_ids": list(config.layers),
+        "tie_word_embeddings": False,
         "torch_dtype": str(dtype).removeprefix("torch."),
         "specdec": {"target": config.target, "target_layers": config.target_layers},
     }
@@ -115,7 +130,9 @@ def save_head(head: EagleHead, folder: str | Path, training: dict | None = None,
     checkpoint's extras. A folder that holds something other than a head is refused, not replaced."""
     folder = settle(folder)
     if folder.is_dir() and any(folder.iterdir()) and not _holds_a_head(folder):
-        raise SpecdecError(f"{folder} holds files that are not a head: save the head into an empty folder or a head's folder")
+        raise SpecdecError(
+            f"{folder} holds files that are not a head: save the head into an empty folder or a head's folder"
+        )
     with new_folder(folder) as work:
         sha256 = {WEIGHTS: write_safetensors(head_tensors(head), work / WEIGHTS)}
         (work / CONFIG).write_text(json.dumps(vllm_config(head.config, head.dtype), indent=2))
@@ -130,21 +147,31 @@ def save_head(head: EagleHead, folder: str | Path, training: dict | None = None,
 
 
 def load_head(folder: str | Path, target: torch.nn.Module | None = None) -> EagleHead:
-    """Read a head saved by `save_head` (checked against its manifest) or a published EAGLE-3 checkpoint; bound to `target` if given."""
+    """Read a head saved by `save_head` (checked against its manifest) or a published EAGLE-3 checkpoint; bound to
+    `target` if given."""
     folder = settle(folder)
     if not (folder / CONFIG).is_file() or not (folder / WEIGHTS).is_file():
-        raise SpecdecError(f"{folder} does not hold a head (config.json and model.safetensors): train one with "
-                           "`specdec heads train --target NAME --out DIR`")
+        raise SpecdecError(
+            f"{folder} does not hold a head (config.json and model.safetensors): train one with "
+            "`specdec heads train --target NAME --out DIR`"
+        )
     check_manifest(folder)
     try:
         raw = json.loads((folder / CONFIG).read_text())
-        tensors = {_our_name(name): tensor for name, tensor in load_file(str(folder / WEIGHTS)).items() if "embed_tokens" not in name}
+        tensors = {
+            _our_name(name): tensor
+            for name, tensor in load_file(str(folder / WEIGHTS)).items()
+            if "embed_tokens" not in name
+        }
     except (ValueError, SafetensorError, OSError) as error:
         raise SpecdecError(f"{folder} holds a head that cannot be read ({error}): train it again") from None
     head = EagleHead(config_from(raw, tensors))
     missing, unexpected = head.load_state_dict(tensors, strict=False)
     if missing or unexpected:
-        raise SpecdecError(f"{folder} is not an EAGLE-3 head of this layout: missing {sorted(missing)[:3]}, unexpected {sorted(unexpected)[:3]}")
+        raise SpecdecError(
+            f"{folder} is not an EAGLE-3 head of this layout: missing {sorted(missing)[:3]}, unexpected "
+            f"{sorted(unexpected)[:3]}"
+        )
     if target is None:
         return head.eval()
     return head.to(next(target.parameters()).device).bind(target).eval()
@@ -156,7 +183,7 @@ def load_training(folder: str | Path) -> tuple[dict, dict] | None:
     progress, optimizer = folder / TRAINING / "progress.json", folder / TRAINING / "optimizer.pt"
     if not progress.is_file() or not optimizer.is_file():
         return None
-    check_manifest(folder)                       # the stamps make a second check (by `load_head`) cost nothing
+    check_manifest(folder)  # the stamps make a second check (by `load_head`) cost nothing
     return json.loads(progress.read_text()), torch.load(optimizer, weights_only=True)
 
 
@@ -172,16 +199,18 @@ def check_manifest(folder: Path) -> None:
 
 
 def _upgrade_old_manifest(folder: Path) -> None:
-    """Check a head an earlier specdec saved against its own manifest ({"files": {name: sha256}}), hashing each file once,
-    then record it in the store's manifest instead (so later loads need not hash it again)."""
+    """Check a head an earlier specdec saved against its own manifest ({"files": {name: sha256}}), hashing each file
+    once, then record it in the store's manifest instead (so later loads need not hash it again)."""
     try:
         recorded = json.loads((folder / OLD_MANIFEST).read_text())["files"]
     except (OSError, ValueError, KeyError, TypeError):
         raise SpecdecError(f"{folder}/{OLD_MANIFEST} is damaged: train the head again") from None
     for name, sha256 in recorded.items():
         if not (folder / name).is_file() or file_sha256(folder / name) != sha256:
-            raise SpecdecError(f"{folder}: {name} does not match its checksum (corrupted or half-written): train the head "
-                               "again or copy it anew")
+            raise SpecdecError(
+                f"{folder}: {name} does not match its checksum (corrupted or half-written): train the head "
+                "again or copy it anew"
+            )
     write_manifest(folder, known=recorded, files=sorted(recorded))
     (folder / OLD_MANIFEST).unlink()
 
@@ -191,17 +220,27 @@ def _holds_a_head(folder: Path) -> bool:
 
 
 def config_from(raw: dict, tensors: dict[str, torch.Tensor]) -> HeadConfig:
-    """A `HeadConfig` from an EAGLE-3 config.json (ours or a published one); layers unknown until bound default to vLLM's."""
+    """A `HeadConfig` from an EAGLE-3 config.json (ours or a published one); layers unknown until bound default to
+    vLLM's."""
     ours = raw.get("specdec", {})
     hidden, heads = raw["hidden_size"], raw["num_attention_heads"]
     target_layers = ours.get("target_layers") or 0
-    layers = tuple(raw.get("eagle_aux_hidden_state_layer_ids") or ())          # () until bound: vLLM's default for the target
-    return HeadConfig(hidden_size=hidden, intermediate_size=raw["intermediate_size"], num_attention_heads=heads,
-                      num_key_value_heads=raw.get("num_key_value_heads") or heads, head_dim=raw.get("head_dim") or hidden // heads,
-                      vocab_size=raw["vocab_size"], draft_vocab_size=raw.get("draft_vocab_size") or raw["vocab_size"],
-                      layers=layers, target_layers=target_layers, rms_norm_eps=raw.get("rms_norm_eps", 1e-6),
-                      rope_theta=float(raw.get("rope_theta", 10000.0)),
-                      max_position_embeddings=raw.get("max_position_embeddings", 32768), target=ours.get("target", ""))
+    layers = tuple(raw.get("eagle_aux_hidden_state_layer_ids") or ())  # () until bound: vLLM's default for the target
+    return HeadConfig(
+        hidden_size=hidden,
+        intermediate_size=raw["intermediate_size"],
+        num_attention_heads=heads,
+        num_key_value_heads=raw.get("num_key_value_heads") or heads,
+        head_dim=raw.get("head_dim") or hidden // heads,
+        vocab_size=raw["vocab_size"],
+        draft_vocab_size=raw.get("draft_vocab_size") or raw["vocab_size"],
+        layers=layers,
+        target_layers=target_layers,
+        rms_norm_eps=raw.get("rms_norm_eps", 1e-6),
+        rope_theta=float(raw.get("rope_theta", 10000.0)),
+        max_position_embeddings=raw.get("max_position_embeddings", 32768),
+        target=ours.get("target", ""),
+    )
 
 
 def _our_name(name: str) -> str:

@@ -51,13 +51,14 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(size))
         self.eps = eps
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:                        # [..., H] -> [..., H]
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # [..., H] -> [..., H]
         scale = torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + self.eps)
         return (x.float() * scale).to(x.dtype) * self.weight
 
 
 class Attention(nn.Module):
-    """Llama attention whose queries, keys and values read 2H inputs (the embedding and the hidden state side by side)."""
+    """Llama attention whose queries, keys and values read 2H inputs (the embedding and the hidden state side by
+    side)."""
 
     def __init__(self, config: HeadConfig) -> None:
         super().__init__()
@@ -67,11 +68,13 @@ class Attention(nn.Module):
         self.k_proj = nn.Linear(2 * h, kv * dim, bias=False)
         self.v_proj = nn.Linear(2 * h, kv * dim, bias=False)
         self.o_proj = nn.Linear(heads * dim, h, bias=False)
-        self.register_buffer("inv_freq", 1.0 / config.rope_theta ** (torch.arange(0, dim, 2).float() / dim), persistent=False)
+        self.register_buffer(
+            "inv_freq", 1.0 / config.rope_theta ** (torch.arange(0, dim, 2).float() / dim), persistent=False
+        )
 
     def rotate(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         """Rotary position embedding (rotate-half layout, as Llama's): x [n, heads, dim], positions [n]."""
-        angles = positions.float()[:, None] * self.inv_freq[None]               # [n, dim / 2]
+        angles = positions.float()[:, None] * self.inv_freq[None]  # [n, dim / 2]
         cos, sin = torch.cat([angles, angles], -1).cos()[:, None], torch.cat([angles, angles], -1).sin()[:, None]
         half = x.shape[-1] // 2
         rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
@@ -85,12 +88,13 @@ class Attention(nn.Module):
         return q, k, self.v_proj(x).view(n, self.kv_heads, self.dim)
 
     def attend(self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """softmax(q k^T / sqrt(dim)) v over the keys `mask` [n, K] allows: q [n, heads, dim], keys/values [K, kv_heads, dim] -> [n, H]."""
+        """softmax(q k^T / sqrt(dim)) v over the keys `mask` [n, K] allows: q [n, heads, dim], keys/values [K, kv_heads,
+        dim] -> [n, H]."""
         repeat = self.heads // self.kv_heads
-        keys, values = keys.repeat_interleave(repeat, dim=1), values.repeat_interleave(repeat, dim=1)   # [K, heads, dim]
-        scores = torch.einsum("nhd,khd->hnk", q, keys) / math.sqrt(self.dim)                            # [heads, n, K]
+        keys, values = keys.repeat_interleave(repeat, dim=1), values.repeat_interleave(repeat, dim=1)  # [K, heads, dim]
+        scores = torch.einsum("nhd,khd->hnk", q, keys) / math.sqrt(self.dim)  # [heads, n, K]
         scores = scores.masked_fill(~mask[None], float("-inf"))
-        out = torch.einsum("hnk,khd->nhd", scores.softmax(-1), values)                                   # [n, heads, dim]
+        out = torch.einsum("hnk,khd->nhd", scores.softmax(-1), values)  # [n, heads, dim]
         return self.o_proj(out.reshape(out.shape[0], -1))
 
 
@@ -101,7 +105,7 @@ class MLP(nn.Module):
         self.up_proj = nn.Linear(config.hidden_size, config.intermediate_size, bias=False)
         self.down_proj = nn.Linear(config.intermediate_size, config.hidden_size, bias=False)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:                        # [n, H] -> [n, H]
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # [n, H] -> [n, H]
         return self.down_proj(nn.functional.silu(self.gate_proj(x)) * self.up_proj(x))
 
 
@@ -110,22 +114,24 @@ class MidLayer(nn.Module):
 
     def __init__(self, config: HeadConfig) -> None:
         super().__init__()
-        self.input_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)     # on the token's embedding
-        self.hidden_norm = RMSNorm(config.hidden_size, config.rms_norm_eps)         # on the hidden state
+        self.input_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)  # on the token's embedding
+        self.hidden_norm = RMSNorm(config.hidden_size, config.rms_norm_eps)  # on the hidden state
         self.self_attn = Attention(config)
         self.post_attention_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
         self.mlp = MLP(config)
 
-    def inputs(self, embeds: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:   # [n, H], [n, H] -> [n, 2H]
+    def inputs(self, embeds: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:  # [n, H], [n, H] -> [n, 2H]
         return torch.cat([self.input_layernorm(embeds), self.hidden_norm(hidden)], dim=-1)
 
-    def finish(self, attended: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:  # attention out [n, H], residual [n, H] -> g [n, H]
+    # attention out [n, H], residual [n, H] -> g [n, H]
+    def finish(self, attended: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
         h = hidden + attended
         return h + self.mlp(self.post_attention_layernorm(h))
 
 
 class EagleHead(nn.Module):
-    """An EAGLE-3 head: fusion `fc`, one decoder layer `midlayer`, `norm`, `lm_head` over d tokens, and the maps `d2t`, `t2d`."""
+    """An EAGLE-3 head: fusion `fc`, one decoder layer `midlayer`, `norm`, `lm_head` over d tokens, and the maps `d2t`,
+    `t2d`."""
 
     def __init__(self, config: HeadConfig) -> None:
         super().__init__()
@@ -135,18 +141,27 @@ class EagleHead(nn.Module):
         self.midlayer = MidLayer(config)
         self.norm = RMSNorm(h, config.rms_norm_eps)
         self.lm_head = nn.Linear(h, config.draft_vocab_size, bias=False)
-        self.register_buffer("d2t", torch.zeros(config.draft_vocab_size, dtype=torch.long))   # target id = draft id + d2t
-        self.register_buffer("t2d", torch.zeros(config.vocab_size, dtype=torch.bool))         # target ids the head can say
-        self.embed_tokens: nn.Module | None = None           # the target's own embedding, bound by `bind` (never stored)
-        self.passes = 0                                      # forward passes (`step`), counted as a model counts its own
+        # target id = draft id + d2t
+        self.register_buffer("d2t", torch.zeros(config.draft_vocab_size, dtype=torch.long))
+        self.register_buffer("t2d", torch.zeros(config.vocab_size, dtype=torch.bool))  # target ids the head can say
+        self.embed_tokens: nn.Module | None = None  # the target's own embedding, bound by `bind` (never stored)
+        self.passes = 0  # forward passes (`step`), counted as a model counts its own
 
     @classmethod
-    def for_target(cls, target: nn.Module, draft_ids: torch.Tensor, layers: tuple[int, int, int] | None = None, name: str = "",
-                   seed: int = 0) -> EagleHead:
-        """A fresh head for `target` over the target ids `draft_ids` [d] (ascending): its output layer starts as the target's rows.
+    def for_target(
+        cls,
+        target: nn.Module,
+        draft_ids: torch.Tensor,
+        layers: tuple[int, int, int] | None = None,
+        name: str = "",
+        seed: int = 0,
+    ) -> EagleHead:
+        """A fresh head for `target` over the target ids `draft_ids` [d] (ascending): its output layer starts as the
+        target's rows.
 
         >>> from transformers import LlamaConfig, LlamaForCausalLM
-        >>> target = LlamaForCausalLM(LlamaConfig(hidden_size=8, intermediate_size=16, num_hidden_layers=4, num_attention_heads=2, vocab_size=10))
+        >>> target = LlamaForCausalLM(LlamaConfig(hidden_size=8, intermediate_size=16, num_hidden_layers=4,
+        ...     num_attention_heads=2, vocab_size=10))
         >>> head = EagleHead.for_target(target, torch.tensor([0, 3, 4, 9]))
         >>> head.draft_ids().tolist(), head.d2t.tolist(), head.config.layers
         ([0, 3, 4, 9], [0, 2, 2, 6], (2, 2, 1))
@@ -167,16 +182,20 @@ class EagleHead(nn.Module):
             head.t2d[draft_ids] = True
             output = target.get_output_embeddings()
             if isinstance(output, nn.Linear) and output.weight.shape[1] == head.config.hidden_size:
-                head.lm_head.weight.copy_(output.weight[draft_ids].float())           # start from the target's own rows
+                head.lm_head.weight.copy_(output.weight[draft_ids].float())  # start from the target's own rows
             final_norm = getattr(getattr(target, "model", None), "norm", None)
-            if isinstance(getattr(final_norm, "weight", None), torch.Tensor) and final_norm.weight.shape == head.norm.weight.shape:
+            if (
+                isinstance(getattr(final_norm, "weight", None), torch.Tensor)
+                and final_norm.weight.shape == head.norm.weight.shape
+            ):
                 head.norm.weight.copy_(final_norm.weight.float())
         return head.bind(target)
 
     def bind(self, target: nn.Module) -> EagleHead:
         """Read token embeddings through `target`'s own table (EAGLE shares it; checkpoints leave it out)."""
         self.config = self.config.check_target(target)
-        object.__setattr__(self, "embed_tokens", target.get_input_embeddings())   # not a submodule: never saved or trained
+        # not a submodule: never saved or trained
+        object.__setattr__(self, "embed_tokens", target.get_input_embeddings())
         return self
 
     @property
@@ -185,7 +204,8 @@ class EagleHead(nn.Module):
 
     @property
     def dtype(self) -> torch.dtype:
-        """The dtype of the head's activations (its norms' weights: an int8 head's linear layers keep no float weight)."""
+        """The dtype of the head's activations (its norms' weights: an int8 head's linear layers keep no float
+        weight)."""
         return self.norm.weight.dtype
 
     @property
@@ -210,38 +230,46 @@ class EagleHead(nn.Module):
 
     # --- the head's arithmetic ---------------------------------------------------------------------
 
-    def embed(self, ids: torch.Tensor) -> torch.Tensor:                        # [n] -> [n, H]
+    def embed(self, ids: torch.Tensor) -> torch.Tensor:  # [n] -> [n, H]
         if self.embed_tokens is None:
             raise SpecdecError("this head is not bound to a target: call head.bind(target) first")
-        with torch.no_grad():                                                   # the target's table: frozen
+        with torch.no_grad():  # the target's table: frozen
             return self.embed_tokens(ids).to(self.dtype)
 
     def fuse(self, features: tuple[torch.Tensor, ...]) -> torch.Tensor:
         """f = fc([low; mid; high]): the target's three hidden states [n, H] each -> [n, H]."""
         return self.fc(torch.cat([feature.to(self.dtype) for feature in features], dim=-1))
 
-    def step(self, ids: torch.Tensor, hidden: torch.Tensor, positions: torch.Tensor, past: tuple[torch.Tensor, torch.Tensor] | None,
-             attend: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    def step(
+        self,
+        ids: torch.Tensor,
+        hidden: torch.Tensor,
+        positions: torch.Tensor,
+        past: tuple[torch.Tensor, torch.Tensor] | None,
+        attend: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """One pass of the decoder layer over n new entries (token x_{i+1}, hidden state f_i or g) at `positions` [n].
 
         `past` holds the keys and values [P, kv_heads, dim] of earlier entries; `attend` [n, P + n] says what
         each new entry sees. Returns the draft-vocabulary logits [n, d], g [n, H], and the new keys and values.
         """
         self.passes += 1
-        x = self.midlayer.inputs(self.embed(ids), hidden)                              # [n, 2H]
+        x = self.midlayer.inputs(self.embed(ids), hidden)  # [n, 2H]
         q, k, v = self.midlayer.self_attn.project(x, positions)
         keys, values = (k, v) if past is None else (torch.cat([past[0], k]), torch.cat([past[1], v]))
-        g = self.midlayer.finish(self.midlayer.self_attn.attend(q, keys, values, attend), hidden)   # [n, H]
+        g = self.midlayer.finish(self.midlayer.self_attn.attend(q, keys, values, attend), hidden)  # [n, H]
         return self.lm_head(self.norm(g)), g, k, v
 
     def target_logits(self, draft_logits: torch.Tensor) -> torch.Tensor:
-        """The head's logits [n, d] spread over the target's vocabulary [n, V]: -inf (q = 0) outside the draft vocabulary.
+        """The head's logits [n, d] spread over the target's vocabulary [n, V]: -inf (q = 0) outside the draft
+        vocabulary.
 
-        >>> head = EagleHead(HeadConfig(8, 16, 2, 1, 4, vocab_size=5, draft_vocab_size=2, layers=(0, 1, 2), target_layers=2))
+        >>> head = EagleHead(HeadConfig(8, 16, 2, 1, 4, vocab_size=5, draft_vocab_size=2, layers=(0, 1, 2),
+        ...     target_layers=2))
         >>> _ = head.d2t.copy_(torch.tensor([1, 2]))                        # draft ids 0, 1 are target ids 1, 3
         >>> head.target_logits(torch.tensor([[0.5, 2.0]])).tolist()
         [[-inf, 0.5, -inf, 2.0, -inf]]
         """
-        spread = draft_logits.new_full((draft_logits.shape[0], self.config.vocab_size), float("-inf"))   # [n, V]
+        spread = draft_logits.new_full((draft_logits.shape[0], self.config.vocab_size), float("-inf"))  # [n, V]
         spread[:, self.draft_ids()] = draft_logits
         return spread

@@ -49,6 +49,7 @@ from specdec.errors import SpecdecError
 from specdec.runtime import transformers_model
 from specdec.heads.head import EagleHead
 
+
 @dataclass(frozen=True)
 class HeadTree(TreeSettings):
     """A head's tree: as a draft model's, but at most 8 levels deep (its guesses past that are rarely kept)."""
@@ -60,19 +61,33 @@ HEAD_TREE = HeadTree()
 
 
 class EagleDrafter(TreeDrafter):
-    """An EAGLE-3 head drafting a dynamic tree of at most `budget` nodes, `depth` levels and `width` nodes per level: the tree
-    policy every tree drafter shares (`specdec.drafting.tree_drafter`), over the head's reader (`HeadReader`), nothing else."""
+    """An EAGLE-3 head drafting a dynamic tree of at most `budget` nodes, `depth` levels and `width` nodes per level:
+    the tree policy every tree drafter shares (`specdec.drafting.tree_drafter`), over the head's reader (`HeadReader`),
+    nothing else."""
 
     @staticmethod
     def declared(options: HeadTree, reader: HeadReader | None = None, kind: str = "EAGLE-3 head, tree") -> Capabilities:
-        """What an EAGLE-3 drafter declares (its instances and the registry's checks read this one place): before a head is
-        loaded, that it reads the target's hidden states and its embedding table; once loaded, the three layers its head names."""
+        """What an EAGLE-3 drafter declares (its instances and the registry's checks read this one place): before a head
+        is loaded, that it reads the target's hidden states and its embedding table; once loaded, the three layers its
+        head names."""
         layers = () if reader is None else reader.hidden_layers
-        return Capabilities(sizes_rounds=True, full_attention=True, internals=True, hidden_states=reader is None,
-                            hidden_layers=layers, drafts=f"{kind} (budget {options.budget})")
+        return Capabilities(
+            sizes_rounds=True,
+            full_attention=True,
+            internals=True,
+            hidden_states=reader is None,
+            hidden_layers=layers,
+            drafts=f"{kind} (budget {options.budget})",
+        )
 
-    def __init__(self, head: EagleHead, name: str | None = None, budget: int = HEAD_TREE.budget, depth: int = HEAD_TREE.depth,
-                 width: int = HEAD_TREE.width) -> None:
+    def __init__(
+        self,
+        head: EagleHead,
+        name: str | None = None,
+        budget: int = HEAD_TREE.budget,
+        depth: int = HEAD_TREE.depth,
+        width: int = HEAD_TREE.width,
+    ) -> None:
         reader = HeadReader(head)
         super().__init__(None, name or reader.name, budget, depth, width, reader=reader, kind="EAGLE-3 head, tree")
 
@@ -88,10 +103,10 @@ class HeadCache:
 
     keys: torch.Tensor | None = None
     values: torch.Tensor | None = None
-    text: int = 0                                          # entries of the text (the rest are the tree's)
-    read: list[int] = field(default_factory=list)         # tree nodes read, in entry order
-    root_g: torch.Tensor | None = None                     # [H]: g of the last text entry (the first level's parent)
-    node_g: dict[int, torch.Tensor] = field(default_factory=dict)   # tree node -> its entry's g [H]
+    text: int = 0  # entries of the text (the rest are the tree's)
+    read: list[int] = field(default_factory=list)  # tree nodes read, in entry order
+    root_g: torch.Tensor | None = None  # [H]: g of the last text entry (the first level's parent)
+    node_g: dict[int, torch.Tensor] = field(default_factory=dict)  # tree node -> its entry's g [H]
     pending_tokens: list[torch.Tensor] = field(default_factory=list)
     pending_features: list[tuple[torch.Tensor, ...]] = field(default_factory=list)
 
@@ -103,24 +118,33 @@ class HeadCache:
 class HeadReader:
     """A trained EAGLE-3 head reading a tree from the target's own hidden states (module docstring)."""
 
-    internals = True                                   # it reads tokens through the target's own embedding table
+    internals = True  # it reads tokens through the target's own embedding table
 
     def __init__(self, head: EagleHead) -> None:
         if not isinstance(head, EagleHead):
-            raise SpecdecError(f"EagleDrafter takes an EagleHead (specdec.load_head(DIR) or specdec.train_head(...)), got {type(head).__name__}")
+            raise SpecdecError(
+                "EagleDrafter takes an EagleHead (specdec.load_head(DIR) or specdec.train_head(...)), got "
+                f"{type(head).__name__}"
+            )
         if not head.config.layers:
-            raise SpecdecError("this head does not say which target layers it reads (a published checkpoint): bind it first, "
-                               "head.bind(target), or load it with specdec.load_head(DIR, target)")
+            raise SpecdecError(
+                "this head does not say which target layers it reads (a published checkpoint): bind it first, "
+                "head.bind(target), or load it with specdec.load_head(DIR, target)"
+            )
         self.head = head
         self.name = head.name
-        self.draft_model = head                            # what a draft step runs: the head, which counts its own passes
+        self.draft_model = head  # what a draft step runs: the head, which counts its own passes
         self.hidden_layers = head.config.layers
         self.texts: dict[int, HeadCache] = {}
 
     def begin(self, generation: Generation) -> None:
-        self.head.bind(transformers_model(generation.target, "an EAGLE head"))   # one line for a head trained for another target
+        # one line for a head trained for another target
+        self.head.bind(transformers_model(generation.target, "an EAGLE head"))
         if self.head.device != generation.target.device:
-            raise SpecdecError(f"the head is on {self.head.device} but the target on {generation.target.device}: load both on one device")
+            raise SpecdecError(
+                f"the head is on {self.head.device} but the target on {generation.target.device}: load both on one "
+                "device"
+            )
         self.texts = {row: HeadCache() for row in generation.prompts}
 
     @torch.inference_mode()
@@ -129,8 +153,8 @@ class HeadReader:
         cache = self.texts[row]
         if not cache.pending_tokens:
             raise SpecdecError("the EAGLE head has no features for this text: the target's pass did not reach observe")
-        ids = torch.cat(cache.pending_tokens)                                          # [m]
-        features = tuple(torch.cat(layer) for layer in zip(*cache.pending_features))   # 3 x [m, H]
+        ids = torch.cat(cache.pending_tokens)  # [m]
+        features = tuple(torch.cat(layer) for layer in zip(*cache.pending_features))  # 3 x [m, H]
         cache.pending_tokens, cache.pending_features = [], []
         start, m = cache.length, ids.numel()
         attend = torch.ones(m, start + m, dtype=torch.bool)
@@ -141,32 +165,42 @@ class HeadReader:
 
     @torch.inference_mode()
     def read_level(self, row: int, new: list[int], tokens: list[int], parents: list[int]) -> torch.Tensor:
-        """One head pass over the nodes `new`: each is (its token, its parent entry's g), sees the text entries and its ancestors."""
+        """One head pass over the nodes `new`: each is (its token, its parent entry's g), sees the text entries and its
+        ancestors."""
         cache = self.texts[row]
         attend, offsets = level_layout(cache.length, cache.text, cache.read, new, parents)
-        hidden = torch.stack([cache.root_g if parents[node] == ROOT else cache.node_g[parents[node]] for node in new])   # [n, H]
-        logits, g = self._feed(cache, torch.tensor([tokens[node] for node in new]), hidden, cache.length + offsets, attend)   # [n, V], [n, H]
+        # [n, H]
+        hidden = torch.stack([cache.root_g if parents[node] == ROOT else cache.node_g[parents[node]] for node in new])
+        # [n, V], [n, H]
+        logits, g = self._feed(
+            cache, torch.tensor([tokens[node] for node in new]), hidden, cache.length + offsets, attend
+        )
         cache.node_g |= {node: g[i] for i, node in enumerate(new)}
         cache.read += new
         return logits
 
     def observe(self, row: int, verified: Verified) -> None:
-        """Drop every tree entry (the accepted ones too: the target's true features replace them); queue the kept rows' features."""
+        """Drop every tree entry (the accepted ones too: the target's true features replace them); queue the kept rows'
+        features."""
         if verified.hidden is None:
-            raise SpecdecError("the loop gave the EAGLE head no hidden states: it declares them in Capabilities.hidden_layers")
+            raise SpecdecError(
+                "the loop gave the EAGLE head no hidden states: it declares them in Capabilities.hidden_layers"
+            )
         cache = self.texts[row]
         if cache.keys is not None:
-            cache.keys, cache.values = cache.keys[:cache.text], cache.values[:cache.text]
+            cache.keys, cache.values = cache.keys[: cache.text], cache.values[: cache.text]
         kept = verified.kept_rows()
-        cache.pending_tokens.append(verified.text[-len(kept):])   # each kept row with the token that followed it
+        cache.pending_tokens.append(verified.text[-len(kept) :])  # each kept row with the token that followed it
         cache.pending_features.append(tuple(layer[kept] for layer in verified.hidden))
 
     def forget(self, row: int) -> None:
         self.texts.pop(row, None)
 
-    def _feed(self, cache: HeadCache, ids: torch.Tensor, hidden: torch.Tensor, positions: torch.Tensor,
-              attend: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """One head pass over new entries (ids [n], hidden [n, H]): their logits over the target's vocabulary [n, V] and g [n, H]."""
+    def _feed(
+        self, cache: HeadCache, ids: torch.Tensor, hidden: torch.Tensor, positions: torch.Tensor, attend: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """One head pass over new entries (ids [n], hidden [n, H]): their logits over the target's vocabulary [n, V] and
+        g [n, H]."""
         past = None if cache.keys is None else (cache.keys, cache.values)
         device = self.head.device
         draft_logits, g, k, v = self.head.step(ids.to(device), hidden, positions.to(device), past, attend.to(device))

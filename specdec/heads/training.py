@@ -58,52 +58,60 @@ class TrainingSettings:
     (3, [1.0, 0.8, 0.6400000000000001])
     """
 
-    unroll: int = 3                     # K: EAGLE-3 unrolls 7; 3 keeps a CPU step short
-    chunk: int = 256                    # tokens per target pass
+    unroll: int = 3  # K: EAGLE-3 unrolls 7; 3 keeps a CPU step short
+    chunk: int = 256  # tokens per target pass
     learning_rate: float = 3e-4
-    draft_vocab: int = 32000            # d: EAGLE-3's size (a tenth of some vocabularies is enough to cover most text)
-    clip: float = 0.5                   # gradient norm
+    draft_vocab: int = 32000  # d: EAGLE-3's size (a tenth of some vocabularies is enough to cover most text)
+    clip: float = 0.5  # gradient norm
     decay: float = 0.8
 
     def loss_weights(self) -> list[float]:
-        return [self.decay ** k for k in range(self.unroll)]
+        return [self.decay**k for k in range(self.unroll)]
 
 
 @torch.inference_mode()
-def target_features(target: nn.Module, ids: torch.Tensor, head: EagleHead) -> tuple[tuple[torch.Tensor, ...], torch.Tensor]:
-    """One target pass over ids [T]: the three hidden states the head fuses (3 x [T, H]) and p over the draft vocabulary [T, d]."""
+def target_features(
+    target: nn.Module, ids: torch.Tensor, head: EagleHead
+) -> tuple[tuple[torch.Tensor, ...], torch.Tensor]:
+    """One target pass over ids [T]: the three hidden states the head fuses (3 x [T, H]) and p over the draft vocabulary
+    [T, d]."""
     output = target(input_ids=ids[None].to(head.device), output_hidden_states=True)
     features = tuple(output.hidden_states[layer][0].float() for layer in head.config.layers)
-    labels = torch.softmax(output.logits[0].float()[:, head.draft_ids()], dim=-1)             # [T, d]
+    labels = torch.softmax(output.logits[0].float()[:, head.draft_ids()], dim=-1)  # [T, d]
     return features, labels
 
 
-def unrolled_loss(head: EagleHead, ids: torch.Tensor, features: tuple[torch.Tensor, ...], labels: torch.Tensor,
-                  settings: TrainingSettings) -> tuple[torch.Tensor, float]:
+def unrolled_loss(
+    head: EagleHead,
+    ids: torch.Tensor,
+    features: tuple[torch.Tensor, ...],
+    labels: torch.Tensor,
+    settings: TrainingSettings,
+) -> tuple[torch.Tensor, float]:
     """The training-time test's loss over one chunk (module docstring) and step 0's top-1 agreement with p."""
-    n = ids.numel() - 1                                                   # entries i = 0 .. T - 2
+    n = ids.numel() - 1  # entries i = 0 .. T - 2
     attention = head.midlayer.self_attn
-    hidden = head.fuse(tuple(feature[:n] for feature in features))       # [n, H]
+    hidden = head.fuse(tuple(feature[:n] for feature in features))  # [n, H]
     keys = values = None
-    chain_keys, chain_values = [], []                                     # steps 1..k: each entry's own chain
+    chain_keys, chain_values = [], []  # steps 1..k: each entry's own chain
     total, accuracy = torch.zeros((), device=head.device), 0.0
     for k, weight in enumerate(settings.loss_weights()):
-        m = n - k                                                         # entries with a label at this depth
+        m = n - k  # entries with a label at this depth
         if m <= 0:
             break
-        x = head.midlayer.inputs(head.embed(ids[1 + k:1 + k + m].to(head.device)), hidden[:m])   # [m, 2H]
+        x = head.midlayer.inputs(head.embed(ids[1 + k : 1 + k + m].to(head.device)), hidden[:m])  # [m, 2H]
         q, key, value = attention.project(x, torch.arange(k, k + m, device=head.device))
         if k == 0:
             keys, values = key, value
         else:
             chain_keys, chain_values = [c[:m] for c in chain_keys] + [key], [c[:m] for c in chain_values] + [value]
-        mask = torch.ones(m, n, dtype=torch.bool, device=head.device).tril()                         # step 0: j <= i
+        mask = torch.ones(m, n, dtype=torch.bool, device=head.device).tril()  # step 0: j <= i
         mask = torch.cat([mask] + [torch.eye(m, dtype=torch.bool, device=head.device)] * len(chain_keys), dim=1)
         all_keys = torch.cat([keys] + chain_keys) if chain_keys else keys
         all_values = torch.cat([values] + chain_values) if chain_values else values
-        g = head.midlayer.finish(attention.attend(q, all_keys, all_values, mask), hidden[:m])      # [m, H]
-        logits = head.lm_head(head.norm(g))                                                           # [m, d]
-        target = labels[1 + k:1 + k + m]                                                              # p_{i+1+k}
+        g = head.midlayer.finish(attention.attend(q, all_keys, all_values, mask), hidden[:m])  # [m, H]
+        logits = head.lm_head(head.norm(g))  # [m, d]
+        target = labels[1 + k : 1 + k + m]  # p_{i+1+k}
         total = total + weight * -(target * torch.log_softmax(logits, dim=-1)).sum(-1).mean()
         if k == 0:
             accuracy = float((logits.argmax(-1) == target.argmax(-1)).float().mean())
@@ -112,18 +120,30 @@ def unrolled_loss(head: EagleHead, ids: torch.Tensor, features: tuple[torch.Tens
 
 
 def training_target(target: object) -> nn.Module:
-    """The transformers model a head trains on: the target's own modules, which only the torch runtime reaches (one line else)."""
+    """The transformers model a head trains on: the target's own modules, which only the torch runtime reaches (one line
+    else)."""
     return transformers_model(target, "training a head")
 
 
-def train_head(target: object, sequences: Sequence[torch.Tensor | Sequence[int]], *, steps: int | None = None, minutes: float | None = None,
-               seed: int = 0, head: EagleHead | None = None, settings: TrainingSettings = TrainingSettings(),
-               progress: Callable[[Progress], None] | None = None, stop: Callable[[], bool] | None = None,
-               checkpoint: Callable[[EagleHead, Progress, torch.optim.Optimizer], None] | None = None,
-               checkpoint_every_s: float = 300.0, optimizer_state: dict | None = None, start_step: int = 0,
-               name: str = "") -> EagleHead:
-    """Train an EAGLE-3 head for `target` on `sequences` (token ids each: a [T] tensor or a list of ints) for `steps` steps
-    and/or `minutes`. `target` is a transformers model (or a torch runtime's model: its hidden states are read).
+def train_head(
+    target: object,
+    sequences: Sequence[torch.Tensor | Sequence[int]],
+    *,
+    steps: int | None = None,
+    minutes: float | None = None,
+    seed: int = 0,
+    head: EagleHead | None = None,
+    settings: TrainingSettings = TrainingSettings(),
+    progress: Callable[[Progress], None] | None = None,
+    stop: Callable[[], bool] | None = None,
+    checkpoint: Callable[[EagleHead, Progress, torch.optim.Optimizer], None] | None = None,
+    checkpoint_every_s: float = 300.0,
+    optimizer_state: dict | None = None,
+    start_step: int = 0,
+    name: str = "",
+) -> EagleHead:
+    """Train an EAGLE-3 head for `target` on `sequences` (token ids each: a [T] tensor or a list of ints) for `steps`
+    steps and/or `minutes`. `target` is a transformers model (or a torch runtime's model: its hidden states are read).
 
     With `minutes`, it stops before a step that would not end in time (so it never runs over; at least one step is
     taken). A fresh head (`head=None`) takes its draft vocabulary from the sequences' most frequent tokens. Resume
@@ -147,7 +167,7 @@ def train_head(target: object, sequences: Sequence[torch.Tensor | Sequence[int]]
         if progress is not None:
             progress(report)
         slowest = max(slowest, time.monotonic() - began)
-        out_of_time = minutes is not None and elapsed + slowest > minutes * 60       # the next step would not end in time
+        out_of_time = minutes is not None and elapsed + slowest > minutes * 60  # the next step would not end in time
         done = (steps is not None and step - start_step >= steps) or out_of_time
         done = done or (stop is not None and stop())
         if checkpoint is not None and (done or time.monotonic() - last_checkpoint >= checkpoint_every_s):
@@ -158,8 +178,14 @@ def train_head(target: object, sequences: Sequence[torch.Tensor | Sequence[int]]
     return head.eval()
 
 
-def _bound_head(target: nn.Module, pieces: Sequence[torch.Tensor], head: EagleHead | None, settings: TrainingSettings,
-                seed: int, name: str) -> EagleHead:
+def _bound_head(
+    target: nn.Module,
+    pieces: Sequence[torch.Tensor],
+    head: EagleHead | None,
+    settings: TrainingSettings,
+    seed: int,
+    name: str,
+) -> EagleHead:
     """The head to train, bound to `target` and in training mode: the one given, or a fresh one on the target's device
     whose draft vocabulary is the pieces' most frequent tokens."""
     vocab = target.get_output_embeddings().out_features
@@ -179,9 +205,15 @@ def _optimizer(head: EagleHead, settings: TrainingSettings, seed: int, state: di
     return optimizer
 
 
-def _train_step(target: nn.Module, head: EagleHead, piece: torch.Tensor, optimizer: torch.optim.Optimizer,
-                settings: TrainingSettings) -> tuple[float, float]:
-    """One step on one chunk: the target's pass, the training-time test's loss, a clipped AdamW update; (loss, accuracy)."""
+def _train_step(
+    target: nn.Module,
+    head: EagleHead,
+    piece: torch.Tensor,
+    optimizer: torch.optim.Optimizer,
+    settings: TrainingSettings,
+) -> tuple[float, float]:
+    """One step on one chunk: the target's pass, the training-time test's loss, a clipped AdamW update; (loss,
+    accuracy)."""
     features, labels = target_features(target, piece, head)
     loss, accuracy = unrolled_loss(head, piece, tuple(f.clone() for f in features), labels.clone(), settings)
     optimizer.zero_grad()
@@ -191,16 +223,30 @@ def _train_step(target: nn.Module, head: EagleHead, piece: torch.Tensor, optimiz
     return loss.item(), accuracy
 
 
-def training_progress(step: int, tokens: int, loss: float, accuracy: float, elapsed_s: float, done: int, steps: int | None,
-                      minutes: float | None) -> Progress:
-    """Where a run stands after a step: its numbers, and the time left by the step count (at the pace of the `done` steps
-    of this run) or by the minutes, whichever ends first.
+def training_progress(
+    step: int,
+    tokens: int,
+    loss: float,
+    accuracy: float,
+    elapsed_s: float,
+    done: int,
+    steps: int | None,
+    minutes: float | None,
+) -> Progress:
+    """Where a run stands after a step: its numbers, and the time left by the step count (at the pace of the `done`
+    steps of this run) or by the minutes, whichever ends first.
 
     >>> report = training_progress(12, 3072, 2.0, 0.25, 30.0, 2, 10, 60)
     >>> report.describe(), report.numbers["loss"], report.seconds_left
     ('step 12: loss 2.000, top-1 agreement 25%, 3,072 tokens, about 2 min left', 2.0, 120.0)
     """
-    return Progress(f"step {step}", "training", step, elapsed_s=elapsed_s, share=None if steps is None else done / steps,
-                    limit_s=None if minutes is None else minutes * 60,
-                    message=f"loss {loss:.3f}, top-1 agreement {accuracy:.0%}, {tokens:,} tokens",
-                    numbers={"step": step, "tokens": tokens, "loss": loss, "accuracy": accuracy})
+    return Progress(
+        f"step {step}",
+        "training",
+        step,
+        elapsed_s=elapsed_s,
+        share=None if steps is None else done / steps,
+        limit_s=None if minutes is None else minutes * 60,
+        message=f"loss {loss:.3f}, top-1 agreement {accuracy:.0%}, {tokens:,} tokens",
+        numbers={"step": step, "tokens": tokens, "loss": loss, "accuracy": accuracy},
+    )

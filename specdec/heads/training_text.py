@@ -14,7 +14,8 @@ from specdec.errors import SpecdecError
 
 
 def draft_vocabulary(sequences: Sequence[torch.Tensor], size: int, vocab_size: int) -> torch.Tensor:
-    """The `size` most frequent token ids of `sequences` (ties to the lower id), filled up with the lowest unseen ids; ascending.
+    """The `size` most frequent token ids of `sequences` (ties to the lower id), filled up with the lowest unseen ids;
+    ascending.
 
     >>> draft_vocabulary([torch.tensor([5, 5, 2, 7])], 3, 10).tolist()
     [2, 5, 7]
@@ -25,9 +26,11 @@ def draft_vocabulary(sequences: Sequence[torch.Tensor], size: int, vocab_size: i
     counts = Counter()
     for sequence in sequences:
         counts.update(sequence.tolist())
-    chosen = [token for token, _ in sorted(counts.items(), key=lambda item: (-item[1], item[0])) if token < vocab_size][:size]
+    chosen = [token for token, _ in sorted(counts.items(), key=lambda item: (-item[1], item[0])) if token < vocab_size][
+        :size
+    ]
     taken = set(chosen)
-    chosen += [token for token in range(vocab_size) if token not in taken][:size - len(chosen)]
+    chosen += [token for token in range(vocab_size) if token not in taken][: size - len(chosen)]
     return torch.tensor(sorted(chosen), dtype=torch.long)
 
 
@@ -37,7 +40,9 @@ def chunks(sequences: Sequence[torch.Tensor], length: int) -> list[torch.Tensor]
     >>> [c.tolist() for c in chunks([torch.arange(7), torch.arange(2)], 3)]
     [[0, 1, 2], [3, 4, 5]]
     """
-    pieces = [sequence[start:start + length] for sequence in sequences for start in range(0, sequence.numel(), length)]
+    pieces = [
+        sequence[start : start + length] for sequence in sequences for start in range(0, sequence.numel(), length)
+    ]
     return [piece for piece in pieces if piece.numel() >= 3]
 
 

@@ -16,7 +16,7 @@ import torch
 from specdec.errors import SpecdecError
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-DTYPE_CHOICES = ("auto", *DTYPES)   # what a user may ask for: "auto" picks per device
+DTYPE_CHOICES = ("auto", *DTYPES)  # what a user may ask for: "auto" picks per device
 
 
 def available_devices() -> list[str]:
@@ -42,15 +42,22 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
     except (RuntimeError, TypeError):
         raise SpecdecError(f"unknown device '{device}': use auto, {', '.join(available_devices())}") from None
     if resolved.type not in available_devices():
-        raise SpecdecError(f"device '{device}' is not available on this machine (it has: "
-                           f"{', '.join(available_devices())}): use --device auto")
+        raise SpecdecError(
+            f"device '{device}' is not available on this machine (it has: "
+            f"{', '.join(available_devices())}): use --device auto"
+        )
     if resolved.type == "cuda" and resolved.index is not None and resolved.index >= torch.cuda.device_count():
-        raise SpecdecError(f"device '{device}' does not exist: this machine has {torch.cuda.device_count()} CUDA device(s)")
+        raise SpecdecError(
+            f"device '{device}' does not exist: this machine has {torch.cuda.device_count()} CUDA device(s)"
+        )
     return resolved
 
 
-def resolve_dtype(dtype: str | torch.dtype = "auto", device: torch.device | str = "cpu", quantization: str = "none") -> torch.dtype:
-    """'auto' -> float32 on the CPU (bfloat16 with int4 or w8a8 weights, whose kernels take it), bfloat16 (or float16) on CUDA, float16 on MPS.
+def resolve_dtype(
+    dtype: str | torch.dtype = "auto", device: torch.device | str = "cpu", quantization: str = "none"
+) -> torch.dtype:
+    """'auto' -> float32 on the CPU (bfloat16 with int4 or w8a8 weights, whose kernels take it), bfloat16 (or float16)
+    on CUDA, float16 on MPS.
 
     >>> resolve_dtype("auto", "cpu"), resolve_dtype("bfloat16", "cpu"), resolve_dtype("auto", "cpu", "int4")
     (torch.float32, torch.bfloat16, torch.bfloat16)

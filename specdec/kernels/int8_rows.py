@@ -16,6 +16,6 @@ import torch
 
 def int8_rows(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """W [N, K] as (int8 values [N, K], float32 scale per row [N])."""
-    weight = weight.detach().float()                                        # [N, K]
-    scale = weight.abs().amax(dim=1).clamp(min=1e-12) / 127                 # [N]
+    weight = weight.detach().float()  # [N, K]
+    scale = weight.abs().amax(dim=1).clamp(min=1e-12) / 127  # [N]
     return torch.round(weight / scale[:, None]).clamp(-127, 127).to(torch.int8), scale

@@ -27,25 +27,32 @@ from transformers import AttentionInterface, PreTrainedModel
 NAME = "specdec_invariant"
 
 
-def invariant_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                        attention_mask: torch.Tensor | None, scaling: float | None = None, dropout: float = 0.0,
-                        **kwargs) -> tuple[torch.Tensor, None]:
+def invariant_attention(
+    module: torch.nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float | None = None,
+    dropout: float = 0.0,
+    **kwargs,
+) -> tuple[torch.Tensor, None]:
     """query [B, H, M, D], key and value [B, Hkv, L, D] -> output [B, M, H, D], in float64 inside."""
     batch, heads, new, dim = query.shape
     kv_heads, length = key.shape[1], key.shape[2]
     groups = heads // kv_heads
-    scale = dim ** -0.5 if scaling is None else scaling
-    q = query.double().reshape(batch, kv_heads, groups * new, dim)                          # [B, Hkv, G*M, D]
-    scores = torch.matmul(q, key.double().transpose(2, 3)) * scale                          # [B, Hkv, G*M, L]
-    scores = scores.reshape(batch, heads, new, length)                                      # [B, H, M, L]
+    scale = dim**-0.5 if scaling is None else scaling
+    q = query.double().reshape(batch, kv_heads, groups * new, dim)  # [B, Hkv, G*M, D]
+    scores = torch.matmul(q, key.double().transpose(2, 3)) * scale  # [B, Hkv, G*M, L]
+    scores = scores.reshape(batch, heads, new, length)  # [B, H, M, L]
     if attention_mask is not None:
         mask = attention_mask[..., :length]
         scores = scores.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else scores + mask.double()
-    elif new > 1:                                                                           # causal, the new tokens last
+    elif new > 1:  # causal, the new tokens last
         future = torch.ones(new, length, dtype=torch.bool, device=query.device).triu(length - new + 1)
         scores = scores.masked_fill(future, float("-inf"))
     weights = torch.softmax(scores, dim=-1).reshape(batch, kv_heads, groups * new, length)  # [B, Hkv, G*M, L]
-    output = torch.matmul(weights, value.double()).reshape(batch, heads, new, dim)          # [B, H, M, D]
+    output = torch.matmul(weights, value.double()).reshape(batch, heads, new, dim)  # [B, H, M, D]
     return output.to(query.dtype).transpose(1, 2).contiguous(), None
 
 
@@ -53,11 +60,16 @@ AttentionInterface.register(NAME, invariant_attention)
 
 
 def use_invariant_attention(model: PreTrainedModel) -> bool:
-    """Switch `model` to `invariant_attention` where its attention is plain causal softmax attention; say whether it was."""
+    """Switch `model` to `invariant_attention` where its attention is plain causal softmax attention; say whether it
+    was."""
     config = model.config
-    special = (getattr(config, "attn_logit_softcapping", None) or getattr(config, "sliding_window", None) and
-               getattr(config, "use_sliding_window", True) or getattr(config, "layer_types", None) and
-               any(kind != "full_attention" for kind in config.layer_types))
+    special = (
+        getattr(config, "attn_logit_softcapping", None)
+        or getattr(config, "sliding_window", None)
+        and getattr(config, "use_sliding_window", True)
+        or getattr(config, "layer_types", None)
+        and any(kind != "full_attention" for kind in config.layer_types)
+    )
     if special or config.model_type not in ("llama", "qwen2", "mistral", "qwen3"):
         return False
     model.set_attn_implementation(NAME)

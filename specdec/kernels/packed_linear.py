@@ -31,28 +31,32 @@ class PackedLinear(nn.Module):
 
     >>> layer = torch.nn.Linear(64, 32).to(torch.bfloat16)
     >>> x = torch.randn(3, 64, dtype=torch.bfloat16)
-    >>> not packable(layer) or torch.equal(PackedLinear.from_linear(layer)(x), layer(x))   # same bits where it packs (not at all without AVX-512)
+    >>> # same bits where it packs (not at all without AVX-512)
+    >>> not packable(layer) or torch.equal(PackedLinear.from_linear(layer)(x), layer(x))
     True
     """
 
     def __init__(self, packed: torch.Tensor, bias: torch.Tensor | None, out_features: int, in_features: int) -> None:
         super().__init__()
         self.out_features, self.in_features = out_features, in_features
-        self.packed = packed                                            # not a buffer: mkldnn tensors have no storage to save
+        self.packed = packed  # not a buffer: mkldnn tensors have no storage to save
         self.bias = None if bias is None else nn.Parameter(bias.detach(), requires_grad=False)
-        self._cuts: dict[int, PackedLinear] = {}                        # first_rows(k) for each k asked
+        self._cuts: dict[int, PackedLinear] = {}  # first_rows(k) for each k asked
 
     @classmethod
     def from_linear(cls, layer: nn.Linear) -> PackedLinear:
-        weight = layer.weight.detach()                                  # [N, K]
+        weight = layer.weight.detach()  # [N, K]
         return cls(torch.ops.mkldnn._reorder_linear_weight(weight, 1), layer.bias, *weight.shape)
 
     def first_rows(self, rows: int) -> PackedLinear:
-        """A layer computing only the first `rows` outputs (a draft's vocabulary limit, `specdec.runtime.kv_cache`); made once per size."""
+        """A layer computing only the first `rows` outputs (a draft's vocabulary limit, `specdec.runtime.kv_cache`);
+        made once per size."""
         if rows not in self._cuts:
-            weight = self.packed.to_dense()[:rows].contiguous()        # [rows, K], back from the blocked layout
+            weight = self.packed.to_dense()[:rows].contiguous()  # [rows, K], back from the blocked layout
             bias = None if self.bias is None else self.bias[:rows]
-            self._cuts[rows] = PackedLinear(torch.ops.mkldnn._reorder_linear_weight(weight, 1), bias, weight.shape[0], self.in_features)
+            self._cuts[rows] = PackedLinear(
+                torch.ops.mkldnn._reorder_linear_weight(weight, 1), bias, weight.shape[0], self.in_features
+            )
         return self._cuts[rows]
 
     @property
@@ -60,19 +64,27 @@ class PackedLinear(nn.Module):
         """The packed weight's bytes, which `specdec.runtime.torch_model.weight_bytes` cannot see in the state dict."""
         return self.out_features * self.in_features * self.packed.element_size()
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:                # [..., K] -> [..., N]
-        rows = x.reshape(-1, self.in_features)                          # [M, K]
-        y = torch.ops.mkldnn._linear_pointwise(rows, self.packed, self.bias, "none", [], "")   # [M, N]
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # [..., K] -> [..., N]
+        rows = x.reshape(-1, self.in_features)  # [M, K]
+        y = torch.ops.mkldnn._linear_pointwise(rows, self.packed, self.bias, "none", [], "")  # [M, N]
         return y.reshape(*x.shape[:-1], self.out_features)
 
     def extra_repr(self) -> str:
-        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, packed for oneDNN"
+        return (
+            f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, "
+            "packed for oneDNN"
+        )
 
 
 def packable(layer: nn.Module) -> bool:
     """A plain bfloat16 `nn.Linear` on a CPU whose oneDNN computes in bfloat16."""
-    return (type(layer) is nn.Linear and layer.weight.dtype == torch.bfloat16 and layer.weight.device.type == "cpu"
-            and torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    return (
+        type(layer) is nn.Linear
+        and layer.weight.dtype == torch.bfloat16
+        and layer.weight.device.type == "cpu"
+        and torch.backends.mkldnn.is_available()
+        and torch.ops.mkldnn._is_mkldnn_bf16_supported()
+    )
 
 
 def pack_linear_layers(model: nn.Module) -> int:

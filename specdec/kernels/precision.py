@@ -13,11 +13,13 @@ carry; nothing downstream resolves them again.
     >>> target.name, target.kernel
     ('float32 int8', 'fbgemm int8 x int8, one activation scale per token')
     >>> target.why
-    'int8 weights: auto on a CPU, cheap steps and cheap verification; float32 activations: auto on a CPU, exact comparisons'
+    'int8 weights: auto on a CPU, cheap steps and cheap verification; float32 activations: auto on a CPU, exact
+    comparisons'
     >>> target, draft = resolve_pair_precision("cpu", "auto", "auto", "auto")
     >>> draft.name, draft.kernel
     ('bfloat16 int4', 'aten int4pack, groups of 32, bfloat16 activations')
-    >>> resolve_pair_precision("cpu", "auto", "auto", "auto", draft_model=False)[1] is None   # prompt lookup: nothing to resolve
+    >>> # prompt lookup: nothing to resolve
+    >>> resolve_pair_precision("cpu", "auto", "auto", "auto", draft_model=False)[1] is None
     True
 
 A model that "auto" cannot quantize (GPT-2 keeps its weights in `Conv1D`, not `nn.Linear`) loads
@@ -66,14 +68,22 @@ class Precision:
         held = quantization_of(model)
         if held == self.weights:
             return self
-        why = f"{self.weights} asked for by auto, but this {model.config.model_type} model keeps most of its weights " \
-              "outside nn.Linear, so they stay as they are"
+        why = (
+            f"{self.weights} asked for by auto, but this {model.config.model_type} model keeps most of its weights "
+            "outside nn.Linear, so they stay as they are"
+        )
         return replace(self, weights=held, kernel=kernel_of(self.device, self.dtype, held), why=why)
 
     def to_dict(self) -> dict[str, str]:
         """For JSON reports: name, device, dtype, weights, kernel, why."""
-        return {"name": self.name, "device": str(self.device), "dtype": dtype_name(self.dtype), "weights": self.weights,
-                "kernel": self.kernel, "why": self.why}
+        return {
+            "name": self.name,
+            "device": str(self.device),
+            "dtype": dtype_name(self.dtype),
+            "weights": self.weights,
+            "kernel": self.kernel,
+            "why": self.why,
+        }
 
 
 def kernel_of(device: torch.device | str, dtype: torch.dtype, weights: str) -> str:
@@ -95,7 +105,11 @@ def kernel_of(device: torch.device | str, dtype: torch.dtype, weights: str) -> s
         return f"Metal {dtype_name(dtype)}"
     if dtype == torch.bfloat16:
         native = torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported()
-        return "oneDNN bfloat16, weights packed once" if native else "bfloat16 emulated in float32 (this CPU has no bfloat16 kernels)"
+        return (
+            "oneDNN bfloat16, weights packed once"
+            if native
+            else "bfloat16 emulated in float32 (this CPU has no bfloat16 kernels)"
+        )
     return f"{dtype_name(dtype)} GEMM (MKL/oneDNN)"
 
 
@@ -121,9 +135,11 @@ def _dtype_reason(asked: str | torch.dtype, dtype: torch.dtype, device: torch.de
     return "float32 activations: auto on a CPU, exact comparisons"
 
 
-def resolve_precision(device: str | torch.device = AUTO, dtype: str | torch.dtype = AUTO, quantization: str = "none",
-                      role: str = "target") -> Precision:
-    """The one `Precision` a model of `role` ("target" or "draft") gets from these choices; a `SpecdecError` for a bad one.
+def resolve_precision(
+    device: str | torch.device = AUTO, dtype: str | torch.dtype = AUTO, quantization: str = "none", role: str = "target"
+) -> Precision:
+    """The one `Precision` a model of `role` ("target" or "draft") gets from these choices; a `SpecdecError` for a bad
+    one.
 
     >>> resolve_precision("cpu", "float32", "none").describe()
     'float32 on cpu (float32 GEMM (MKL/oneDNN)): weights as stored, as asked; float32 activations as asked'
@@ -131,14 +147,29 @@ def resolve_precision(device: str | torch.device = AUTO, dtype: str | torch.dtyp
     resolved_device = resolve_device(device)
     weights = check_quantization(quantization, resolved_device, role)
     resolved_dtype = resolve_dtype(dtype, resolved_device, weights)
-    why = f"{_weights_reason(quantization, weights, resolved_device, role)}; {_dtype_reason(dtype, resolved_dtype, resolved_device, weights)}"
-    return Precision(resolved_device, resolved_dtype, weights, kernel_of(resolved_device, resolved_dtype, weights), why,
-                     strict=quantization != AUTO)
+    why = (
+        f"{_weights_reason(quantization, weights, resolved_device, role)}; "
+        f"{_dtype_reason(dtype, resolved_dtype, resolved_device, weights)}"
+    )
+    return Precision(
+        resolved_device,
+        resolved_dtype,
+        weights,
+        kernel_of(resolved_device, resolved_dtype, weights),
+        why,
+        strict=quantization != AUTO,
+    )
 
 
-def resolve_pair_precision(device: str | torch.device, dtype: str | torch.dtype, quantization: str, draft_quantization: str,
-                           draft_model: bool = True) -> tuple[Precision, Precision | None]:
-    """The target's and the draft's `Precision` (None when the draft is a method with no `draft_model`), resolved once for a pair.
+def resolve_pair_precision(
+    device: str | torch.device,
+    dtype: str | torch.dtype,
+    quantization: str,
+    draft_quantization: str,
+    draft_model: bool = True,
+) -> tuple[Precision, Precision | None]:
+    """The target's and the draft's `Precision` (None when the draft is a method with no `draft_model`), resolved once
+    for a pair.
 
     An int4 draft runs in bfloat16 whatever `dtype` says: its kernel is fast only there, and a
     draft's rounding changes c, never the output (the target alone decides what is kept).
@@ -148,8 +179,12 @@ def resolve_pair_precision(device: str | torch.device, dtype: str | torch.dtype,
         return target, None
     draft = resolve_precision(target.device, dtype, draft_quantization, "draft")
     if draft.weights == "int4" and draft.dtype != torch.bfloat16:
-        draft = replace(draft, dtype=torch.bfloat16, kernel=kernel_of(draft.device, torch.bfloat16, "int4"),
-                        why=draft.why.split("; ")[0] + "; bfloat16 activations: an int4 draft runs where its kernel is fast")
+        draft = replace(
+            draft,
+            dtype=torch.bfloat16,
+            kernel=kernel_of(draft.device, torch.bfloat16, "int4"),
+            why=draft.why.split("; ")[0] + "; bfloat16 activations: an int4 draft runs where its kernel is fast",
+        )
     return target, draft
 
 
@@ -157,17 +192,21 @@ def read_off(model: nn.Module, role: str = "target") -> Precision:
     """The `Precision` a model already built holds (for pairs put together by hand, as the tests do)."""
     device = next(model.parameters()).device
     weights = quantization_of(model)
-    return Precision(device, model.dtype, weights, kernel_of(device, model.dtype, weights), f"read off the {role} as built")
+    return Precision(
+        device, model.dtype, weights, kernel_of(device, model.dtype, weights), f"read off the {role} as built"
+    )
 
 
-GGUF_KERNELS = {"exact": "llama.cpp's ggml kernels, exact settings (repacked weights in ubatches of 3, flash attention, V cache "
-                         "bfloat16; the prompt pass in ubatches of 512)",
-                "fastest": "llama.cpp's ggml kernels, its own fastest settings (a draft needs no batch invariance)"}
+GGUF_KERNELS = {
+    "exact": "llama.cpp's ggml kernels, exact settings (repacked weights in ubatches of 3, flash attention, V cache "
+    "bfloat16; the prompt pass in ubatches of 512)",
+    "fastest": "llama.cpp's ggml kernels, its own fastest settings (a draft needs no batch invariance)",
+}
 
 
 def gguf_precision(file_type: str, why: str, settings: str = "exact") -> Precision:
-    """How a GGUF file runs on llama.cpp's CPU kernels: its weights as stored (`file_type`, e.g. "Q4_K_M"), float32 activations,
-    with the `settings` ("exact" for a target, "fastest" for a draft).
+    """How a GGUF file runs on llama.cpp's CPU kernels: its weights as stored (`file_type`, e.g. "Q4_K_M"), float32
+    activations, with the `settings` ("exact" for a target, "fastest" for a draft).
 
     >>> gguf_precision("Q4_K_M", "auto: a GGUF file on a CPU").name
     'float32 Q4_K_M'

@@ -61,17 +61,19 @@ from specdec.kernels.invariant_attention import use_invariant_attention
 from specdec.kernels.w8a8 import W8A8Linear
 
 QUANTIZATIONS = ("none", "int8", "int4", "w8a8")
-QUANTIZATION_CHOICES = ("auto", *QUANTIZATIONS)   # "auto": the fastest exact choice for the device (`auto_quantization`)
-MIN_QUANTIZED_SHARE = 0.5                          # refuse a model when less than this share of its weights can be quantized
+QUANTIZATION_CHOICES = ("auto", *QUANTIZATIONS)  # "auto": the fastest exact choice for the device (`auto_quantization`)
+MIN_QUANTIZED_SHARE = 0.5  # refuse a model when less than this share of its weights can be quantized
 
 
 def _layer_groups(model: nn.Module, quantization: str, names: list[str]) -> list[list[str]]:
-    """The layers `names` in the groups they are made in: int8 siblings sharing an input together (`int8_groups`), int4 alone."""
+    """The layers `names` in the groups they are made in: int8 siblings sharing an input together (`int8_groups`), int4
+    alone."""
     return int8_groups(model, names) if quantization == "int8" else [[name] for name in names]
 
 
 def _packed_group(layers: list[nn.Module]) -> list[nn.Module]:
-    """One group's layers, packed: int8 ones built unpacked alone or side by side (`SharedInput`); int4 ones pack as built."""
+    """One group's layers, packed: int8 ones built unpacked alone or side by side (`SharedInput`); int4 ones pack as
+    built."""
     if not isinstance(layers[0], Int8Linear):
         return layers
     if len(layers) == 1:
@@ -123,8 +125,11 @@ def check_quantization(quantization: str, device: torch.device | str, role: str 
         raise SpecdecError(f"unknown quantization '{quantization}': use one of {', '.join(QUANTIZATION_CHOICES)}")
     if quantization != "none" and torch.device(device).type != "cpu":
         flag = "--quantization" if role == "target" else "--draft-quantization"
-        raise SpecdecError(f"{quantization} weights run on the CPU only (PyTorch's CPU kernels), not on {device}: use {flag} none")
-    return quantization   # w8a8 is checked where it is loaded: its kernel must first pass this machine's test (`w8a8_gate`)
+        raise SpecdecError(
+            f"{quantization} weights run on the CPU only (PyTorch's CPU kernels), not on {device}: use {flag} none"
+        )
+    # w8a8 is checked where it is loaded: its kernel must first pass this machine's test (`w8a8_gate`)
+    return quantization
 
 
 def _quantizable(quantization: str, layer: nn.Module) -> bool:
@@ -132,8 +137,9 @@ def _quantizable(quantization: str, layer: nn.Module) -> bool:
     return isinstance(layer, nn.Linear) and fits(layer)
 
 
-def quantize_model(model: PreTrainedModel, quantization: str, strict: bool = True,
-                   on_layer: Callable[[int, int], None] | None = None) -> PreTrainedModel:
+def quantize_model(
+    model: PreTrainedModel, quantization: str, strict: bool = True, on_layer: Callable[[int, int], None] | None = None
+) -> PreTrainedModel:
     """Swap `model`'s linear layers for int8 or int4 ones, in place (the output layer is untied from the embeddings).
 
     A model that keeps most of its weights elsewhere (GPT-2's `Conv1D`) is refused: quantizing
@@ -146,9 +152,11 @@ def quantize_model(model: PreTrainedModel, quantization: str, strict: bool = Tru
     return apply_quantization(model, quantization, strict, on_layer)
 
 
-def apply_quantization(model: PreTrainedModel, quantization: str, strict: bool = True,
-                       on_layer: Callable[[int, int], None] | None = None) -> PreTrainedModel:
-    """`quantize_model` for a `quantization` already checked for this device (`specdec.kernels.precision` did it, once)."""
+def apply_quantization(
+    model: PreTrainedModel, quantization: str, strict: bool = True, on_layer: Callable[[int, int], None] | None = None
+) -> PreTrainedModel:
+    """`quantize_model` for a `quantization` already checked for this device (`specdec.kernels.precision` did it,
+    once)."""
     if quantization == "none":
         return model
     total = sum(parameter.numel() for parameter in model.parameters())
@@ -156,14 +164,22 @@ def apply_quantization(model: PreTrainedModel, quantization: str, strict: bool =
     if sum(layer.weight.numel() for _, layer in targets) < MIN_QUANTIZED_SHARE * total:
         if not strict:
             return model
-        kinds = sorted({type(layer).__name__ for layer in model.modules() if list(layer.parameters(recurse=False))} - {"Embedding"})
-        raise SpecdecError(f"{quantization} quantizes nn.Linear layers, and this {model.config.model_type} model keeps most "
-                           f"of its weights elsewhere ({', '.join(kinds)}): use quantization none for it")
+        kinds = sorted(
+            {type(layer).__name__ for layer in model.modules() if list(layer.parameters(recurse=False))} - {"Embedding"}
+        )
+        raise SpecdecError(
+            f"{quantization} quantizes nn.Linear layers, and this {model.config.model_type} model keeps most "
+            f"of its weights elsewhere ({', '.join(kinds)}): use quantization none for it"
+        )
     groups = _layer_groups(model, quantization, [layer_name for layer_name, _ in targets])
     groups.sort(key=lambda group: -sum(model.get_submodule(name).weight.numel() for name in group))
     done = 0
-    for group, layers in _built_on_every_thread(groups, lambda group: _packed_group(
-            [quantized_layer(quantization, model.get_submodule(layer_name)) for layer_name in group])):
+    for group, layers in _built_on_every_thread(
+        groups,
+        lambda group: _packed_group(
+            [quantized_layer(quantization, model.get_submodule(layer_name)) for layer_name in group]
+        ),
+    ):
         for layer_name, layer in zip(group, layers):
             _replace(model, layer_name, layer)
             done += 1
@@ -173,7 +189,8 @@ def apply_quantization(model: PreTrainedModel, quantization: str, strict: bool =
 
 
 def quantize_linears(module: nn.Module, quantization: str) -> nn.Module:
-    """Every `nn.Linear` of a small module that is not a transformers model (an EAGLE head) in int8, in place; "none" leaves it.
+    """Every `nn.Linear` of a small module that is not a transformers model (an EAGLE head) in int8, in place; "none"
+    leaves it.
 
     A draft's weights change q, never the output (the rule is exact for any q), so a head may run in int8
     under a float32 target. Only int8 and none: int4 needs bfloat16 activations the head's float32 math does not use.
@@ -188,7 +205,9 @@ def quantize_linears(module: nn.Module, quantization: str) -> nn.Module:
     return module
 
 
-def _built_on_every_thread(groups: list[list[str]], build: Callable[[list[str]], list[nn.Module]]) -> Iterator[tuple[list[str], list[nn.Module]]]:
+def _built_on_every_thread(
+    groups: list[list[str]], build: Callable[[list[str]], list[nn.Module]]
+) -> Iterator[tuple[list[str], list[nn.Module]]]:
     """(group, its layers) for each group in order, the layers built on every CPU thread at once.
 
     Quantizing and packing one layer runs on one core (fbgemm's packing, measured: 18% of the 1.5B's
@@ -206,16 +225,18 @@ def _built_on_every_thread(groups: list[list[str]], build: Callable[[list[str]],
 
 
 def quantized_layer(quantization: str, layer: nn.Linear) -> nn.Module:
-    """`layer` with its weights in `quantization` ("int8", "int4" or "w8a8"); an int8 layer is left for its group to pack."""
+    """`layer` with its weights in `quantization` ("int8", "int4" or "w8a8"); an int8 layer is left for its group to
+    pack."""
     if quantization == "int8":
         return Int8Linear.from_linear(layer, pack=False)
     return W8A8Linear.from_linear(layer) if quantization == "w8a8" else Int4Linear.from_linear(layer)
 
 
 def mark_quantized(model: PreTrainedModel, quantization: str) -> PreTrainedModel:
-    """Record the quantization, and give the model attention whose rows do not depend on the pass (`invariant_attention`)."""
+    """Record the quantization, and give the model attention whose rows do not depend on the pass
+    (`invariant_attention`)."""
     model.specdec_quantization = quantization
-    model.config.tie_word_embeddings = False   # the output layer now has weights of its own
+    model.config.tie_word_embeddings = False  # the output layer now has weights of its own
     use_invariant_attention(model)
     return model
 
@@ -235,11 +256,14 @@ def rebuild_quantized_layers(model: nn.Module, state: dict[str, torch.Tensor], q
     while the others wait (measured on 2 threads, the 1.5B int8 copy: 8.9 s in model order, 6.5-7.1 s largest first).
     """
     marker = {"int8": "weight_int8", "w8a8": "weight_int8", "int4": "weight_int4"}[quantization]
-    names = [name for name, layer in model.named_modules() if isinstance(layer, nn.Linear) and f"{name}.{marker}" in state]
-    groups = _layer_groups(model, quantization, names)                  # int8 siblings packed as one
+    names = [
+        name for name, layer in model.named_modules() if isinstance(layer, nn.Linear) and f"{name}.{marker}" in state
+    ]
+    groups = _layer_groups(model, quantization, names)  # int8 siblings packed as one
     groups.sort(key=lambda group: -sum(state[f"{name}.{marker}"].numel() for name in group))
-    for group, layers in _built_on_every_thread(groups, lambda group: _packed_group(
-            [_layer_from_state(quantization, state, f"{name}.") for name in group])):
+    for group, layers in _built_on_every_thread(
+        groups, lambda group: _packed_group([_layer_from_state(quantization, state, f"{name}.") for name in group])
+    ):
         for name, layer in zip(group, layers):
             _replace(model, name, layer)
 
@@ -248,9 +272,12 @@ def _layer_from_state(quantization: str, state: dict[str, torch.Tensor], prefix:
     """One saved layer from its tensors (`prefix` is the layer's name plus '.')."""
     bias = state.get(prefix + "bias")
     if quantization == "int8":
-        return Int8Linear(state[prefix + "weight_int8"], state[prefix + "weight_scale"], bias, pack=False)   # packed by its group
+        # packed by its group
+        return Int8Linear(state[prefix + "weight_int8"], state[prefix + "weight_scale"], bias, pack=False)
     if quantization == "w8a8":
-        return W8A8Linear(state[prefix + "weight_int8"], state[prefix + "weight_scale"], bias)   # packed for its kernel now
-    scales_and_zeros, weight = state[prefix + "scales_and_zeros"], state[prefix + "weight_int4"]   # [K/g, N, 2], [N, K/2]
+        # packed for its kernel now
+        return W8A8Linear(state[prefix + "weight_int8"], state[prefix + "weight_scale"], bias)
+    # [K/g, N, 2], [N, K/2]
+    scales_and_zeros, weight = state[prefix + "scales_and_zeros"], state[prefix + "weight_int4"]
     in_features = weight.shape[1] * 2
     return Int4Linear(weight, scales_and_zeros, bias, in_features, group=in_features // scales_and_zeros.shape[0])

@@ -55,32 +55,40 @@ class Kernel:
 
 
 def quantize_tokens(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Each row of x [M, K] alone as int8 values (held in float) and its scale [M, 1]: absolute maximum over 127, rounded to nearest."""
+    """Each row of x [M, K] alone as int8 values (held in float) and its scale [M, 1]: absolute maximum over 127,
+    rounded to nearest."""
     rows = x.float()
-    scale = rows.abs().amax(dim=1, keepdim=True).clamp(min=1e-30) / 127     # [M, 1]
+    scale = rows.abs().amax(dim=1, keepdim=True).clamp(min=1e-30) / 127  # [M, 1]
     return torch.round(rows / scale).clamp(-127, 127), scale
 
 
-def _reference_multiply(x: torch.Tensor, weight_int8: torch.Tensor, weight_scale: torch.Tensor,
-                        bias: torch.Tensor | None) -> torch.Tensor:
-    x_int8, x_scale = quantize_tokens(x)                                     # [M, K], [M, 1]
-    sums = x_int8.double() @ weight_int8.double().t()                        # [M, N]: int32 sums, exact in float64
+def _reference_multiply(
+    x: torch.Tensor, weight_int8: torch.Tensor, weight_scale: torch.Tensor, bias: torch.Tensor | None
+) -> torch.Tensor:
+    x_int8, x_scale = quantize_tokens(x)  # [M, K], [M, 1]
+    sums = x_int8.double() @ weight_int8.double().t()  # [M, N]: int32 sums, exact in float64
     y = sums * x_scale.double() * weight_scale.double()
     if bias is not None:
         y = y + bias.double()
     return y.to(torch.bfloat16)
 
 
-REFERENCE = Kernel("exact int8 arithmetic in float64 (the reference: slow, for checks)", lambda weight_int8: weight_int8,
-                   _reference_multiply)
+REFERENCE = Kernel(
+    "exact int8 arithmetic in float64 (the reference: slow, for checks)",
+    lambda weight_int8: weight_int8,
+    _reference_multiply,
+)
 
 
 def vllm_kernel() -> Kernel:
-    """sgl's W8A8 kernel from vLLM's CPU library, which must already be loaded into torch (`w8a8_gate.activate` does it)."""
+    """sgl's W8A8 kernel from vLLM's CPU library, which must already be loaded into torch (`w8a8_gate.activate` does
+    it)."""
     ops = torch.ops._C
-    return Kernel("vLLM CPU int8_scaled_mm_with_quant, int8 activations per token",
-                  ops.convert_weight_packed,
-                  lambda x, packed, scale, bias: ops.int8_scaled_mm_with_quant(x, packed, scale, bias, torch.bfloat16, True))
+    return Kernel(
+        "vLLM CPU int8_scaled_mm_with_quant, int8 activations per token",
+        ops.convert_weight_packed,
+        lambda x, packed, scale, bias: ops.int8_scaled_mm_with_quant(x, packed, scale, bias, torch.bfloat16, True),
+    )
 
 
 _active: Kernel | None = None
@@ -123,10 +131,16 @@ class W8A8Linear(nn.Module):
     None, so a W8A8 copy on disk is the same kind of file; the kernel's packed layout is made at load.
     """
 
-    verify_slope = 0.04   # v(k) = 1 + beta k: v(5) = 1.19 for the 1.5B's shapes on an AVX-512 CPU (the probe in the docstring above)
+    # v(k) = 1 + beta k: v(5) = 1.19 for the 1.5B's shapes on an AVX-512 CPU (the probe in the docstring above)
+    verify_slope = 0.04
 
-    def __init__(self, weight_int8: torch.Tensor, weight_scale: torch.Tensor, bias: torch.Tensor | None,
-                 kernel: Kernel | None = None) -> None:
+    def __init__(
+        self,
+        weight_int8: torch.Tensor,
+        weight_scale: torch.Tensor,
+        bias: torch.Tensor | None,
+        kernel: Kernel | None = None,
+    ) -> None:
         super().__init__()
         self.out_features, self.in_features = weight_int8.shape
         self.register_buffer("weight_int8", weight_int8)
@@ -144,7 +158,7 @@ class W8A8Linear(nn.Module):
     def from_linear(cls, layer: nn.Linear, kernel: Kernel | None = None) -> W8A8Linear:
         return cls(*int8_rows(layer.weight), layer.bias, kernel)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:                        # [..., K] -> [..., N]
-        rows = x.reshape(-1, self.in_features).to(torch.bfloat16).contiguous()   # [M, K]
-        y = self.kernel.multiply(rows, self._packed, self.weight_scale, self.bias)   # [M, N] bfloat16
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # [..., K] -> [..., N]
+        rows = x.reshape(-1, self.in_features).to(torch.bfloat16).contiguous()  # [M, K]
+        y = self.kernel.multiply(rows, self._packed, self.weight_scale, self.bias)  # [M, N] bfloat16
         return y.to(x.dtype).reshape(*x.shape[:-1], self.out_features)

@@ -1,4 +1,5 @@
-"""The machine proves the W8A8 kernel before specdec uses it: loaded in a subprocess, tested bit for bit, the verdict kept.
+"""The machine proves the W8A8 kernel before specdec uses it: loaded in a subprocess, tested bit for bit, the verdict
+kept.
 
 vLLM's prebuilt CPU library is built for AVX-512. On a CPU without it, loading it (or its first
 multiplication) dies of SIGILL, an illegal instruction, which no `try` can catch. And exactness
@@ -42,10 +43,10 @@ from specdec.kernels.w8a8 import REFERENCE, Kernel, W8A8Linear, kernel_in_use, u
 from specdec.store import write_text
 from specdec.store.machine import cpu_facts as machine_facts
 
-NEEDED_FLAGS = ("avx512f", "avx512_vnni")     # the library's build and its int8 dot products
-PASSES = (2, 6, 17)                           # tokens per pass: a chain of 1, of 5, a tree of 16
-SHAPES = ((256, 1536), (1536, 8960))          # (N, K): the 1.5B's k_proj and down_proj
-MAX_ERROR = 0.02                              # relative to the largest output, against exact integer arithmetic
+NEEDED_FLAGS = ("avx512f", "avx512_vnni")  # the library's build and its int8 dot products
+PASSES = (2, 6, 17)  # tokens per pass: a chain of 1, of 5, a tree of 16
+SHAPES = ((256, 1536), (1536, 8960))  # (N, K): the 1.5B's k_proj and down_proj
+MAX_ERROR = 0.02  # relative to the largest output, against exact integer arithmetic
 SELF_TEST_TIMEOUT_S = 600
 
 
@@ -67,22 +68,27 @@ def cpu_refusal(facts: dict[str, object] | None = None) -> Verdict | None:
     """A refusal when this CPU lacks any of `NEEDED_FLAGS` (nothing need be downloaded or run to know it), else None."""
     have = set((facts or cpu_facts())["flags"])
     missing = [flag for flag in NEEDED_FLAGS if flag not in have]
-    return Verdict(False, f"this CPU lacks {', '.join(missing)}, for which vLLM's CPU kernel is built") if missing else None
+    return (
+        Verdict(False, f"this CPU lacks {', '.join(missing)}, for which vLLM's CPU kernel is built")
+        if missing
+        else None
+    )
 
 
 def rows_agree(kernel: Kernel, shape: tuple[int, int], seed: int = 0) -> str | None:
-    """None when every pass of `PASSES` tokens gives each token the bits a one-token pass gives it, else which did not."""
+    """None when every pass of `PASSES` tokens gives each token the bits a one-token pass gives it, else which did
+    not."""
     n, k = shape
     generator = torch.Generator().manual_seed(seed)
     weight_int8 = torch.randint(-127, 128, (n, k), generator=generator, dtype=torch.int8)
     weight_scale = torch.rand(n, generator=generator) / 100 + 1e-3
     bias = torch.randn(n, generator=generator)
     x = torch.randn(max(PASSES), k, generator=generator)
-    x[1] *= 1000                                                     # tokens of very different sizes, side by side
+    x[1] *= 1000  # tokens of very different sizes, side by side
     x[2] /= 1000
     x = x.to(torch.bfloat16)
     packed = kernel.pack(weight_int8)
-    alone = torch.cat([kernel.multiply(x[i:i + 1], packed, weight_scale, bias) for i in range(len(x))])
+    alone = torch.cat([kernel.multiply(x[i : i + 1], packed, weight_scale, bias) for i in range(len(x))])
     for m in PASSES:
         together = kernel.multiply(x[:m].contiguous(), packed, weight_scale, bias)
         for i in range(m):
@@ -96,13 +102,21 @@ def rows_agree(kernel: Kernel, shape: tuple[int, int], seed: int = 0) -> str | N
 
 
 def tiny_model_agrees(kernel: Kernel, seed: int = 0) -> str | None:
-    """None when a tiny model with W8A8 layers gives a prompt pass, a chain pass and a tree pass (with its mask) the logits
-    of its one-token steps, bit for bit; else which pass did not. The whole path a target takes, on this machine."""
+    """None when a tiny model with W8A8 layers gives a prompt pass, a chain pass and a tree pass (with its mask) the
+    logits of its one-token steps, bit for bit; else which pass did not. The whole path a target takes, on this
+    machine."""
     from transformers import DynamicCache, Qwen2Config, Qwen2ForCausalLM
 
     torch.manual_seed(seed)
-    config = Qwen2Config(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-                         num_key_value_heads=2, max_position_embeddings=64)
+    config = Qwen2Config(
+        vocab_size=256,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+    )
     model = Qwen2ForCausalLM(config).to(torch.bfloat16).eval()
     with kernel_in_use(kernel):
         apply_quantization(model, "w8a8")
@@ -112,26 +126,30 @@ def tiny_model_agrees(kernel: Kernel, seed: int = 0) -> str | None:
     ids = torch.randint(0, 256, (1, 24))
     with torch.no_grad():
         cache = DynamicCache(config=config)
-        steps = torch.cat([model(input_ids=ids[:, i:i + 1], cache=cache, use_cache=True).logits[0] for i in range(24)])
+        steps = torch.cat(
+            [model(input_ids=ids[:, i : i + 1], cache=cache, use_cache=True).logits[0] for i in range(24)]
+        )
         cache = DynamicCache(config=config)
         prompt = model(input_ids=ids[:, :10], cache=cache, use_cache=True).logits[0]
         chain = model(input_ids=ids[:, 10:16], cache=cache, use_cache=True).logits[0]
-        # a tree after the chain, as the engine passes one (a bool mask, positions by depth): nodes 16..23, each the child
-        # of the node before, except node 20, a second child of node 17, and its own descendants
+        # a tree after the chain, as the engine passes one (a bool mask, positions by depth): nodes 16..23, each the
+        # child of the node before, except node 20, a second child of node 17, and its own descendants
         parents = [-1, 0, 1, 2, 1, 4, 5, 6]
         allowed = torch.eye(8, dtype=torch.bool)
         for node, parent in enumerate(parents):
             if parent >= 0:
                 allowed[node] |= allowed[parent]
-        mask = torch.cat([torch.ones(8, 16, dtype=torch.bool), allowed], dim=1)[None, None]   # [1, 1, 8 nodes, 16 cached + 8]
-        positions = 16 + allowed.sum(dim=1)[None] - 1                                       # [1, 8]: 16 + depth
-        tree = model(input_ids=ids[:, 16:24], cache=cache, use_cache=True, attention_mask=mask,
-                     position_ids=positions).logits[0]
+        # [1, 1, 8 nodes, 16 cached + 8]
+        mask = torch.cat([torch.ones(8, 16, dtype=torch.bool), allowed], dim=1)[None, None]
+        positions = 16 + allowed.sum(dim=1)[None] - 1  # [1, 8]: 16 + depth
+        tree = model(
+            input_ids=ids[:, 16:24], cache=cache, use_cache=True, attention_mask=mask, position_ids=positions
+        ).logits[0]
     if not torch.equal(prompt, steps[:10]):
         return "a prompt pass of the tiny model differs from its one-token steps"
     if not torch.equal(chain, steps[10:16]):
         return "a chain pass of the tiny model differs from its one-token steps"
-    path = [0, 1, 2, 3]                                               # nodes 16..19 are a chain: their logits are the steps'
+    path = [0, 1, 2, 3]  # nodes 16..19 are a chain: their logits are the steps'
     if not torch.equal(tree[path], steps[16:20]):
         return "a tree pass of the tiny model differs from its one-token steps"
     return None
@@ -147,7 +165,8 @@ def self_test(kernel: Kernel) -> str | None:
 
 
 def probe(library: str) -> Verdict:
-    """In this process: load `library` and test its kernel. Run it in a subprocess (`check_machine`): it may die of SIGILL."""
+    """In this process: load `library` and test its kernel. Run it in a subprocess (`check_machine`): it may die of
+    SIGILL."""
     try:
         torch.ops.load_library(library)
         kernel = vllm_kernel()
@@ -164,7 +183,8 @@ def _self_test_command(library: Path) -> list[str]:
 
 
 def check_machine(library: Path, library_sha256: str, verdict_path: Path) -> Verdict:
-    """The verdict for this machine: the kept one when nothing that could change it changed, else a new subprocess test."""
+    """The verdict for this machine: the kept one when nothing that could change it changed, else a new subprocess
+    test."""
     facts = cpu_facts()
     key = {**facts, "torch": torch.__version__, "library_sha256": library_sha256}
     refused = cpu_refusal(facts)
@@ -177,7 +197,9 @@ def check_machine(library: Path, library_sha256: str, verdict_path: Path) -> Ver
     except (OSError, ValueError, TypeError):
         pass
     try:
-        completed = subprocess.run(_self_test_command(library), capture_output=True, text=True, timeout=SELF_TEST_TIMEOUT_S)
+        completed = subprocess.run(
+            _self_test_command(library), capture_output=True, text=True, timeout=SELF_TEST_TIMEOUT_S
+        )
     except subprocess.TimeoutExpired:
         verdict = Verdict(False, f"this machine's test of vLLM's CPU kernel took over {SELF_TEST_TIMEOUT_S} s")
     else:
@@ -189,7 +211,7 @@ def check_machine(library: Path, library_sha256: str, verdict_path: Path) -> Ver
             verdict = Verdict(False, f"this machine's test of vLLM's CPU kernel failed: {tail}")
         else:
             verdict = Verdict(**json.loads(lines[-1]))
-    write_text(verdict_path, json.dumps({"key": key, "verdict": asdict(verdict)}, indent=2))   # whole or absent
+    write_text(verdict_path, json.dumps({"key": key, "verdict": asdict(verdict)}, indent=2))  # whole or absent
     return verdict
 
 
@@ -202,7 +224,9 @@ def activate(verdict: Verdict) -> Verdict:
         torch.ops.load_library(verdict.library)
         use_kernel(vllm_kernel())
     except (OSError, RuntimeError, AttributeError) as error:
-        verdict = Verdict(False, f"vLLM's CPU library passed its test but did not load here: {str(error).splitlines()[0]}")
+        verdict = Verdict(
+            False, f"vLLM's CPU library passed its test but did not load here: {str(error).splitlines()[0]}"
+        )
         use_kernel(None, verdict.why)
     return verdict
 

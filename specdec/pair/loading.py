@@ -30,7 +30,19 @@ from specdec.pair.measuring import cost_key, keep_load_time, load_key
 from specdec.pair.resources import LoadedPair
 from specdec.planner import ModelPlan, choose_models
 from specdec.planner.models import W8A8_TARGET
-from specdec.registry import CORPUS, DRAFT_MODEL, DRAFT_TOKENIZER, METHODS, RESOURCES, TARGET, TOKENIZER, WHOLE, Resources, corpus_files, needs_of
+from specdec.registry import (
+    CORPUS,
+    DRAFT_MODEL,
+    DRAFT_TOKENIZER,
+    METHODS,
+    RESOURCES,
+    TARGET,
+    TOKENIZER,
+    WHOLE,
+    Resources,
+    corpus_files,
+    needs_of,
+)
 from specdec.run_spec import Drafting, ModelChoices, RunSpec
 from specdec.runtime.costs import keep_speed, measured_costs
 from specdec.runtimes import FALLBACK, RUNTIMES, LoadRequest, choose_runtime, model_file, runtime_of
@@ -41,8 +53,9 @@ from specdec.zoo.loading import TOKENIZERS, load_tokenizer, same_tokenizer, same
 from specdec.zoo.loading import load_model as load_torch_model
 
 
-def load_spec(spec: RunSpec, progress: Callable[[str], None] | None = None,
-              steps: Callable[[Progress], None] | None = None) -> LoadedPair:
+def load_spec(
+    spec: RunSpec, progress: Callable[[str], None] | None = None, steps: Callable[[Progress], None] | None = None
+) -> LoadedPair:
     """The pair a run spec names, each model as the planner chose (checked first: a bad choice costs no load).
 
     `progress` gets a line per model; `steps` a `specdec.store.Progress` per tokenizer read, GGUF tensor dequantized and
@@ -54,7 +67,7 @@ def load_spec(spec: RunSpec, progress: Callable[[str], None] | None = None,
     _check_before_loading(spec, models, needs, say)
     texts = corpus_files(spec.drafting.corpus)
     seconds: dict[str, float] = {}
-    with parsed_once():                            # each GGUF header parsed once for the tokenizers and both models
+    with parsed_once():  # each GGUF header parsed once for the tokenizers and both models
         resources = _tokenizers(spec, models[1] is not None, seconds, steps)
         loaded = []
         for planned in models:
@@ -71,20 +84,23 @@ def load_spec(spec: RunSpec, progress: Callable[[str], None] | None = None,
     return LoadedPair(spec.target, spec.draft, resources, models, seconds, costs=costs, cost_key=key)
 
 
-def _check_before_loading(spec: RunSpec, models: Sequence[ModelPlan | None], needs: Sequence[str],
-                          say: Callable[[str], None]) -> None:
-    """What can be refused before anything loads: a W8A8 kernel that fails this machine's test, a missing resource (a head)."""
+def _check_before_loading(
+    spec: RunSpec, models: Sequence[ModelPlan | None], needs: Sequence[str], say: Callable[[str], None]
+) -> None:
+    """What can be refused before anything loads: a W8A8 kernel that fails this machine's test, a missing resource (a
+    head)."""
     if any(planned is not None and planned.precision.weights == "w8a8" for planned in models):
-        require_w8a8(say)                          # before anything is read: its kernel must pass this machine's test
+        require_w8a8(say)  # before anything is read: its kernel must pass this machine's test
     for need in needs:
         if need in RESOURCES and RESOURCES[need].check is not None:
-            RESOURCES[need].check(spec.draft, spec.target)     # a missing head: refused before anything loads
+            RESOURCES[need].check(spec.draft, spec.target)  # a missing head: refused before anything loads
 
 
-def _method_resources(spec: RunSpec, needs: Sequence[str], resources: Resources, say: Callable[[str], None],
-                      seconds: dict[str, float]) -> None:
-    """Into `resources`, what the method needs beyond the models (`specdec.registry.RESOURCES`: a head, ...), and for a draft
-    with its own tokenizer the draft tokens that are whole characters; the seconds each took into `seconds`."""
+def _method_resources(
+    spec: RunSpec, needs: Sequence[str], resources: Resources, say: Callable[[str], None], seconds: dict[str, float]
+) -> None:
+    """Into `resources`, what the method needs beyond the models (`specdec.registry.RESOURCES`: a head, ...), and for a
+    draft with its own tokenizer the draft tokens that are whole characters; the seconds each took into `seconds`."""
     if DRAFT_TOKENIZER in resources:
         say(f"{spec.draft} has its own tokenizer: its drafted text will be re-encoded for {spec.target}")
         start = time.perf_counter()
@@ -95,30 +111,43 @@ def _method_resources(spec: RunSpec, needs: Sequence[str], resources: Resources,
         if need in RESOURCES:
             say(f"Loading the {need} for {spec.target} …")
             start = time.perf_counter()
-            resources[need] = RESOURCES[need].load(spec.draft, spec.target, resources[TARGET], spec.models.draft_quantization)
+            resources[need] = RESOURCES[need].load(
+                spec.draft, spec.target, resources[TARGET], spec.models.draft_quantization
+            )
             seconds[need] = time.perf_counter() - start
 
 
-def _target_costs(spec: RunSpec, models: tuple[ModelPlan, ModelPlan | None], resources: Resources, say: Callable[[str], None],
-                  seconds: dict[str, float]) -> tuple[CostProfile | None, dict[str, object] | None]:
+def _target_costs(
+    spec: RunSpec,
+    models: tuple[ModelPlan, ModelPlan | None],
+    resources: Resources,
+    say: Callable[[str], None],
+    seconds: dict[str, float],
+) -> tuple[CostProfile | None, dict[str, object] | None]:
     """c and v(k) measured on this machine, and what they are kept under, for a target whose costs are measured at load
     (`target_option`); (None, None) for any other."""
     option = target_option(models[0])
     if option is None:
         return None, None
-    start = time.perf_counter()             # verification is compute-bound there: time c and v(k), once per machine
-    key = cost_key(resources, models[0].runtime) | ({} if RUNTIMES[models[0].runtime].measures_costs else {"precision": option})
-    costs = measured_costs(resources[TARGET], resources.get(DRAFT_MODEL), key,
-                           timing=lambda: say("Timing a draft step and the verification passes (kept for next time) …"))
-    keep_speed(spec.target, option, spec.models.threads, costs)     # what the planner weighs the target's runtimes by
+    start = time.perf_counter()  # verification is compute-bound there: time c and v(k), once per machine
+    key = cost_key(resources, models[0].runtime) | (
+        {} if RUNTIMES[models[0].runtime].measures_costs else {"precision": option}
+    )
+    costs = measured_costs(
+        resources[TARGET],
+        resources.get(DRAFT_MODEL),
+        key,
+        timing=lambda: say("Timing a draft step and the verification passes (kept for next time) …"),
+    )
+    keep_speed(spec.target, option, spec.models.threads, costs)  # what the planner weighs the target's runtimes by
     seconds["costs"] = time.perf_counter() - start
     return costs, key
 
 
 def target_option(planned: ModelPlan) -> str | None:
-    """How a CPU target runs whose costs are measured at load (`W8A8_TARGET`, or a runtime that measures them: llama.cpp), None
-    for any other: verification is compute-bound on a CPU with few cores, so what a pass over k tokens costs decides the
-    drafting."""
+    """How a CPU target runs whose costs are measured at load (`W8A8_TARGET`, or a runtime that measures them:
+    llama.cpp), None for any other: verification is compute-bound on a CPU with few cores, so what a pass over k tokens
+    costs decides the drafting."""
     if RUNTIMES[planned.runtime].measures_costs:
         return planned.runtime
     if planned.precision.weights == "w8a8" and planned.precision.device.type == "cpu":
@@ -126,9 +155,11 @@ def target_option(planned: ModelPlan) -> str | None:
     return None
 
 
-def _tokenizers(spec: RunSpec, with_draft: bool, seconds: dict[str, float], steps: Callable[[Progress], None] | None) -> Resources:
-    """The target's tokenizer, and the draft's own where it cuts text differently (seconds each from a GGUF file on a first
-    load: a stage of its own)."""
+def _tokenizers(
+    spec: RunSpec, with_draft: bool, seconds: dict[str, float], steps: Callable[[Progress], None] | None
+) -> Resources:
+    """The target's tokenizer, and the draft's own where it cuts text differently (seconds each from a GGUF file on a
+    first load: a stage of its own)."""
     start = time.perf_counter()
     names = [spec.target] + ([spec.draft] if with_draft and not same_tokenizer_files(spec.target, spec.draft) else [])
     report, tokenizers = Reporter(spec.target, steps), []
@@ -143,14 +174,26 @@ def _tokenizers(spec: RunSpec, with_draft: bool, seconds: dict[str, float], step
     return resources
 
 
-def _load_planned(planned: ModelPlan, threads: int | None, say: Callable[[str], None], steps: Callable[[Progress], None] | None,
-                  seconds: dict[str, float]) -> tuple[Model, ModelPlan]:
+def _load_planned(
+    planned: ModelPlan,
+    threads: int | None,
+    say: Callable[[str], None],
+    steps: Callable[[Progress], None] | None,
+    seconds: dict[str, float],
+) -> tuple[Model, ModelPlan]:
     """One model, on the runtime and at the precision its plan says; and the plan as loaded ("auto" weights that a model
     cannot take leave it as it is, and its plan then says so)."""
     say(f"Loading {planned.role} {planned.name} …")
     start = time.perf_counter()
-    request = LoadRequest(planned.name, planned.role, planned.precision, planned.settings, threads, model_file(planned.name).location,
-                          lambda: load_torch_model(planned.name, precision=planned.precision, role=planned.role, progress=steps))
+    request = LoadRequest(
+        planned.name,
+        planned.role,
+        planned.precision,
+        planned.settings,
+        threads,
+        model_file(planned.name).location,
+        lambda: load_torch_model(planned.name, precision=planned.precision, role=planned.role, progress=steps),
+    )
     model, precision = RUNTIMES[planned.runtime].load(request)
     planned = replace(planned, precision=precision)
     seconds[planned.role] = time.perf_counter() - start
@@ -158,16 +201,26 @@ def _load_planned(planned: ModelPlan, threads: int | None, say: Callable[[str], 
     return model, planned
 
 
-def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: str = "auto",
-              progress: Callable[[str], None] | None = None, draft_quantization: str = "none",
-              quantization: str = "none", steps: Callable[[Progress], None] | None = None,
-              corpus: Sequence[str] = (), runtime: str = "auto", threads: int | None = None,
-              draft_runtime: str = "auto") -> LoadedPair:
-    """`load_spec` of the run spec these arguments describe (`specdec.run_spec.ModelChoices`): the target, its tokenizer and
-    what the draft name asks for (`specdec.registry.needs_of`). `quantization` is the target's weights, `draft_quantization`
-    the draft's: "none", "int8", "int4" (CPU only), "w8a8", or "auto" (the planner's choice). The draft's precision changes
-    c, never the output; the target's changes the target itself, and exactness then holds against that target as loaded.
-    `runtime` is the target's, `draft_runtime` the draft model's (auto: llama.cpp's fastest settings for a GGUF draft on a CPU)."""
+def load_pair(
+    target_name: str,
+    draft_name: str,
+    device: str = "auto",
+    dtype: str = "auto",
+    progress: Callable[[str], None] | None = None,
+    draft_quantization: str = "none",
+    quantization: str = "none",
+    steps: Callable[[Progress], None] | None = None,
+    corpus: Sequence[str] = (),
+    runtime: str = "auto",
+    threads: int | None = None,
+    draft_runtime: str = "auto",
+) -> LoadedPair:
+    """`load_spec` of the run spec these arguments describe (`specdec.run_spec.ModelChoices`): the target, its tokenizer
+    and what the draft name asks for (`specdec.registry.needs_of`). `quantization` is the target's weights,
+    `draft_quantization` the draft's: "none", "int8", "int4" (CPU only), "w8a8", or "auto" (the planner's choice). The
+    draft's precision changes c, never the output; the target's changes the target itself, and exactness then holds
+    against that target as loaded. `runtime` is the target's, `draft_runtime` the draft model's (auto: llama.cpp's
+    fastest settings for a GGUF draft on a CPU)."""
     if target_name in METHODS:
         raise SpecdecError(f"{target_name} can only be the draft: give a model as the target")
     choices = ModelChoices(device, dtype, quantization, draft_quantization, runtime, threads, draft_runtime)
@@ -175,12 +228,19 @@ def load_pair(target_name: str, draft_name: str, device: str = "auto", dtype: st
     return load_spec(spec, progress, steps)
 
 
-def load_model(name_or_path: str, device: str = "auto", dtype: str = "auto", quantization: str = "none", runtime: str = FALLBACK,
-               threads: int | None = None, **options) -> object:
+def load_model(
+    name_or_path: str,
+    device: str = "auto",
+    dtype: str = "auto",
+    quantization: str = "none",
+    runtime: str = FALLBACK,
+    threads: int | None = None,
+    **options,
+) -> object:
     """A causal LM from a zoo name, hub id, folder or .gguf file: on torch (default) a transformers model in eval mode
-    (`specdec.zoo.loading.load_model`, which takes `options`); on another runtime of `specdec.runtimes` (`runtime="llama.cpp"`:
-    the GGUF file mapped into llama.cpp's own kernels with the exact settings) a model behind `specdec.engine.model` that the
-    generate functions take alike.
+    (`specdec.zoo.loading.load_model`, which takes `options`); on another runtime of `specdec.runtimes`
+    (`runtime="llama.cpp"`: the GGUF file mapped into llama.cpp's own kernels with the exact settings) a model behind
+    `specdec.engine.model` that the generate functions take alike.
 
         target = specdec.load_model("qwen2.5-coder-1.5b", runtime="llama.cpp")
         speculative_generate(target, specdec.PromptLookupDrafter(), input_ids, temperature=0)
@@ -189,13 +249,22 @@ def load_model(name_or_path: str, device: str = "auto", dtype: str = "auto", qua
     if entry.load_for_user is not None:
         return entry.load_for_user(name_or_path, device, dtype, quantization, **options)
     if entry.own_weights and ((device, dtype, quantization) != ("auto", "auto", "none") or options):
-        raise SpecdecError(f"the {runtime} runtime runs a model file's own weights: drop device, dtype and quantization")
+        raise SpecdecError(
+            f"the {runtime} runtime runs a model file's own weights: drop device, dtype and quantization"
+        )
     import torch
 
     file = model_file(name_or_path)
-    choose_runtime(runtime, [file], torch.device("cpu"), ())        # one line if it cannot run this model here
+    choose_runtime(runtime, [file], torch.device("cpu"), ())  # one line if it cannot run this model here
     settings = entry.settings[0]
     precision = entry.precision_of(file, "asked for", settings) if entry.precision_of is not None else None
-    request = LoadRequest(name_or_path, "target", precision, settings, threads, file.location,
-                          lambda: load_torch_model(name_or_path, device, dtype, quantization, **options))
+    request = LoadRequest(
+        name_or_path,
+        "target",
+        precision,
+        settings,
+        threads,
+        file.location,
+        lambda: load_torch_model(name_or_path, device, dtype, quantization, **options),
+    )
     return entry.load(request)[0]

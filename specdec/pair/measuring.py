@@ -6,10 +6,10 @@ alpha the chance a tested draft is kept.
     costs = machine_costs(pair)                  # measured at load (llama.cpp), else timed now (a few seconds) and kept
     curve = costs_curve(pair, alpha=0.9)         # v(gamma) and the speedup a draft agreeing 90% of the time would give
 
-What is kept, and under what: `specdec.runtime.costs.measured_costs` (the store's costs file), keyed by each model as its
-runtime names it (file, size, time, threads), the precision and the CPU (`cost_key`). The plan is not changed by a timing
-made here: the planner reads the costs measured at load. How long a pair's last load took is kept too (`keep_load_time`),
-per plan (`load_key`), for a page to say before the next first click.
+What is kept, and under what: `specdec.runtime.costs.measured_costs` (the store's costs file), keyed by each model as
+its runtime names it (file, size, time, threads), the precision and the CPU (`cost_key`). The plan is not changed by a
+timing made here: the planner reads the costs measured at load. How long a pair's last load took is kept too
+(`keep_load_time`), per plan (`load_key`), for a page to say before the next first click.
 """
 
 from __future__ import annotations
@@ -30,17 +30,22 @@ if TYPE_CHECKING:
 
 
 def cost_key(resources: Resources, runtime: str) -> dict[str, object]:
-    """What measured costs are kept under: each model as its runtime names it (a file, its size, time and threads), the CPU."""
+    """What measured costs are kept under: each model as its runtime names it (a file, its size, time and threads), the
+    CPU."""
     from specdec.store.machine import cpu_facts
 
     draft = resources.get(DRAFT_MODEL)
-    return {"target": resources[TARGET].identity, "draft": None if draft is None else draft.identity, "runtime": runtime,
-            "cpu": cpu_facts()["cpu"]}
+    return {
+        "target": resources[TARGET].identity,
+        "draft": None if draft is None else draft.identity,
+        "runtime": runtime,
+        "cpu": cpu_facts()["cpu"],
+    }
 
 
 def machine_costs(pair: LoadedPair) -> CostProfile:
-    """c and v(k) of this pair on this machine: those measured at load, else timed now (a few seconds) and kept in the store
-    under the models, their precision and the CPU (`measured_costs`)."""
+    """c and v(k) of this pair on this machine: those measured at load, else timed now (a few seconds) and kept in the
+    store under the models, their precision and the CPU (`measured_costs`)."""
     if pair.costs is not None:
         return pair.costs
     key = cost_key(pair.resources, pair.target.traits.runtime) | {"precision": pair.precisions}
@@ -54,7 +59,7 @@ def costs_curve(pair: LoadedPair, alpha: float = ASSUMED_ALPHA, max_gamma: int =
     return verification_curve(costs.verify, costs.c, alpha, max_gamma)
 
 
-DISAGREE_BY = 0.2           # a run whose passes took this much more or less than the kept costs predict re-times them
+DISAGREE_BY = 0.2  # a run whose passes took this much more or less than the kept costs predict re-times them
 
 
 def disagreement(costs: CostProfile, result: GenerationResult) -> float | None:
@@ -63,20 +68,22 @@ def disagreement(costs: CostProfile, result: GenerationResult) -> float | None:
 
     >>> from types import SimpleNamespace as Timed
     >>> costs = CostProfile(0.1, 0.05, {2: 0.2})                                     # v(2) = 2
-    >>> rounds = [Timed(drafted=(), verify_s=0.5), Timed(drafted=(7, 8), verify_s=0.3)]   # the prompt pass, then 2 drafted
+    >>> # the prompt pass, then 2 drafted
+    >>> rounds = [Timed(drafted=(), verify_s=0.5), Timed(drafted=(7, 8), verify_s=0.3)]
     >>> round(disagreement(costs, Timed(rounds=rounds)), 2)
     1.5
     """
     predicted = observed = 0.0
-    for round_ in result.rounds[1:]:                        # the first round's pass is the prompt's
+    for round_ in result.rounds[1:]:  # the first round's pass is the prompt's
         predicted += costs.target_step_s * costs.v(len(round_.drafted))
         observed += round_.verify_s
     return observed / predicted if predicted > 0 else None
 
 
 def recheck_costs(pair: LoadedPair, result: GenerationResult) -> None:
-    """Where the run's own passes disagree with the pair's kept costs by more than `DISAGREE_BY` (the machine got busier or
-    quieter, or the kept timing was off), forget them: the next load times them again; `pair.costs_off` says by how much."""
+    """Where the run's own passes disagree with the pair's kept costs by more than `DISAGREE_BY` (the machine got busier
+    or quieter, or the kept timing was off), forget them: the next load times them again; `pair.costs_off` says by how
+    much."""
     if pair.costs is None or pair.cost_key is None:
         return
     ratio = disagreement(pair.costs, result)
@@ -85,7 +92,7 @@ def recheck_costs(pair: LoadedPair, result: GenerationResult) -> None:
         pair.costs_off = ratio
 
 
-LOAD_TIMES = "load-times.json"        # in the store: how long the last load of each pair, as planned, took on this machine
+LOAD_TIMES = "load-times.json"  # in the store: how long the last load of each pair, as planned, took on this machine
 
 
 def load_key(pair: str, models: Sequence[ModelPlan | None]) -> str:
@@ -99,7 +106,8 @@ def load_key(pair: str, models: Sequence[ModelPlan | None]) -> str:
 
 
 def keep_load_time(pair: str, seconds: dict[str, float]) -> None:
-    """Keep how long loading `pair` (a `load_key`) took, stage by stage, so a page can say it before the next first click."""
+    """Keep how long loading `pair` (a `load_key`) took, stage by stage, so a page can say it before the next first
+    click."""
     import json
 
     from specdec.store import cache_dir, write_text
@@ -109,12 +117,16 @@ def keep_load_time(pair: str, seconds: dict[str, float]) -> None:
         kept = json.loads(path.read_text())
     except (OSError, ValueError):
         kept = {}
-    kept[pair] = {"seconds": round(sum(seconds.values()), 1), "stages": {name: round(s, 1) for name, s in seconds.items()}}
+    kept[pair] = {
+        "seconds": round(sum(seconds.values()), 1),
+        "stages": {name: round(s, 1) for name, s in seconds.items()},
+    }
     write_text(path, json.dumps(kept, indent=1))
 
 
 def last_load_time(pair: str) -> float | None:
-    """Seconds the last load of `pair` (a `load_key`) took on this machine (`keep_load_time`), None where it was never loaded here.
+    """Seconds the last load of `pair` (a `load_key`) took on this machine (`keep_load_time`), None where it was never
+    loaded here.
 
     >>> last_load_time("no-draft->no-target") is None
     True

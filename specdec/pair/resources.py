@@ -40,42 +40,69 @@ from specdec.runtimes import runtime_of
 
 @dataclass
 class LoadedPair:
-    """What a pair's run spec asked for, loaded (module docstring). The drafters of a pair live as long as it (`drafters`), so
-    that those that learn across texts (Token Recycling's table, suffix decoding's earlier outputs) keep what they learned; a
-    benchmark asks for fresh ones."""
+    """What a pair's run spec asked for, loaded (module docstring). The drafters of a pair live as long as it
+    (`drafters`), so that those that learn across texts (Token Recycling's table, suffix decoding's earlier outputs)
+    keep what they learned; a benchmark asks for fresh ones."""
 
     target_name: str
     draft_name: str
     resources: Resources
-    models: tuple[ModelPlan, ModelPlan | None]     # how the target and the draft model were loaded (the planner's first stage)
+    # how the target and the draft model were loaded (the planner's first stage)
+    models: tuple[ModelPlan, ModelPlan | None]
     load_seconds: dict[str, float] = field(default_factory=dict)
     drafters: dict[tuple, Drafter] = field(default_factory=dict)
-    costs: CostProfile | None = None   # c and v(k) measured on this machine at load (the llama.cpp runtime), else None: estimated
-    cost_key: dict[str, object] | None = None     # what `costs` are kept under (`specdec.runtime.costs.measured_costs`)
-    costs_off: float | None = None     # the last run's passes over what `costs` predict, where they disagreed by more than 20%
+    # c and v(k) measured on this machine at load (the llama.cpp runtime), else None: estimated
+    costs: CostProfile | None = None
+    cost_key: dict[str, object] | None = None  # what `costs` are kept under (`specdec.runtime.costs.measured_costs`)
+    # the last run's passes over what `costs` predict, where they disagreed by more than 20%
+    costs_off: float | None = None
 
     @classmethod
-    def from_models(cls, target_name: str, draft_name: str, target: object, draft: object | None, tokenizer: PreTrainedTokenizerBase,
-                    draft_tokenizer: PreTrainedTokenizerBase | None = None, whole: torch.Tensor | None = None) -> LoadedPair:
-        """A pair put together by hand from models already loaded (transformers models or runtime models); each model's plan
-        is read off the model as built."""
+    def from_models(
+        cls,
+        target_name: str,
+        draft_name: str,
+        target: object,
+        draft: object | None,
+        tokenizer: PreTrainedTokenizerBase,
+        draft_tokenizer: PreTrainedTokenizerBase | None = None,
+        whole: torch.Tensor | None = None,
+    ) -> LoadedPair:
+        """A pair put together by hand from models already loaded (transformers models or runtime models); each model's
+        plan is read off the model as built."""
         resources: Resources = {TARGET: as_model(target), TOKENIZER: tokenizer}
         if draft is not None:
             resources[DRAFT_MODEL] = as_model(draft)
         if draft_tokenizer is not None:
             resources[DRAFT_TOKENIZER] = draft_tokenizer
-            resources[WHOLE] = whole if whole is not None else whole_character_tokens(draft_tokenizer, resources[DRAFT_MODEL].vocab_size)
-        models = (read_off(resources[TARGET], "target", target_name),
-                  None if draft is None else read_off(resources[DRAFT_MODEL], "draft", draft_name))
+            resources[WHOLE] = (
+                whole
+                if whole is not None
+                else whole_character_tokens(draft_tokenizer, resources[DRAFT_MODEL].vocab_size)
+            )
+        models = (
+            read_off(resources[TARGET], "target", target_name),
+            None if draft is None else read_off(resources[DRAFT_MODEL], "draft", draft_name),
+        )
         return cls(target_name, draft_name, resources, models)
 
     def plan(self, spec: RunSpec, rows: int = 1, fresh: bool = False, resources: Resources | None = None) -> Plan:
-        """The planner's plan for `spec` on this pair (`specdec.planner.plan`): its resources (or `resources`: these plus what a
-        benchmark loaded beside them), its model plans, its measured costs, its kept drafters (unless `fresh`)."""
-        return plan(spec, resources or self.resources, self.models, self.draft_costs(), None if fresh else self.drafters, rows, fresh)
+        """The planner's plan for `spec` on this pair (`specdec.planner.plan`): its resources (or `resources`: these
+        plus what a benchmark loaded beside them), its model plans, its measured costs, its kept drafters (unless
+        `fresh`)."""
+        return plan(
+            spec,
+            resources or self.resources,
+            self.models,
+            self.draft_costs(),
+            None if fresh else self.drafters,
+            rows,
+            fresh,
+        )
 
     def spec(self, drafting: Drafting = Drafting(), decoding=None) -> RunSpec:
-        """A run spec for this pair's names with `drafting` (and `decoding`, default the spec's): for callers holding a pair."""
+        """A run spec for this pair's names with `drafting` (and `decoding`, default the spec's): for callers holding a
+        pair."""
         from specdec.engine.inputs import Decoding
 
         return RunSpec(self.target_name, self.draft_name, drafting=drafting, decoding=decoding or Decoding())
@@ -118,8 +145,8 @@ class LoadedPair:
         return self.models[0].precision.dtype
 
     def precision_of(self, role: str = "target") -> Precision | None:
-        """How the target or the draft runs (device, dtype, weights, kernel and why), as planned; None for the draft of a
-        drafter that needs no model."""
+        """How the target or the draft runs (device, dtype, weights, kernel and why), as planned; None for the draft of
+        a drafter that needs no model."""
         planned = self.models[0] if role == "target" else self.models[1]
         return None if planned is None else planned.precision
 
@@ -146,7 +173,9 @@ class LoadedPair:
     @property
     def kernels(self) -> str:
         """Each model's precision in one line with its kernel and why (`Precision.describe`), for a report."""
-        return "   ".join(f"{planned.role} {planned.precision.describe()}" for planned in self.models if planned is not None)
+        return "   ".join(
+            f"{planned.role} {planned.precision.describe()}" for planned in self.models if planned is not None
+        )
 
     @property
     def precisions(self) -> str:

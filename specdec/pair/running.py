@@ -4,10 +4,11 @@ Notation: p is the target, q the draft, gamma the drafted tokens per round, alph
 
     pair = load_spec(spec)                                                    # specdec.pair.loading
     input_ids = encode_prompt(pair.tokenizer, "Write a haiku.", chat=True)    # [1, T]
-    result = generate(pair, input_ids, spec)                                  # as the planner plans it; result.plan says how
-    plain = generate_plain(pair, input_ids, spec.decoding)                    # the target alone
+    result = generate(pair, input_ids, spec)                                  # as the planner plans it; result.plan
+    says how plain = generate_plain(pair, input_ids, spec.decoding)                    # the target alone
 
-    speculative_generate(target, draft, input_ids, temperature=0)             # models you loaded yourself: the same planner
+    speculative_generate(target, draft, input_ids, temperature=0)             # models you loaded yourself: the same
+    planner
 
 Everything a run does was decided by the planner (`specdec.planner`); here it is only run, with the plan's header line
 put on each result (`GenerationResult.plan`), so every report says the same.
@@ -39,7 +40,7 @@ def encode_chat(tokenizer: PreTrainedTokenizerBase, messages: Sequence[tuple[str
     """Token ids [1, T] of (role, content) turns in the tokenizer's chat template, ready for the assistant's reply."""
     turns = [{"role": role, "content": content} for role, content in messages]
     text = tokenizer.apply_chat_template(turns, tokenize=False, add_generation_prompt=True)
-    return tokenizer(text, return_tensors="pt", add_special_tokens=False).input_ids     # the template holds the specials
+    return tokenizer(text, return_tensors="pt", add_special_tokens=False).input_ids  # the template holds the specials
 
 
 def has_chat_template(tokenizer: PreTrainedTokenizerBase) -> bool:
@@ -53,57 +54,88 @@ def encode_prompt(tokenizer: PreTrainedTokenizerBase, prompt: str, chat: bool = 
     if not chat:
         return tokenizer(prompt, return_tensors="pt").input_ids
     if not has_chat_template(tokenizer):
-        raise SpecdecError("this model's tokenizer has no chat template: run without --chat (chat needs an instruct model)")
+        raise SpecdecError(
+            "this model's tokenizer has no chat template: run without --chat (chat needs an instruct model)"
+        )
     return encode_chat(tokenizer, [("user", prompt)])
 
 
-def generate(pair: LoadedPair, input_ids: torch.Tensor, spec: RunSpec, on_round: Callable[[Round], None] | None = None,
-             plan: Plan | None = None) -> GenerationResult:
+def generate(
+    pair: LoadedPair,
+    input_ids: torch.Tensor,
+    spec: RunSpec,
+    on_round: Callable[[Round], None] | None = None,
+    plan: Plan | None = None,
+) -> GenerationResult:
     """One text as `spec` drafts and decodes it: `plan` (the planner's, `pair.plan(spec)`, when not given), run."""
     plan = plan or pair.plan(spec)
     callback = None if on_round is None else (lambda row, round_: on_round(round_))
     return run(pair, plan, [input_ids.reshape(-1)], spec.decoding, callback)[0]
 
 
-def generate_batch(pair: LoadedPair, prompts: Sequence[torch.Tensor], spec: RunSpec,
-                   on_round: Callable[[int, Round], None] | None = None) -> list[GenerationResult]:
-    """Several prompts at once as `spec` drafts and decodes them: a draft model's chains (one draft pass per step for all
-    rows), a draft with its own tokenizer (row by row), or a method that needs only the target; one result per prompt."""
+def generate_batch(
+    pair: LoadedPair,
+    prompts: Sequence[torch.Tensor],
+    spec: RunSpec,
+    on_round: Callable[[int, Round], None] | None = None,
+) -> list[GenerationResult]:
+    """Several prompts at once as `spec` drafts and decodes them: a draft model's chains (one draft pass per step for
+    all rows), a draft with its own tokenizer (row by row), or a method that needs only the target; one result per
+    prompt."""
     plan = pair.plan(spec, rows=len(prompts))
     return run(pair, plan, [prompt.reshape(-1) for prompt in prompts], spec.decoding, on_round)
 
 
-def generate_speculative(pair: LoadedPair, input_ids: torch.Tensor, decoding: Decoding, drafting: Drafting = Drafting(),
-                         on_round: Callable[[Round], None] | None = None) -> GenerationResult:
+def generate_speculative(
+    pair: LoadedPair,
+    input_ids: torch.Tensor,
+    decoding: Decoding,
+    drafting: Drafting = Drafting(),
+    on_round: Callable[[Round], None] | None = None,
+) -> GenerationResult:
     """`generate` with the run spec of this pair's names, `drafting` and `decoding` (for callers that hold a pair)."""
     return generate(pair, input_ids, pair.spec(drafting, decoding), on_round)
 
 
-def generate_speculative_batch(pair: LoadedPair, prompts: Sequence[torch.Tensor], decoding: Decoding,
-                               drafting: Drafting = Drafting(), on_round: Callable[[int, Round], None] | None = None
-                               ) -> list[GenerationResult]:
+def generate_speculative_batch(
+    pair: LoadedPair,
+    prompts: Sequence[torch.Tensor],
+    decoding: Decoding,
+    drafting: Drafting = Drafting(),
+    on_round: Callable[[int, Round], None] | None = None,
+) -> list[GenerationResult]:
     """`generate_batch` with the run spec of this pair's names, `drafting` and `decoding`."""
     return generate_batch(pair, prompts, pair.spec(drafting, decoding), on_round)
 
 
-def run(pair: LoadedPair, plan: Plan, prompts: Sequence[torch.Tensor], decoding: Decoding,
-        on_round: Callable[[int, Round], None] | None = None) -> list[GenerationResult]:
+def run(
+    pair: LoadedPair,
+    plan: Plan,
+    prompts: Sequence[torch.Tensor],
+    decoding: Decoding,
+    on_round: Callable[[int, Round], None] | None = None,
+) -> list[GenerationResult]:
     """`plan` run on the pair's target after each prompt [T]; each result carries the plan's header line."""
     results = run_plan(pair.target, plan.drafting, prompts, decoding, pair.eos_token_ids, on_round)
-    if len(results) == 1:                                    # a batch's passes are priced otherwise: one text checks the costs
+    if len(results) == 1:  # a batch's passes are priced otherwise: one text checks the costs
         recheck_costs(pair, results[0])
     return [replace(result, plan=plan.header()) for result in results]
 
 
-def generate_plain_batch(pair: LoadedPair, prompts: Sequence[torch.Tensor], decoding: Decoding) -> list[GenerationResult]:
+def generate_plain_batch(
+    pair: LoadedPair, prompts: Sequence[torch.Tensor], decoding: Decoding
+) -> list[GenerationResult]:
     """The target alone on several prompts at once, one pass per token for all of them."""
     return autoregressive_generate(pair.target, list(prompts), eos_token_id=pair.eos_token_ids, **decoding.as_kwargs())
 
 
-def generate_plain(pair: LoadedPair, input_ids: torch.Tensor, decoding: Decoding,
-                   on_token: Callable[[int], None] | None = None) -> GenerationResult:
+def generate_plain(
+    pair: LoadedPair, input_ids: torch.Tensor, decoding: Decoding, on_token: Callable[[int], None] | None = None
+) -> GenerationResult:
     """The target alone, with the same decoding."""
-    return autoregressive_generate(pair.target, input_ids, eos_token_id=pair.eos_token_ids, on_token=on_token, **decoding.as_kwargs())
+    return autoregressive_generate(
+        pair.target, input_ids, eos_token_id=pair.eos_token_ids, on_token=on_token, **decoding.as_kwargs()
+    )
 
 
 def continued(input_ids: torch.Tensor, tokens: Sequence[int], device: torch.device) -> torch.Tensor:
@@ -122,8 +154,8 @@ def target_margin(pair: LoadedPair, input_ids: torch.Tensor, tokens: Sequence[in
     Where greedy speculative and plain decoding part, a tiny gap says the two passes rounded a
     near-tie differently; a large one says something else went wrong (`bench.comparison.greedy_check`).
     """
-    context = continued(input_ids, tokens[:position], pair.device)                                   # [T + position]
-    logits, _ = pair.target.rows([0]).feed([context], last=1)                                          # [1, 1, V]
+    context = continued(input_ids, tokens[:position], pair.device)  # [T + position]
+    logits, _ = pair.target.rows([0]).feed([context], last=1)  # [1, 1, V]
     best, second = logits[0, -1].float().topk(2).values.tolist()
     return best - second
 
@@ -145,22 +177,23 @@ def speculative_generate(
     on_round: Callable[[Round], None] | None = None,
     attention_mask: torch.Tensor | None = None,
 ) -> GenerationResult | list[GenerationResult]:
-    """Generate up to `max_new_tokens` tokens after `input_ids` with the target p, drafted by q: for models you loaded yourself.
+    """Generate up to `max_new_tokens` tokens after `input_ids` with the target p, drafted by q: for models you loaded
+    yourself.
 
     `target` is a causal LM: a transformers model, or a model on another runtime (`specdec.load_model(...,
-    runtime="llama.cpp")`). `draft` is a causal LM sharing the target's tokenizer, or any drafter (`specdec.drafting`): a
-    `ModelDrafter`, a `TreeDrafter`, a draft with its own tokenizer (`CrossTokenizerDrafter(model,
+    runtime="llama.cpp")`). `draft` is a causal LM sharing the target's tokenizer, or any drafter (`specdec.drafting`):
+    a `ModelDrafter`, a `TreeDrafter`, a draft with its own tokenizer (`CrossTokenizerDrafter(model,
     draft_tokenizer, target_tokenizer)`), the model-free `PromptLookupDrafter()`, `TokenRecyclingDrafter()`,
     `LookaheadDrafter()`, `SuffixDrafter()`, or the target skipping its own layers (`LayerSkipDrafter(target)`).
     `input_ids` is [T] or [1, T]. temperature 0 is greedy; top-k and top-p are applied to both p and q.
     Generation stops after `eos_token_id` (included in the output). The same `seed` gives the same
     tokens. `gamma` is a fixed number of drafted tokens per round, `adaptive` the most an adaptive gamma
     (`AdaptiveGamma`) may draft, `schedule` a `GammaSchedule` of your own that picks each round's gamma (such as
-    `AdaptiveGamma(costs)` or `ConfidenceStop(c=0.2)`), or none of them (the default): the planner's choice (`specdec.planner.drafting`): a draft
-    model drafts what `default_drafter` picks (a chain with the stop rule, or a token tree where a draft pass is dear and
-    a verified token cheap), a chain drafter that reports no confidence 4 tokens a round, and drafters that size their
-    own rounds do so (they refuse a gamma). `on_round`, if given, is called with every `Round` as soon as it is decided
-    (the prompt pass first), for showing text as it is generated.
+    `AdaptiveGamma(costs)` or `ConfidenceStop(c=0.2)`), or none of them (the default): the planner's choice
+    (`specdec.planner.drafting`): a draft model drafts what `default_drafter` picks (a chain with the stop rule, or a
+    token tree where a draft pass is dear and a verified token cheap), a chain drafter that reports no confidence 4
+    tokens a round, and drafters that size their own rounds do so (they refuse a gamma). `on_round`, if given, is called
+    with every `Round` as soon as it is decided (the prompt pass first), for showing text as it is generated.
 
     A batch (a list of prompts of any lengths, or a padded [B, T] tensor with its `attention_mask`) returns
     one result per row, each row exact on its own; `on_round` is then called with (row, round). Row b draws
@@ -170,8 +203,8 @@ def speculative_generate(
     decoding = Decoding(max_new_tokens, temperature, top_k, top_p, seed)
     prompts, batched = prompts_of(input_ids, attention_mask)
     target = as_model(target)
-    plan = plan_for(target, draft, gamma, rows=len(prompts), adaptive=adaptive, schedule=schedule)   # a draft model: the policy's
+    # a draft model: the policy's
+    plan = plan_for(target, draft, gamma, rows=len(prompts), adaptive=adaptive, schedule=schedule)
     callback = on_round if batched or on_round is None else (lambda row, round_: on_round(round_))
     results = run_plan(target, plan, prompts, decoding, eos_token_id, callback)
     return results if batched else results[0]
-

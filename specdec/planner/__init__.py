@@ -1,4 +1,5 @@
-"""The planner: one plan behind every door, decided once from a run spec, the loaded resources and this machine's measurements.
+"""The planner: one plan behind every door, decided once from a run spec, the loaded resources and this machine's
+measurements.
 
 Notation: p is the target, q the draft, gamma the drafted tokens per round, c a draft step's cost over a
 target step, v(k) a verification pass over k drafted tokens in target steps.

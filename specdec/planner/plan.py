@@ -35,9 +35,10 @@ from specdec.run_spec import FASTEST_PLAN, Drafting, RunSpec
 
 @dataclass(frozen=True)
 class Plan:
-    """What a run does: how each model runs (`target`, `draft`: None without a draft model) and how it drafts (`drafting`)."""
+    """What a run does: how each model runs (`target`, `draft`: None without a draft model) and how it drafts
+    (`drafting`)."""
 
-    pair_name: str                 # "draft->target", as the run spec names the pair
+    pair_name: str  # "draft->target", as the run spec names the pair
     target: ModelPlan
     draft: ModelPlan | None
     drafting: DraftingPlan
@@ -48,11 +49,14 @@ class Plan:
         return self.draft is not None and self.drafting.drafter.draft_model is not None
 
     def header(self) -> str:
-        """The one line every door prints before a run: the pair, each model's runtime and precision, the drafting and why."""
+        """The one line every door prints before a run: the pair, each model's runtime and precision, the drafting and
+        why."""
         draft_name, target_name = (_short(name) for name in self.pair_name.split("->", 1))
         parts = [f"target {self.target.describe()}"]
         if self.draft is not None:
-            parts.append(f"draft {self.draft.describe()}" + ("" if self.draft_used else " (loaded to time it, not used)"))
+            parts.append(
+                f"draft {self.draft.describe()}" + ("" if self.draft_used else " (loaded to time it, not used)")
+            )
         parts.append(f"drafting: {self.drafting.description}")
         return f"{draft_name} → {target_name}: " + " | ".join(parts)
 
@@ -66,30 +70,46 @@ def _short(name: str) -> str:
     return Path(name).name if "/" in name and not name.count("/") == 1 else name
 
 
-def plan(spec: RunSpec, resources: Resources, models: tuple[ModelPlan, ModelPlan | None], measured: DraftCosts | None,
-         kept: dict[tuple[object, ...], Drafter] | None = None, rows: int = 1, fresh: bool = False) -> Plan:
-    """The plan for `spec` on what was loaded (`resources` by the registry's names, the target always) with this machine's
-    `measured` costs of the pair (None: not measured; the policy estimates them). `rows` texts at once; `kept` holds drafters
-    that live as long as the pair (those that learn across texts), unless `fresh`."""
+def plan(
+    spec: RunSpec,
+    resources: Resources,
+    models: tuple[ModelPlan, ModelPlan | None],
+    measured: DraftCosts | None,
+    kept: dict[tuple[object, ...], Drafter] | None = None,
+    rows: int = 1,
+    fresh: bool = False,
+) -> Plan:
+    """The plan for `spec` on what was loaded (`resources` by the registry's names, the target always) with this
+    machine's `measured` costs of the pair (None: not measured; the policy estimates them). `rows` texts at once; `kept`
+    holds drafters that live as long as the pair (those that learn across texts), unless `fresh`."""
     drafting = spec.drafting
     target = resources[TARGET]
     method = run_method(spec, resources)
     if drafting.method in (None, FASTEST_PLAN) and not drafting.options and method.needs == (DRAFT_MODEL,):
-        chosen = plan_for(target, resources[DRAFT_MODEL], drafting.gamma, rows, spec.draft, measured, drafting.adaptive,
-                                      fastest=drafting.method == FASTEST_PLAN)
+        chosen = plan_for(
+            target,
+            resources[DRAFT_MODEL],
+            drafting.gamma,
+            rows,
+            spec.draft,
+            measured,
+            drafting.adaptive,
+            fastest=drafting.method == FASTEST_PLAN,
+        )
     else:
         drafter = drafter_for(method, drafting, resources, kept, fresh)
         costs = measured
-        if costs is not None and drafter.draft_model is not resources.get(DRAFT_MODEL):      # measured for the pair's draft, not this one's
+        # measured for the pair's draft, not this one's
+        if costs is not None and drafter.draft_model is not resources.get(DRAFT_MODEL):
             costs = None if drafter.draft_model is not None else replace(costs, c=0.0)
         chosen = plan_for(target, drafter, drafting.gamma, rows, costs=costs, adaptive=drafting.adaptive)
     return Plan(spec.pair_name, models[0], models[1], chosen)
 
 
 def run_method(spec: RunSpec, resources: Resources) -> Method:
-    """The drafting method of the run: the one the spec names, else the one its draft implies (`specdec.registry.named_or_implied_method`);
-    one line for a method the target's runtime cannot serve (it reads the target's hidden states or layers), before anything
-    is made."""
+    """The drafting method of the run: the one the spec names, else the one its draft implies
+    (`specdec.registry.named_or_implied_method`); one line for a method the target's runtime cannot serve (it reads the
+    target's hidden states or layers), before anything is made."""
     name = None if spec.drafting.method == FASTEST_PLAN else spec.drafting.method
     if name in METHODS:
         refusal = refused(resources[TARGET], METHODS[name].capabilities, name)
@@ -98,12 +118,17 @@ def run_method(spec: RunSpec, resources: Resources) -> Method:
     return named_or_implied_method(spec.draft, resources, name)
 
 
-def drafter_for(method: Method, drafting: Drafting, resources: Resources, kept: dict[tuple[object, ...], Drafter] | None,
-                fresh: bool = False) -> Drafter:
+def drafter_for(
+    method: Method,
+    drafting: Drafting,
+    resources: Resources,
+    kept: dict[tuple[object, ...], Drafter] | None,
+    fresh: bool = False,
+) -> Drafter:
     """The drafter `drafting` asks of `method`, made from `resources` by the registry; kept in `kept` unless `fresh`."""
     options = method.parse_options(dict(drafting.options))
     refusal = refused(resources[TARGET], method.capabilities_for(options), method.name)
-    if refusal is not None:                          # before making it: a drafter may reach for what is not there
+    if refusal is not None:  # before making it: a drafter may reach for what is not there
         raise SpecdecError(refusal)
     key = (method.name, options)
     if fresh or kept is None:

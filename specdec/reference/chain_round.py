@@ -39,8 +39,8 @@ class DraftStep:
     """One drafted token's test: x ~ q, u ~ U[0, 1), kept when u < p(x) / q(x)."""
 
     token: int
-    p: float          # p(x)
-    q: float          # q(x)
+    p: float  # p(x)
+    q: float  # q(x)
     u: float
     accepted: bool
 
@@ -56,7 +56,7 @@ class ChainRound:
 
     steps: tuple[DraftStep, ...]
     last_token: int
-    last_kind: str    # RESIDUAL after a rejection, BONUS after gamma kept
+    last_kind: str  # RESIDUAL after a rejection, BONUS after gamma kept
     gamma: int
 
     @property
@@ -83,7 +83,7 @@ def chain_round(p: Sequence[float], q: Sequence[float], gamma: int, rng: np.rand
     for _ in range(gamma):
         x = sample_from(q_law, rng)
         u = float(rng.random())
-        accepted = bool(u * q_law[x] < p_law[x])                  # u < p(x)/q(x), without dividing
+        accepted = bool(u * q_law[x] < p_law[x])  # u < p(x)/q(x), without dividing
         steps.append(DraftStep(x, float(p_law[x]), float(q_law[x]), u, accepted))
         if not accepted:
             return ChainRound(tuple(steps), sample_from(residual_distribution(p_law, q_law), rng), RESIDUAL, gamma)
@@ -92,7 +92,7 @@ def chain_round(p: Sequence[float], q: Sequence[float], gamma: int, rng: np.rand
 
 def expected_tokens_terms(alpha: float, gamma: int) -> list[float]:
     """The terms alpha^k, k = 0..gamma: the chance that the round produces its (k + 1)-th token."""
-    return [alpha ** k for k in range(gamma + 1)]
+    return [alpha**k for k in range(gamma + 1)]
 
 
 def nth_round(p: Sequence[float], q: Sequence[float], gamma: int, seed: int, index: int) -> ChainRound:

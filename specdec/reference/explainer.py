@@ -7,10 +7,11 @@ round, alpha the chance a tested draft is accepted, c the draft cost / target co
     picture.overlap, picture.alpha, picture.residual, picture.accept_probability
     curve = speedup_curve(alpha=0.8, c=0.3, max_gamma=12)     # tokens per pass and speedup per gamma
     curve.best_gamma, curve.best_speedup
-    verification_curve(verify, c, alpha)                      # a machine's measured v(gamma): what drafting can gain there
+    verification_curve(verify, c, alpha)                      # a machine's measured v(gamma): what drafting can gain
+    there
 
-Everything comes from `specdec.reference.theory` (the formulas) and `specdec.reference.toy` / `specdec.reference.rule` (the
-Monte-Carlo run of the rule); this module only arranges the results for display.
+Everything comes from `specdec.reference.theory` (the formulas) and `specdec.reference.toy` / `specdec.reference.rule`
+(the Monte-Carlo run of the rule); this module only arranges the results for display.
 
 Not handled: more than one position (see `specdec.reference.rule.speculative_markov_generate`).
 """
@@ -48,11 +49,11 @@ def normalise(weights: Sequence[float], name: str = "weights") -> np.ndarray:
 class AcceptRejectPicture:
     """Everything about one position: p, q, where they overlap, alpha, and the residual."""
 
-    p: np.ndarray                   # target distribution
-    q: np.ndarray                   # draft distribution
-    overlap: np.ndarray             # min(p, q): the probability each token is drafted AND accepted
-    alpha: float                    # sum(min(p, q)): the chance a drafted token is accepted
-    residual: np.ndarray            # norm(max(0, p - q)): where the target resamples after a rejection
+    p: np.ndarray  # target distribution
+    q: np.ndarray  # draft distribution
+    overlap: np.ndarray  # min(p, q): the probability each token is drafted AND accepted
+    alpha: float  # sum(min(p, q)): the chance a drafted token is accepted
+    residual: np.ndarray  # norm(max(0, p - q)): where the target resamples after a rejection
     accept_probability: np.ndarray  # min(1, p/q): the chance each token is accepted once drafted
 
 
@@ -68,7 +69,9 @@ def accept_reject_picture(p_weights: Sequence[float], q_weights: Sequence[float]
         raise ValueError(f"p and q must cover the same tokens, got {p.size} and {q.size}")
     with np.errstate(divide="ignore", invalid="ignore"):
         accept_probability = np.where(q > 0, np.minimum(1.0, p / q), 1.0)
-    return AcceptRejectPicture(p, q, np.minimum(p, q), acceptance_rate(p, q), residual_distribution(p, q), accept_probability)
+    return AcceptRejectPicture(
+        p, q, np.minimum(p, q), acceptance_rate(p, q), residual_distribution(p, q), accept_probability
+    )
 
 
 @dataclass(frozen=True)
@@ -99,8 +102,16 @@ def speedup_curve(alpha: float, c: float, max_gamma: int = 16) -> SpeedupCurve:
     """
     gammas = list(range(1, max_gamma + 1))
     gamma, speedup = best_gamma(alpha, c, max_gamma)
-    return SpeedupCurve(alpha, c, gammas, [expected_tokens_per_pass(alpha, g) for g in gammas],
-                        [walltime_speedup(alpha, g, c) for g in gammas], gamma, speedup, pays_off(alpha, c))
+    return SpeedupCurve(
+        alpha,
+        c,
+        gammas,
+        [expected_tokens_per_pass(alpha, g) for g in gammas],
+        [walltime_speedup(alpha, g, c) for g in gammas],
+        gamma,
+        speedup,
+        pays_off(alpha, c),
+    )
 
 
 @dataclass(frozen=True)
@@ -112,10 +123,10 @@ class VerificationCurve:
     alpha: float
     c: float
     gammas: list[int]
-    v: list[float]                  # a pass over gamma + 1 tokens, in one-token steps (1 where passes cost a step)
-    ceiling: list[float]            # (gamma + 1) / v(gamma): the most any drafting can gain at this gamma
-    at_alpha: list[float]           # walltime_speedup(alpha, gamma, c, v(gamma))
-    best_gamma: int                 # where the ceiling is highest
+    v: list[float]  # a pass over gamma + 1 tokens, in one-token steps (1 where passes cost a step)
+    ceiling: list[float]  # (gamma + 1) / v(gamma): the most any drafting can gain at this gamma
+    at_alpha: list[float]  # walltime_speedup(alpha, gamma, c, v(gamma))
+    best_gamma: int  # where the ceiling is highest
     best_ceiling: float
 
 
@@ -136,8 +147,16 @@ def verification_curve(verify: Sequence[float], c: float, alpha: float, max_gamm
     gammas = list(range(1, max_gamma + 1))
     ceiling = [(g + 1) / cost for g, cost in zip(gammas, v)]
     best = max(gammas, key=lambda g: ceiling[g - 1])
-    return VerificationCurve(alpha, c, gammas, v, ceiling, [walltime_speedup(alpha, g, c, cost) for g, cost in zip(gammas, v)],
-                             best, ceiling[best - 1])
+    return VerificationCurve(
+        alpha,
+        c,
+        gammas,
+        v,
+        ceiling,
+        [walltime_speedup(alpha, g, c, cost) for g, cost in zip(gammas, v)],
+        best,
+        ceiling[best - 1],
+    )
 
 
 @dataclass(frozen=True)
@@ -169,36 +188,50 @@ def alpha_where_speedup_falls_below(threshold: float, c: float, gamma: int) -> f
 
 def _falls(preset: GuidedPreset) -> str:
     alpha = alpha_where_speedup_falls_below(1.1, preset.c, preset.gamma)
-    return (f"At c = {preset.c:.2f} and gamma = {preset.gamma}, the speedup is at least 1.1x down to alpha = {alpha:.2f} "
-            f"({walltime_speedup(alpha, preset.gamma, preset.c):.3f}x) and below 1.1x under it: a draft must agree about "
-            f"that often before speculation is worth its complexity.")
+    return (
+        f"At c = {preset.c:.2f} and gamma = {preset.gamma}, the speedup is at least 1.1x down to alpha = {alpha:.2f} "
+        f"({walltime_speedup(alpha, preset.gamma, preset.c):.3f}x) and below 1.1x under it: a draft must agree about "
+        f"that often before speculation is worth its complexity."
+    )
 
 
 def _gammas(preset: GuidedPreset) -> str:
     one, eight = walltime_speedup(preset.alpha, 1, preset.c), walltime_speedup(preset.alpha, 8, preset.c)
     best, best_speedup = best_gamma(preset.alpha, preset.c)
-    return (f"gamma = 1 gives {one:.3f}x and gamma = 8 gives {eight:.3f}x; the best is gamma = {best} with {best_speedup:.3f}x. "
-            f"At alpha = {preset.alpha:.2f} the 8th draft is reached with chance {preset.alpha ** 7:.3f} but always paid for.")
+    return (
+        f"gamma = 1 gives {one:.3f}x and gamma = 8 gives {eight:.3f}x; the best is gamma = {best} with "
+        f"{best_speedup:.3f}x. "
+        f"At alpha = {preset.alpha:.2f} the 8th draft is reached with chance {preset.alpha**7:.3f} but always paid for."
+    )
 
 
 def _same(preset: GuidedPreset) -> str:
     tokens, speedup = expected_tokens_per_pass(1.0, preset.gamma), walltime_speedup(1.0, preset.gamma, preset.c)
-    return (f"With q = p every draft is kept: {tokens:.3f} tokens per target pass, but the speedup is {speedup:.3f}x, "
-            f"not {tokens:.0f}x, because the round also pays for {preset.gamma} draft steps at c = {preset.c:.2f}.")
+    return (
+        f"With q = p every draft is kept: {tokens:.3f} tokens per target pass, but the speedup is {speedup:.3f}x, "
+        f"not {tokens:.0f}x, because the round also pays for {preset.gamma} draft steps at c = {preset.c:.2f}."
+    )
 
 
 def _costly(preset: GuidedPreset) -> str:
     best, best_speedup = best_gamma(preset.alpha, preset.c)
     verdict = "pays off" if best_speedup > 1 else "does not pay off"
-    return (f"alpha = {preset.alpha:.2f} and c = {preset.c:.2f}: it {verdict}: the best is gamma = {best} with "
-            f"{best_speedup:.3f}x. At gamma = {preset.gamma} it is {walltime_speedup(preset.alpha, preset.gamma, preset.c):.3f}x: "
-            f"a costly draft wants short rounds.")
+    return (
+        f"alpha = {preset.alpha:.2f} and c = {preset.c:.2f}: it {verdict}: the best is gamma = {best} with "
+        f"{best_speedup:.3f}x. At gamma = {preset.gamma} it is "
+        f"{walltime_speedup(preset.alpha, preset.gamma, preset.c):.3f}x: "
+        f"a costly draft wants short rounds."
+    )
 
 
 ANSWERS = {"falls": _falls, "gammas": _gammas, "same": _same, "costly": _costly}
 GUIDED_PRESETS = (
     GuidedPreset("falls", 0.9, 0.1, 4, "Drag alpha down from 0.9: where does the speedup fall below 1.1x?"),
     GuidedPreset("gammas", 0.6, 0.1, 1, "At alpha = 0.6, compare gamma = 1 with gamma = 8. Which is faster, and why?"),
-    GuidedPreset("same", 1.0, 0.1, 4, "A perfect draft, q = p: how many tokens per target pass, and why is the speedup lower?"),
-    GuidedPreset("costly", 0.7, 0.5, 4, "A costly draft, c = 0.5: does speculation still pay off, and with which gamma?"),
+    GuidedPreset(
+        "same", 1.0, 0.1, 4, "A perfect draft, q = p: how many tokens per target pass, and why is the speedup lower?"
+    ),
+    GuidedPreset(
+        "costly", 0.7, 0.5, 4, "A costly draft, c = 0.5: does speculation still pay off, and with which gamma?"
+    ),
 )

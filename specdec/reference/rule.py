@@ -48,7 +48,9 @@ def sample_from(distribution: np.ndarray, rng: np.random.Generator) -> int:
     return int(min(np.searchsorted(cumulative, rng.random() * cumulative[-1], side="right"), len(distribution) - 1))
 
 
-def speculative_rule(p: np.ndarray, q: np.ndarray, drafted: int, u: float, rng: np.random.Generator) -> tuple[int, bool]:
+def speculative_rule(
+    p: np.ndarray, q: np.ndarray, drafted: int, u: float, rng: np.random.Generator
+) -> tuple[int, bool]:
     """The correct rule: accept with probability min(1, p/q), else resample from the residual.
 
     `u` is the uniform draw in [0, 1). Writing the test as u * q(x) < p(x) avoids a division and
@@ -63,7 +65,9 @@ def speculative_rule(p: np.ndarray, q: np.ndarray, drafted: int, u: float, rng: 
     return sample_from(residual_distribution(p, q), rng), False
 
 
-def multi_candidate_rule(p: np.ndarray, q: np.ndarray, candidates: int, rng: np.random.Generator) -> tuple[int, int | None]:
+def multi_candidate_rule(
+    p: np.ndarray, q: np.ndarray, candidates: int, rng: np.random.Generator
+) -> tuple[int, int | None]:
     """One node of a token tree: up to `candidates` guesses drawn from q without replacement, tested in turn.
 
     Recursive rejection sampling (SpecInfer; Jeon et al. 2024): test each guess x against what is
@@ -89,7 +93,9 @@ def multi_candidate_rule(p: np.ndarray, q: np.ndarray, candidates: int, rng: np.
     return sample_from(r, rng), None
 
 
-def sample_one_position(p: np.ndarray, q: np.ndarray, trials: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def sample_one_position(
+    p: np.ndarray, q: np.ndarray, trials: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     """Run the rule `trials` times at one position, vectorised. Returns (tokens, accepted).
 
     Each trial drafts x ~ q, draws u ~ U[0, 1), accepts when u * q(x) < p(x), and otherwise
@@ -102,10 +108,10 @@ def sample_one_position(p: np.ndarray, q: np.ndarray, trials: int, rng: np.rando
     True
     """
     p, q = np.asarray(p, dtype=np.float64), np.asarray(q, dtype=np.float64)
-    drafted = rng.choice(len(q), size=trials, p=q)                                  # [trials]
-    u = rng.random(trials)                                                           # [trials]
-    accepted = u * q[drafted] < p[drafted]                                           # [trials]
-    replacements = rng.choice(len(p), size=trials, p=residual_distribution(p, q))   # [trials]
+    drafted = rng.choice(len(q), size=trials, p=q)  # [trials]
+    u = rng.random(trials)  # [trials]
+    accepted = u * q[drafted] < p[drafted]  # [trials]
+    replacements = rng.choice(len(p), size=trials, p=residual_distribution(p, q))  # [trials]
     return np.where(accepted, drafted, replacements), accepted
 
 
@@ -134,11 +140,11 @@ def speculative_markov_generate(
     while len(tokens) < length:
         round_gamma = min(gamma, length - len(tokens) - 1)  # never produce more than asked
         drafted, state = [], previous
-        for _ in range(round_gamma):                       # the draft proposes gamma tokens
+        for _ in range(round_gamma):  # the draft proposes gamma tokens
             state = sample_from(draft_table[state], rng)
             drafted.append(state)
         context = previous
-        for token in drafted:                               # the target checks them in order
+        for token in drafted:  # the target checks them in order
             emitted, accepted = rule(target_table[context], draft_table[context], token, rng.random(), rng)
             drafted_total += 1
             accepted_total += int(accepted)
@@ -146,7 +152,7 @@ def speculative_markov_generate(
             context = emitted
             if not accepted:
                 break
-        else:                                               # all accepted: the bonus token
+        else:  # all accepted: the bonus token
             tokens.append(sample_from(target_table[context], rng))
         previous = tokens[-1]
     return tokens[:length], drafted_total, accepted_total

@@ -110,7 +110,9 @@ def chi_square_test(
         if extra:
             return GoodnessOfFit(math.inf, 1, 0.0, len(keys))
         probabilities = np.array([expected_probabilities[key] for key in keys], dtype=np.float64)
-        counts = np.array([observed.get(key, 0) if isinstance(observed, Mapping) else 0 for key in keys], dtype=np.float64)
+        counts = np.array(
+            [observed.get(key, 0) if isinstance(observed, Mapping) else 0 for key in keys], dtype=np.float64
+        )
     else:
         probabilities = np.asarray(expected_probabilities, dtype=np.float64)
         counts = np.asarray(observed, dtype=np.float64)
@@ -123,7 +125,7 @@ def chi_square_test(
     if np.any(counts[impossible] > 0):
         return GoodnessOfFit(math.inf, 1, 0.0, int((~impossible).sum()))
     counts, expected = counts[~impossible], probabilities[~impossible] * trials
-    order = np.argsort(expected)                         # pool the rarest cells first
+    order = np.argsort(expected)  # pool the rarest cells first
     counts, expected = counts[order], expected[order]
     rare = expected < min_expected
     pooled_counts = list(counts[~rare])

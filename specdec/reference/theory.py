@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-Law = Sequence[float] | np.ndarray      # a distribution over the vocabulary: a list of floats or a NumPy array
+Law = Sequence[float] | np.ndarray  # a distribution over the vocabulary: a list of floats or a NumPy array
 
 
 def _as_distribution(values: Law, name: str) -> np.ndarray:
@@ -96,11 +96,13 @@ def multi_candidate_acceptance(p: Law, q: Law, candidates: int) -> float:
         return 0.0
     accepted = float(np.minimum(p_array, q_array).sum())
     left = residual_distribution(p_array, q_array)
-    for x in np.flatnonzero(q_array > p_array):                      # a rejection of x has chance q(x) - p(x)
+    for x in np.flatnonzero(q_array > p_array):  # a rejection of x has chance q(x) - p(x)
         rest = q_array.copy()
         rest[x] = 0.0
         if rest.sum() > 0:
-            accepted += float(q_array[x] - p_array[x]) * multi_candidate_acceptance(left, rest / rest.sum(), candidates - 1)
+            accepted += float(q_array[x] - p_array[x]) * multi_candidate_acceptance(
+                left, rest / rest.sum(), candidates - 1
+            )
     return accepted
 
 

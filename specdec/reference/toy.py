@@ -22,7 +22,7 @@ from specdec.reference.stats import binomial_standard_error
 from specdec.reference.theory import acceptance_rate
 
 DEFAULT_TARGET = (0.30, 0.40, 0.30)  # p
-DEFAULT_DRAFT = (0.60, 0.20, 0.20)   # q: over-confident in A, under-proposes B
+DEFAULT_DRAFT = (0.60, 0.20, 0.20)  # q: over-confident in A, under-proposes B
 STANDARD_ERRORS = 5.0
 
 
@@ -31,14 +31,14 @@ class LosslessnessCheck:
     """What one toy run measured, and whether it matches the target."""
 
     labels: tuple[str, ...]
-    target: tuple[float, ...]      # p
-    draft: tuple[float, ...]       # q
-    measured: tuple[float, ...]    # how often each token came out
+    target: tuple[float, ...]  # p
+    draft: tuple[float, ...]  # q
+    measured: tuple[float, ...]  # how often each token came out
     trials: int
-    alpha_predicted: float         # sum(min(p, q))
-    alpha_measured: float          # accepted drafts / trials
-    max_error: float               # largest |measured - p|
-    max_standard_errors: float     # largest |measured - p| / standard error
+    alpha_predicted: float  # sum(min(p, q))
+    alpha_measured: float  # accepted drafts / trials
+    max_error: float  # largest |measured - p|
+    max_standard_errors: float  # largest |measured - p| / standard error
     passed: bool
 
 

@@ -23,14 +23,17 @@ def needs_of(draft: str) -> tuple[Method | None, tuple[str, ...]]:
         if resource.claims(draft):
             return next((m for m in METHODS.values() if resource.name in m.needs), None), (resource.name,)
     if method is not None:
-        raise SpecdecError(f"{draft} drafts with {', '.join(method.needs)}: give a draft model as the draft and choose {draft} as the "
-                           "method (--method)")
+        raise SpecdecError(
+            f"{draft} drafts with {', '.join(method.needs)}: give a draft model as the draft and choose {draft} as the "
+            "method (--method)"
+        )
     return None, (DRAFT_MODEL,)
 
 
 def named_or_implied_method(draft: str, resources: Resources, name: str | None = None) -> Method:
-    """The method a run uses: the one named, else the one the draft implies (a draft model: its chain, or the cross-tokenizer
-    method when its tokenizer differs); one clear line when the named method cannot run on what is loaded."""
+    """The method a run uses: the one named, else the one the draft implies (a draft model: its chain, or the
+    cross-tokenizer method when its tokenizer differs); one clear line when the named method cannot run on what is
+    loaded."""
     if name is None:
         implied, _ = needs_of(draft)
         if implied is not None:
@@ -43,5 +46,7 @@ def named_or_implied_method(draft: str, resources: Resources, name: str | None =
     if DRAFT_TOKENIZER in resources and DRAFT_TOKENIZER not in method.needs and DRAFT_MODEL in method.needs:
         missing.append("a draft sharing the target's tokenizer")
     if missing:
-        raise SpecdecError(f"{name} needs {', '.join(missing)}, which this pair does not have: pick another method or another draft")
+        raise SpecdecError(
+            f"{name} needs {', '.join(missing)}, which this pair does not have: pick another method or another draft"
+        )
     return method

@@ -1,5 +1,5 @@
-"""The catalogue's pairs: the zoo's model pairs, each method that needs only the target beside its curated targets, and a
-trained head beside each target it was trained for; and the default pair's two names.
+"""The catalogue's pairs: the zoo's model pairs, each method that needs only the target beside its curated targets, and
+a trained head beside each target it was trained for; and the default pair's two names.
 
     >>> DEFAULT_DRAFT, DEFAULT_TARGET
     ('qwen2.5-coder-0.5b', 'qwen2.5-coder-1.5b')
@@ -13,8 +13,8 @@ from specdec.zoo.catalog import DEFAULT_PAIR, PAIRS, PairEntry, split_pair_name
 
 
 def pairs() -> dict[str, PairEntry]:
-    """The catalogue's pairs: the zoo's model pairs, each method needing only the target beside its curated targets, and a
-    trained head beside each target it was trained for ("eagle->TARGET")."""
+    """The catalogue's pairs: the zoo's model pairs, each method needing only the target beside its curated targets, and
+    a trained head beside each target it was trained for ("eagle->TARGET")."""
     found = dict(PAIRS)
     for method in METHODS.values():
         for target in method.targets if method.target_only else ():

@@ -37,7 +37,8 @@ def as_model(model: object):
     """`model` behind the model contract: a transformers model wrapped in a `TorchModel`, a runtime's model as it is.
 
     >>> from transformers import LlamaConfig, LlamaForCausalLM
-    >>> tiny = LlamaForCausalLM(LlamaConfig(hidden_size=8, intermediate_size=8, num_hidden_layers=1, num_attention_heads=1, vocab_size=4))
+    >>> tiny = LlamaForCausalLM(LlamaConfig(hidden_size=8, intermediate_size=8, num_hidden_layers=1,
+    ...     num_attention_heads=1, vocab_size=4))
     >>> type(as_model(tiny)).__name__, as_model(as_model(tiny)).module is tiny
     ('TorchModel', True)
     """
@@ -52,17 +53,20 @@ def as_model(model: object):
         from specdec.runtime.torch_model import TorchModel
 
         return TorchModel(model)
-    raise SpecdecError(f"expected a causal language model (a transformers model, or one loaded by specdec.load_model), "
-                       f"got {type(model).__name__}")
+    raise SpecdecError(
+        f"expected a causal language model (a transformers model, or one loaded by specdec.load_model), "
+        f"got {type(model).__name__}"
+    )
 
 
 def transformers_model(model: object, purpose: str):
-    """The transformers model behind `model`, for what needs transformers' own API (training a head, binding one to the target's
-    embedding table, layer skipping, transformers' own generate): served only by a runtime whose traits declare `internals`
-    (torch); one line naming `purpose` and the runtime that serves it elsewhere.
+    """The transformers model behind `model`, for what needs transformers' own API (training a head, binding one to the
+    target's embedding table, layer skipping, transformers' own generate): served only by a runtime whose traits declare
+    `internals` (torch); one line naming `purpose` and the runtime that serves it elsewhere.
 
     >>> from transformers import LlamaConfig, LlamaForCausalLM
-    >>> tiny = LlamaForCausalLM(LlamaConfig(hidden_size=8, intermediate_size=8, num_hidden_layers=1, num_attention_heads=1, vocab_size=4))
+    >>> tiny = LlamaForCausalLM(LlamaConfig(hidden_size=8, intermediate_size=8, num_hidden_layers=1,
+    ...     num_attention_heads=1, vocab_size=4))
     >>> transformers_model(as_model(tiny), "a test") is tiny
     True
     """
@@ -70,6 +74,8 @@ def transformers_model(model: object, purpose: str):
 
     served = as_model(model)
     if not served.traits.internals:
-        raise SpecdecError(f"{purpose} needs the target's own layers, which the {served.traits.runtime} runtime does not expose: "
-                           "load it on the torch runtime (--runtime torch)")
+        raise SpecdecError(
+            f"{purpose} needs the target's own layers, which the {served.traits.runtime} runtime does not expose: "
+            "load it on the torch runtime (--runtime torch)"
+        )
     return served.module

@@ -52,32 +52,39 @@ from specdec.runtime.kv_cache import has_sliding_window, restricted_head
 from specdec.runtime.one_row import OneRow
 from specdec.errors import SpecdecError
 
-PAD_ID = 0   # the token fed in padding columns; nothing ever attends to them but themselves
+PAD_ID = 0  # the token fed in padding columns; nothing ever attends to them but themselves
 
 
 def check_batchable(model: PreTrainedModel, role: str = "model") -> None:
     """Refuse a model whose cache cannot hold ragged rows (sliding-window layers)."""
     if has_sliding_window(model):
-        raise SpecdecError(f"the {role} has sliding-window layers, which batches do not handle: give one prompt at a time")
+        raise SpecdecError(
+            f"the {role} has sliding-window layers, which batches do not handle: give one prompt at a time"
+        )
 
 
 class BatchCache:
     """A transformers causal LM plus one `DynamicCache` holding B ragged rows, and the count of passes made."""
 
-    def __init__(self, model: PreTrainedModel, rows: int | Sequence[int], output_rows: int | None = None,
-                 on_pass: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        model: PreTrainedModel,
+        rows: int | Sequence[int],
+        output_rows: int | None = None,
+        on_pass: Callable[[], None] | None = None,
+    ) -> None:
         check_batchable(model)
-        self.on_pass = on_pass                        # told of every pass (`specdec.runtime.torch_model` counts them)
+        self.on_pass = on_pass  # told of every pass (`specdec.runtime.torch_model` counts them)
         self.model = model
         self.cache = DynamicCache(config=model.config)
-        self.rows = list(range(rows)) if isinstance(rows, int) else list(rows)   # the caller's row ids, in cache order
-        self._at = {row: i for i, row in enumerate(self.rows)}                  # row id -> its place in the cache
-        self.lengths = [0] * len(self.rows)           # tokens of text each row holds
-        self.valid = torch.zeros(len(self.rows), 0, dtype=torch.bool)   # [B, W]: which columns hold a row's text
-        self.ids = torch.zeros(len(self.rows), 0, dtype=torch.long)      # [B, W]: the token in each column (for checks)
+        self.rows = list(range(rows)) if isinstance(rows, int) else list(rows)  # the caller's row ids, in cache order
+        self._at = {row: i for i, row in enumerate(self.rows)}  # row id -> its place in the cache
+        self.lengths = [0] * len(self.rows)  # tokens of text each row holds
+        self.valid = torch.zeros(len(self.rows), 0, dtype=torch.bool)  # [B, W]: which columns hold a row's text
+        self.ids = torch.zeros(len(self.rows), 0, dtype=torch.long)  # [B, W]: the token in each column (for checks)
         self.passes = 0
         self.head = None
-        if output_rows is not None:                  # a draft computing only the first rows of its output layer
+        if output_rows is not None:  # a draft computing only the first rows of its output layer
             self.head, _ = restricted_head(model, output_rows)
 
     @property
@@ -88,15 +95,21 @@ class BatchCache:
         """Tokens of text the cache holds for `row` (a caller's row id)."""
         return self.lengths[self._at[row]]
 
-    def feed(self, tokens: Sequence[torch.Tensor | None], last: int = 1, attend: Sequence[torch.Tensor | None] | None = None,
-             offsets: Sequence[torch.Tensor | None] | None = None,
-             hidden: bool = False) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
+    def feed(
+        self,
+        tokens: Sequence[torch.Tensor | None],
+        last: int = 1,
+        attend: Sequence[torch.Tensor | None] | None = None,
+        offsets: Sequence[torch.Tensor | None] | None = None,
+        hidden: bool = False,
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
         """One forward pass: `tokens[i]` [m_i] (or None: nothing) appended to the i-th row in cache order.
 
         By default a row's new tokens attend causally; `attend[i]` [m_i, length_i + m_i] bool says what they see
         among the row's cached tokens and the new ones instead (a tree, extra rows) and `offsets[i]` [m_i] their
-        positions after the row's length (`specdec.engine.model`). Returns the logits of every row's `last` new tokens, [B, last, V] (row i's own tokens are its last
-        min(last, m_i)), and, when `hidden`, the hidden states per layer [B, M, H] (row i's last m_i).
+        positions after the row's length (`specdec.engine.model`). Returns the logits of every row's `last` new tokens,
+        [B, last, V] (row i's own tokens are its last min(last, m_i)), and, when `hidden`, the hidden states per layer
+        [B, M, H] (row i's last m_i).
         """
         if len(tokens) != len(self.rows):
             raise ValueError(f"feed takes one entry per row in the cache ({len(self.rows)}), got {len(tokens)}")
@@ -111,46 +124,59 @@ class BatchCache:
             self.on_pass()
         return logits, (tuple(output.hidden_states) if hidden else None)
 
-    def _pass_inputs(self, tokens: Sequence[torch.Tensor | None], counts: list[int], attend: Sequence[torch.Tensor | None] | None,
-                     offsets: Sequence[torch.Tensor | None] | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def _pass_inputs(
+        self,
+        tokens: Sequence[torch.Tensor | None],
+        counts: list[int],
+        attend: Sequence[torch.Tensor | None] | None,
+        offsets: Sequence[torch.Tensor | None] | None,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The pass's token ids [B, M], left-padded, its position ids [B, M] and its attention mask [B, 1, M, W + M]."""
         m, b, w = max(counts), len(self.rows), self.width
-        ids = torch.full((b, m), PAD_ID, dtype=torch.long)                          # [B, M], left-padded
-        positions = torch.zeros(b, m, dtype=torch.long)                             # [B, M]
-        mask = torch.zeros(b, 1, m, w + m, dtype=torch.bool)                        # [B, 1, M, W + M]
+        ids = torch.full((b, m), PAD_ID, dtype=torch.long)  # [B, M], left-padded
+        positions = torch.zeros(b, m, dtype=torch.long)  # [B, M]
+        mask = torch.zeros(b, 1, m, w + m, dtype=torch.bool)  # [B, 1, M, W + M]
         for i, (row_tokens, count) in enumerate(zip(tokens, counts)):
-            start = m - count                                                        # the row's first new column
-            mask[i, 0, :, w:] = torch.eye(m, dtype=torch.bool)                       # padding sees itself only
+            start = m - count  # the row's first new column
+            mask[i, 0, :, w:] = torch.eye(m, dtype=torch.bool)  # padding sees itself only
             if count == 0:
                 continue
             ids[i, start:] = row_tokens.cpu()
             shift = offsets[i] if offsets is not None and offsets[i] is not None else torch.arange(count)
             if attend is None or attend[i] is None:
-                mask[i, 0, start:, :w] = self.valid[i]                               # the row's text ...
-                mask[i, 0, start:, w + start:] = torch.ones(count, count, dtype=torch.bool).tril()   # ... and causally its new tokens
+                mask[i, 0, start:, :w] = self.valid[i]  # the row's text ...
+                # ... and causally its new tokens
+                mask[i, 0, start:, w + start :] = torch.ones(count, count, dtype=torch.bool).tril()
             else:
-                own = attend[i].cpu()                                                # [m_i, length_i + m_i]
-                mask[i, 0, start:, self.valid[i].nonzero().flatten()] = own[:, :self.lengths[i]]   # the cached tokens it sees ...
-                mask[i, 0, start:, w + start:] = own[:, self.lengths[i]:]           # ... and the new ones
+                own = attend[i].cpu()  # [m_i, length_i + m_i]
+                # the cached tokens it sees ...
+                mask[i, 0, start:, self.valid[i].nonzero().flatten()] = own[:, : self.lengths[i]]
+                mask[i, 0, start:, w + start :] = own[:, self.lengths[i] :]  # ... and the new ones
             positions[i, start:] = self.lengths[i] + shift.cpu().long()
         return ids, positions, mask
 
-    def _forward(self, ids: torch.Tensor, positions: torch.Tensor, mask: torch.Tensor, last: int,
-                 hidden: bool) -> tuple[torch.Tensor, object]:
+    def _forward(
+        self, ids: torch.Tensor, positions: torch.Tensor, mask: torch.Tensor, last: int, hidden: bool
+    ) -> tuple[torch.Tensor, object]:
         """The model's pass over the cache: the logits of every row's `last` new tokens, and the model's output."""
         device, m = self.model.device, ids.shape[1]
-        inputs = {"input_ids": ids.to(device), "cache": self.cache, "use_cache": True,
-                  "attention_mask": mask.to(device), "position_ids": positions.to(device)}
+        inputs = {
+            "input_ids": ids.to(device),
+            "cache": self.cache,
+            "use_cache": True,
+            "attention_mask": mask.to(device),
+            "position_ids": positions.to(device),
+        }
         if hidden:
             inputs["output_hidden_states"] = True
         last = min(max(last, 1), m)
         with torch.inference_mode():
             if self.head is None:
                 output = self.model(**inputs, logits_to_keep=last)
-                logits = output.logits[:, -last:]                                    # [B, last, V]
+                logits = output.logits[:, -last:]  # [B, last, V]
             else:
                 output = self.model.base_model(**inputs)
-                logits = self.head(output.last_hidden_state[:, -last:])              # [B, last, K]
+                logits = self.head(output.last_hidden_state[:, -last:])  # [B, last, K]
         return logits, output
 
     def _append(self, ids: torch.Tensor, counts: list[int]) -> None:
@@ -158,7 +184,7 @@ class BatchCache:
         b, m = ids.shape
         new = torch.zeros(b, m, dtype=torch.bool)
         for i, count in enumerate(counts):
-            new[i, m - count:] = True
+            new[i, m - count :] = True
             self.lengths[i] += count
         self.valid = torch.cat([self.valid, new], dim=1)
         self.ids = torch.cat([self.ids, ids], dim=1)
@@ -176,30 +202,34 @@ class BatchCache:
         self.keep(row, list(range(length)))
 
     def keep(self, row: int, tokens: list[int]) -> None:
-        """Keep only the tokens of `row` at these indices of its text (increasing): a rollback, or a tree's accepted path."""
+        """Keep only the tokens of `row` at these indices of its text (increasing): a rollback, or a tree's accepted
+        path."""
         i = self._at[row]
-        if tokens and (any(b <= a for a, b in zip(tokens, tokens[1:])) or tokens[0] < 0 or tokens[-1] >= self.lengths[i]):
+        if tokens and (
+            any(b <= a for a, b in zip(tokens, tokens[1:])) or tokens[0] < 0 or tokens[-1] >= self.lengths[i]
+        ):
             raise ValueError(f"tokens to keep must increase within 0..{self.lengths[i] - 1}, got {tokens}")
-        columns = self.valid[i].nonzero().flatten()                                 # [length_i]: where the row's text is
+        columns = self.valid[i].nonzero().flatten()  # [length_i]: where the row's text is
         self.valid[i] = False
         self.valid[i, columns[tokens]] = True
         self.lengths[i] = len(tokens)
 
     def compact(self, rows: Sequence[int] | None = None) -> None:
-        """Keep only `rows` (callers' ids, in this order; default: all), each row's text right-aligned, no dead columns."""
+        """Keep only `rows` (callers' ids, in this order; default: all), each row's text right-aligned, no dead
+        columns."""
         rows = list(self.rows if rows is None else rows)
         order = [self._at[row] for row in rows]
         width = max((self.lengths[i] for i in order), default=0)
         if order == list(range(len(self.rows))) and width == self.width:
-            return                                                                  # nothing to drop
-        index = torch.zeros(len(order), width, dtype=torch.long)                    # [B', W'] source column per new column
+            return  # nothing to drop
+        index = torch.zeros(len(order), width, dtype=torch.long)  # [B', W'] source column per new column
         ids = torch.zeros(len(order), width, dtype=torch.long)
         valid = torch.zeros(len(order), width, dtype=torch.bool)
         for j, i in enumerate(order):
             columns = self.valid[i].nonzero().flatten()
-            index[j, width - columns.numel():] = columns
-            valid[j, width - columns.numel():] = True
-            ids[j, width - columns.numel():] = self.ids[i, columns]
+            index[j, width - columns.numel() :] = columns
+            valid[j, width - columns.numel() :] = True
+            ids[j, width - columns.numel() :] = self.ids[i, columns]
         device = self.model.device
         source_rows, index = torch.tensor(order, dtype=torch.long, device=device), index.to(device)
         with torch.inference_mode():
@@ -211,7 +241,7 @@ class BatchCache:
     def _gather_layers(self, source_rows: torch.Tensor, index: torch.Tensor) -> None:
         for layer in self.cache.layers:
             if getattr(layer, "is_initialized", True) and layer.keys is not None and layer.keys.numel():
-                layer.keys = _gather(layer.keys, source_rows, index)               # [B', heads, W', head_dim]
+                layer.keys = _gather(layer.keys, source_rows, index)  # [B', heads, W', head_dim]
                 layer.values = _gather(layer.values, source_rows, index)
 
 
@@ -221,8 +251,16 @@ def _gather(states: torch.Tensor, rows: torch.Tensor, index: torch.Tensor) -> to
     return states.index_select(0, rows).gather(2, index[:, None, :, None].expand(-1, heads, -1, dim))
 
 
-def rows_cache(model: PreTrainedModel, rows: Sequence[int], output_rows: int | None = None,
-               on_pass: Callable[[], None] | None = None) -> BatchCache | OneRow:
+def rows_cache(
+    model: PreTrainedModel,
+    rows: Sequence[int],
+    output_rows: int | None = None,
+    on_pass: Callable[[], None] | None = None,
+) -> BatchCache | OneRow:
     """The cache for texts `rows` (ids, in order): a `OneRow` for one text, a `BatchCache` for several."""
     rows = list(rows)
-    return OneRow(model, rows[0], output_rows, on_pass) if len(rows) == 1 else BatchCache(model, rows, output_rows, on_pass)
+    return (
+        OneRow(model, rows[0], output_rows, on_pass)
+        if len(rows) == 1
+        else BatchCache(model, rows, output_rows, on_pass)
+    )

@@ -49,22 +49,31 @@ def _median_pass_time(rows: Rows, tokens: torch.Tensor, repeats: int, device: to
 
 
 @torch.inference_mode()
-def measure_costs(target: object, draft: object | None, input_ids: torch.Tensor, gammas: list[int], repeats: int = 5,
-                  draft_input_ids: torch.Tensor | None = None) -> CostProfile:
+def measure_costs(
+    target: object,
+    draft: object | None,
+    input_ids: torch.Tensor,
+    gammas: list[int],
+    repeats: int = 5,
+    draft_input_ids: torch.Tensor | None = None,
+) -> CostProfile:
     """c and v(gamma) for `target` and `draft` (None: model-free, c = 0) after `input_ids`.
 
     A draft with another tokenizer reads the prompt as `draft_input_ids` (its own ids).
     """
     target, draft = as_model(target), None if draft is None else as_model(draft)
-    prompt = as_prompt(input_ids).to(target.device)    # [T]
+    prompt = as_prompt(input_ids).to(target.device)  # [T]
     continuation = prompt[-1:].repeat(max(gammas, default=1) + 1)  # any tokens will do for timing
     target_rows = target.rows([0])
     target_rows.feed([prompt[:-1] if prompt.numel() > 1 else prompt])
     target_step = _median_pass_time(target_rows, continuation[:1], repeats, target.device)
-    verify = {gamma: _median_pass_time(target_rows, continuation[:gamma + 1], repeats, target.device) for gamma in sorted(set(gammas))}
+    verify = {
+        gamma: _median_pass_time(target_rows, continuation[: gamma + 1], repeats, target.device)
+        for gamma in sorted(set(gammas))
+    }
     draft_step = 0.0
     if draft is not None:
-        draft_prompt = prompt if draft_input_ids is None else as_prompt(draft_input_ids).to(draft.device)   # [T_draft]
+        draft_prompt = prompt if draft_input_ids is None else as_prompt(draft_input_ids).to(draft.device)  # [T_draft]
         draft_rows = draft.rows([0])
         draft_rows.feed([draft_prompt[:-1] if draft_prompt.numel() > 1 else draft_prompt])
         draft_step = _median_pass_time(draft_rows, draft_prompt[-1:], repeats, draft.device)
@@ -79,25 +88,26 @@ def weight_cost_ratio(target: object, draft: object | None) -> float:
     """
     if draft is None:
         return 0.0
-    network = as_model(draft) if is_model(draft) else draft             # a model, or a drafter's own network (a head)
+    network = as_model(draft) if is_model(draft) else draft  # a model, or a drafter's own network (a head)
     return network.weight_bytes() / as_model(target).weight_bytes()
 
 
-VERIFY_KS = (1, 2, 3, 4, 6, 8, 12, 16)   # the passes timed at load: enough for the round sizes a policy weighs (between: linear)
-COSTS_FILE = "costs.json"                # in the store: measured costs per models, runtime, CPU and threads
+# the passes timed at load: enough for the round sizes a policy weighs (between: linear)
+VERIFY_KS = (1, 2, 3, 4, 6, 8, 12, 16)
+COSTS_FILE = "costs.json"  # in the store: measured costs per models, runtime, CPU and threads
 
 
 @torch.inference_mode()
 def time_costs(target: object, draft: object | None, ks: tuple[int, ...] = VERIFY_KS, steps: int = 3) -> CostProfile:
-    """c and v(k) timed once, as a run would see them: a 32-token text cached, then the median of `steps` one-token steps of
-    each model and of `steps` passes over k + 1 tokens for each k (about 110 target steps in all: 7 s for Qwen2.5-Coder-1.5B
-    on llama.cpp on 2 quiet AVX2 cores); every pass rolled back."""
+    """c and v(k) timed once, as a run would see them: a 32-token text cached, then the median of `steps` one-token
+    steps of each model and of `steps` passes over k + 1 tokens for each k (about 110 target steps in all: 7 s for
+    Qwen2.5-Coder-1.5B on llama.cpp on 2 quiet AVX2 cores); every pass rolled back."""
     target, draft = as_model(target), None if draft is None else as_model(draft)
-    text = torch.arange(32, dtype=torch.long) % min(target.embedding_rows, 1000)        # any ids: timing does not read them
+    text = torch.arange(32, dtype=torch.long) % min(target.embedding_rows, 1000)  # any ids: timing does not read them
     rows = target.rows([0])
-    rows.feed([text])                                                                      # warm: the cache holds a text
+    rows.feed([text])  # warm: the cache holds a text
     step = _median_pass_time(rows, text[:1], steps, target.device)
-    verify = {k: statistics.median(_pass_time(rows, text[:k + 1], target.device) for _ in range(steps)) for k in ks}
+    verify = {k: statistics.median(_pass_time(rows, text[: k + 1], target.device) for _ in range(steps)) for k in ks}
     draft_step = 0.0
     if draft is not None:
         draft_rows = draft.rows([0])
@@ -107,13 +117,18 @@ def time_costs(target: object, draft: object | None, ks: tuple[int, ...] = VERIF
     return CostProfile(step, draft_step, verify)
 
 
-def measured_costs(target: object, draft: object | None, key: dict[str, object], ks: tuple[int, ...] = VERIFY_KS,
-                   timing: Callable[[], None] | None = None) -> CostProfile:
-    """The costs kept in the store for `key` (the models, their runtime and precision, the CPU, the threads; this process's
-    OpenMP wait policy is added), else timed now (`time_costs`) and kept with the conditions they were taken under: a machine
-    pays for the timing once per pair and setting. A timing beside other work (`BUSY_FROM` cores or more of it, measured
-    during the timing) is taken again once; still busy, it is used for this run and kept flagged, and the next load times it
-    again. `timing()` is called just before a timing (to say so)."""
+def measured_costs(
+    target: object,
+    draft: object | None,
+    key: dict[str, object],
+    ks: tuple[int, ...] = VERIFY_KS,
+    timing: Callable[[], None] | None = None,
+) -> CostProfile:
+    """The costs kept in the store for `key` (the models, their runtime and precision, the CPU, the threads; this
+    process's OpenMP wait policy is added), else timed now (`time_costs`) and kept with the conditions they were taken
+    under: a machine pays for the timing once per pair and setting. A timing beside other work (`BUSY_FROM` cores or
+    more of it, measured during the timing) is taken again once; still busy, it is used for this run and kept flagged,
+    and the next load times it again. `timing()` is called just before a timing (to say so)."""
     from specdec.store import write_text
 
     path, entry = _kept_file(COSTS_FILE), _entry(key)
@@ -125,19 +140,25 @@ def measured_costs(target: object, draft: object | None, key: dict[str, object],
         timing()
     for _ in range(2):
         profile, busy = _timed_with_load(target, draft, ks)
-        if busy is None or busy < BUSY_FROM:                       # quiet, or no way to know (no /proc/stat): kept as it is
+        if busy is None or busy < BUSY_FROM:  # quiet, or no way to know (no /proc/stat): kept as it is
             break
-    kept[entry] = {"target_step_s": profile.target_step_s, "draft_step_s": profile.draft_step_s,
-                   "verify_s": {str(k): s for k, s in profile.verify_s.items()},
-                   "measured": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "others_busy_cores": busy,
-                   "busy": busy is not None and busy >= BUSY_FROM, "wait_policy": wait_policy_in_force()}
+    kept[entry] = {
+        "target_step_s": profile.target_step_s,
+        "draft_step_s": profile.draft_step_s,
+        "verify_s": {str(k): s for k, s in profile.verify_s.items()},
+        "measured": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "others_busy_cores": busy,
+        "busy": busy is not None and busy >= BUSY_FROM,
+        "wait_policy": wait_policy_in_force(),
+    }
     write_text(path, json.dumps(kept, indent=1))
     return _profile(kept[entry])
 
 
 def forget_costs(key: dict[str, object]) -> None:
-    """Drop the costs kept for `key` (as `measured_costs` keys them, this process's wait policy added): the next load of the
-    pair times them again. What a run whose own passes disagree with them asks (`specdec.pair.measuring.recheck_costs`)."""
+    """Drop the costs kept for `key` (as `measured_costs` keys them, this process's wait policy added): the next load of
+    the pair times them again. What a run whose own passes disagree with them asks
+    (`specdec.pair.measuring.recheck_costs`)."""
     from specdec.store import write_text
 
     path = _kept_file(COSTS_FILE)
@@ -175,16 +196,28 @@ def _timed_with_load(target: object, draft: object | None, ks: tuple[int, ...]) 
 def _profile(found: dict) -> CostProfile:
     """A kept entry as a `CostProfile`, with the conditions it was timed under in words."""
     busy = found.get("others_busy_cores")
-    load = "load unknown" if busy is None else (f"beside {busy:.1f} busy cores: flagged, timed again at the next load"
-                                               if found.get("busy") else f"quiet ({busy:.2f} cores of other work)")
-    under = (f"timed {found['measured']}, medians of 3, {load}, OpenMP wait {found.get('wait_policy') or 'not kept'}"
-             if "measured" in found else "timed before conditions were kept")
-    return CostProfile(found["target_step_s"], found["draft_step_s"], {int(k): s for k, s in found["verify_s"].items()}, under)
+    load = (
+        "load unknown"
+        if busy is None
+        else (
+            f"beside {busy:.1f} busy cores: flagged, timed again at the next load"
+            if found.get("busy")
+            else f"quiet ({busy:.2f} cores of other work)"
+        )
+    )
+    under = (
+        f"timed {found['measured']}, medians of 3, {load}, OpenMP wait {found.get('wait_policy') or 'not kept'}"
+        if "measured" in found
+        else "timed before conditions were kept"
+    )
+    return CostProfile(
+        found["target_step_s"], found["draft_step_s"], {int(k): s for k, s in found["verify_s"].items()}, under
+    )
 
 
 def draft_costs(profile: CostProfile, verify_slope: float, up_to: int = 64) -> DraftCosts:
-    """The policy's costs from a measured profile: c, and v(0..up_to) made non-decreasing (a noisy table must not make one
-    more token look free), linear between the timed k.
+    """The policy's costs from a measured profile: c, and v(0..up_to) made non-decreasing (a noisy table must not make
+    one more token look free), linear between the timed k.
 
     >>> costs = draft_costs(CostProfile(0.1, 0.04, {1: 0.172, 2: 0.195, 4: 0.382, 6: 0.344}), 0.5, up_to=6)
     >>> round(costs.c, 2), [round(v, 3) for v in costs.verify]
@@ -196,7 +229,8 @@ def draft_costs(profile: CostProfile, verify_slope: float, up_to: int = 64) -> D
     return DraftCosts(profile.c, verify_slope, tuple(verify))
 
 
-SPEEDS_FILE = "target-speeds.json"       # in the store: each way this machine ran a target, its step and v(k), for the planner
+# in the store: each way this machine ran a target, its step and v(k), for the planner
+SPEEDS_FILE = "target-speeds.json"
 
 
 def _speeds_key(target: str, threads: int | None) -> str:
@@ -206,25 +240,32 @@ def _speeds_key(target: str, threads: int | None) -> str:
 
 
 def keep_speed(target: str, option: str, threads: int | None, profile: CostProfile) -> None:
-    """Keep what `profile` measured of `target` run as `option` ("llama.cpp", "torch w8a8") on this machine: the planner weighs
-    the ways a target can run here by these (`specdec.planner.models`)."""
+    """Keep what `profile` measured of `target` run as `option` ("llama.cpp", "torch w8a8") on this machine: the planner
+    weighs the ways a target can run here by these (`specdec.planner.models`)."""
     from specdec.store import write_text
 
     path = _kept_file(SPEEDS_FILE)
     kept = _read(path)
     kept.setdefault(_speeds_key(target, threads), {})[option] = {
-        "target_step_s": profile.target_step_s, "draft_step_s": profile.draft_step_s,
-        "verify_s": {str(k): s for k, s in profile.verify_s.items()}}
+        "target_step_s": profile.target_step_s,
+        "draft_step_s": profile.draft_step_s,
+        "verify_s": {str(k): s for k, s in profile.verify_s.items()},
+    }
     write_text(path, json.dumps(kept, indent=1))
 
 
 def kept_speeds(target: str, threads: int | None) -> dict[str, CostProfile]:
-    """The ways this machine ran `target` (with `threads`), each as measured (`keep_speed`); empty where none was kept."""
+    """The ways this machine ran `target` (with `threads`), each as measured (`keep_speed`); empty where none was
+    kept."""
     from specdec.store import cache_dir
 
     try:
         kept = json.loads((cache_dir() / SPEEDS_FILE).read_text()).get(_speeds_key(target, threads), {})
-        return {option: CostProfile(found["target_step_s"], found["draft_step_s"], {int(k): v for k, v in found["verify_s"].items()})
-                for option, found in kept.items()}
+        return {
+            option: CostProfile(
+                found["target_step_s"], found["draft_step_s"], {int(k): v for k, v in found["verify_s"].items()}
+            )
+            for option, found in kept.items()
+        }
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return {}

@@ -44,13 +44,17 @@ def restricted_head(model: PreTrainedModel, output_rows: int) -> tuple[Callable[
     (an int8 draft's is not) or logits that are soft-capped after it (Gemma 2's), which the cut would skip.
     """
     head = model.get_output_embeddings()
-    if getattr(model.config, "final_logit_softcapping", None) or not (isinstance(head, torch.nn.Linear) or hasattr(head, "first_rows")):
-        raise SpecdecError(f"cannot restrict the output layer of this {type(model).__name__}: it is not a plain linear "
-                           "layer (an int8 draft's is not); drop the vocabulary limit")
+    if getattr(model.config, "final_logit_softcapping", None) or not (
+        isinstance(head, torch.nn.Linear) or hasattr(head, "first_rows")
+    ):
+        raise SpecdecError(
+            f"cannot restrict the output layer of this {type(model).__name__}: it is not a plain linear "
+            "layer (an int8 draft's is not); drop the vocabulary limit"
+        )
     rows = min(output_rows, head.out_features)
     if hasattr(head, "first_rows"):
-        return head.first_rows(rows), rows        # a layer that keeps its weight in its own layout makes the cut
-    weight, bias = head.weight[:rows], None if head.bias is None else head.bias[:rows]   # views, no copy
+        return head.first_rows(rows), rows  # a layer that keeps its weight in its own layout makes the cut
+    weight, bias = head.weight[:rows], None if head.bias is None else head.bias[:rows]  # views, no copy
     return (lambda hidden: torch.nn.functional.linear(hidden, weight, bias)), rows
 
 
@@ -63,9 +67,10 @@ class CachedModel:
         self.sliding = has_sliding_window(model)
         if self.sliding:
             self.cache.activate_past_recording()  # keep the last pass whole until rollback crops it
-        self.length = 0   # tokens held in the cache
-        self.passes = 0   # forward passes made
-        self.head = None  # hidden [n, H] -> logits [n, K]: the first `output_rows` rows of the output layer, when restricted
+        self.length = 0  # tokens held in the cache
+        self.passes = 0  # forward passes made
+        # hidden [n, H] -> logits [n, K]: the first `output_rows` rows of the output layer, when restricted
+        self.head = None
         self.output_rows = output_rows
         if output_rows is not None:
             self.head, self.output_rows = restricted_head(model, output_rows)
@@ -79,9 +84,15 @@ class CachedModel:
     def device(self) -> torch.device:
         return self.model.device
 
-    def feed(self, tokens: torch.Tensor, last: int = 1, attend: torch.Tensor | None = None,
-             positions: torch.Tensor | None = None) -> torch.Tensor:
-        """Run one forward pass over `tokens` [n] appended to the cache; return the logits of its `last` new tokens [last, V].
+    def feed(
+        self,
+        tokens: torch.Tensor,
+        last: int = 1,
+        attend: torch.Tensor | None = None,
+        positions: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Run one forward pass over `tokens` [n] appended to the cache; return the logits of its `last` new tokens
+        [last, V].
 
         By default each new token attends to the cache and the new tokens before it (causal). A token
         tree passes `attend` [n, length + n] bool (True: may attend) and `positions` [n] instead
@@ -90,8 +101,14 @@ class CachedModel:
         return self.feed_with_hidden(tokens, last, attend, positions, hidden=False)[0]
 
     @torch.inference_mode()
-    def feed_with_hidden(self, tokens: torch.Tensor, last: int = 1, attend: torch.Tensor | None = None,
-                         positions: torch.Tensor | None = None, hidden: bool = True) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
+    def feed_with_hidden(
+        self,
+        tokens: torch.Tensor,
+        last: int = 1,
+        attend: torch.Tensor | None = None,
+        positions: torch.Tensor | None = None,
+        hidden: bool = True,
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
         """`feed`, also returning the hidden states of every row when `hidden`: per layer [n, H] (the embeddings
         first, the last one after the final norm), as transformers' `output_hidden_states` gives them."""
         if tokens.ndim != 1 or tokens.numel() == 0:
@@ -99,8 +116,8 @@ class CachedModel:
         last = min(max(last, 1), tokens.numel())  # transformers reads logits_to_keep=0 as "all"
         inputs = {"input_ids": tokens[None].to(self.device), "cache": self.cache, "use_cache": True}  # input_ids [1, n]
         if attend is not None:
-            inputs["attention_mask"] = attend[None, None].to(self.device)     # [1, 1, n, length + n]: used as given
-            inputs["position_ids"] = positions[None].to(self.device)          # [1, n]
+            inputs["attention_mask"] = attend[None, None].to(self.device)  # [1, 1, n, length + n]: used as given
+            inputs["position_ids"] = positions[None].to(self.device)  # [1, n]
         if hidden:
             inputs["output_hidden_states"] = True
         if self.head is None:
@@ -108,17 +125,18 @@ class CachedModel:
             logits = output.logits[0]
         else:
             output = self.model.base_model(**inputs)
-            logits = self.head(output.last_hidden_state[0, -last:])            # [last, K]
+            logits = self.head(output.last_hidden_state[0, -last:])  # [last, K]
         self.length += tokens.numel()
         self.passes += 1
-        states = tuple(layer[0] for layer in output.hidden_states) if hidden else None   # per layer [n, H]
-        return logits[-last:], states                   # [last, V]
+        states = tuple(layer[0] for layer in output.hidden_states) if hidden else None  # per layer [n, H]
+        return logits[-last:], states  # [last, V]
 
     def rollback(self, length: int) -> None:
         """Forget every cached token after the first `length`."""
         if not 0 <= length <= self.length:
             raise ValueError(f"cannot roll back a cache of {self.length} tokens to {length}")
-        if length < self.length or (self.sliding and length > 0):  # crop(0) trims recorded sliding-window layers to their window
+        # crop(0) trims recorded sliding-window layers to their window
+        if length < self.length or (self.sliding and length > 0):
             self.cache.crop(length - self.length)  # transformers 5 takes a negative count to drop
             self.length = length
 
@@ -133,13 +151,15 @@ class CachedModel:
             self.rollback(len(columns))
             return
         if self.sliding:
-            raise SpecdecError("a token tree cannot keep a path in a sliding-window cache: draft a chain for this model")
+            raise SpecdecError(
+                "a token tree cannot keep a path in a sliding-window cache: draft a chain for this model"
+            )
         if any(b <= a for a, b in zip(columns, columns[1:])) or columns[0] < 0 or columns[-1] >= self.length:
             raise ValueError(f"columns to keep must increase within 0..{self.length - 1}, got {columns}")
         index = torch.tensor(columns, device=self.device)
         for layer in self.cache.layers:
             if getattr(layer, "is_initialized", True) and layer.keys is not None and layer.keys.numel():
-                layer.keys = layer.keys.index_select(-2, index)        # [batch, heads, kept, head_dim]
+                layer.keys = layer.keys.index_select(-2, index)  # [batch, heads, kept, head_dim]
                 layer.values = layer.values.index_select(-2, index)
         self.length = len(columns)
 
@@ -156,4 +176,8 @@ def has_sliding_window(model: PreTrainedModel) -> bool:
     layer_types = getattr(config, "layer_types", None) or ()
     if any(kind in ("sliding_attention", "chunked_attention") for kind in layer_types):
         return True
-    return bool(getattr(config, "sliding_window", None)) and getattr(config, "use_sliding_window", True) and not layer_types
+    return (
+        bool(getattr(config, "sliding_window", None))
+        and getattr(config, "use_sliding_window", True)
+        and not layer_types
+    )

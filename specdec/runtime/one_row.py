@@ -23,8 +23,13 @@ class OneRow:
     get their mask over the whole cached text. Logits come back as [1, last, V], hidden states per layer [1, M, H].
     """
 
-    def __init__(self, model: PreTrainedModel, row: int = 0, output_rows: int | None = None,
-                 on_pass: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        model: PreTrainedModel,
+        row: int = 0,
+        output_rows: int | None = None,
+        on_pass: Callable[[], None] | None = None,
+    ) -> None:
         self.lm = CachedModel(model, output_rows)
         self.model = model
         self.rows = [row]
@@ -37,9 +42,14 @@ class OneRow:
     def length(self, row: int) -> int:
         return self.lm.length
 
-    def feed(self, tokens: Sequence[torch.Tensor | None], last: int = 1, attend: Sequence[torch.Tensor | None] | None = None,
-             offsets: Sequence[torch.Tensor | None] | None = None,
-             hidden: bool = False) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
+    def feed(
+        self,
+        tokens: Sequence[torch.Tensor | None],
+        last: int = 1,
+        attend: Sequence[torch.Tensor | None] | None = None,
+        offsets: Sequence[torch.Tensor | None] | None = None,
+        hidden: bool = False,
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
         """`BatchCache.feed` for the one row: `tokens[0]` [m] appended to the text."""
         new = tokens[0]
         own = attend[0] if attend is not None else None
@@ -47,8 +57,9 @@ class OneRow:
             logits, states = self.lm.feed_with_hidden(new, last=last, hidden=hidden)
         else:
             shift = offsets[0] if offsets is not None and offsets[0] is not None else torch.arange(new.numel())
-            logits, states = self.lm.feed_with_hidden(new, last=last, attend=own.cpu(), positions=self.lm.length + shift.cpu(),
-                                                      hidden=hidden)
+            logits, states = self.lm.feed_with_hidden(
+                new, last=last, attend=own.cpu(), positions=self.lm.length + shift.cpu(), hidden=hidden
+            )
         if self.on_pass is not None:
             self.on_pass()
         return logits[None], (None if states is None else tuple(layer[None] for layer in states))

@@ -44,9 +44,11 @@ class TorchModel:
         self.module = module
         self.name = name or model_name(module)
         sliding = has_sliding_window(module)
-        self.traits = ModelTraits("torch", hidden_states=True, sliding_window=sliding, batches=not sliding, internals=True)
-        self.passes = 0                                  # forward passes of every cache made from this model
-        self.counts_into = counts_into                   # a model whose count includes this one's (a view of it)
+        self.traits = ModelTraits(
+            "torch", hidden_states=True, sliding_window=sliding, batches=not sliding, internals=True
+        )
+        self.passes = 0  # forward passes of every cache made from this model
+        self.counts_into = counts_into  # a model whose count includes this one's (a view of it)
 
     def view(self, module: PreTrainedModel, name: str | None = None) -> TorchModel:
         """Another module built from this one's weights (the target with layers skipped): its passes count here too."""
@@ -60,7 +62,9 @@ class TorchModel:
     def identity(self) -> str:
         """The name, dtype and device, and the threads torch runs on: what timings of this model are kept under."""
         weight = next(self.module.parameters())
-        return f"{self.name} {str(weight.dtype).removeprefix('torch.')} {weight.device} threads={torch.get_num_threads()}"
+        return (
+            f"{self.name} {str(weight.dtype).removeprefix('torch.')} {weight.device} threads={torch.get_num_threads()}"
+        )
 
     @property
     def embedding_rows(self) -> int:
@@ -80,7 +84,8 @@ class TorchModel:
 
     @property
     def weights(self) -> str:
-        """'none', 'int8', 'int4' or 'w8a8': what the quantizer (`specdec.kernels.quantization`) marked the model with."""
+        """'none', 'int8', 'int4' or 'w8a8': what the quantizer (`specdec.kernels.quantization`) marked the model
+        with."""
         return getattr(self.module, "specdec_quantization", "none")
 
     @property
@@ -133,17 +138,19 @@ def weight_bytes(model: torch.nn.Module) -> int:
     embedding = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
     output = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
     skip = set()
-    table = getattr(embedding, "weight", None)            # None: rows looked up elsewhere (`specdec.zoo.gguf_files`)
+    table = getattr(embedding, "weight", None)  # None: rows looked up elsewhere (`specdec.zoo.gguf_files`)
     if table is not None and not (isinstance(output, torch.nn.Linear) and output.weight is table):
         skip.add(table.data_ptr())
     seen, total = set(), 0.0
     for module in model.modules():
-        total += getattr(module, "packed_bytes", 0)   # a weight kept outside the state dict (`specdec.kernels.packed_linear`)
-        scale = getattr(module, "read_cost", 1.0)     # a quantized layer whose kernel reads its bytes slower says so
+        # a weight kept outside the state dict (`specdec.kernels.packed_linear`)
+        total += getattr(module, "packed_bytes", 0)
+        scale = getattr(module, "read_cost", 1.0)  # a quantized layer whose kernel reads its bytes slower says so
         own: dict = {}
-        module._save_to_state_dict(own, "", keep_vars=True)    # this module's tensors, not its children's
+        module._save_to_state_dict(own, "", keep_vars=True)  # this module's tensors, not its children's
         for value in own.values():
-            for tensor in value if isinstance(value, tuple) else (value,):   # PyTorch's own quantized layers pack (weight, bias)
+            # PyTorch's own quantized layers pack (weight, bias)
+            for tensor in value if isinstance(value, tuple) else (value,):
                 if not isinstance(tensor, torch.Tensor):
                     continue
                 key = (tensor.data_ptr(), tensor.numel()) if not tensor.is_quantized else (id(tensor),)

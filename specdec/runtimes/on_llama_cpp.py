@@ -19,7 +19,8 @@ from specdec.runtimes.registry import LoadRequest, ModelFile, Runtime, register
 from specdec.zoo.gguf_metadata import gguf_file_type
 
 NAME = "llama.cpp"
-EXACT_NAME, FASTEST_NAME = "exact", "fastest"   # the names plans print; the knobs are `settings.EXACT`, `settings.FASTEST`
+# the names plans print; the knobs are `settings.EXACT`, `settings.FASTEST`
+EXACT_NAME, FASTEST_NAME = "exact", "fastest"
 
 
 def _kind(files, device: torch.device) -> list[str]:
@@ -31,12 +32,13 @@ def _kind(files, device: torch.device) -> list[str]:
 
 
 def _usable_here() -> str | None:
-    """Why llama.cpp cannot run on this machine (its library missing, or its exactness self-test failed here), or None."""
+    """Why llama.cpp cannot run on this machine (its library missing, or its exactness self-test failed here), or
+    None."""
     from specdec.runtime.llama_cpp import check_runtime
 
     try:
         usable, refusal = check_runtime()
-    except SpecdecError as error:                        # the library is not installed, or does not load here
+    except SpecdecError as error:  # the library is not installed, or does not load here
         usable, refusal = False, str(error)
     return None if usable else f"its exactness self-test failed here ({refusal})"
 
@@ -46,12 +48,16 @@ def _precision_of(file: ModelFile, why: str, settings: str) -> Precision:
 
 
 def _load(request: LoadRequest):
-    """The GGUF file mapped into llama.cpp with the request's settings, named and holding its file's type as its weights."""
+    """The GGUF file mapped into llama.cpp with the request's settings, named and holding its file's type as its
+    weights."""
     from specdec.runtime.llama_cpp import load_gguf
     from specdec.runtime.llama_cpp import settings as knobs
 
-    model = load_gguf(request.location, threads=request.threads, settings=knobs.FASTEST if request.settings == FASTEST_NAME
-                      else knobs.EXACT)
+    model = load_gguf(
+        request.location,
+        threads=request.threads,
+        settings=knobs.FASTEST if request.settings == FASTEST_NAME else knobs.EXACT,
+    )
     model.name, model.weights = request.name, gguf_file_type(request.location)
     return model, request.precision
 
@@ -64,21 +70,26 @@ def _read_off(model, why: str) -> tuple[Precision, str]:
     return gguf_precision(model.weights, why, settings), settings
 
 
-LLAMA_CPP = register(Runtime(
-    name=NAME,
-    help="GGUF files on llama.cpp's own CPU kernels, exact settings for a target, fastest for a draft",
-    load=_load,
-    where=lambda precision, settings: f"llama.cpp ({settings} settings)",
-    kind=_kind,
-    usable_here=_usable_here,
-    own_weights=True,
-    precision_of=_precision_of,
-    settings=(EXACT_NAME, FASTEST_NAME),
-    auto_rank=10,
-    auto_why=("auto: GGUF files on a CPU, exact here", "auto: its fastest kernels, a draft needs no batch invariance"),
-    not_its_kind="not a GGUF file on a CPU",
-    drafts_with_other_tokenizers=False,
-    measures_costs=True,
-    read_off=_read_off,
-    short_name=lambda precision: precision.name.removeprefix("float32 "),
-))
+LLAMA_CPP = register(
+    Runtime(
+        name=NAME,
+        help="GGUF files on llama.cpp's own CPU kernels, exact settings for a target, fastest for a draft",
+        load=_load,
+        where=lambda precision, settings: f"llama.cpp ({settings} settings)",
+        kind=_kind,
+        usable_here=_usable_here,
+        own_weights=True,
+        precision_of=_precision_of,
+        settings=(EXACT_NAME, FASTEST_NAME),
+        auto_rank=10,
+        auto_why=(
+            "auto: GGUF files on a CPU, exact here",
+            "auto: its fastest kernels, a draft needs no batch invariance",
+        ),
+        not_its_kind="not a GGUF file on a CPU",
+        drafts_with_other_tokenizers=False,
+        measures_costs=True,
+        read_off=_read_off,
+        short_name=lambda precision: precision.name.removeprefix("float32 "),
+    )
+)

@@ -10,7 +10,7 @@ zoo converts a GGUF file's weights for it once and keeps the copy).
 
 from __future__ import annotations
 
-from specdec.kernels.precision import Precision, kernel_of, resolve_precision  # noqa: F401  (resolve_precision: the doctest)
+from specdec.kernels.precision import Precision, kernel_of, resolve_precision  # noqa: F401  (the doctest's)
 from specdec.runtime.torch_model import TorchModel
 from specdec.runtimes.registry import FALLBACK, LoadRequest, Runtime, register
 from specdec.zoo.loading import load_model
@@ -24,14 +24,18 @@ def _load(request: LoadRequest) -> tuple[TorchModel, Precision]:
 
 def _read_off(model, why: str) -> tuple[Precision, str]:
     """A model built by hand: its device, dtype and weights as it holds them (no settings on torch)."""
-    return Precision(model.device, model.dtype, model.weights, kernel_of(model.device, model.dtype, model.weights), why), ""
+    return Precision(
+        model.device, model.dtype, model.weights, kernel_of(model.device, model.dtype, model.weights), why
+    ), ""
 
 
-TORCH = register(Runtime(
-    name=FALLBACK,
-    help="transformers on torch: any Hugging Face causal LM on a CPU, CUDA or MPS",
-    load=_load,
-    where=lambda precision, settings: f"torch ({precision.device})",
-    read_off=_read_off,
-    load_for_user=load_model,                      # `specdec.load_model`: the transformers model itself, for your own code
-))
+TORCH = register(
+    Runtime(
+        name=FALLBACK,
+        help="transformers on torch: any Hugging Face causal LM on a CPU, CUDA or MPS",
+        load=_load,
+        where=lambda precision, settings: f"torch ({precision.device})",
+        read_off=_read_off,
+        load_for_user=load_model,  # `specdec.load_model`: the transformers model itself, for your own code
+    )
+)

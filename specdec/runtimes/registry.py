@@ -52,11 +52,11 @@ class ModelFile:
 
 @dataclass(frozen=True)
 class LoadRequest:
-    """What loading one planned model needs: `build_module` builds the torch module (the zoo's conversion) for a runtime that
-    runs one; a runtime that maps a file reads `location` instead."""
+    """What loading one planned model needs: `build_module` builds the torch module (the zoo's conversion) for a runtime
+    that runs one; a runtime that maps a file reads `location` instead."""
 
     name: str
-    role: str                                      # "target" or "draft"
+    role: str  # "target" or "draft"
     precision: Precision
     settings: str
     threads: int | None
@@ -72,23 +72,26 @@ class Runtime:
     help: str
     load: Callable[[LoadRequest], tuple[object, Precision]]
     where: Callable[[Precision, str], str]
-    kind: Callable[[Sequence[ModelFile], torch.device], list[str]] = lambda files, device: []   # why they are not its kind
-    usable_here: Callable[[], str | None] = lambda: None    # why it cannot run on this machine (a failed self-test), or None
+    # why they are not its kind
+    kind: Callable[[Sequence[ModelFile], torch.device], list[str]] = lambda files, device: []
+    # why it cannot run on this machine (a failed self-test), or None
+    usable_here: Callable[[], str | None] = lambda: None
     own_weights: bool = False
-    precision_of: Callable[[ModelFile, str, str], Precision] | None = None   # (file, why, settings) -> its own weights
-    settings: tuple[str, str] = ("", "")           # the settings a target runs with, a draft's
+    precision_of: Callable[[ModelFile, str, str], Precision] | None = None  # (file, why, settings) -> its own weights
+    settings: tuple[str, str] = ("", "")  # the settings a target runs with, a draft's
     auto_rank: int = 50
-    auto_why: tuple[str, str] = ("auto", "auto")   # why auto chose it, for a target and for a draft
-    not_its_kind: str = ""                         # "not a GGUF file on a CPU": why auto passed over it for a draft
-    drafts_with_other_tokenizers: bool = True      # False: a draft on it must cut text as its target does
-    measures_costs: bool = False                   # a target on it has c and v(k) timed at load (compute-bound passes)
-    read_off: Callable[[object, str], tuple[Precision, str]] | None = None   # (model, why) -> its precision, settings
+    auto_why: tuple[str, str] = ("auto", "auto")  # why auto chose it, for a target and for a draft
+    not_its_kind: str = ""  # "not a GGUF file on a CPU": why auto passed over it for a draft
+    drafts_with_other_tokenizers: bool = True  # False: a draft on it must cut text as its target does
+    measures_costs: bool = False  # a target on it has c and v(k) timed at load (compute-bound passes)
+    read_off: Callable[[object, str], tuple[Precision, str]] | None = None  # (model, why) -> its precision, settings
     short_name: Callable[[Precision], str] = field(default=lambda precision: precision.name)
-    load_for_user: Callable[..., object] | None = None   # `specdec.load_model` on it: (name, device, dtype, quantization, **options)
+    # `specdec.load_model` on it: (name, device, dtype, quantization, **options)
+    load_for_user: Callable[..., object] | None = None
 
 
 RUNTIMES: dict[str, Runtime] = {}
-FALLBACK = "torch"                                 # runs whatever the others refuse; registered by `specdec.runtimes.on_torch`
+FALLBACK = "torch"  # runs whatever the others refuse; registered by `specdec.runtimes.on_torch`
 
 
 def model_file(name: str) -> ModelFile:
@@ -126,7 +129,9 @@ def runtime_of(name: str) -> Runtime:
 
 def candidates() -> list[Runtime]:
     """The runtimes "auto" tries, in order, the fallback last."""
-    return sorted((runtime for runtime in RUNTIMES.values() if runtime.name != FALLBACK), key=lambda runtime: runtime.auto_rank)
+    return sorted(
+        (runtime for runtime in RUNTIMES.values() if runtime.name != FALLBACK), key=lambda runtime: runtime.auto_rank
+    )
 
 
 def refusal(runtime: Runtime, files: Sequence[ModelFile], device: torch.device) -> tuple[list[str], bool]:
@@ -138,15 +143,18 @@ def refusal(runtime: Runtime, files: Sequence[ModelFile], device: torch.device) 
     return ([why_not] if why_not else []), True
 
 
-def choose_runtime(asked: str, files: Sequence[ModelFile], device: torch.device, precision_choices: Sequence[str]
-                   ) -> tuple[str, str]:
-    """Which runtime runs these models (the target, and a draft that loads beside it), and why in a few words: the one asked
-    for (one line if it cannot run them here), or with "auto" the first candidate that can, where every precision was left
-    to auto if it runs a file's own weights; else the fallback."""
+def choose_runtime(
+    asked: str, files: Sequence[ModelFile], device: torch.device, precision_choices: Sequence[str]
+) -> tuple[str, str]:
+    """Which runtime runs these models (the target, and a draft that loads beside it), and why in a few words: the one
+    asked for (one line if it cannot run them here), or with "auto" the first candidate that can, where every precision
+    was left to auto if it runs a file's own weights; else the fallback."""
     if asked != AUTO:
         reasons, _ = refusal(runtime_of(asked), files, device)
         if reasons:
-            raise SpecdecError(f"the {asked} runtime cannot run this pair: {'; '.join(reasons)}: use --runtime {FALLBACK}")
+            raise SpecdecError(
+                f"the {asked} runtime cannot run this pair: {'; '.join(reasons)}: use --runtime {FALLBACK}"
+            )
         return asked, "asked for"
     asked_precision = any(choice != AUTO for choice in precision_choices)
     passed_over = []
@@ -161,16 +169,25 @@ def choose_runtime(asked: str, files: Sequence[ModelFile], device: torch.device,
     return FALLBACK, f"auto: {'; '.join(passed_over)}" if passed_over else AUTO
 
 
-def choose_draft_runtime(asked: str, draft: ModelFile, device: torch.device, precision_asked: bool,
-                         one_tokenizer: Callable[[], bool], target_runtime: str = FALLBACK) -> tuple[str, str]:
-    """Where a draft model runs, and why: the one asked for (one line if it cannot), or with "auto" the first candidate that
-    runs it here (a draft needs no batch invariance, so a runtime's fastest settings serve it, whatever runs the target);
-    else the fallback. The runtime `target_runtime` already passed its check on this machine: it is not asked again."""
+def choose_draft_runtime(
+    asked: str,
+    draft: ModelFile,
+    device: torch.device,
+    precision_asked: bool,
+    one_tokenizer: Callable[[], bool],
+    target_runtime: str = FALLBACK,
+) -> tuple[str, str]:
+    """Where a draft model runs, and why: the one asked for (one line if it cannot), or with "auto" the first candidate
+    that runs it here (a draft needs no batch invariance, so a runtime's fastest settings serve it, whatever runs the
+    target); else the fallback. The runtime `target_runtime` already passed its check on this machine: it is not asked
+    again."""
     if asked != AUTO:
         reasons, _ = refusal(runtime_of(asked), [draft], device)
         if reasons:
-            raise SpecdecError(f"the {asked} runtime cannot run draft {draft.name}: {'; '.join(reasons)}: "
-                               f"use --draft-runtime {FALLBACK}")
+            raise SpecdecError(
+                f"the {asked} runtime cannot run draft {draft.name}: {'; '.join(reasons)}: "
+                f"use --draft-runtime {FALLBACK}"
+            )
         return asked, "asked for"
     why = AUTO
     for runtime in candidates():

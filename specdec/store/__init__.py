@@ -1,4 +1,5 @@
-"""The local store: what specdec keeps on this machine, written whole or not at all, checked when read, and the progress of long jobs.
+"""The local store: what specdec keeps on this machine, written whole or not at all, checked when read, and the progress
+of long jobs.
 
 Every layer keeps something on disk (the zoo its checkpoints and converted copies, heads their
 checkpoints, the benchmark its tables, the W8A8 gate its verdict), and every one of them needs the same
@@ -23,7 +24,26 @@ from specdec.store.progress import Count, Progress, Reporter, about, check_run_l
 from specdec.store.wheels import WheelMember, copy_member, find_wheel, pip_args_from_env, pip_download
 
 __all__ = [
-    "MANIFEST", "VERIFIED", "Count", "Progress", "Reporter", "WheelMember", "about", "cache_dir", "check_folder",
-    "check_run_length", "copy_member", "file_sha256", "find_wheel", "new_folder", "pip_args_from_env", "pip_download",
-    "read_manifest", "seconds_left", "settle", "write_file", "write_manifest", "write_text",
+    "MANIFEST",
+    "VERIFIED",
+    "Count",
+    "Progress",
+    "Reporter",
+    "WheelMember",
+    "about",
+    "cache_dir",
+    "check_folder",
+    "check_run_length",
+    "copy_member",
+    "file_sha256",
+    "find_wheel",
+    "new_folder",
+    "pip_args_from_env",
+    "pip_download",
+    "read_manifest",
+    "seconds_left",
+    "settle",
+    "write_file",
+    "write_manifest",
+    "write_text",
 ]

@@ -41,7 +41,8 @@ def cache_dir() -> Path:
 
 
 def write_file(path: str | Path, write: Callable[[Path], Result]) -> Result:
-    """Make `path` whole or not at all: `write(temporary)` fills a file beside it, which is flushed and renamed into place.
+    """Make `path` whole or not at all: `write(temporary)` fills a file beside it, which is flushed and renamed into
+    place.
 
     Returns what `write` returned (a checksum, say). If `write` raises, the old file (if any) is untouched.
     """
@@ -53,7 +54,7 @@ def write_file(path: str | Path, write: Callable[[Path], Result]) -> Result:
     try:
         result = write(temporary)
         _flush(temporary)
-        os.chmod(temporary, 0o644)                      # mkstemp makes it private; what the store keeps may be shared
+        os.chmod(temporary, 0o644)  # mkstemp makes it private; what the store keeps may be shared
         os.replace(temporary, path)
         _flush(path.parent)
     finally:
@@ -72,14 +73,15 @@ def _aside(final: Path) -> Path:
 
 
 def settle(final: str | Path) -> Path:
-    """Finish what a crash between `new_folder`'s renames left: put a whole old folder back, or delete it once replaced."""
+    """Finish what a crash between `new_folder`'s renames left: put a whole old folder back, or delete it once
+    replaced."""
     final = Path(final)
     aside = _aside(final)
     if aside.exists():
         if final.exists():
-            shutil.rmtree(aside, ignore_errors=True)       # crashed after step 2: the new folder is in place
+            shutil.rmtree(aside, ignore_errors=True)  # crashed after step 2: the new folder is in place
         else:
-            os.rename(aside, final)                        # crashed between steps 1 and 2: the old folder, whole
+            os.rename(aside, final)  # crashed between steps 1 and 2: the old folder, whole
     return final
 
 
@@ -96,7 +98,7 @@ def new_folder(final: str | Path) -> Iterator[Path]:
         yield work
         for path in work.rglob("*"):
             _flush(path)
-        os.chmod(work, 0o755)                               # mkdtemp makes it private
+        os.chmod(work, 0o755)  # mkdtemp makes it private
         _flush(work)
         _replace_folder(work, final)
     finally:
@@ -106,10 +108,10 @@ def new_folder(final: str | Path) -> Iterator[Path]:
 def _replace_folder(work: Path, final: Path) -> None:
     aside = _aside(final)
     if final.exists():
-        os.rename(final, aside)                             # 1. the old folder aside
-    os.rename(work, final)                                  # 2. the new one in place
+        os.rename(final, aside)  # 1. the old folder aside
+    os.rename(work, final)  # 2. the new one in place
     _flush(final.parent)
-    shutil.rmtree(aside, ignore_errors=True)                # 3. the old one goes
+    shutil.rmtree(aside, ignore_errors=True)  # 3. the old one goes
 
 
 def _flush(path: Path) -> None:
@@ -118,7 +120,7 @@ def _flush(path: Path) -> None:
         return
     try:
         handle = os.open(path, os.O_RDONLY)
-    except OSError:                                         # a folder some systems do not open: nothing to flush
+    except OSError:  # a folder some systems do not open: nothing to flush
         return
     try:
         os.fsync(handle)

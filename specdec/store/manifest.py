@@ -1,4 +1,5 @@
-"""One manifest for every folder the store keeps: each file's size and SHA-256, and stamps so that an unchanged file is not hashed again.
+"""One manifest for every folder the store keeps: each file's size and SHA-256, and stamps so that an unchanged file is
+not hashed again.
 
     write_manifest(work, known={"model.safetensors": sha256}, model="qwen")   # last, in the folder being built
     problem = check_folder(folder)        # None, or 'model.safetensors does not match its checksum'
@@ -32,7 +33,7 @@ from pathlib import Path
 from specdec.store.folders import write_text
 
 MANIFEST = "specdec-manifest.json"
-VERIFIED = "specdec-verified.json"          # {file: [size, mtime_ns]} as of the last time its SHA-256 matched
+VERIFIED = "specdec-verified.json"  # {file: [size, mtime_ns]} as of the last time its SHA-256 matched
 CHUNK_BYTES = 8 * 1024 * 1024
 
 
@@ -46,16 +47,26 @@ def file_sha256(path: str | Path) -> str:
 
 
 def write_manifest(folder: Path, known: dict[str, str] | None = None, files: list[str] | None = None, **fields) -> dict:
-    """Record `files` of `folder` (every file under it but these two, by default) with their sizes and SHA-256s, and `fields`.
+    """Record `files` of `folder` (every file under it but these two, by default) with their sizes and SHA-256s, and
+    `fields`.
 
     `known` gives SHA-256s computed while writing (a file in it is not read again). Stamps are written too: the
     files were just hashed. Returns the manifest.
     """
     known = known or {}
-    names = files if files is not None else sorted(
-        path.relative_to(folder).as_posix() for path in folder.rglob("*") if path.is_file() and path.name not in (MANIFEST, VERIFIED))
-    recorded = {name: {"bytes": (folder / name).stat().st_size, "sha256": known.get(name) or file_sha256(folder / name)}
-                for name in names}
+    names = (
+        files
+        if files is not None
+        else sorted(
+            path.relative_to(folder).as_posix()
+            for path in folder.rglob("*")
+            if path.is_file() and path.name not in (MANIFEST, VERIFIED)
+        )
+    )
+    recorded = {
+        name: {"bytes": (folder / name).stat().st_size, "sha256": known.get(name) or file_sha256(folder / name)}
+        for name in names
+    }
     manifest = {**fields, "files": recorded}
     write_text(folder / MANIFEST, json.dumps(manifest, indent=2))
     _write_stamps(folder, {name: _stamp(folder / name) for name in recorded})
@@ -96,7 +107,7 @@ def check_folder(folder: Path, manifest: dict | None = None) -> str | None:
     if hashed or current != stamps:
         try:
             _write_stamps(folder, current)
-        except OSError:                              # a folder we may not write: it is checked again next time
+        except OSError:  # a folder we may not write: it is checked again next time
             pass
     return None
 
@@ -115,7 +126,8 @@ def _read_stamps(folder: Path) -> tuple[dict, int]:
 
 
 def _write_stamps(folder: Path, stamps: dict[str, list[int]], patience_s: float = 2.0) -> None:
-    """Write the stamps, then wait until the file system's clock has moved past every stamped mtime (a tick, usually)."""
+    """Write the stamps, then wait until the file system's clock has moved past every stamped mtime (a tick,
+    usually)."""
     newest = max((mtime for _, mtime in stamps.values()), default=0)
     deadline = time.monotonic() + patience_s
     while True:

@@ -1,4 +1,5 @@
-"""Progress of long jobs (a fetch, a first load, a save, a training run): one type, with the time left at the pace so far.
+"""Progress of long jobs (a fetch, a first load, a save, a training run): one type, with the time left at the pace so
+far.
 
     report = Reporter("qwen", print)                      # whoever started the job passes the callback
     report("dequantizing GGUF tensors", 17, 338)          # -> Progress(what="qwen", stage=..., done=17, total=338, ...)
@@ -63,7 +64,8 @@ class Progress:
 
     >>> Progress("qwen", "saving a converted copy", 1_500_000_000, 6_000_000_000, 5.0, unit="bytes").describe()
     'qwen: saving a converted copy 1,500/6,000 MB, about 15 s left'
-    >>> Progress("qwen", "download", 100_000_000, 500_000_000, 10.0, "bytes", message="downloading part 3 of 6").describe()
+    >>> Progress("qwen", "download", 100_000_000, 500_000_000, 10.0, "bytes",
+    ...     message="downloading part 3 of 6").describe()
     'qwen: downloading part 3 of 6, 100 / 500 MB, about 40 s left'
     >>> Progress("qwen", "dequantizing GGUF tensors", 338, 338, 20.0).describe()     # every unit done: it wraps up
     'qwen: dequantizing GGUF tensors 338/338, finishing'
@@ -73,17 +75,17 @@ class Progress:
     'step 12: loss 2.000, about 10 min left'
     """
 
-    what: str                       # the model, the data set, "step 12" of a training run
-    stage: str                      # "download", "dequantizing GGUF tensors", "training", ...
-    done: float = 0                 # units finished
-    total: float = 0                # units in all; 0 when unknown
-    elapsed_s: float = 0.0          # since the stage (or, for a fetch, the job) began
-    unit: str = ""                  # "" counts things; "bytes" are shown in MB
-    share: float | None = None      # the share of the work done, when units differ in size (GGUF tensors: by weights)
-    message: str = ""               # a sentence for the line instead of the stage's name
-    limit_s: float | None = None    # the job ends by then at the latest (a training run's minutes)
-    moving: bool = True             # False: a stage with nothing left to time ("verify", "cached", "done")
-    numbers: Mapping[str, float] = field(default_factory=dict)   # what the job measured ({"loss": 2.0, "step": 12, ...})
+    what: str  # the model, the data set, "step 12" of a training run
+    stage: str  # "download", "dequantizing GGUF tensors", "training", ...
+    done: float = 0  # units finished
+    total: float = 0  # units in all; 0 when unknown
+    elapsed_s: float = 0.0  # since the stage (or, for a fetch, the job) began
+    unit: str = ""  # "" counts things; "bytes" are shown in MB
+    share: float | None = None  # the share of the work done, when units differ in size (GGUF tensors: by weights)
+    message: str = ""  # a sentence for the line instead of the stage's name
+    limit_s: float | None = None  # the job ends by then at the latest (a training run's minutes)
+    moving: bool = True  # False: a stage with nothing left to time ("verify", "cached", "done")
+    numbers: Mapping[str, float] = field(default_factory=dict)  # what the job measured ({"loss": 2.0, "step": 12, ...})
 
     @property
     def fraction(self) -> float:
@@ -105,15 +107,20 @@ class Progress:
         """
         if not self.moving:
             return None
-        by_pace = seconds_left(self.share, 1.0, self.elapsed_s) if self.share is not None else \
-            seconds_left(self.done, self.total, self.elapsed_s)
+        by_pace = (
+            seconds_left(self.share, 1.0, self.elapsed_s)
+            if self.share is not None
+            else seconds_left(self.done, self.total, self.elapsed_s)
+        )
         by_limit = None if self.limit_s is None else max(0.0, self.limit_s - self.elapsed_s)
         known = [value for value in (by_pace, by_limit) if value is not None]
         return min(known) if known else None
 
     def describe(self) -> str:
         """One line for a progress bar (the class docstring shows each kind)."""
-        words = f"{self.message}{self._counts(', ', ' / ')}" if self.message else f"{self.stage}{self._counts(' ', '/')}"
+        words = (
+            f"{self.message}{self._counts(', ', ' / ')}" if self.message else f"{self.stage}{self._counts(' ', '/')}"
+        )
         finishing = self.moving and self.total and self.done >= self.total
         return f"{self.what}: {words}{', finishing' if finishing else about(self.seconds_left)}"
 
@@ -137,10 +144,13 @@ class Reporter:
     >>> count = report.counter("quantizing linear layers to int8")
     >>> count(1, 2); count(2, 2)                     # what `apply_quantization(..., on_layer=count)` calls
     >>> [step.describe().split(",")[0] for step in seen]
-    ['qwen: loading the saved int8 copy', 'qwen: quantizing linear layers to int8 1/2', 'qwen: quantizing linear layers to int8 2/2']
+    ['qwen: loading the saved int8 copy', 'qwen: quantizing linear layers to int8 1/2', 'qwen: quantizing linear layers
+    to int8 2/2']
     """
 
-    def __init__(self, what: str, callback: Callable[[Progress], None] | None = None, *, one_clock: bool = False) -> None:
+    def __init__(
+        self, what: str, callback: Callable[[Progress], None] | None = None, *, one_clock: bool = False
+    ) -> None:
         self.what, self.callback = what, callback
         self._started: dict[str | None, float] = {None: time.perf_counter()} if one_clock and callback else {}
         self._one_clock = one_clock
@@ -193,6 +203,8 @@ def check_run_length(minutes: float | None, steps: int | None, names: tuple[str,
     if minutes is None and steps is None:
         raise SpecdecError(f"say how long to train: {steps_name}=N or {minutes_name}=M")
     if minutes is not None and not minutes > 0:
-        raise SpecdecError(f"{minutes_name} must be more than 0, got {minutes:g}: a run needs minutes > 0 or steps >= 1")
+        raise SpecdecError(
+            f"{minutes_name} must be more than 0, got {minutes:g}: a run needs minutes > 0 or steps >= 1"
+        )
     if steps is not None and steps < 1:
         raise SpecdecError(f"{steps_name} must be at least 1, got {steps}: a run needs minutes > 0 or steps >= 1")

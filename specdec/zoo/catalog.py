@@ -37,13 +37,15 @@ import os
 from dataclasses import dataclass
 
 from specdec.errors import SpecdecError
-from specdec.zoo.model_list import MODELS, ModelEntry, PackagePart, PackageSource  # noqa: F401  (the sources too: the catalogue's names)
+
+from specdec.zoo.model_list import MODELS, ModelEntry, PackagePart, PackageSource  # noqa: F401  (the catalogue's names)
 
 
 @dataclass(frozen=True)
 class PairEntry:
-    """A curated pair: the draft is a model of this catalogue, or the name of a drafting method that needs no model of its
-    own ("recycling"). The zoo lists model pairs only; `specdec.registry.pairs` adds each method's (the zoo knows no method)."""
+    """A curated pair: the draft is a model of this catalogue, or the name of a drafting method that needs no model of
+    its own ("recycling"). The zoo lists model pairs only; `specdec.registry.pairs` adds each method's (the zoo knows no
+    method)."""
 
     draft: str
     target: str
@@ -64,11 +66,27 @@ class PairEntry:
 
 
 _PAIRS = [
-    PairEntry("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b", "Qwen2.5-Coder 0.5B drafts for 1.5B: a real pair that works offline"),
-    PairEntry("smollm2-135m", "qwen2.5-coder-1.5b", "SmolLM2 135M drafts for Qwen2.5-Coder 1.5B with its own tokenizer (offline)"),
-    PairEntry("gemma3-270m", "qwen2.5-coder-1.5b", "Gemma 3 270M drafts for Qwen2.5-Coder 1.5B with its own tokenizer (offline)"),
-    PairEntry("smollm2-135m", "qwen2.5-coder-0.5b", "SmolLM2 135M drafts for Qwen2.5-Coder 0.5B with its own tokenizer (offline)"),
-    PairEntry("qwen2.5-coder-0.5b", "qwen2.5-coder-0.5b", "draft = target: alpha must be 1, the sanity check (offline)"),
+    PairEntry(
+        "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b", "Qwen2.5-Coder 0.5B drafts for 1.5B: a real pair that works offline"
+    ),
+    PairEntry(
+        "smollm2-135m",
+        "qwen2.5-coder-1.5b",
+        "SmolLM2 135M drafts for Qwen2.5-Coder 1.5B with its own tokenizer (offline)",
+    ),
+    PairEntry(
+        "gemma3-270m",
+        "qwen2.5-coder-1.5b",
+        "Gemma 3 270M drafts for Qwen2.5-Coder 1.5B with its own tokenizer (offline)",
+    ),
+    PairEntry(
+        "smollm2-135m",
+        "qwen2.5-coder-0.5b",
+        "SmolLM2 135M drafts for Qwen2.5-Coder 0.5B with its own tokenizer (offline)",
+    ),
+    PairEntry(
+        "qwen2.5-coder-0.5b", "qwen2.5-coder-0.5b", "draft = target: alpha must be 1, the sanity check (offline)"
+    ),
     PairEntry("distilgpt2", "gpt2", "the classic pair (needs a model hub)"),
     PairEntry("gpt2", "gpt2-medium", "GPT-2 small drafts for medium (needs a model hub)"),
     PairEntry("smollm2-135m", "smollm2-360m", "SmolLM2 135M drafts for 360M (target needs a model hub)"),
@@ -90,14 +108,23 @@ def _load_extra_models() -> None:
         extra = json.loads(open(path).read())
         for item in extra.get("models", []):
             MODELS[item["name"]] = ModelEntry(
-                item["name"], item.get("display_name", item["name"]), item.get("family", item["name"]),
-                item.get("parameters", "?"), int(item.get("download_bytes", 0)), item.get("license", "unknown"),
-                chat=bool(item.get("chat", False)), local_path=item["path"], notes=item.get("notes", "local model"))
+                item["name"],
+                item.get("display_name", item["name"]),
+                item.get("family", item["name"]),
+                item.get("parameters", "?"),
+                int(item.get("download_bytes", 0)),
+                item.get("license", "unknown"),
+                chat=bool(item.get("chat", False)),
+                local_path=item["path"],
+                notes=item.get("notes", "local model"),
+            )
         for item in extra.get("pairs", []):
             pair = PairEntry(item["draft"], item["target"], item.get("description", "your own pair"))
             PAIRS[pair.name] = pair
     except (OSError, ValueError, KeyError, TypeError) as error:
-        raise SpecdecError(f"could not read $SPECDEC_EXTRA_MODELS={path}: {error!r}; fix the file or unset the variable") from None
+        raise SpecdecError(
+            f"could not read $SPECDEC_EXTRA_MODELS={path}: {error!r}; fix the file or unset the variable"
+        ) from None
 
 
 _load_extra_models()

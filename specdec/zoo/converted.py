@@ -12,7 +12,8 @@ torch version whose kernels packed it and is ignored under another). A quantized
 from the GGUF's tensors: the unquantized model it passes through is not kept (it would be 6 GB in
 float32 for the 1.5B target, beside a 1.5 GB int8 copy; `remove_superseded` deletes such leftovers of
 older versions), and its embedding table is looked up in the GGUF file row by row instead of being
-stored twice (`specdec.zoo.gguf_files.GGUFEmbedding`). So the default pair costs its GGUF files plus its quantized layers.
+stored twice (`specdec.zoo.gguf_files.GGUFEmbedding`). So the default pair costs its GGUF files plus its quantized
+layers.
 
 A copy is written whole or not at all (`specdec.store.new_folder`: built in a temporary sibling, then
 renamed into place), with the store's manifest (`specdec.store.write_manifest`): the SHA-256 of the GGUF
@@ -35,7 +36,14 @@ from pathlib import Path
 
 import torch
 from safetensors.torch import load_file
-from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, GenerationConfig, PreTrainedModel, PreTrainedTokenizerBase
+from transformers import (
+    AutoConfig,
+    AutoModelForCausalLM,
+    AutoTokenizer,
+    GenerationConfig,
+    PreTrainedModel,
+    PreTrainedTokenizerBase,
+)
 from transformers.initialization import no_init_weights
 
 from specdec.kernels.devices import dtype_name
@@ -49,8 +57,10 @@ from specdec.zoo.safetensors_writer import write_safetensors
 
 WEIGHTS = "model.safetensors"
 EMBEDDING = "model.embed_tokens.weight"
-QUANTIZING = "quantizing linear layers to {}"   # the stage's name, for a quantization
-FORMAT = 2   # manifests of copies kept because they were asked for; an unquantized copy without it was an older version's intermediate
+QUANTIZING = "quantizing linear layers to {}"  # the stage's name, for a quantization
+# manifests of copies kept because they were asked for; an unquantized copy without it was an older version's
+# intermediate
+FORMAT = 2
 
 
 def copy_name(dtype: torch.dtype, quantization: str = "none") -> str:
@@ -59,12 +69,14 @@ def copy_name(dtype: torch.dtype, quantization: str = "none") -> str:
 
 
 def saving_stage(quantization: str) -> str:
-    """The name the save's progress goes by: 'saving a converted copy for next time', 'saving the int8 copy for next time'."""
+    """The name the save's progress goes by: 'saving a converted copy for next time', 'saving the int8 copy for next
+    time'."""
     what = "a converted copy" if quantization == "none" else f"the {quantization} copy"
     return f"saving {what} for next time"
 
 
 # ---------------------------------------------------------------- the load
+
 
 def load(source: Source, precision: Precision, report: Reporter) -> PreTrainedModel:
     """A fetched zoo model (`source.copies` set) in `precision`: from its checked copy, else from its GGUF file, keeping
@@ -77,7 +89,7 @@ def load(source: Source, precision: Precision, report: Reporter) -> PreTrainedMo
     else:
         model = _convert(source, precision, report)
     if weights != "none" and quantization_of(model) != "none":
-        freed = remove_superseded(source.entry, source.copies)        # an older version's intermediate
+        freed = remove_superseded(source.entry, source.copies)  # an older version's intermediate
         if freed:
             report(f"removed the unquantized copy an older version kept ({freed / 1e6:,.0f} MB)", 1, 1)
     return model
@@ -111,6 +123,7 @@ def load_tokenizer(source: Source) -> PreTrainedTokenizerBase:
 
 # ---------------------------------------------------------------- finding and checking copies
 
+
 def converted_dir(entry: ModelEntry, dtype: torch.dtype, quantization: str = "none") -> Path:
     """Where `entry`'s copy in `dtype` (and `quantization`) is kept."""
     return model_dir(entry) / copy_name(dtype, quantization)
@@ -122,20 +135,22 @@ def find_converted(entry: ModelEntry, dtype: torch.dtype, quantization: str = "n
 
 
 def _checked(folder: Path, entry: ModelEntry, gguf_fetched: bool) -> Path | None:
-    """`folder` if it holds a copy of `entry` made from its pinned GGUF file and every file matches the manifest, else None."""
+    """`folder` if it holds a copy of `entry` made from its pinned GGUF file and every file matches the manifest, else
+    None."""
     manifest = read_manifest(settle(folder)) if entry.package is not None else None
     if manifest is None or manifest.get("source_sha256") != entry.package.sha256:
         return None
     # packed by another torch
     if manifest.get("quantization", "none") != "none" and manifest.get("torch") != torch.__version__:
         return None
-    if manifest.get("gguf_embedding") and not gguf_fetched:                # it reads its embedding from the GGUF file
+    if manifest.get("gguf_embedding") and not gguf_fetched:  # it reads its embedding from the GGUF file
         return None
     return folder if check_folder(folder, manifest) is None else None
 
 
 def _copies(entry: ModelEntry, models: Path, gguf_fetched: bool) -> list[tuple[Path, torch.dtype, str]]:
-    """Every complete, checked converted copy in `models` (a model's folder): (folder, dtype, quantization), by folder name."""
+    """Every complete, checked converted copy in `models` (a model's folder): (folder, dtype, quantization), by folder
+    name."""
     copies = []
     for path in sorted(models.glob("converted-*")) if models.is_dir() else []:
         dtype_text, _, quantization = path.name.removeprefix("converted-").partition("-")
@@ -158,7 +173,13 @@ def tokenizer_files_match(sources: list[Source]) -> bool:
         if not found:
             return False
         files = read_manifest(found[0][0])["files"]
-        checksums.append({name: recorded["sha256"] for name, recorded in files.items() if not name.startswith("model") and name not in other})
+        checksums.append(
+            {
+                name: recorded["sha256"]
+                for name, recorded in files.items()
+                if not name.startswith("model") and name not in other
+            }
+        )
     return bool(checksums[0]) and all(sums == checksums[0] for sums in checksums)
 
 
@@ -187,6 +208,7 @@ def remove_superseded(entry: ModelEntry, models: Path | None = None) -> int:
 
 # ---------------------------------------------------------------- writing and reading a copy
 
+
 def _state(model: torch.nn.Module, once: bool) -> dict[str, torch.Tensor]:
     """The model's tensors to save; with `once`, a tensor that is the very same memory as one before it (a tied output
     layer) is left out, as `save_pretrained` leaves it out (loading an unquantized copy ties it again)."""
@@ -200,8 +222,15 @@ def _state(model: torch.nn.Module, once: bool) -> dict[str, torch.Tensor]:
     return state
 
 
-def _save(source: Source, model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase, dtype: torch.dtype, quantization: str,
-          embedding: dict[str, object] | None, report: Reporter) -> Path:
+def _save(
+    source: Source,
+    model: torch.nn.Module,
+    tokenizer: PreTrainedTokenizerBase,
+    dtype: torch.dtype,
+    quantization: str,
+    embedding: dict[str, object] | None,
+    report: Reporter,
+) -> Path:
     """Keep `model` and `tokenizer` as `source`'s copy in `dtype` (and `quantization`), whole or not at all.
 
     The weights go in one safetensors file (less the embedding table when the GGUF file gives it back: `embedding`),
@@ -210,10 +239,12 @@ def _save(source: Source, model: torch.nn.Module, tokenizer: PreTrainedTokenizer
     the total; if the report raises, nothing is kept.
     """
     entry = source.entry
-    state = _state(model, once=quantization == "none")               # a quantized copy's layers are rebuilt name by name
+    state = _state(model, once=quantization == "none")  # a quantized copy's layers are rebuilt name by name
     if quantization != "none" and embedding is not None:
-        del state[EMBEDDING]                                          # its rows are looked up in the GGUF file
-    count = report.counter(saving_stage(quantization), sum(t.numel() * t.element_size() for t in state.values()), "bytes")
+        del state[EMBEDDING]  # its rows are looked up in the GGUF file
+    count = report.counter(
+        saving_stage(quantization), sum(t.numel() * t.element_size() for t in state.values()), "bytes"
+    )
     count(0)
     final = source.copies / copy_name(dtype, quantization)
     with new_folder(final) as work:
@@ -224,26 +255,36 @@ def _save(source: Source, model: torch.nn.Module, tokenizer: PreTrainedTokenizer
         config.save_pretrained(work)
         model.generation_config.save_pretrained(work)
         tokenizer.save_pretrained(work)
-        extra = {} if quantization == "none" else {"quantization": quantization, "torch": torch.__version__, "gguf_embedding": embedding}
-        write_manifest(work, known={WEIGHTS: sha256}, model=entry.name, dtype=dtype_name(dtype),
-                       source_sha256=entry.package.sha256, format=FORMAT, **extra)
+        extra = (
+            {}
+            if quantization == "none"
+            else {"quantization": quantization, "torch": torch.__version__, "gguf_embedding": embedding}
+        )
+        write_manifest(
+            work,
+            known={WEIGHTS: sha256},
+            model=entry.name,
+            dtype=dtype_name(dtype),
+            source_sha256=entry.package.sha256,
+            format=FORMAT,
+            **extra,
+        )
     return final
 
 
 def _read_copy(folder: Path, gguf: Path, dtype: torch.dtype, quantization: str) -> PreTrainedModel:
-    """A model from its copy: `from_pretrained` for an unquantized one; for a quantized one, built empty from its config,
-    its linear layers rebuilt from their int8/int4 tensors, and its embedding, where the copy left it to the GGUF file,
-    looked up there."""
+    """A model from its copy: `from_pretrained` for an unquantized one; for a quantized one, built empty from its
+    config, its linear layers rebuilt from their int8/int4 tensors, and its embedding, where the copy left it to the
+    GGUF file, looked up there."""
     if quantization == "none":
         return AutoModelForCausalLM.from_pretrained(folder, dtype=dtype)
     state = load_file(folder / WEIGHTS)
     location = json.loads((folder / MANIFEST).read_text()).get("gguf_embedding")
-    with no_init_weights():   # every tensor comes from the file: skip the random initialisation
+    with no_init_weights():  # every tensor comes from the file: skip the random initialisation
         model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(folder), dtype=dtype)
-    if location is not None:                      # its rows are looked up in the GGUF file (the state has none)
+    if location is not None:  # its rows are looked up in the GGUF file (the state has none)
         model.set_input_embeddings(gguf_files.GGUFEmbedding(gguf, location, dtype))
     rebuild_quantized_layers(model, state, quantization)
     model.load_state_dict(state, strict=True, assign=True)
     model.generation_config = GenerationConfig.from_pretrained(folder)
     return mark_quantized(model, quantization)
-

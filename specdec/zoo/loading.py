@@ -14,8 +14,8 @@ bfloat16 is faster), bfloat16 on CUDA where supported (else float16), float16 on
 
 A zoo model loads from its converted copy when one exists for the dtype and quantization (quick),
 else from its fetched GGUF checkpoint (slow: dequantized on load; a converted copy in the precision
-asked for is then saved for next time, and only that one), else from the model hub. When none of these is possible the error names the fetch
-command. Quantization "none" (the default here) keeps the weights in `dtype`; "int8" and "int4"
+asked for is then saved for next time, and only that one), else from the model hub. When none of these is possible the
+error names the fetch command. Quantization "none" (the default here) keeps the weights in `dtype`; "int8" and "int4"
 quantize the linear layers (and keep such a copy too, so the next load is quick); "auto" picks the
 fastest exact choice for the device and the model's role (`specdec.kernels.quantization.auto_quantization`).
 bfloat16 linear layers on a CPU are packed for oneDNN once loaded (`specdec.kernels.packed_linear`: the
@@ -50,35 +50,45 @@ from specdec.zoo import converted, gguf_files
 from specdec.zoo.fetch import Source, where
 from specdec.zoo.kernel_library import require_w8a8
 
-TOKENIZERS = "reading the tokenizers"   # a stage of a pair's load (`specdec.pair`): from GGUF files on a first load, about 10 s each
+# a stage of a pair's load (`specdec.pair`): from GGUF files on a first load, about 10 s each
+TOKENIZERS = "reading the tokenizers"
 
 
-def load_model(name_or_path: str, device: str | torch.device = "auto", dtype: str | torch.dtype = "auto",
-               quantization: str = "none", role: str = "target", packed: bool = True,
-               precision: Precision | None = None, progress: Callable[[Progress], None] | None = None) -> PreTrainedModel:
+def load_model(
+    name_or_path: str,
+    device: str | torch.device = "auto",
+    dtype: str | torch.dtype = "auto",
+    quantization: str = "none",
+    role: str = "target",
+    packed: bool = True,
+    precision: Precision | None = None,
+    progress: Callable[[Progress], None] | None = None,
+) -> PreTrainedModel:
     """A causal LM from a zoo name, a hub id, a local folder or a .gguf file, in eval mode on `device`.
 
     `quantization`: "none", "int8", "int4", "w8a8" or "auto" (which reads `role`, "target" or "draft"); "w8a8"
     first proves its kernel on this machine (`specdec.zoo.kernel_library`), else it is a `SpecdecError` saying why.
     `precision`: all of device, dtype and quantization already resolved (`specdec.kernels.precision`, as
     `load_pair` does once for both models); the three arguments are then not read.
-    `packed`: lay bfloat16 linear layers out for the CPU kernel once (`specdec.kernels.packed_linear`; False: as stored).
-    `progress`: told every step of a long load (`specdec.store.Progress`: GGUF tensors read, layers quantized, megabytes
-    saved, with the time left); it may raise to stop the load there (nothing half-written is kept).
+    `packed`: lay bfloat16 linear layers out for the CPU kernel once (`specdec.kernels.packed_linear`; False: as
+    stored). `progress`: told every step of a long load (`specdec.store.Progress`: GGUF tensors read, layers quantized,
+    megabytes saved, with the time left); it may raise to stop the load there (nothing half-written is kept).
     """
     precision = precision or resolve_precision(device, dtype, quantization, role)
     if precision.weights == "w8a8":
-        require_w8a8(Reporter(Path(name_or_path).name, progress))   # its kernel must pass this machine's test first
-    source = where(name_or_path)                                     # decided once, before anything is read
+        require_w8a8(Reporter(Path(name_or_path).name, progress))  # its kernel must pass this machine's test first
+    source = where(name_or_path)  # decided once, before anything is read
     report = Reporter(source.name, progress)
-    if source.copies is not None:                                    # a fetched zoo model: its copy, else its GGUF file
+    if source.copies is not None:  # a fetched zoo model: its copy, else its GGUF file
         model = converted.load(source, precision, report)
     else:
         model = _read_as_it_is(source, precision.dtype, report)
-        model = apply_quantization(model, precision.weights, precision.strict, report.counter(converted.QUANTIZING.format(precision.weights)))
+        model = apply_quantization(
+            model, precision.weights, precision.strict, report.counter(converted.QUANTIZING.format(precision.weights))
+        )
     model = model.to(precision.device).eval()
     if packed:
-        pack_linear_layers(model)           # bfloat16 on a CPU: the same bits, about twice as fast (`packed_linear`)
+        pack_linear_layers(model)  # bfloat16 on a CPU: the same bits, about twice as fast (`packed_linear`)
     return model
 
 
@@ -119,11 +129,14 @@ def _from_pretrained(loader, source: Source, what: str, **kwargs):
     try:
         return loader.from_pretrained(source.location, **kwargs)
     except (OSError, ValueError) as error:
-        raise SpecdecError(f"could not load the {what} '{source.location}' from the model hub: {first_line(error)}") from None
+        raise SpecdecError(
+            f"could not load the {what} '{source.location}' from the model hub: {first_line(error)}"
+        ) from None
 
 
 def same_tokenizer_files(first: str, second: str) -> bool:
-    """Whether two zoo models' converted copies map text to ids with byte-identical files (by their manifests' checksums).
+    """Whether two zoo models' converted copies map text to ids with byte-identical files (by their manifests'
+    checksums).
 
     Then the target's tokenizer serves the draft too, and the draft's is never parsed (about 1 s for
     Qwen2.5's, half of loading the zoo pair's tokenizers). Their chat templates may differ (Qwen2.5-Coder
@@ -142,8 +155,12 @@ def same_tokenizer(target_tokenizer: PreTrainedTokenizerBase, draft_tokenizer: P
     return target_tokenizer.get_vocab() == draft_tokenizer.get_vocab()
 
 
-def check_same_tokenizer(target_tokenizer: PreTrainedTokenizerBase, draft_tokenizer: PreTrainedTokenizerBase,
-                         target_name: str = "target", draft_name: str = "draft") -> None:
+def check_same_tokenizer(
+    target_tokenizer: PreTrainedTokenizerBase,
+    draft_tokenizer: PreTrainedTokenizerBase,
+    target_name: str = "target",
+    draft_name: str = "draft",
+) -> None:
     """Refuse a pair whose tokenizers map text to different ids (for code that compares ids directly;
     `load_pair` instead drafts through the shared tokens, `specdec.drafting.cross_tokenizer`)."""
     if same_tokenizer(target_tokenizer, draft_tokenizer):

@@ -38,9 +38,21 @@ import torch
 
 # safetensors' names, in the order of its own dtype list (the file lays tensors out from the last of these)
 DTYPE_NAMES = {
-    torch.bool: "BOOL", torch.uint8: "U8", torch.int8: "I8", torch.float8_e5m2: "F8_E5M2", torch.float8_e4m3fn: "F8_E4M3",
-    torch.int16: "I16", torch.uint16: "U16", torch.float16: "F16", torch.bfloat16: "BF16", torch.int32: "I32",
-    torch.uint32: "U32", torch.float32: "F32", torch.float64: "F64", torch.int64: "I64", torch.uint64: "U64",
+    torch.bool: "BOOL",
+    torch.uint8: "U8",
+    torch.int8: "I8",
+    torch.float8_e5m2: "F8_E5M2",
+    torch.float8_e4m3fn: "F8_E4M3",
+    torch.int16: "I16",
+    torch.uint16: "U16",
+    torch.float16: "F16",
+    torch.bfloat16: "BF16",
+    torch.int32: "I32",
+    torch.uint32: "U32",
+    torch.float32: "F32",
+    torch.float64: "F64",
+    torch.int64: "I64",
+    torch.uint64: "U64",
 }
 _RANK = {dtype: rank for rank, dtype in enumerate(DTYPE_NAMES)}
 
@@ -64,18 +76,28 @@ def header_bytes(tensors: Mapping[str, torch.Tensor], metadata: Mapping[str, str
     for name in _layout(tensors):
         tensor = tensors[name]
         if tensor.dtype not in DTYPE_NAMES:
-            raise ValueError(f"safetensors has no name for {tensor.dtype} (tensor {name}): convert it to one of "
-                             f"{', '.join(str(dtype) for dtype in DTYPE_NAMES)}")
+            raise ValueError(
+                f"safetensors has no name for {tensor.dtype} (tensor {name}): convert it to one of "
+                f"{', '.join(str(dtype) for dtype in DTYPE_NAMES)}"
+            )
         size = tensor.numel() * tensor.element_size()
-        header[name] = {"dtype": DTYPE_NAMES[tensor.dtype], "shape": list(tensor.shape), "data_offsets": [offset, offset + size]}
+        header[name] = {
+            "dtype": DTYPE_NAMES[tensor.dtype],
+            "shape": list(tensor.shape),
+            "data_offsets": [offset, offset + size],
+        }
         offset += size
     text = json.dumps(header, separators=(",", ":")).encode()
     text += b" " * (-len(text) % 8)
     return len(text).to_bytes(8, "little") + text
 
 
-def write_safetensors(tensors: Mapping[str, torch.Tensor], path: str | Path, metadata: Mapping[str, str] | None = None,
-                      on_bytes: Callable[[int, int], None] | None = None) -> str:
+def write_safetensors(
+    tensors: Mapping[str, torch.Tensor],
+    path: str | Path,
+    metadata: Mapping[str, str] | None = None,
+    on_bytes: Callable[[int, int], None] | None = None,
+) -> str:
     """Write `tensors` to `path` as safetensors, tensor by tensor; return the file's SHA-256 (hex).
 
     `on_bytes(done, total)` hears the tensor bytes written so far after each tensor.
@@ -89,7 +111,7 @@ def write_safetensors(tensors: Mapping[str, torch.Tensor], path: str | Path, met
         out.write(head)
         digest.update(head)
         for name in names:
-            data = tensors[name].detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy()   # [bytes], no copy
+            data = tensors[name].detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy()  # [bytes], no copy
             out.write(data)
             digest.update(data)
             done += data.nbytes

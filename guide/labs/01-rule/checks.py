@@ -1,4 +1,5 @@
-"""Checks for lab 1: the rule's two functions hold their values, its output law is p, and the sample really drafts from q.
+"""Checks for lab 1: the rule's two functions hold their values, its output law is p, and the sample really drafts from
+q.
 
 1. `accept_probability(p, q, x)` equals min(1, p(x) / q(x)) for every token q can draft, and `residual(p, q)`
    equals norm(max(0, p - q)), on the hand-picked and random pairs below (an accept probability of 0 with p as
@@ -29,8 +30,8 @@ import numpy as np
 from controlled_random import driven_law, law_distance, sampled_problems
 
 TIME_LIMIT_S = 60
-HAND_PICKED, RANDOM_LAWS = 5, 3          # pairs whose output law is computed exactly: the hand-picked ones, 3 random ones
-SAME_SEED = 200                          # draws compared between two q's under one seed
+HAND_PICKED, RANDOM_LAWS = 5, 3  # pairs whose output law is computed exactly: the hand-picked ones, 3 random ones
+SAME_SEED = 200  # draws compared between two q's under one seed
 
 
 def residual_distribution(p: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -44,14 +45,16 @@ def residual_distribution(p: np.ndarray, q: np.ndarray) -> np.ndarray:
 
 
 def pairs(rng: np.random.Generator) -> list[tuple[str, np.ndarray, np.ndarray]]:
-    cases = [("the course's example", np.array([0.3, 0.4, 0.3]), np.array([0.6, 0.2, 0.2])),
-             ("q = p", np.array([0.5, 0.25, 0.25]), np.array([0.5, 0.25, 0.25])),
-             ("q puts mass where p has none", np.array([0.5, 0.5, 0.0]), np.array([0.25, 0.25, 0.5])),
-             ("q has zeros where p has mass", np.array([0.2, 0.3, 0.5]), np.array([0.5, 0.5, 0.0])),
-             ("disjoint supports", np.array([1.0, 0.0, 0.0, 0.0]), np.array([0.0, 0.5, 0.25, 0.25]))]
+    cases = [
+        ("the course's example", np.array([0.3, 0.4, 0.3]), np.array([0.6, 0.2, 0.2])),
+        ("q = p", np.array([0.5, 0.25, 0.25]), np.array([0.5, 0.25, 0.25])),
+        ("q puts mass where p has none", np.array([0.5, 0.5, 0.0]), np.array([0.25, 0.25, 0.5])),
+        ("q has zeros where p has mass", np.array([0.2, 0.3, 0.5]), np.array([0.5, 0.5, 0.0])),
+        ("disjoint supports", np.array([1.0, 0.0, 0.0, 0.0]), np.array([0.0, 0.5, 0.25, 0.25])),
+    ]
     for index in range(20):
         p, q = rng.dirichlet(np.ones(5)), rng.dirichlet(np.ones(5) * 0.5)
-        if index % 2:                                    # half of them: the draft never proposes two tokens
+        if index % 2:  # half of them: the draft never proposes two tokens
             q[rng.choice(5, size=2, replace=False)] = 0.0
             q = q / q.sum()
         cases.append((f"random pair {index}", p, q))
@@ -72,12 +75,17 @@ def value_problems(module, cases) -> list[str]:
         for x in np.flatnonzero(q > 0):
             want, yours = min(1.0, p[x] / q[x]), module.accept_probability(p, q, int(x))
             if not np.isclose(float(yours), want, atol=1e-9):
-                return [f"{name}: accept_probability(p, q, {x}) should be min(1, p(x) / q(x)) = {want:.3f}, yours is "
-                        f"{float(yours):.3f} (p = {np.round(p, 3)}, q = {np.round(q, 3)})"]
+                return [
+                    f"{name}: accept_probability(p, q, {x}) should be min(1, p(x) / q(x)) = {want:.3f}, yours is "
+                    f"{float(yours):.3f} (p = {np.round(p, 3)}, q = {np.round(q, 3)})"
+                ]
         if not np.allclose(p, q):
             want, yours = residual_distribution(p, q), np.asarray(module.residual(p, q), dtype=np.float64)
             if yours.shape != want.shape or not np.allclose(yours, want, atol=1e-9):
-                return [f"{name}: residual(p, q) should be norm(max(0, p - q)) = {np.round(want, 3)}, yours is {np.round(yours, 3)}"]
+                return [
+                    f"{name}: residual(p, q) should be norm(max(0, p - q)) = {np.round(want, 3)}, yours is "
+                    f"{np.round(yours, 3)}"
+                ]
     return []
 
 
@@ -88,8 +96,10 @@ def drafts_from_q(module) -> list[str]:
     with_a = [int(module.speculative_sample(p, q_a, rng_a)) for _ in range(SAME_SEED)]
     with_b = [int(module.speculative_sample(p, q_b, rng_b)) for _ in range(SAME_SEED)]
     if with_a == with_b:
-        return [f"speculative_sample gave the same {SAME_SEED} tokens for q = {q_a} and q = {q_b} under one seed: it never "
-                "drafts from q. The rule draws x from q first, then keeps it with accept_probability"]
+        return [
+            f"speculative_sample gave the same {SAME_SEED} tokens for q = {q_a} and q = {q_b} under one seed: it never "
+            "drafts from q. The rule draws x from q first, then keeps it with accept_probability"
+        ]
     return []
 
 
@@ -101,7 +111,9 @@ def grade(module) -> list[str]:
     for name, p, q in cases:
         out = exact_output(module, p, q)
         if not np.allclose(out, p, atol=1e-9):
-            problems.append(f"{name}: p = {np.round(p, 3)}, q = {np.round(q, 3)}: your rule outputs {np.round(out, 3)}, not p")
+            problems.append(
+                f"{name}: p = {np.round(p, 3)}, q = {np.round(q, 3)}: your rule outputs {np.round(out, 3)}, not p"
+            )
     if problems:
         return problems[:3]
     problems = drafts_from_q(module)
@@ -116,6 +128,7 @@ def grade(module) -> list[str]:
 
 def sample_law_problems(module, name: str, p: np.ndarray, q: np.ndarray) -> list[str]:
     """speculative_sample's output law against p: computed exactly, or sampled where the code cannot be driven."""
+
     def draw(rng) -> int:
         return int(module.speculative_sample(p, q, rng))
 
@@ -127,6 +140,10 @@ def sample_law_problems(module, name: str, p: np.ndarray, q: np.ndarray) -> list
     if gap > tolerance:
         yours = np.array([law.get(x, 0.0) for x in range(len(p))])
         token = token[1] if kind == "marginal" else token
-        return [f"{name}: speculative_sample outputs token {token} with probability {law.get(token, 0.0):.10f}, where p gives it "
-                f"{p[token]:.10f}, {gap:.1e} apart (its whole law, computed exactly: {np.round(yours, 4)}; p = {np.round(p, 4)}, q = {np.round(q, 4)})"]
+        return [
+            f"{name}: speculative_sample outputs token {token} with probability {law.get(token, 0.0):.10f}, where p "
+            "gives it "
+            f"{p[token]:.10f}, {gap:.1e} apart (its whole law, computed exactly: {np.round(yours, 4)}; p = "
+            f"{np.round(p, 4)}, q = {np.round(q, 4)})"
+        ]
     return []

@@ -8,7 +8,7 @@ def accept_probability(p: np.ndarray, q: np.ndarray, x: int) -> float:
 
 
 def residual(p: np.ndarray, q: np.ndarray) -> np.ndarray:
-    excess = np.maximum(p - q, 0.0)                 # where the target wants more than the draft proposes
+    excess = np.maximum(p - q, 0.0)  # where the target wants more than the draft proposes
     return excess / excess.sum()
 
 

@@ -15,8 +15,8 @@
    with gamma 0), and it returns exactly `length` tokens.
 5. `speculative_generate`'s law, computed exactly the same way, against P's: sequences of 2 tokens with gamma 1
    after two start tokens (a round that rejects its draft emits one token and hands the next round its start: a bug
-   there never shows in a single round). A generator that draws from a random source of its own is caught here: its law is no longer its
-   rounds'.
+   there never shows in a single round). A generator that draws from a random source of its own is caught here: its law
+   is no longer its rounds'.
 
 Where your code draws in a way the controlled source cannot follow (several values per call), it is sampled
 instead, `controlled_random.sampled_draws()` times: enough to see a 0.01 bias with probability 0.99. NumPy only
@@ -33,11 +33,11 @@ import numpy as np
 from controlled_random import driven_law, law_distance, marginals, sampled_problems
 
 TIME_LIMIT_S = 60
-P = np.array([[0.60, 0.30, 0.10], [0.20, 0.50, 0.30], [0.30, 0.10, 0.60]])   # p(next | previous)
-Q = np.array([[0.10, 0.20, 0.70], [0.50, 0.20, 0.30], [0.40, 0.50, 0.10]])   # q(next | previous), far from P
-ZEROS = np.array([[0.50, 0.50, 0.00], [0.00, 0.00, 1.00], [0.25, 0.00, 0.75]])   # a table with impossible steps
+P = np.array([[0.60, 0.30, 0.10], [0.20, 0.50, 0.30], [0.30, 0.10, 0.60]])  # p(next | previous)
+Q = np.array([[0.10, 0.20, 0.70], [0.50, 0.20, 0.30], [0.40, 0.50, 0.10]])  # q(next | previous), far from P
+ZEROS = np.array([[0.50, 0.50, 0.00], [0.00, 0.00, 1.00], [0.25, 0.00, 0.75]])  # a table with impossible steps
 START, GAMMA = 0, 2
-GENERATED = ((START, 2, 1), (2, 2, 1))                          # (start token, tokens per sequence, gamma)
+GENERATED = ((START, 2, 1), (2, 2, 1))  # (start token, tokens per sequence, gamma)
 
 
 def markov_sequence_distribution(table: np.ndarray, start: int, length: int) -> dict[tuple[int, ...], float]:
@@ -67,10 +67,15 @@ def law_problems(draw, truth: dict, what: str, seed: int) -> list[str]:
     if kind == "marginal":
         position, token = where
         yours, exact = marginals(law).get(where, 0.0), marginals(truth).get(where, 0.0)
-        return [f"{what}: token {token} comes out at position {position + 1} with probability {yours:.10f}, the exact law "
-                f"gives it {exact:.10f}, {gap:.1e} apart (computed exactly from your code, every way its draws can fall)"]
-    return [f"{what}: the tokens {list(where)} come out with probability {law.get(where, 0.0):.10f}, the exact law gives it "
-            f"{truth.get(where, 0.0):.10f}, {gap:.1e} apart (computed exactly from your code, every way its draws can fall)"]
+        return [
+            f"{what}: token {token} comes out at position {position + 1} with probability {yours:.10f}, the exact law "
+            f"gives it {exact:.10f}, {gap:.1e} apart (computed exactly from your code, every way its draws can fall)"
+        ]
+    return [
+        f"{what}: the tokens {list(where)} come out with probability {law.get(where, 0.0):.10f}, the exact law gives "
+        "it "
+        f"{truth.get(where, 0.0):.10f}, {gap:.1e} apart (computed exactly from your code, every way its draws can fall)"
+    ]
 
 
 def round_law(target: np.ndarray, draft: np.ndarray, previous: int, gamma: int) -> dict[tuple[int, ...], float]:
@@ -99,7 +104,12 @@ def round_law(target: np.ndarray, draft: np.ndarray, previous: int, gamma: int) 
 
 
 def enumeration_problems(module) -> list[str]:
-    for name, table, start, length in (("P", P, START, 1), ("P", P, START, 3), ("Q", Q, 2, 2), ("a table with zeros", ZEROS, 0, 3)):
+    for name, table, start, length in (
+        ("P", P, START, 1),
+        ("P", P, START, 3),
+        ("Q", Q, 2, 2),
+        ("a table with zeros", ZEROS, 0, 3),
+    ):
         yours = module.sequence_distribution(table, start, length)
         truth = markov_sequence_distribution(table, start, length)
         call = f"sequence_distribution({name}, {start}, {length})"
@@ -107,7 +117,9 @@ def enumeration_problems(module) -> list[str]:
             return [f"{call} has {len(yours)} keys; it needs all {len(truth)} sequences, those of probability zero too"]
         wrong = [key for key in truth if not np.isclose(yours[key], truth[key], atol=1e-12)]
         if wrong:
-            return [f"{call}: the chance of {wrong[0]} should be {truth[wrong[0]]:.4f}, yours says {yours[wrong[0]]:.4f}"]
+            return [
+                f"{call}: the chance of {wrong[0]} should be {truth[wrong[0]]:.4f}, yours says {yours[wrong[0]]:.4f}"
+            ]
     return []
 
 
@@ -118,19 +130,35 @@ def round_problems(module) -> list[str]:
             emitted = list(module.speculative_round(P, P.copy(), previous, GAMMA, rng))
             if len(emitted) != GAMMA + 1:
                 kept = len(emitted) - 1
-                why = ("it emitted no token: a round always emits one (from the residual, or the bonus token)" if not emitted else
-                       f"it kept {kept} of {GAMMA} drafts, or left out the bonus token: with Q = P every draft has p/q = 1 "
-                       "and must be kept, and a round that keeps them all adds the bonus token" if kept < GAMMA else "")
-                return [f"with Q = P every draft is kept, so a round emits gamma + 1 = {GAMMA + 1} tokens; "
-                        f"speculative_round(P, P, {previous}, {GAMMA}, rng) emitted {emitted}: {why}".rstrip(": ")]
+                why = (
+                    "it emitted no token: a round always emits one (from the residual, or the bonus token)"
+                    if not emitted
+                    else f"it kept {kept} of {GAMMA} drafts, or left out the bonus token: with Q = P every draft has "
+                    "p/q = 1 "
+                    "and must be kept, and a round that keeps them all adds the bonus token"
+                    if kept < GAMMA
+                    else ""
+                )
+                return [
+                    f"with Q = P every draft is kept, so a round emits gamma + 1 = {GAMMA + 1} tokens; "
+                    f"speculative_round(P, P, {previous}, {GAMMA}, rng) emitted {emitted}: {why}".rstrip(": ")
+                ]
         emitted = list(module.speculative_round(P, Q, previous, 0, rng))
         if len(emitted) != 1:
-            return [f"speculative_round(P, Q, {previous}, 0, rng) emitted {emitted}: with gamma = 0 a round is one token from P"]
+            return [
+                f"speculative_round(P, Q, {previous}, 0, rng) emitted {emitted}: with gamma = 0 a round is one token "
+                "from P"
+            ]
     for previous in (0, 1, 2):
         for gamma in range(GAMMA + 1):
-            problems = law_problems(lambda rng, previous=previous, gamma=gamma: tuple(int(t) for t in module.speculative_round(
-                P, Q, previous, gamma, rng)), round_law(P, Q, previous, gamma),
-                f"speculative_round(P, Q, {previous}, {gamma}, rng) with Q far from P", seed=previous)
+            problems = law_problems(
+                lambda rng, previous=previous, gamma=gamma: tuple(
+                    int(t) for t in module.speculative_round(P, Q, previous, gamma, rng)
+                ),
+                round_law(P, Q, previous, gamma),
+                f"speculative_round(P, Q, {previous}, {gamma}, rng) with Q far from P",
+                seed=previous,
+            )
             if problems:
                 return problems
     return []
@@ -148,25 +176,39 @@ def generator_problems(module) -> list[str]:
     module.speculative_round = recorded
     try:
         length = 3 * (GAMMA + 1) + 1
-        tokens = [int(t) for t in module.speculative_generate(P, P.copy(), START, length, GAMMA, np.random.default_rng(12))]
+        tokens = [
+            int(t) for t in module.speculative_generate(P, P.copy(), START, length, GAMMA, np.random.default_rng(12))
+        ]
     finally:
         module.speculative_round = real
     if len(tokens) != length:
-        return [f"speculative_generate(P, P, {START}, {length}, ...) must return exactly {length} tokens, yours returned {len(tokens)}"]
+        return [
+            f"speculative_generate(P, P, {START}, {length}, ...) must return exactly {length} tokens, yours returned "
+            f"{len(tokens)}"
+        ]
     if not calls:
         return ["speculative_generate never called speculative_round: build the text from rounds"]
     text = [START]
     for previous, gamma, emitted in calls:
         if previous != text[-1]:
-            return [f"a round was started after token {previous}, but the text so far ends with {text[-1]}: each round starts "
-                    "after the last token emitted (not after the start token)"]
+            return [
+                f"a round was started after token {previous}, but the text so far ends with {text[-1]}: each round "
+                "starts "
+                "after the last token emitted (not after the start token)"
+            ]
         if gamma > GAMMA:
             return [f"a round was asked for {gamma} drafts, more than gamma = {GAMMA}"]
         text += emitted
-    if tokens != text[1:1 + length]:
-        return [f"speculative_generate returned {tokens}, but its rounds emitted {text[1:]}: return what the rounds emit, in order"]
+    if tokens != text[1 : 1 + length]:
+        return [
+            f"speculative_generate returned {tokens}, but its rounds emitted {text[1:]}: return what the rounds emit, "
+            "in order"
+        ]
     if len(calls) > -(-length // (GAMMA + 1)) + 1:
-        return [f"{len(calls)} rounds for {length} tokens with Q = P (every round could emit {GAMMA + 1}): ask each round for gamma drafts"]
+        return [
+            f"{len(calls)} rounds for {length} tokens with Q = P (every round could emit {GAMMA + 1}): ask each round "
+            "for gamma drafts"
+        ]
     return []
 
 
@@ -175,9 +217,14 @@ def grade(module) -> list[str]:
     if problems:
         return problems
     for start, length, gamma in GENERATED:
-        problems = law_problems(lambda rng, start=start, length=length, gamma=gamma: tuple(int(t) for t in module.speculative_generate(
-            P, Q, start, length, gamma, rng)), markov_sequence_distribution(P, start, length),
-            f"speculative_generate(P, Q, {start}, {length}, {gamma}, rng)", seed=10 + start)
+        problems = law_problems(
+            lambda rng, start=start, length=length, gamma=gamma: tuple(
+                int(t) for t in module.speculative_generate(P, Q, start, length, gamma, rng)
+            ),
+            markov_sequence_distribution(P, start, length),
+            f"speculative_generate(P, Q, {start}, {length}, {gamma}, rng)",
+            seed=10 + start,
+        )
         if problems:
             return problems
     return []

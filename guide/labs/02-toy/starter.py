@@ -30,8 +30,9 @@ def speculative_round(P: np.ndarray, Q: np.ndarray, previous: int, gamma: int, r
     raise NotImplementedError("speculative_round")
 
 
-def speculative_generate(P: np.ndarray, Q: np.ndarray, start: int, length: int, gamma: int,
-                         rng: np.random.Generator) -> list[int]:
+def speculative_generate(
+    P: np.ndarray, Q: np.ndarray, start: int, length: int, gamma: int, rng: np.random.Generator
+) -> list[int]:
     """`length` tokens after `start`, by speculative decoding with target P and draft Q.
 
     Call speculative_round after the last token so far (`start` at first) until there are `length` tokens.

@@ -11,19 +11,27 @@ import numpy as np
 try:
     from specdec.drafting.prompt_lookup import PromptLookupDrafter
 except ModuleNotFoundError as missing:
-    raise ModuleNotFoundError(f"lab 03-lookup grades your lookup against specdec's PromptLookupDrafter, which needs the package "
-                              f"'{missing.name}' (torch): run `pip install -e .` in the checkout, or `pip install torch`",
-                              name=missing.name) from missing
+    raise ModuleNotFoundError(
+        f"lab 03-lookup grades your lookup against specdec's PromptLookupDrafter, which needs the package "
+        f"'{missing.name}' (torch): run `pip install -e .` in the checkout, or `pip install torch`",
+        name=missing.name,
+    ) from missing
 
 TIME_LIMIT_S = 60
-HAND = [([7, 8, 9, 4, 5, 7, 8], 3, 3, 1), ([1, 2, 3], 4, 3, 1), ([5, 5, 5, 5], 2, 3, 1), ([1, 2, 1, 3, 1, 2], 5, 3, 2),
-        ([4], 3, 3, 1), ([1, 2, 3, 9, 2, 3, 8, 1, 2, 3], 3, 3, 1)]
+HAND = [
+    ([7, 8, 9, 4, 5, 7, 8], 3, 3, 1),
+    ([1, 2, 3], 4, 3, 1),
+    ([5, 5, 5, 5], 2, 3, 1),
+    ([1, 2, 1, 3, 1, 2], 5, 3, 2),
+    ([4], 3, 3, 1),
+    ([1, 2, 3, 9, 2, 3, 8, 1, 2, 3], 3, 3, 1),
+]
 
 
 def grade(module) -> list[str]:
     rng = np.random.default_rng(3)
     cases = list(HAND)
-    for _ in range(400):                                  # small vocabularies, so tails recur often
+    for _ in range(400):  # small vocabularies, so tails recur often
         vocabulary = int(rng.integers(2, 6))
         text = rng.integers(0, vocabulary, size=int(rng.integers(1, 30))).tolist()
         max_ngram = int(rng.integers(1, 5))
@@ -32,6 +40,8 @@ def grade(module) -> list[str]:
         expected = PromptLookupDrafter(max_ngram, min_ngram).lookup(list(text), gamma)
         yours = module.lookup(list(text), gamma, max_ngram, min_ngram)
         if list(yours) != expected:
-            return [f"lookup({text}, gamma={gamma}, max_ngram={max_ngram}, min_ngram={min_ngram}) "
-                    f"should be {expected}, yours is {list(yours)}"]
+            return [
+                f"lookup({text}, gamma={gamma}, max_ngram={max_ngram}, min_ngram={min_ngram}) "
+                f"should be {expected}, yours is {list(yours)}"
+            ]
     return []

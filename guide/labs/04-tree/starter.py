@@ -20,8 +20,9 @@ def acceptance(confidence: float, hits: np.ndarray, tests: np.ndarray) -> float:
     raise NotImplementedError("acceptance")
 
 
-def grow(draft, c: float, beta: float, hits: np.ndarray, tests: np.ndarray, width: int = 3, budget: int = 16,
-         depth: int = 12) -> tuple[list[int], list[int], int]:
+def grow(
+    draft, c: float, beta: float, hits: np.ndarray, tests: np.ndarray, width: int = 3, budget: int = 16, depth: int = 12
+) -> tuple[list[int], list[int], int]:
     """Steps 1 to 8: grow the tree greedily (a node's children are its likeliest tokens, likeliest first).
 
     Returns (tokens, parents, passes): the nodes' tokens and parents in node order (breadth-first, -1 the root),

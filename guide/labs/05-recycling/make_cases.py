@@ -26,20 +26,31 @@ def remember_case(seed: int) -> dict:
 
     choose = random.Random(seed)
     drafter = TokenRecyclingDrafter(candidates=K, tree=[[0]], budget=None)
-    table = [[choose.randrange(-1, VOCABULARY) if choose.random() < 0.6 else -1 for _ in range(K)] for _ in range(VOCABULARY)]
+    table = [
+        [choose.randrange(-1, VOCABULARY) if choose.random() < 0.6 else -1 for _ in range(K)] for _ in range(VOCABULARY)
+    ]
     drafter.table = torch.tensor(table, dtype=torch.long)
     text_rows, nodes = choose.choice((1, 1, 3, 5)), choose.randrange(0, 6)
-    rows = [choose.randrange(VOCABULARY) for _ in range(text_rows + nodes)]          # tokens repeat: who writes last matters
+    rows = [choose.randrange(VOCABULARY) for _ in range(text_rows + nodes)]  # tokens repeat: who writes last matters
     top = [choose.sample(range(VOCABULARY), K) for _ in rows]
     logits = torch.full((len(rows), VOCABULARY), -10.0)
     for row, best in enumerate(top):
         for rank, token in enumerate(best):
-            logits[row, token] = float(K - rank)                                      # topk gives `best`, in order
+            logits[row, token] = float(K - rank)  # topk gives `best`, in order
     accepted = choose.randrange(0, nodes + 1)
     proposal = DraftTree.chain(torch.tensor(rows[text_rows:], dtype=torch.long))
-    verified = Verified(torch.tensor(rows), text_rows, logits, None, None, proposal, tuple(range(accepted)),
-                        tuple([True] * accepted + [False] * min(1, nodes - accepted) + [None] * max(0, nodes - accepted - 1)),
-                        0, torch.tensor([0]))
+    verified = Verified(
+        torch.tensor(rows),
+        text_rows,
+        logits,
+        None,
+        None,
+        proposal,
+        tuple(range(accepted)),
+        tuple([True] * accepted + [False] * min(1, nodes - accepted) + [None] * max(0, nodes - accepted - 1)),
+        0,
+        torch.tensor([0]),
+    )
     drafter.remember(verified)
     kept = list(range(text_rows)) + [text_rows + node for node in range(accepted)]
     return {"table": table, "rows": rows, "top": top, "kept": kept, "after": drafter.table.tolist()}
@@ -54,21 +65,37 @@ def recycle_case(seed: int) -> dict:
     choose = random.Random(1000 + seed)
     budget = choose.choice((3, 5, 8, 8, 12))
     drafter = TokenRecyclingDrafter(candidates=8, budget=budget)
-    table = [[choose.randrange(VOCABULARY) if choose.random() < 0.8 else -1 for _ in range(8)] for _ in range(VOCABULARY)]
+    table = [
+        [choose.randrange(VOCABULARY) if choose.random() < 0.8 else -1 for _ in range(8)] for _ in range(VOCABULARY)
+    ]
     drafter.table = torch.tensor(table, dtype=torch.long)
     root, limit = choose.randrange(VOCABULARY), choose.choice((1, 2, 3, 6, 6))
     tree = drafter.recycle(DraftRequest(torch.tensor([choose.randrange(VOCABULARY), root]), limit, None, None))
-    return {"table": table, "root": root, "template": [list(path) for path in drafter.template], "limit": limit,
-            "tokens": tree.tokens.tolist(), "parents": list(tree.parents)}
+    return {
+        "table": table,
+        "root": root,
+        "template": [list(path) for path in drafter.template],
+        "limit": limit,
+        "tokens": tree.tokens.tolist(),
+        "parents": list(tree.parents),
+    }
 
 
 def make_cases(count: int = 40) -> dict:
-    return {"remember": [remember_case(seed) for seed in range(count)], "recycle": [recycle_case(seed) for seed in range(count)]}
+    return {
+        "remember": [remember_case(seed) for seed in range(count)],
+        "recycle": [recycle_case(seed) for seed in range(count)],
+    }
 
 
 def cases_json(cases: dict) -> str:
-    return ("{\"remember\": [\n" + ",\n".join(json.dumps(case) for case in cases["remember"]) + "\n],\n\"recycle\": [\n"
-            + ",\n".join(json.dumps(case) for case in cases["recycle"]) + "\n]}\n")
+    return (
+        '{"remember": [\n'
+        + ",\n".join(json.dumps(case) for case in cases["remember"])
+        + '\n],\n"recycle": [\n'
+        + ",\n".join(json.dumps(case) for case in cases["recycle"])
+        + "\n]}\n"
+    )
 
 
 if __name__ == "__main__":

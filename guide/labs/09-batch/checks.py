@@ -1,4 +1,5 @@
-"""Checks for lab 4: each round speculates row by row, and every row ends as the target's own greedy text for that row alone.
+"""Checks for lab 4: each round speculates row by row, and every row ends as the target's own greedy text for that row
+alone.
 
 Four rows with prompts of different lengths, a greedy target and a draft that is right only part of the
 time (so rows accept different numbers of tokens each round), rounds until every row has `LIMIT` tokens.
@@ -53,36 +54,47 @@ def grade(module) -> list[str]:
     buffer = np.full((len(PROMPTS), WIDTH), -1, dtype=np.int64)
     lengths = np.array([len(prompt) for prompt in PROMPTS])
     for b, prompt in enumerate(PROMPTS):
-        buffer[b, :len(prompt)] = prompt
+        buffer[b, : len(prompt)] = prompt
     asked = [0]
 
     def counted_draft(text: list[int]) -> int:
         asked[0] += 1
         return draft_next(list(text))
 
-    for round_ in range(1, LIMIT + 1):                            # more rounds than any row needs
+    for round_ in range(1, LIMIT + 1):  # more rounds than any row needs
         if (lengths >= LIMIT).all():
             break
         before = lengths.copy()
-        expected = [(0, 0) if before[b] >= LIMIT else advance(buffer[b, :before[b]].tolist()) for b in range(len(PROMPTS))]
+        expected = [
+            (0, 0) if before[b] >= LIMIT else advance(buffer[b, : before[b]].tolist()) for b in range(len(PROMPTS))
+        ]
         module.batch_round(buffer, lengths, GAMMA, LIMIT, counted_draft, target_next)
         if asked[0] == 0:
-            return ["batch_round never called draft_next: that is plain decoding (its text is right, but nothing is "
-                    "speculated); draft gamma tokens per row, then keep them while the target agrees"]
+            return [
+                "batch_round never called draft_next: that is plain decoding (its text is right, but nothing is "
+                "speculated); draft gamma tokens per row, then keep them while the target agrees"
+            ]
         for b, (kept, gain) in enumerate(expected):
             if lengths[b] != before[b] + gain:
                 bonus = " (all drafts kept: the target's bonus token comes after them)" if kept == GAMMA else ""
-                return [f"round {round_}, row {b}: it held {before[b]} tokens, kept {kept} of {GAMMA} drafts and gains the "
-                        f"target's own token{bonus}, so it should hold {before[b] + gain}"
-                        + (f" (never more than {LIMIT})" if gain < kept + 1 else "") + f"; yours holds {lengths[b]}"]
+                return [
+                    f"round {round_}, row {b}: it held {before[b]} tokens, kept {kept} of {GAMMA} drafts and gains the "
+                    f"target's own token{bonus}, so it should hold {before[b] + gain}"
+                    + (f" (never more than {LIMIT})" if gain < kept + 1 else "")
+                    + f"; yours holds {lengths[b]}"
+                ]
     problems = []
     for b, prompt in enumerate(PROMPTS):
-        expected_text, yours = alone(prompt), buffer[b, :lengths[b]].tolist()
+        expected_text, yours = alone(prompt), buffer[b, : lengths[b]].tolist()
         first = next((i for i, (x, y) in enumerate(zip(yours, expected_text)) if x != y), None)
         if first is not None:
-            problems.append(f"row {b}: the first wrong token is token {first - len(prompt) + 1} after the prompt "
-                            f"(yours {yours[len(prompt):first + 1]}, alone {expected_text[len(prompt):first + 1]})")
+            problems.append(
+                f"row {b}: the first wrong token is token {first - len(prompt) + 1} after the prompt "
+                f"(yours {yours[len(prompt) : first + 1]}, alone {expected_text[len(prompt) : first + 1]})"
+            )
         elif len(yours) != LIMIT:
-            problems.append(f"row {b} holds {len(yours)} tokens, prompt included, where it should hold exactly {LIMIT} "
-                            f"(its tokens so far are right: check the length you keep and the limit)")
+            problems.append(
+                f"row {b} holds {len(yours)} tokens, prompt included, where it should hold exactly {LIMIT} "
+                f"(its tokens so far are right: check the length you keep and the limit)"
+            )
     return problems

@@ -38,11 +38,15 @@ from dataclasses import dataclass
 from specdec.errors import SpecdecError
 
 PREFIX = "vllm:spec_decode_"
-NAMES = {"drafts": PREFIX + "num_drafts", "draft_tokens": PREFIX + "num_draft_tokens", "accepted": PREFIX + "num_accepted_tokens"}
+NAMES = {
+    "drafts": PREFIX + "num_drafts",
+    "draft_tokens": PREFIX + "num_draft_tokens",
+    "accepted": PREFIX + "num_accepted_tokens",
+}
 PER_POSITION = PREFIX + "num_accepted_tokens_per_pos"
 
 # name{label="value",...} number [timestamp]  (the Prometheus text format, one sample per line)
-_SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)(\s+\S+)?$')
+_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)(\s+\S+)?$")
 _LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
 
@@ -53,17 +57,29 @@ class SpecCounters:
     drafts: int = 0
     draft_tokens: int = 0
     accepted: int = 0
-    accepted_per_pos: tuple[int, ...] = ()   # [i]: rounds whose draft token i was kept (i = 0 .. gamma - 1)
+    accepted_per_pos: tuple[int, ...] = ()  # [i]: rounds whose draft token i was kept (i = 0 .. gamma - 1)
 
     def minus(self, earlier: SpecCounters) -> SpecCounters:
         """What happened between `earlier` and this reading; a counter that went down means the server restarted."""
         width = max(len(self.accepted_per_pos), len(earlier.accepted_per_pos))
         mine, theirs = _padded(self.accepted_per_pos, width), _padded(earlier.accepted_per_pos, width)
-        difference = SpecCounters(self.drafts - earlier.drafts, self.draft_tokens - earlier.draft_tokens,
-                                  self.accepted - earlier.accepted, tuple(a - b for a, b in zip(mine, theirs)))
-        if min((difference.drafts, difference.draft_tokens, difference.accepted) + difference.accepted_per_pos, default=0) < 0:
-            raise SpecdecError("vLLM's spec-decode counters went down between two readings: the server restarted during "
-                               "the experiment; run it again")
+        difference = SpecCounters(
+            self.drafts - earlier.drafts,
+            self.draft_tokens - earlier.draft_tokens,
+            self.accepted - earlier.accepted,
+            tuple(a - b for a, b in zip(mine, theirs)),
+        )
+        if (
+            min(
+                (difference.drafts, difference.draft_tokens, difference.accepted) + difference.accepted_per_pos,
+                default=0,
+            )
+            < 0
+        ):
+            raise SpecdecError(
+                "vLLM's spec-decode counters went down between two readings: the server restarted during "
+                "the experiment; run it again"
+            )
         return difference
 
     @property
@@ -108,8 +124,10 @@ def parse_prometheus(text: str) -> dict[str, list[tuple[dict[str, str], float]]]
         except ValueError:
             value = None
         if match is None or value is None:
-            raise SpecdecError(f"the metrics page is not Prometheus text (line {number}: '{line[:60]}'): point --server at a "
-                               "vLLM server, whose /metrics it reads")
+            raise SpecdecError(
+                f"the metrics page is not Prometheus text (line {number}: '{line[:60]}'): point --server at a "
+                "vLLM server, whose /metrics it reads"
+            )
         samples.setdefault(match.group(1), []).append((dict(_LABEL.findall(match.group(2) or "")), value))
     return samples
 
@@ -132,19 +150,26 @@ def counters_from_prometheus(text: str, model: str | None = None) -> SpecCounter
     samples = parse_prometheus(text)
 
     def mine(name: str) -> list[tuple[dict[str, str], float]]:
-        return [(labels, value) for labels, value in samples.get(name + "_total", samples.get(name, []))
-                if model is None or labels.get("model_name", model) == model]
+        return [
+            (labels, value)
+            for labels, value in samples.get(name + "_total", samples.get(name, []))
+            if model is None or labels.get("model_name", model) == model
+        ]
 
     if not mine(NAMES["drafts"]):
-        raise SpecdecError(f"the metrics page has no {NAMES['drafts']} counter: start the vLLM server with "
-                           "--speculative-config (and without --disable-log-stats)")
+        raise SpecdecError(
+            f"the metrics page has no {NAMES['drafts']} counter: start the vLLM server with "
+            "--speculative-config (and without --disable-log-stats)"
+        )
     totals = {key: round(sum(value for _, value in mine(name))) for key, name in NAMES.items()}
     positions: dict[int, float] = {}
     for labels, value in mine(PER_POSITION):
         if not labels.get("position", "").isdigit():
             raise SpecdecError(f"the metrics page has a {PER_POSITION} sample without a position label: is this vLLM?")
         positions[int(labels["position"])] = positions.get(int(labels["position"]), 0) + value
-    return SpecCounters(**totals, accepted_per_pos=tuple(round(positions.get(i, 0)) for i in range(max(positions, default=-1) + 1)))
+    return SpecCounters(
+        **totals, accepted_per_pos=tuple(round(positions.get(i, 0)) for i in range(max(positions, default=-1) + 1))
+    )
 
 
 def counters_from_metrics(metrics: list[dict]) -> SpecCounters:

@@ -20,10 +20,10 @@ import pandas as pd
 
 from specdec.bench.tables import COLUMNS
 from specdec.bench.vllm.counters import SpecCounters
-from specdec.registry import LOOKUP              # the draft name of n-gram lookup, as in our own pairs
+from specdec.registry import LOOKUP  # the draft name of n-gram lookup, as in our own pairs
 
-ENGINE = "vllm"              # rows from vLLM's offline LLM
-SERVER_ENGINE = "vllm-server"   # rows from a running vLLM server, one per concurrency level
+ENGINE = "vllm"  # rows from vLLM's offline LLM
+SERVER_ENGINE = "vllm-server"  # rows from a running vLLM server, one per concurrency level
 
 
 def pair_label(draft: str | None, target: str) -> str:
@@ -38,16 +38,23 @@ def pair_label(draft: str | None, target: str) -> str:
 def measures(counters: SpecCounters, new_tokens: int, wall_time_s: float) -> dict:
     """The speed and acceptance columns of one measurement (one prompt, or one concurrency level).
 
-    >>> row = measures(SpecCounters(drafts=20, draft_tokens=100, accepted=60, accepted_per_pos=(18, 14, 12, 9, 7)), 80, 4.0)
+    >>> row = measures(SpecCounters(drafts=20, draft_tokens=100, accepted=60, accepted_per_pos=(18, 14, 12, 9, 7)), 80,
+    ...     4.0)
     >>> row["tokens_per_second"], row["acceptance_rate"], row["mean_acceptance_length"], row["tokens_per_target_pass"]
     (20.0, 0.6, 4.0, 4.0)
     """
     return dict(
-        new_tokens=new_tokens, wall_time_s=wall_time_s,
+        new_tokens=new_tokens,
+        wall_time_s=wall_time_s,
         tokens_per_second=new_tokens / wall_time_s if wall_time_s > 0 else math.nan,
-        drafted=counters.draft_tokens, accepted=counters.accepted, rounds=counters.drafts, target_passes=counters.drafts,
-        acceptance_rate=counters.acceptance_rate, alpha_estimate=counters.alpha_estimate,
-        mean_acceptance_length=counters.mean_acceptance_length, tokens_per_target_pass=counters.mean_acceptance_length,
+        drafted=counters.draft_tokens,
+        accepted=counters.accepted,
+        rounds=counters.drafts,
+        target_passes=counters.drafts,
+        acceptance_rate=counters.acceptance_rate,
+        alpha_estimate=counters.alpha_estimate,
+        mean_acceptance_length=counters.mean_acceptance_length,
+        tokens_per_target_pass=counters.mean_acceptance_length,
         mean_accepted_per_round=counters.accepted / counters.drafts if counters.drafts else math.nan,
         mean_gamma=counters.draft_tokens / counters.drafts if counters.drafts else math.nan,
     )
@@ -61,7 +68,8 @@ def stamp(**fields) -> dict:
 def with_vllm_speedups(frame: pd.DataFrame) -> pd.DataFrame:
     """Speedup of every vLLM row over vLLM's plain run of the same prompt (offline) or concurrency level (server).
 
-    >>> rows = pd.DataFrame({"pair": ["p", "p"], "target": ["t", "t"], "method": ["plain", "speculative"], "prompt_id": ["a", "a"],
+    >>> rows = pd.DataFrame({"pair": ["p", "p"], "target": ["t", "t"], "method": ["plain", "speculative"],
+    ...     "prompt_id": ["a", "a"],
     ...                      "temperature": [0.0, 0.0], "repeat": [0, 0], "concurrency": [1, 1],
     ...                      "tokens_per_second": [5.0, 9.0]}).reindex(columns=COLUMNS)
     >>> with_vllm_speedups(rows)["speedup"].tolist()

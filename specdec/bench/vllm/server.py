@@ -40,7 +40,9 @@ class ServerClient:
 
     def __init__(self, url: str, timeout_s: float = 600.0) -> None:
         if not url.startswith(("http://", "https://")):
-            raise SpecdecError(f"a server address starts with http:// or https://, got '{url}': pass --server http://127.0.0.1:8000")
+            raise SpecdecError(
+                f"a server address starts with http:// or https://, got '{url}': pass --server http://127.0.0.1:8000"
+            )
         self.url = url.rstrip("/").removesuffix("/v1")
         self.timeout_s = timeout_s
 
@@ -52,20 +54,28 @@ class ServerClient:
                 return response.read()
         except urllib.error.HTTPError as error:
             detail = error.read().decode(errors="replace")[:200].strip()
-            raise SpecdecError(f"the server at {self.url} answered {error.code} to {path}: {_message(detail)}") from None
+            raise SpecdecError(
+                f"the server at {self.url} answered {error.code} to {path}: {_message(detail)}"
+            ) from None
         except (urllib.error.URLError, OSError) as error:
             reason = getattr(error, "reason", error)
-            raise SpecdecError(f"could not reach a vLLM server at {self.url} ({reason}): start one with `vllm serve MODEL "
-                               "--speculative-config ...` (see the README), or fix --server") from None
+            raise SpecdecError(
+                f"could not reach a vLLM server at {self.url} ({reason}): start one with `vllm serve MODEL "
+                "--speculative-config ...` (see the README), or fix --server"
+            ) from None
 
     def _json(self, path: str, body: dict | None = None) -> dict:
         raw = self._request(path, body)
         try:
             answer = json.loads(raw)
         except json.JSONDecodeError:
-            raise SpecdecError(f"the server at {self.url} did not answer {path} with JSON: is it a vLLM server?") from None
+            raise SpecdecError(
+                f"the server at {self.url} did not answer {path} with JSON: is it a vLLM server?"
+            ) from None
         if not isinstance(answer, dict):
-            raise SpecdecError(f"the server at {self.url} answered {path} with {type(answer).__name__}, not an object: is it vLLM?")
+            raise SpecdecError(
+                f"the server at {self.url} answered {path} with {type(answer).__name__}, not an object: is it vLLM?"
+            )
         return answer
 
     def models(self) -> list[str]:
@@ -79,8 +89,10 @@ class ServerClient:
             return wanted
         if wanted is None and len(served) == 1:
             return served[0]
-        raise SpecdecError(f"the server at {self.url} serves {served or 'no model'}, not '{wanted}': pass --server-model "
-                           f"{served[0] if served else 'NAME'}")
+        raise SpecdecError(
+            f"the server at {self.url} serves {served or 'no model'}, not '{wanted}': pass --server-model "
+            f"{served[0] if served else 'NAME'}"
+        )
 
     def counters(self, model: str | None = None) -> SpecCounters:
         """The spec-decode counters on its /metrics page."""
@@ -88,12 +100,21 @@ class ServerClient:
 
     def chat(self, model: str, prompt: BenchPrompt, max_tokens: int, temperature: float, seed: int) -> int:
         """One chat completion of `prompt`; the number of tokens generated (the server's own count)."""
-        answer = self._json("/v1/chat/completions", dict(
-            model=model, messages=[{"role": role, "content": content} for role, content in prompt.messages],
-            max_tokens=max_tokens, temperature=temperature, seed=seed))
+        answer = self._json(
+            "/v1/chat/completions",
+            dict(
+                model=model,
+                messages=[{"role": role, "content": content} for role, content in prompt.messages],
+                max_tokens=max_tokens,
+                temperature=temperature,
+                seed=seed,
+            ),
+        )
         tokens = answer.get("usage", {}).get("completion_tokens")
         if not isinstance(tokens, int):
-            raise SpecdecError(f"the server at {self.url} gave no usage.completion_tokens: is it an OpenAI-compatible server?")
+            raise SpecdecError(
+                f"the server at {self.url} gave no usage.completion_tokens: is it an OpenAI-compatible server?"
+            )
         return tokens
 
 
@@ -118,11 +139,12 @@ def requests_for(prompts: Sequence[BenchPrompt], concurrency: int) -> list[Bench
 
 @dataclass(frozen=True)
 class ServerRun:
-    """One server experiment: the speculative server, an optional baseline (the same model, no speculation), the suite."""
+    """One server experiment: the speculative server, an optional baseline (the same model, no speculation), the
+    suite."""
 
     url: str
     baseline_url: str | None = None
-    model: str | None = None            # None: the server's only model
+    model: str | None = None  # None: the server's only model
     concurrency: tuple[int, ...] = CONCURRENCY
     categories: tuple[str, ...] | None = None
     prompts_per_category: int | None = 1
@@ -132,22 +154,40 @@ class ServerRun:
 
     def __post_init__(self) -> None:
         if not self.concurrency or any(not isinstance(level, int) or level < 1 for level in self.concurrency):
-            raise SpecdecError(f"concurrency levels are whole numbers >= 1, got {list(self.concurrency)}: pass --concurrency 1,4,16")
+            raise SpecdecError(
+                f"concurrency levels are whole numbers >= 1, got {list(self.concurrency)}: pass --concurrency 1,4,16"
+            )
 
 
-def measure_level(client: ServerClient, model: str, requests: list[BenchPrompt], concurrency: int, run: ServerRun,
-                  speculative: bool) -> dict:
+def measure_level(
+    client: ServerClient, model: str, requests: list[BenchPrompt], concurrency: int, run: ServerRun, speculative: bool
+) -> dict:
     """Send `requests` with `concurrency` in flight; the level's row (counters read around it when `speculative`)."""
     before = client.counters(model) if speculative else SpecCounters()
     start = time.perf_counter()
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        tokens = list(pool.map(lambda prompt: client.chat(model, prompt, run.max_new_tokens, run.temperature, run.seed), requests))
+        tokens = list(
+            pool.map(lambda prompt: client.chat(model, prompt, run.max_new_tokens, run.temperature, run.seed), requests)
+        )
     wall = time.perf_counter() - start
     counters = client.counters(model).minus(before) if speculative else SpecCounters()
-    return stamp(engine=SERVER_ENGINE, pair=f"{model} @ {client.url}", target=model, method="speculative" if speculative else "plain",
-                 schedule="server" if speculative else "none", category="all", prompt_id="suite", temperature=run.temperature,
-                 top_k=0, top_p=1.0, repeat=0, seed=run.seed, max_new_tokens=run.max_new_tokens, concurrency=concurrency,
-                 device=client.url) | measures(counters, sum(tokens), wall)
+    return stamp(
+        engine=SERVER_ENGINE,
+        pair=f"{model} @ {client.url}",
+        target=model,
+        method="speculative" if speculative else "plain",
+        schedule="server" if speculative else "none",
+        category="all",
+        prompt_id="suite",
+        temperature=run.temperature,
+        top_k=0,
+        top_p=1.0,
+        repeat=0,
+        seed=run.seed,
+        max_new_tokens=run.max_new_tokens,
+        concurrency=concurrency,
+        device=client.url,
+    ) | measures(counters, sum(tokens), wall)
 
 
 def server_benchmark(run: ServerRun, progress: Callable[[int, int, str], None] | None = None) -> list[dict]:
@@ -157,18 +197,23 @@ def server_benchmark(run: ServerRun, progress: Callable[[int, int, str], None] |
     """
     servers = [(ServerClient(run.url), True)] + ([(ServerClient(run.baseline_url), False)] if run.baseline_url else [])
     models = [client.model(run.model) for client, _ in servers]
-    servers[0][0].counters(models[0])          # fail now, not after the first level, when the server does not speculate
+    servers[0][0].counters(models[0])  # fail now, not after the first level, when the server does not speculate
     prompts = suite(run.categories, run.prompts_per_category)
     rows = []
     for index, level in enumerate(run.concurrency):
         order = list(zip(servers, models))
-        for (client, speculative), model in (order if index % 2 == 0 else order[::-1]):
+        for (client, speculative), model in order if index % 2 == 0 else order[::-1]:
             requests = requests_for(prompts, level)
             if progress is not None:
-                progress(len(rows), len(run.concurrency) * len(servers),
-                         f"{'speculative' if speculative else 'baseline'} server: {len(requests)} requests, {level} at a time")
+                progress(
+                    len(rows),
+                    len(run.concurrency) * len(servers),
+                    f"{'speculative' if speculative else 'baseline'} server: {len(requests)} requests, {level} at a "
+                    "time",
+                )
             row = measure_level(client, model, requests, level, run, speculative)
-            rows.append(row | dict(pair=f"{models[0]} [vLLM server]", target=models[0]))   # one pair: plain and speculative rows
+            # one pair: plain and speculative rows
+            rows.append(row | dict(pair=f"{models[0]} [vLLM server]", target=models[0]))
     if progress is not None:
         progress(len(rows), len(rows), "done")
     return rows

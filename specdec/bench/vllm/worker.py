@@ -29,7 +29,7 @@ import os
 import sys
 import time
 
-_OUT = sys.stdout   # main() points this at the real stdout, and fd 1 (vLLM's log, its engine process's) at stderr
+_OUT = sys.stdout  # main() points this at the real stdout, and fd 1 (vLLM's log, its engine process's) at stderr
 
 
 def emit(event: str, **fields) -> None:
@@ -48,8 +48,12 @@ def speculative_config(variant: dict, draft: str | None) -> dict | None:
     if variant["name"] == "draft":
         return {"method": "draft_model", "model": draft, "num_speculative_tokens": variant["gamma"]}
     if variant["name"] == "ngram":
-        return {"method": "ngram", "num_speculative_tokens": variant["gamma"],
-                "prompt_lookup_min": variant.get("ngram_min", 1), "prompt_lookup_max": variant.get("ngram_max", 3)}
+        return {
+            "method": "ngram",
+            "num_speculative_tokens": variant["gamma"],
+            "prompt_lookup_min": variant.get("ngram_min", 1),
+            "prompt_lookup_max": variant.get("ngram_max", 3),
+        }
     raise ValueError(f"unknown variant {variant['name']}")
 
 
@@ -59,8 +63,11 @@ def counters(llm) -> list[dict]:
     for metric in llm.get_metrics():
         if metric.name.startswith("vllm:spec_decode_"):
             values = getattr(metric, "values", None)
-            out.append({"name": metric.name, "values": list(values)} if isinstance(values, list) else
-                       {"name": metric.name, "value": getattr(metric, "value", 0)})
+            out.append(
+                {"name": metric.name, "values": list(values)}
+                if isinstance(values, list)
+                else {"name": metric.name, "value": getattr(metric, "value", 0)}
+            )
     return out
 
 
@@ -69,10 +76,18 @@ def run_variant(job: dict, variant: dict) -> None:
 
     label = variant["name"] + (f" gamma={variant['gamma']}" if "gamma" in variant else "")
     emit("progress", message=f"starting vLLM for {label} (a minute or more)")
-    llm = LLM(model=job["target"], dtype=job.get("dtype", "bfloat16"), enforce_eager=job.get("enforce_eager", True),
-              speculative_config=speculative_config(variant, job.get("draft")), disable_log_stats=False, seed=job.get("seed", 0),
-              max_model_len=job.get("max_model_len", 4096))
-    params = SamplingParams(temperature=job.get("temperature", 0.0), max_tokens=job["max_new_tokens"], seed=job.get("seed", 0))
+    llm = LLM(
+        model=job["target"],
+        dtype=job.get("dtype", "bfloat16"),
+        enforce_eager=job.get("enforce_eager", True),
+        speculative_config=speculative_config(variant, job.get("draft")),
+        disable_log_stats=False,
+        seed=job.get("seed", 0),
+        max_model_len=job.get("max_model_len", 4096),
+    )
+    params = SamplingParams(
+        temperature=job.get("temperature", 0.0), max_tokens=job["max_new_tokens"], seed=job.get("seed", 0)
+    )
     prompts = [{"prompt_token_ids": prompt["token_ids"]} for prompt in job["prompts"]]
     try:
         for _ in range(job.get("warmup", 1)):
@@ -84,8 +99,17 @@ def run_variant(job: dict, variant: dict) -> None:
             output = llm.generate([tokens], params, use_tqdm=False)[0]
             wall = time.perf_counter() - start
             token_ids = list(output.outputs[0].token_ids)
-            emit("row", variant=variant["name"], gamma=variant.get("gamma"), prompt_id=prompt["id"], new_tokens=len(token_ids),
-                 wall_time_s=wall, token_ids=token_ids, counters_before=before, counters_after=counters(llm))
+            emit(
+                "row",
+                variant=variant["name"],
+                gamma=variant.get("gamma"),
+                prompt_id=prompt["id"],
+                new_tokens=len(token_ids),
+                wall_time_s=wall,
+                token_ids=token_ids,
+                counters_before=before,
+                counters_after=counters(llm),
+            )
     finally:
         del llm
         import gc
@@ -105,11 +129,14 @@ def main() -> int:
         import traceback
 
         traceback.print_exc()
-        emit("error", message=f"{type(error).__name__}: {str(error).strip().splitlines()[0] if str(error).strip() else ''}")
+        emit(
+            "error",
+            message=f"{type(error).__name__}: {str(error).strip().splitlines()[0] if str(error).strip() else ''}",
+        )
         return 1
     emit("done")
     return 0
 
 
-if __name__ == "__main__":   # vLLM's LLM starts an engine process: the guard keeps it from re-running this
+if __name__ == "__main__":  # vLLM's LLM starts an engine process: the guard keeps it from re-running this
     sys.exit(main())

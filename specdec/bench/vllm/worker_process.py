@@ -2,7 +2,8 @@
 
 vLLM pins other transformers versions than the app, so it lives in its own environment (`requirements-vllm.txt`):
 `find_vllm_python` finds that environment's Python (or says in one line how to get it), `worker_environment` gives the
-worker vLLM's CPU settings, and `run_worker` runs one job and returns its rows, or fails in one line pointing at the log.
+worker vLLM's CPU settings, and `run_worker` runs one job and returns its rows, or fails in one line pointing at the
+log.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from specdec.errors import SpecdecError
 
 WORKER = Path(__file__).with_name("worker.py")
 DEFAULT_VENV = ".venv-vllm"
-INSTALL = (f"python -m venv {DEFAULT_VENV} && {DEFAULT_VENV}/bin/pip install -r requirements-vllm.txt (its own environment: "
-           "vLLM pins other library versions than the app), or point SPECDEC_VLLM_PYTHON at a Python that has vLLM")
+INSTALL = (
+    f"python -m venv {DEFAULT_VENV} && {DEFAULT_VENV}/bin/pip install -r requirements-vllm.txt (its own environment: "
+    "vLLM pins other library versions than the app), or point SPECDEC_VLLM_PYTHON at a Python that has vLLM"
+)
 
 
 def find_vllm_python(explicit: str | None = None) -> Path:
@@ -38,18 +41,24 @@ def find_vllm_python(explicit: str | None = None) -> Path:
 
 
 def worker_environment(python: Path, threads: int | None = None) -> dict[str, str]:
-    """vLLM's CPU settings: its threads bound to our cores and its Intel OpenMP preloaded (`run_worker` sets the KV-cache size)."""
+    """vLLM's CPU settings: its threads bound to our cores and its Intel OpenMP preloaded (`run_worker` sets the
+    KV-cache size)."""
     environment = dict(os.environ)
     cores = threads or os.cpu_count() or 1
-    environment.setdefault("VLLM_CPU_OMP_THREADS_BIND", f"0-{cores - 1}")   # its automatic binding used one core
+    environment.setdefault("VLLM_CPU_OMP_THREADS_BIND", f"0-{cores - 1}")  # its automatic binding used one core
     iomp = python.parent.parent / "lib" / "libiomp5.so"
     if iomp.exists():
         environment.setdefault("LD_PRELOAD", str(iomp))
     return environment
 
 
-def run_worker(python: Path, job: dict, progress: Callable[[int, str], None] | None = None,
-               worker: Path = WORKER, environment: dict[str, str] | None = None) -> list[dict]:
+def run_worker(
+    python: Path,
+    job: dict,
+    progress: Callable[[int, str], None] | None = None,
+    worker: Path = WORKER,
+    environment: dict[str, str] | None = None,
+) -> list[dict]:
     """Run `worker.py` on `job`; its "row" events, in order. A failure is one line, pointing at the log.
 
     `progress(rows so far, message)` hears every progress event of the worker.
@@ -59,8 +68,14 @@ def run_worker(python: Path, job: dict, progress: Callable[[int, str], None] | N
     environment.setdefault("VLLM_CPU_KVCACHE_SPACE", str(job.get("kv_cache_gib", 4)))
     rows, error = [], None
     with open(log, "w") as stderr:
-        process = subprocess.Popen([str(python), str(worker)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
-                                   text=True, env=environment)
+        process = subprocess.Popen(
+            [str(python), str(worker)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            env=environment,
+        )
         try:
             process.stdin.write(json.dumps(job))
             process.stdin.close()
@@ -75,12 +90,14 @@ def run_worker(python: Path, job: dict, progress: Callable[[int, str], None] | N
                 elif event["event"] == "error":
                     error = event["message"]
             code = process.wait()
-        except BaseException:      # a Stop or Ctrl-C: the engine must not outlive the run
+        except BaseException:  # a Stop or Ctrl-C: the engine must not outlive the run
             process.kill()
             process.wait()
             raise
     if error is not None or code != 0:
-        raise SpecdecError(f"vLLM failed: {error or _last_line(log.read_text()) or f'exit code {code}'} (its log: {log})")
+        raise SpecdecError(
+            f"vLLM failed: {error or _last_line(log.read_text()) or f'exit code {code}'} (its log: {log})"
+        )
     log.unlink()
     return rows
 

@@ -35,12 +35,13 @@ from specdec.runtime.llama_cpp.library import Library
 from specdec.runtime.llama_cpp.settings import BATCH_TOKENS, Settings, context_params
 from specdec.runtime.llama_cpp.threads import Threads
 
-GARBAGE = 0          # the sequence id whose cells no query reads: dropped tokens wait there for the next repack
+GARBAGE = 0  # the sequence id whose cells no query reads: dropped tokens wait there for the next repack
 
 
 @dataclass(frozen=True)
 class Entry:
-    """One token of a pass: its id, position, the sequence ids it joins (the first is its own), and whether its logits are read."""
+    """One token of a pass: its id, position, the sequence ids it joins (the first is its own), and whether its logits
+    are read."""
 
     token: int
     position: int
@@ -51,22 +52,33 @@ class Entry:
 class Context:
     """A llama.cpp context (module docstring): passes, sequence ids, dropped cells and repacking."""
 
-    def __init__(self, library: Library, model, settings: Settings, cells: int, sequences: int, threads: int,
-                 governed: bool = False) -> None:
+    def __init__(
+        self,
+        library: Library,
+        model,
+        settings: Settings,
+        cells: int,
+        sequences: int,
+        threads: int,
+        governed: bool = False,
+    ) -> None:
         self.library, self.settings, self.threads = library, settings, threads
-        self.governor = Threads(threads, fixed=not governed)     # governed: every core, or one fewer, whichever is faster now
+        # governed: every core, or one fewer, whichever is faster now
+        self.governor = Threads(threads, fixed=not governed)
         ffi, lib = library.ffi, library.lib
         self.handle = lib.llama_init_from_model(model, context_params(lib, settings, cells, sequences, threads))
         if self.handle == ffi.NULL:
-            raise SpecdecError(f"llama.cpp could not make a context of {cells} cells and {sequences} sequences "
-                               "(out of memory?): load the model with a smaller context")
+            raise SpecdecError(
+                f"llama.cpp could not make a context of {cells} cells and {sequences} sequences "
+                "(out of memory?): load the model with a smaller context"
+            )
         self.memory = lib.llama_get_memory(self.handle)
-        self.cells = int(lib.llama_n_ctx(self.handle))               # llama.cpp pads to a multiple of 256
+        self.cells = int(lib.llama_n_ctx(self.handle))  # llama.cpp pads to a multiple of 256
         self.sequences = int(lib.llama_n_seq_max(self.handle))
         self.vocab_size = int(lib.llama_vocab_n_tokens(lib.llama_model_get_vocab(model)))
         self.batch = lib.llama_batch_init(BATCH_TOKENS, 0, self.sequences)
-        self.used = 0                                                # cells holding a token, kept or dropped
-        self._free_ids = list(range(self.sequences - 1, GARBAGE, -1))   # popped from the end: 1, 2, 3, ...
+        self.used = 0  # cells holding a token, kept or dropped
+        self._free_ids = list(range(self.sequences - 1, GARBAGE, -1))  # popped from the end: 1, 2, 3, ...
         self.repacks = 0
 
     def close(self) -> None:
@@ -90,8 +102,10 @@ class Context:
     def acquire(self) -> int:
         """A sequence id nobody uses."""
         if not self._free_ids:
-            raise SpecdecError(f"the llama.cpp context has no free sequence id left ({self.sequences} in all, one per "
-                               "text and one per new tree token of a pass): feed smaller trees or fewer texts")
+            raise SpecdecError(
+                f"the llama.cpp context has no free sequence id left ({self.sequences} in all, one per "
+                "text and one per new tree token of a pass): feed smaller trees or fewer texts"
+            )
         return self._free_ids.pop()
 
     def release(self, sequence: int) -> None:
@@ -100,7 +114,8 @@ class Context:
         self._free_ids.append(sequence)
 
     def drop(self, sequence: int, start: int = -1, end: int = -1) -> None:
-        """Forget `sequence`'s tokens at positions [start, end) (-1: open): their cells go to `GARBAGE`, never freed here."""
+        """Forget `sequence`'s tokens at positions [start, end) (-1: open): their cells go to `GARBAGE`, never freed
+        here."""
         lib = self.library.lib
         lib.llama_memory_seq_cp(self.memory, sequence, GARBAGE, start, end)
         lib.llama_memory_seq_rm(self.memory, sequence, start, end)
@@ -110,7 +125,8 @@ class Context:
         self.library.lib.llama_memory_seq_cp(self.memory, source, target, start, end)
 
     def repack(self, sequences: list[int]) -> None:
-        """Copy the live `sequences` out, empty the cache, copy them back: no dropped cells left, each in position order."""
+        """Copy the live `sequences` out, empty the cache, copy them back: no dropped cells left, each in position
+        order."""
         ffi, lib = self.library.ffi, self.library.lib
         saved = []
         for sequence in sequences:
@@ -135,7 +151,9 @@ class Context:
         if not 0 < len(entries) <= BATCH_TOKENS:
             raise ValueError(f"a llama.cpp pass takes 1 to {BATCH_TOKENS} tokens, got {len(entries)}")
         if len(entries) > self.free:
-            raise SpecdecError(f"the llama.cpp KV cache is full ({self.cells} cells): load the model with a larger context")
+            raise SpecdecError(
+                f"the llama.cpp KV cache is full ({self.cells} cells): load the model with a larger context"
+            )
         count = self.governor.count_for(len(entries))
         if count != self.threads:
             self.threads = count
@@ -144,7 +162,7 @@ class Context:
         start = time.perf_counter()
         rows = []
         for first in range(0, len(entries), size):
-            rows += self._decode_one(entries[first:first + size])
+            rows += self._decode_one(entries[first : first + size])
         self.governor.passed(len(entries), time.perf_counter() - start)
         return rows
 
@@ -161,8 +179,10 @@ class Context:
             batch.logits[i] = entry.output
         status = lib.llama_decode(self.handle, batch)
         if status != 0:
-            raise SpecdecError(f"llama.cpp's llama_decode failed with status {status} (1: no room in the KV cache, "
-                               "-1: a batch it refused): this is a bug in specdec's llama.cpp runtime, please report it")
+            raise SpecdecError(
+                f"llama.cpp's llama_decode failed with status {status} (1: no room in the KV cache, "
+                "-1: a batch it refused): this is a bug in specdec's llama.cpp runtime, please report it"
+            )
         self.used += len(entries)
         rows = []
         for i, entry in enumerate(entries):

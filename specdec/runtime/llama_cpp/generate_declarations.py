@@ -75,8 +75,11 @@ def read_headers(sdist: Path) -> tuple[str, dict[str, str]]:
         raise SystemExit(f"{sdist} has SHA-256 {digest}, not the pinned {SDIST_SHA256}")
     with tarfile.open(sdist) as archive:
         llama = archive.extractfile(LLAMA_HEADER).read().decode()
-        ggml = {Path(member.name).name: archive.extractfile(member).read().decode() for member in archive.getmembers()
-                if member.name.startswith(GGML_HEADERS) and member.name.endswith(".h")}
+        ggml = {
+            Path(member.name).name: archive.extractfile(member).read().decode()
+            for member in archive.getmembers()
+            if member.name.startswith(GGML_HEADERS) and member.name.endswith(".h")
+        }
     return llama, ggml
 
 
@@ -86,27 +89,48 @@ def _field_kinds(ffi, struct: str) -> list[tuple[str, str]]:
     for name, field in ffi.typeof(f"struct {struct}").fields:
         kind = field.type.kind
         cname = field.type.cname
-        kinds.append((name, "pointer" if kind in ("pointer", "function") else "float" if cname in ("float", "double")
-                      else "bool" if cname == "_Bool" else "int"))
+        kinds.append(
+            (
+                name,
+                "pointer"
+                if kind in ("pointer", "function")
+                else "float"
+                if cname in ("float", "double")
+                else "bool"
+                if cname == "_Bool"
+                else "int",
+            )
+        )
     return kinds
 
 
 def layout_program(ffi) -> str:
     """C source that prints, as JSON, each checked struct's size and fields' (offset, size), and the two defaults."""
-    out = ['#include <stddef.h>', '#include <stdio.h>', '#include <string.h>', '#include "llama.h"',
-           'static char buffer[65536]; static size_t used;',
-           '#define PUT(...) (used += snprintf(buffer + used, sizeof buffer - used, __VA_ARGS__))',
-           'const char * specdec_layout(void) {', '  used = 0; PUT("{\\"layout\\": {");']
+    out = [
+        "#include <stddef.h>",
+        "#include <stdio.h>",
+        "#include <string.h>",
+        '#include "llama.h"',
+        "static char buffer[65536]; static size_t used;",
+        "#define PUT(...) (used += snprintf(buffer + used, sizeof buffer - used, __VA_ARGS__))",
+        "const char * specdec_layout(void) {",
+        '  used = 0; PUT("{\\"layout\\": {");',
+    ]
     for i, struct in enumerate(STRUCTS):
-        out.append(f'  PUT("%s\\"{struct}\\": {{\\"size\\": %zu, \\"fields\\": {{", "{", " if i else ""}", '
-                   f'sizeof(struct {struct}));')
+        out.append(
+            f'  PUT("%s\\"{struct}\\": {{\\"size\\": %zu, \\"fields\\": {{", "{", " if i else ""}", '
+            f"sizeof(struct {struct}));"
+        )
         for j, (name, _) in enumerate(_field_kinds(ffi, struct)):
-            out.append(f'  PUT("%s\\"{name}\\": [%zu, %zu]", "{", " if j else ""}", offsetof(struct {struct}, {name}), '
-                       f'sizeof(((struct {struct} *) 0)->{name}));')
+            out.append(
+                f'  PUT("%s\\"{name}\\": [%zu, %zu]", "{", " if j else ""}", offsetof(struct {struct}, {name}), '
+                f"sizeof(((struct {struct} *) 0)->{name}));"
+            )
         out.append('  PUT("}}");')
     out.append('  PUT("}, \\"defaults\\": {");')
-    for i, (struct, function) in enumerate([("llama_model_params", "llama_model_default_params"),
-                                            ("llama_context_params", "llama_context_default_params")]):
+    for i, (struct, function) in enumerate(
+        [("llama_model_params", "llama_model_default_params"), ("llama_context_params", "llama_context_default_params")]
+    ):
         out.append(f'  {{ struct {struct} d = {function}(); PUT("%s\\"{struct}\\": {{", "{", " if i else ""}");')
         for j, (name, kind) in enumerate(_field_kinds(ffi, struct)):
             sep = ", " if j else ""
@@ -117,7 +141,7 @@ def layout_program(ffi) -> str:
             else:
                 out.append(f'    PUT("{sep}\\"{name}\\": %lld", (long long) d.{name});')
         out.append('    PUT("}"); }')
-    out += ['  PUT("}}"); return buffer;', '}']
+    out += ['  PUT("}}"); return buffer;', "}"]
     return "\n".join(out) + "\n"
 
 
@@ -132,15 +156,30 @@ def installed_library() -> Path:
 def measure_layout(ffi, sdist: Path, folder: Path) -> dict:
     """Compile `layout_program` against the sdist's headers, link it to the installed library, run it: its JSON."""
     with tarfile.open(sdist) as archive:
-        members = [member for member in archive.getmembers()
-                   if member.name == LLAMA_HEADER or (member.name.startswith(GGML_HEADERS) and member.name.endswith(".h"))]
+        members = [
+            member
+            for member in archive.getmembers()
+            if member.name == LLAMA_HEADER or (member.name.startswith(GGML_HEADERS) and member.name.endswith(".h"))
+        ]
         archive.extractall(folder, members=members, filter="data")
     source = folder / "layout.c"
     source.write_text(layout_program(ffi))
     shared = folder / "layout.so"
-    subprocess.run(["gcc", "-shared", "-fPIC", "-O0", f"-I{folder / Path(LLAMA_HEADER).parent}",
-                    f"-I{folder / GGML_HEADERS}", str(source), "-o", str(shared)], check=True)
-    ctypes.CDLL(str(installed_library()), mode=ctypes.RTLD_GLOBAL)   # the helper's llama_* calls resolve to it
+    subprocess.run(
+        [
+            "gcc",
+            "-shared",
+            "-fPIC",
+            "-O0",
+            f"-I{folder / Path(LLAMA_HEADER).parent}",
+            f"-I{folder / GGML_HEADERS}",
+            str(source),
+            "-o",
+            str(shared),
+        ],
+        check=True,
+    )
+    ctypes.CDLL(str(installed_library()), mode=ctypes.RTLD_GLOBAL)  # the helper's llama_* calls resolve to it
     helper = ctypes.CDLL(str(shared))
     helper.specdec_layout.restype = ctypes.c_char_p
     return json.loads(helper.specdec_layout().decode())
@@ -150,7 +189,9 @@ def check_against_cffi(ffi, layout: dict) -> None:
     """Stop unless cffi gives every checked struct the compiler's size and every field its offset and size."""
     for struct, recorded in layout.items():
         if ffi.sizeof(f"struct {struct}") != recorded["size"]:
-            raise SystemExit(f"cffi makes struct {struct} {ffi.sizeof(f'struct {struct}')} bytes, gcc {recorded['size']}")
+            raise SystemExit(
+                f"cffi makes struct {struct} {ffi.sizeof(f'struct {struct}')} bytes, gcc {recorded['size']}"
+            )
         for name, (offset, size) in recorded["fields"].items():
             field = dict(ffi.typeof(f"struct {struct}").fields)[name]
             if (ffi.offsetof(f"struct {struct}", name), ffi.sizeof(field.type)) != (offset, size):

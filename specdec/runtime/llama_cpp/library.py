@@ -50,7 +50,7 @@ class Library:
 
 
 _loaded: Library | None = None
-_keep_alive: list[object] = []          # the log callback must outlive every call into the library
+_keep_alive: list[object] = []  # the log callback must outlive every call into the library
 
 
 def library_path() -> Path:
@@ -74,8 +74,10 @@ def wheel_library() -> Path:
     except (ImportError, ValueError):
         spec = None
     if spec is None or not spec.submodule_search_locations:
-        raise SpecdecError(f"the llama.cpp runtime needs {declarations.PACKAGE}=={declarations.VERSION}, which is not "
-                           f"installed: {INSTALL}")
+        raise SpecdecError(
+            f"the llama.cpp runtime needs {declarations.PACKAGE}=={declarations.VERSION}, which is not "
+            f"installed: {INSTALL}"
+        )
     for location in spec.submodule_search_locations:
         path = Path(location) / f"{declarations.PACKAGE}.abi3.so"
         if path.is_file():
@@ -92,7 +94,8 @@ def installed_version() -> str | None:
 
 
 def describe_mismatch(recorded: dict, found: dict, what: str) -> str | None:
-    """None when every recorded value is found (floats recorded as C's %a hex), else the first difference, in one line."""
+    """None when every recorded value is found (floats recorded as C's %a hex), else the first difference, in one
+    line."""
     for name, value in recorded.items():
         have = found.get(name)
         same = float.fromhex(value) == have if isinstance(value, str) and value not in ("set",) else value == have
@@ -124,15 +127,22 @@ def check_declarations(ffi, lib) -> None:
         wanted = {"size": recorded["size"], **recorded["fields"]}
         reason = describe_mismatch(wanted, found, f"struct {struct}")
         if reason:
-            raise SpecdecError(f"the llama.cpp declarations do not match their header ({reason}): regenerate them with "
-                               "python -m specdec.runtime.llama_cpp.generate_declarations")
-    for struct, function in (("llama_model_params", lib.llama_model_default_params),
-                             ("llama_context_params", lib.llama_context_default_params)):
-        reason = describe_mismatch(declarations.DEFAULTS[struct], _struct_defaults(ffi, f"struct {struct}", function()),
-                                   f"{struct} defaults")
+            raise SpecdecError(
+                f"the llama.cpp declarations do not match their header ({reason}): regenerate them with "
+                "python -m specdec.runtime.llama_cpp.generate_declarations"
+            )
+    for struct, function in (
+        ("llama_model_params", lib.llama_model_default_params),
+        ("llama_context_params", lib.llama_context_default_params),
+    ):
+        reason = describe_mismatch(
+            declarations.DEFAULTS[struct], _struct_defaults(ffi, f"struct {struct}", function()), f"{struct} defaults"
+        )
         if reason:
-            raise SpecdecError(f"this xllamacpp ({installed_version()}) is not the build the runtime was generated "
-                               f"for ({declarations.VERSION}): {reason}; {INSTALL}")
+            raise SpecdecError(
+                f"this xllamacpp ({installed_version()}) is not the build the runtime was generated "
+                f"for ({declarations.VERSION}): {reason}; {INSTALL}"
+            )
 
 
 def load_library() -> Library:
@@ -150,12 +160,14 @@ def load_library() -> Library:
     try:
         lib = ffi.dlopen(str(path))
     except OSError as error:
-        raise SpecdecError(f"llama.cpp's library did not load ({str(error).splitlines()[0]}); on Debian or Ubuntu it "
-                           "needs libgomp1 and libstdc++6 (apt-get install libgomp1)") from None
+        raise SpecdecError(
+            f"llama.cpp's library did not load ({str(error).splitlines()[0]}); on Debian or Ubuntu it "
+            "needs libgomp1 and libstdc++6 (apt-get install libgomp1)"
+        ) from None
     check_declarations(ffi, lib)
 
     @ffi.callback("void(enum ggml_log_level, const char *, void *)")
-    def silent(level, text, user_data):                       # every log line dropped
+    def silent(level, text, user_data):  # every log line dropped
         return None
 
     _keep_alive.append(silent)

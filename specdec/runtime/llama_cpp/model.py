@@ -51,9 +51,9 @@ from specdec.runtime.llama_cpp.library import Library, load_library
 from specdec.runtime.llama_cpp.rows import LlamaCppRows
 from specdec.runtime.llama_cpp.settings import EXACT, Settings, model_params
 
-CONTEXT_TOKENS = 4096        # cells per text when the caller does not say (the model's own context when shorter)
-TREE_SEQUENCES = 64          # sequence ids for the new tokens of one pass's trees, over all texts
-SLACK_CELLS = 256            # cells beyond the texts': dropped tokens wait there until a repack
+CONTEXT_TOKENS = 4096  # cells per text when the caller does not say (the model's own context when shorter)
+TREE_SEQUENCES = 64  # sequence ids for the new tokens of one pass's trees, over all texts
+SLACK_CELLS = 256  # cells beyond the texts': dropped tokens wait there until a repack
 # beta in v(k) = 1 + beta k, by threads: the zoo's 1.5B with the exact settings on 2 AVX2 cores (benchmarks/
 # llama-cpp-exactness.md): v(2) = 2.01, v(17) = 15.4 on one thread; v(2) = 1.69, v(17) = 11.1 on two.
 VERIFY_SLOPES = {1: 1.0, 2: 0.8}
@@ -63,7 +63,7 @@ def available_cores() -> int:
     """The cores this process may run on."""
     try:
         return len(os.sched_getaffinity(0))
-    except AttributeError:                     # not Linux
+    except AttributeError:  # not Linux
         return os.cpu_count() or 1
 
 
@@ -87,11 +87,19 @@ def _is_gguf(path: Path) -> bool:
 class LlamaCppModel:
     """A loaded GGUF model (module docstring): `rows()` gives KV caches, the rest describes it."""
 
-    def __init__(self, library: Library, handle, path: Path, threads: int, context: int, settings: Settings,
-                 governed: bool = False) -> None:
+    def __init__(
+        self,
+        library: Library,
+        handle,
+        path: Path,
+        threads: int,
+        context: int,
+        settings: Settings,
+        governed: bool = False,
+    ) -> None:
         lib = library.lib
         self.library, self.handle, self.path, self.threads, self.settings = library, handle, path, threads, settings
-        self.governed = governed                    # its contexts choose every core or one fewer, pass by pass (`threads.py`)
+        self.governed = governed  # its contexts choose every core or one fewer, pass by pass (`threads.py`)
         self.name = path.stem
         self.vocab_size = int(lib.llama_vocab_n_tokens(lib.llama_model_get_vocab(handle)))
         self.embedding_rows = self.vocab_size
@@ -99,18 +107,23 @@ class LlamaCppModel:
         self.context_tokens = min(context, self.training_context) if self.training_context > 0 else context
         self.context_length = self.context_tokens
         vocab = lib.llama_model_get_vocab(handle)
-        self.eos_token_id = _token_or_none(lib.llama_vocab_eos(vocab))     # what the file says; tokenizing stays
-        self.bos_token_id = _token_or_none(lib.llama_vocab_bos(vocab))     # with transformers
+        self.eos_token_id = _token_or_none(lib.llama_vocab_eos(vocab))  # what the file says; tokenizing stays
+        self.bos_token_id = _token_or_none(lib.llama_vocab_bos(vocab))  # with transformers
         self.sliding_window = int(lib.llama_model_n_swa(handle))
-        self.traits = ModelTraits(runtime="llama.cpp", hidden_states=False, sliding_window=self.sliding_window > 0,
-                                  batches=True, internals=False)
+        self.traits = ModelTraits(
+            runtime="llama.cpp",
+            hidden_states=False,
+            sliding_window=self.sliding_window > 0,
+            batches=True,
+            internals=False,
+        )
         self.device = torch.device("cpu")
-        self.dtype = torch.float32                  # llama.cpp's activations
-        self.weights = "GGUF"                       # the file's type ("Q4_K_M") where the loader read it (`specdec.pair.loading`)
-        self.passes = 0                             # forward passes of every cache made from this model
+        self.dtype = torch.float32  # llama.cpp's activations
+        self.weights = "GGUF"  # the file's type ("Q4_K_M") where the loader read it (`specdec.pair.loading`)
+        self.passes = 0  # forward passes of every cache made from this model
         self._weight_bytes: int | None = None
-        self._contexts: list[Context] = []          # contexts made here, freed with the model
-        self._users: dict[int, weakref.ref] = {}    # id(context) -> the Rows using it
+        self._contexts: list[Context] = []  # contexts made here, freed with the model
+        self._users: dict[int, weakref.ref] = {}  # id(context) -> the Rows using it
 
     def __del__(self) -> None:
         self.close()
@@ -129,10 +142,11 @@ class LlamaCppModel:
         rows = list(rows)
         cells = len(rows) * self.context_tokens + SLACK_CELLS
         sequences = min(256, len(rows) + 1 + TREE_SEQUENCES)
-        context = next((c for c in self._contexts if c.cells >= cells and c.sequences >= sequences
-                        and self._user(c) is None), None)
+        context = next(
+            (c for c in self._contexts if c.cells >= cells and c.sequences >= sequences and self._user(c) is None), None
+        )
         if context is None:
-            for idle in [c for c in self._contexts if self._user(c) is None]:    # one idle context at most stays
+            for idle in [c for c in self._contexts if self._user(c) is None]:  # one idle context at most stays
                 idle.close()
                 self._contexts.remove(idle)
             context = Context(self.library, self.handle, self.settings, cells, sequences, self.threads, self.governed)
@@ -148,11 +162,14 @@ class LlamaCppModel:
 
     @property
     def identity(self) -> str:
-        """The file (its size and modification time), the threads, the settings and the library (the wheel's or one built for
-        this CPU): what timings are kept under."""
+        """The file (its size and modification time), the threads, the settings and the library (the wheel's or one
+        built for this CPU): what timings are kept under."""
         stat = self.path.stat()
-        return (f"{self.path}:{stat.st_size}:{stat.st_mtime_ns} threads={self.threads} {sorted(self.settings.key().items())} "
-                f"library={self.library.path}")
+        return (
+            f"{self.path}:{stat.st_size}:{stat.st_mtime_ns} threads={self.threads} "
+            f"{sorted(self.settings.key().items())} "
+            f"library={self.library.path}"
+        )
 
     @property
     def eos_token_ids(self) -> tuple[int, ...]:
@@ -162,7 +179,9 @@ class LlamaCppModel:
     def weight_bytes(self) -> int:
         """Bytes of weights one decoding step reads (module docstring); read off the file once."""
         if self._weight_bytes is None:
-            self._weight_bytes = int(self.library.lib.llama_model_size(self.handle)) - _untied_embedding_bytes(self.path)
+            self._weight_bytes = int(self.library.lib.llama_model_size(self.handle)) - _untied_embedding_bytes(
+                self.path
+            )
         return self._weight_bytes
 
     def verify_slope(self) -> float:
@@ -171,14 +190,15 @@ class LlamaCppModel:
 
 
 def _token_or_none(token: int) -> int | None:
-    return None if token < 0 else int(token)                             # LLAMA_TOKEN_NULL is -1
+    return None if token < 0 else int(token)  # LLAMA_TOKEN_NULL is -1
 
 
 def _untied_embedding_bytes(path: Path) -> int:
-    """The input embedding table's bytes when the file also has an output layer (else 0: the step reads the table whole).
+    """The input embedding table's bytes when the file also has an output layer (else 0: the step reads the table
+    whole).
 
-    Read from the file's tensor table alone (transformers' GGUF reader: 0.1 s, where gguf's own reader, which parses every
-    metadata string, takes 10-20 s for Qwen2.5's 150k-token vocabulary on this project's CPU)."""
+    Read from the file's tensor table alone (transformers' GGUF reader: 0.1 s, where gguf's own reader, which parses
+    every metadata string, takes 10-20 s for Qwen2.5's 150k-token vocabulary on this project's CPU)."""
     import gguf
     from transformers.integrations.gguf import reader
 
@@ -192,8 +212,9 @@ def _untied_embedding_bytes(path: Path) -> int:
     return int(np.prod(shape)) // block * size
 
 
-def load_gguf(path: str | Path, threads: int | None = None, context: int = CONTEXT_TOKENS,
-              settings: Settings = EXACT) -> LlamaCppModel:
+def load_gguf(
+    path: str | Path, threads: int | None = None, context: int = CONTEXT_TOKENS, settings: Settings = EXACT
+) -> LlamaCppModel:
     """Map a GGUF file into llama.cpp with the exact settings; one `SpecdecError` line when it cannot be read.
 
     `threads`: a fixed count; None (default): every core this process may use, or one fewer, chosen pass by pass by
@@ -201,7 +222,9 @@ def load_gguf(path: str | Path, threads: int | None = None, context: int = CONTE
     """
     path = Path(path).expanduser()
     if not path.is_file():
-        raise SpecdecError(f"no GGUF file at {path}: fetch the model first (specdec models fetch NAME) or check the path")
+        raise SpecdecError(
+            f"no GGUF file at {path}: fetch the model first (specdec models fetch NAME) or check the path"
+        )
     if not _is_gguf(path):
         raise SpecdecError(f"{path} is not a GGUF file (it does not start with the GGUF magic): fetch it again")
     governed = threads is None
@@ -212,12 +235,16 @@ def load_gguf(path: str | Path, threads: int | None = None, context: int = CONTE
     ffi, lib = library.ffi, library.lib
     handle = lib.llama_model_load_from_file(str(path).encode(), model_params(lib, settings))
     if handle == ffi.NULL:
-        raise SpecdecError(f"llama.cpp could not load {path}: the file is corrupt, truncated or of an architecture this "
-                           "llama.cpp does not know; fetch it again")
+        raise SpecdecError(
+            f"llama.cpp could not load {path}: the file is corrupt, truncated or of an architecture this "
+            "llama.cpp does not know; fetch it again"
+        )
     if lib.llama_model_is_recurrent(handle) or lib.llama_model_is_hybrid(handle) or lib.llama_model_has_encoder(handle):
         lib.llama_model_free(handle)
-        raise SpecdecError(f"{path.name} is a recurrent, hybrid or encoder-decoder model, which the llama.cpp runtime "
-                           "does not run: use --runtime torch")
+        raise SpecdecError(
+            f"{path.name} is a recurrent, hybrid or encoder-decoder model, which the llama.cpp runtime "
+            "does not run: use --runtime torch"
+        )
     model = LlamaCppModel(library, handle, path, threads, context, settings, governed)
-    model.rows([0])             # its first context, made now and kept idle: making one takes 1.6 s the first time (the
-    return model                # memory is new to the process; 0.1 s after), a cost of loading, not of the first run
+    model.rows([0])  # its first context, made now and kept idle: making one takes 1.6 s the first time (the
+    return model  # memory is new to the process; 0.1 s after), a cost of loading, not of the first run

@@ -19,7 +19,8 @@ module builds one, on request only (the README's two commands never compile anyt
    `specdec runtime remove` forgets the build.
 
     >>> cpu_options({"avx", "avx2", "fma", "f16c", "avx512f", "avx512_vnni", "amx_tile"})[3:]
-    ['-DGGML_F16C=ON', '-DGGML_AVX512=ON', '-DGGML_AVX512_VNNI=ON', '-DGGML_AVX512_BF16=OFF', '-DGGML_AVX512_VBMI=OFF', '-DGGML_AMX_TILE=OFF', '-DGGML_AMX_INT8=OFF', '-DGGML_AMX_BF16=OFF']
+    ['-DGGML_F16C=ON', '-DGGML_AVX512=ON', '-DGGML_AVX512_VNNI=ON', '-DGGML_AVX512_BF16=OFF', '-DGGML_AVX512_VBMI=OFF',
+    '-DGGML_AMX_TILE=OFF', '-DGGML_AMX_INT8=OFF', '-DGGML_AMX_BF16=OFF']
 """
 
 from __future__ import annotations
@@ -37,16 +38,33 @@ from pathlib import Path
 from specdec.errors import SpecdecError
 from specdec.runtime.llama_cpp import declarations
 
-ENVIRONMENT = "SPECDEC_LLAMA_LIBRARY"     # a library's path for this process, or "wheel": the wheel's, whatever was built
+ENVIRONMENT = "SPECDEC_LLAMA_LIBRARY"  # a library's path for this process, or "wheel": the wheel's, whatever was built
 RECORD = "native.json"
 SOURCE = f"{declarations.PACKAGE}-{declarations.VERSION}/thirdparty/llama.cpp"
 # (the CMake option, the /proc/cpuinfo flag that allows it)
-INSTRUCTIONS = (("GGML_AVX", "avx"), ("GGML_AVX2", "avx2"), ("GGML_FMA", "fma"), ("GGML_F16C", "f16c"),
-                ("GGML_AVX512", "avx512f"), ("GGML_AVX512_VNNI", "avx512_vnni"), ("GGML_AVX512_BF16", "avx512_bf16"),
-                ("GGML_AVX512_VBMI", "avx512vbmi"))
-FIXED = ("-DCMAKE_BUILD_TYPE=Release", "-DBUILD_SHARED_LIBS=ON", "-DGGML_NATIVE=OFF", "-DGGML_OPENMP=ON",
-         "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_TOOLS=OFF", "-DLLAMA_BUILD_SERVER=OFF",
-         "-DLLAMA_BUILD_COMMON=OFF", "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF")
+INSTRUCTIONS = (
+    ("GGML_AVX", "avx"),
+    ("GGML_AVX2", "avx2"),
+    ("GGML_FMA", "fma"),
+    ("GGML_F16C", "f16c"),
+    ("GGML_AVX512", "avx512f"),
+    ("GGML_AVX512_VNNI", "avx512_vnni"),
+    ("GGML_AVX512_BF16", "avx512_bf16"),
+    ("GGML_AVX512_VBMI", "avx512vbmi"),
+)
+FIXED = (
+    "-DCMAKE_BUILD_TYPE=Release",
+    "-DBUILD_SHARED_LIBS=ON",
+    "-DGGML_NATIVE=OFF",
+    "-DGGML_OPENMP=ON",
+    "-DLLAMA_BUILD_TESTS=OFF",
+    "-DLLAMA_BUILD_EXAMPLES=OFF",
+    "-DLLAMA_BUILD_TOOLS=OFF",
+    "-DLLAMA_BUILD_SERVER=OFF",
+    "-DLLAMA_BUILD_COMMON=OFF",
+    "-DLLAMA_CURL=OFF",
+    "-DLLAMA_OPENSSL=OFF",
+)
 
 
 def folder() -> Path:
@@ -71,17 +89,21 @@ def build_flags() -> list[str]:
 
 def cpu_options(flags: set[str]) -> list[str]:
     """CMake's instruction-set options for a CPU with `flags` (module docstring): on where the CPU has them, AMX off."""
-    return ([f"-D{option}={'ON' if flag in flags else 'OFF'}" for option, flag in INSTRUCTIONS]
-            + ["-DGGML_AMX_TILE=OFF", "-DGGML_AMX_INT8=OFF", "-DGGML_AMX_BF16=OFF"])
+    return [f"-D{option}={'ON' if flag in flags else 'OFF'}" for option, flag in INSTRUCTIONS] + [
+        "-DGGML_AMX_TILE=OFF",
+        "-DGGML_AMX_INT8=OFF",
+        "-DGGML_AMX_BF16=OFF",
+    ]
 
 
-WHEEL_FLAGS = frozenset({"avx", "avx2", "fma", "f16c"})     # what the wheel's portable build uses at most
+WHEEL_FLAGS = frozenset({"avx", "avx2", "fma", "f16c"})  # what the wheel's portable build uses at most
 
 
 def advice(flags: set[str] | None = None, built: Path | None = None) -> str | None:
     """One line for a CPU whose instruction sets the wheel leaves unused while no build for it is recorded; else None.
 
-    >>> advice({"avx2", "avx512f", "avx512_vnni"}, built=None).startswith("This CPU has avx512f, avx512_vnni; the wheel's")
+    >>> advice({"avx2", "avx512f", "avx512_vnni"},
+    ...     built=None).startswith("This CPU has avx512f, avx512_vnni; the wheel's")
     True
     >>> advice({"avx2", "fma"}, built=None) is None, advice({"avx512f"}, built=Path("libllama.so")) is None
     (True, True)
@@ -90,8 +112,10 @@ def advice(flags: set[str] | None = None, built: Path | None = None) -> str | No
     unused = [flag for _, flag in INSTRUCTIONS if flag in flags and flag not in WHEEL_FLAGS]
     if not unused or built is not None:
         return None
-    return (f"This CPU has {', '.join(unused)}; the wheel's llama.cpp uses AVX2 at most: `specdec runtime build` compiles "
-            "it for this CPU (a few minutes, once; docs/hardware.md measures the difference)")
+    return (
+        f"This CPU has {', '.join(unused)}; the wheel's llama.cpp uses AVX2 at most: `specdec runtime build` compiles "
+        "it for this CPU (a few minutes, once; docs/hardware.md measures the difference)"
+    )
 
 
 def recorded_library() -> Path | None:
@@ -108,12 +132,14 @@ def recorded_library() -> Path | None:
 
 def build(say: Callable[[str], None], prove: Callable[[Path], str], jobs: int | None = None) -> Path:
     """Build llama.cpp for this CPU, prove it, record it (module docstring); the library's path. Progress goes to `say`;
-    `prove(library)` gives the self-test's verdict in words, or raises (`self_test.prove_library`); `jobs`: parallel compiles
-    (every core when None)."""
+    `prove(library)` gives the self-test's verdict in words, or raises (`self_test.prove_library`); `jobs`: parallel
+    compiles (every core when None)."""
     missing = [tool for tool in ("cmake", "c++") if shutil.which(tool) is None]
     if missing:
-        raise SpecdecError(f"building llama.cpp needs {' and '.join(missing)}, not found here: install them "
-                           "(apt-get install cmake g++) or keep the wheel's build, which needs nothing")
+        raise SpecdecError(
+            f"building llama.cpp needs {' and '.join(missing)}, not found here: install them "
+            "(apt-get install cmake g++) or keep the wheel's build, which needs nothing"
+        )
     home = folder()
     home.mkdir(parents=True, exist_ok=True)
     source = _source(home, say)
@@ -127,8 +153,8 @@ def build(say: Callable[[str], None], prove: Callable[[Path], str], jobs: int | 
 
 
 def _source(home: Path, say: Callable[[str], None]) -> Path:
-    """The pinned sdist's llama.cpp tree, fetched (SHA-256 checked) and unpacked once: into a folder beside, renamed into place
-    when whole, so an interrupted unpacking is never taken for the source."""
+    """The pinned sdist's llama.cpp tree, fetched (SHA-256 checked) and unpacked once: into a folder beside, renamed
+    into place when whole, so an interrupted unpacking is never taken for the source."""
     source = home / "source" / SOURCE
     if source.is_dir():
         return source
@@ -138,19 +164,23 @@ def _source(home: Path, say: Callable[[str], None]) -> Path:
     try:
         sdist = fetch_sdist(home, os.environ.get("PIP_INDEX_URL", INDEX))
     except OSError as error:
-        raise SpecdecError(f"the package index could not be reached for llama.cpp's source ({error}): check the network "
-                           "or PIP_INDEX_URL") from None
+        raise SpecdecError(
+            f"the package index could not be reached for llama.cpp's source ({error}): check the network "
+            "or PIP_INDEX_URL"
+        ) from None
     digest = hashlib.sha256(sdist.read_bytes()).hexdigest()
     if digest != declarations.SDIST_SHA256:
         sdist.unlink()
-        raise SpecdecError(f"the source the index served has SHA-256 {digest[:12]}…, not the pinned one: nothing was kept")
+        raise SpecdecError(
+            f"the source the index served has SHA-256 {digest[:12]}…, not the pinned one: nothing was kept"
+        )
     partial = home / "source.partial"
     shutil.rmtree(partial, ignore_errors=True)
     with tarfile.open(sdist) as archive:
         members = [member for member in archive.getmembers() if member.name.startswith(SOURCE + "/")]
         try:
             archive.extractall(partial, members=members, filter="data")
-        except TypeError:                                # a Python without extraction filters (before 3.10.12)
+        except TypeError:  # a Python without extraction filters (before 3.10.12)
             archive.extractall(partial, members=members)
     partial.rename(home / "source")
     sdist.unlink()
@@ -159,24 +189,33 @@ def _source(home: Path, say: Callable[[str], None]) -> Path:
 
 def _compile(source: Path, build_dir: Path, options: list[str], say: Callable[[str], None], jobs: int) -> Path:
     """Configure and build the shared library; each build step's percentage reported as it comes."""
-    steps = [["cmake", "-S", str(source), "-B", str(build_dir), *FIXED, *options],
-             ["cmake", "--build", str(build_dir), "-j", str(jobs), "--target", "llama"]]
-    say("Configuring for this CPU: " + " ".join(option.removeprefix("-DGGML_") for option in options if option.endswith("=ON")))
+    steps = [
+        ["cmake", "-S", str(source), "-B", str(build_dir), *FIXED, *options],
+        ["cmake", "--build", str(build_dir), "-j", str(jobs), "--target", "llama"],
+    ]
+    say(
+        "Configuring for this CPU: "
+        + " ".join(option.removeprefix("-DGGML_") for option in options if option.endswith("=ON"))
+    )
     for command in steps:
         lines, shown = [], -1
         with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as process:
             for line in process.stdout:
                 lines.append(line.rstrip())
                 percent = re.match(r"\[\s*(\d+)%\]", line)
-                if percent and int(percent.group(1)) >= shown + 5:        # a bar redrawn every 5%
+                if percent and int(percent.group(1)) >= shown + 5:  # a bar redrawn every 5%
                     shown = int(percent.group(1))
                     say(f"Building llama.cpp [{'#' * (shown // 4):<25}] {shown:3d}%")
         if process.returncode != 0:
-            raise SpecdecError(f"building llama.cpp failed ({lines[-1] if lines else 'no output'}); the wheel's build "
-                               f"stays in use. The log's end: {' | '.join(lines[-3:])}")
+            raise SpecdecError(
+                f"building llama.cpp failed ({lines[-1] if lines else 'no output'}); the wheel's build "
+                f"stays in use. The log's end: {' | '.join(lines[-3:])}"
+            )
     library = build_dir / "bin" / "libllama.so"
     if not library.is_file():
-        raise SpecdecError(f"the build wrote no {library.name} under {build_dir / 'bin'}; the wheel's build stays in use")
+        raise SpecdecError(
+            f"the build wrote no {library.name} under {build_dir / 'bin'}; the wheel's build stays in use"
+        )
     return library
 
 
@@ -185,17 +224,29 @@ def tool_commands(build_dir: Path, tool: str = "llama-completion") -> list[str]:
     same kernels as specdec's library, so its plain greedy output can be compared token for token (static, so the tool
     needs no library path). Empty where no build's source is here.
 
-    >>> tool_commands(Path("/tmp/tools")) == [] or tool_commands(Path("/tmp/tools"))[1].endswith("--target llama-completion")
+    >>> commands = tool_commands(Path("/tmp/tools"))
+    >>> commands == [] or commands[1].endswith("--target llama-completion")
     True
     """
     source = folder() / "source" / SOURCE
     if not source.is_dir():
         return []
-    fixed = [option for option in FIXED if "BUILD_SHARED_LIBS" not in option and "BUILD_TOOLS" not in option
-             and "BUILD_COMMON" not in option]
-    options = [*fixed, "-DBUILD_SHARED_LIBS=OFF", "-DLLAMA_BUILD_TOOLS=ON", "-DLLAMA_BUILD_COMMON=ON", *cpu_options(cpu_flags())]
-    return [" ".join(["cmake", "-S", str(source), "-B", str(build_dir), *options]),
-            f"cmake --build {build_dir} -j {os.cpu_count() or 1} --target {tool}"]
+    fixed = [
+        option
+        for option in FIXED
+        if "BUILD_SHARED_LIBS" not in option and "BUILD_TOOLS" not in option and "BUILD_COMMON" not in option
+    ]
+    options = [
+        *fixed,
+        "-DBUILD_SHARED_LIBS=OFF",
+        "-DLLAMA_BUILD_TOOLS=ON",
+        "-DLLAMA_BUILD_COMMON=ON",
+        *cpu_options(cpu_flags()),
+    ]
+    return [
+        " ".join(["cmake", "-S", str(source), "-B", str(build_dir), *options]),
+        f"cmake --build {build_dir} -j {os.cpu_count() or 1} --target {tool}",
+    ]
 
 
 def remove() -> bool:

@@ -55,7 +55,7 @@ class RowPass:
     ids: list[int]
     positions: list[int]
     plan: ViewPlan | None
-    outputs: list[bool]                 # which new tokens' logits are read (the last `last`)
+    outputs: list[bool]  # which new tokens' logits are read (the last `last`)
 
 
 @dataclass
@@ -75,7 +75,7 @@ class LlamaCppRows:
     """A KV cache for several texts on one llama.cpp context (module docstring)."""
 
     def __init__(self, model, context: Context, rows: Sequence[int], output_rows: int | None = None) -> None:
-        self.model = model                   # kept alive while this cache is: it frees the context with the weights
+        self.model = model  # kept alive while this cache is: it frees the context with the weights
         self.context = context
         self.rows = list(rows)
         self.passes = 0
@@ -85,13 +85,21 @@ class LlamaCppRows:
     def length(self, row: int) -> int:
         return self._texts[row].length
 
-    def feed(self, tokens: Sequence[torch.Tensor | None], last: int = 1, attend: Sequence[torch.Tensor | None] | None = None,
-             offsets: Sequence[torch.Tensor | None] | None = None,
-             hidden: bool = False) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
-        """One pass over every row's new tokens (`specdec.engine.model.Rows.feed`): logits [B, last, V], right-aligned."""
+    def feed(
+        self,
+        tokens: Sequence[torch.Tensor | None],
+        last: int = 1,
+        attend: Sequence[torch.Tensor | None] | None = None,
+        offsets: Sequence[torch.Tensor | None] | None = None,
+        hidden: bool = False,
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
+        """One pass over every row's new tokens (`specdec.engine.model.Rows.feed`): logits [B, last, V],
+        right-aligned."""
         if hidden:
-            raise SpecdecError("the llama.cpp runtime has no per-layer hidden states: run methods that read them "
-                               "(trained heads, layer skipping) with --runtime torch")
+            raise SpecdecError(
+                "the llama.cpp runtime has no per-layer hidden states: run methods that read them "
+                "(trained heads, layer skipping) with --runtime torch"
+            )
         if len(tokens) != len(self.rows):
             raise ValueError(f"feed takes one entry per row in the cache ({len(self.rows)}), got {len(tokens)}")
         ids = [[] if t is None else [int(x) for x in t.reshape(-1).tolist()] for t in tokens]
@@ -111,19 +119,19 @@ class LlamaCppRows:
                 if part is not None:
                     text = self._texts[self.rows[i]]
                     if text.length == 0 and part.plan is None:
-                        prompts.add(i)                    # a text's first pass: its prompt, on the fastest kernels
+                        prompts.add(i)  # a text's first pass: its prompt, on the fastest kernels
                     row_entries, commit = self._entries(text, part, views)
                     entries += [(i, entry) for entry in row_entries]
                     after.append(commit)
             logits = self._run(entries, len(self.rows), last, counts, prompts)
         except BaseException:
-            for view in views:                            # a failed pass leaves no view behind
+            for view in views:  # a failed pass leaves no view behind
                 self.context.release(view)
             raise
         for commit in after:
             commit()
         self.passes += 1
-        self.model.passes += 1                       # the model counts every cache's passes (a run reads it)
+        self.model.passes += 1  # the model counts every cache's passes (a run reads it)
         return logits, None
 
     def _row_pass(self, i: int, ids: list[int], attend, offsets, last: int) -> RowPass | None:
@@ -137,9 +145,14 @@ class LlamaCppRows:
         outputs = [j >= len(ids) - last for j in range(len(ids))]
         if is_plain_causal(len(text.pending), text.length, positions, own):
             return RowPass(ids, positions, None, outputs)
-        if own is None:                                   # causal over everything cached, pending tokens included
-            own = torch.cat([torch.ones(len(ids), text.length, dtype=torch.bool),
-                             torch.ones(len(ids), len(ids), dtype=torch.bool).tril()], dim=1)
+        if own is None:  # causal over everything cached, pending tokens included
+            own = torch.cat(
+                [
+                    torch.ones(len(ids), text.length, dtype=torch.bool),
+                    torch.ones(len(ids), len(ids), dtype=torch.bool).tril(),
+                ],
+                dim=1,
+            )
         plan = plan_views(text.committed, [p.position for p in text.pending], positions, own)
         return RowPass(ids, positions, plan, outputs)
 
@@ -151,6 +164,7 @@ class LlamaCppRows:
 
             def commit() -> None:
                 text.committed += len(ids)
+
             return entries, commit
         views = [self.context.acquire() for _ in ids]
         acquired += views
@@ -160,42 +174,53 @@ class LlamaCppRows:
             for index in plan.pending_seen[k]:
                 seen = text.pending[index]
                 self.context.copy(seen.view, view, seen.position, seen.position + 1)
-        entries = [Entry(t, p, (views[k],) + tuple(views[j] for j in plan.seen_by[k]), o)
-                   for k, (t, p, o) in enumerate(zip(ids, positions, outputs))]
+        entries = [
+            Entry(t, p, (views[k],) + tuple(views[j] for j in plan.seen_by[k]), o)
+            for k, (t, p, o) in enumerate(zip(ids, positions, outputs))
+        ]
 
         def commit() -> None:
             text.pending += [Pending(p, view) for p, view in zip(positions, views)]
+
         return entries, commit
 
-    def _run(self, entries: list[tuple[int, Entry]], rows: int, last: int, counts: list[int], prompts: set[int]) -> torch.Tensor:
-        """Decode the entries into right-aligned logits [B, last, V]: each row in `prompts` alone (its prompt pass, the same
-        bits whatever else the pass holds), the rest together; in passes of `BATCH_TOKENS` (a tree must fit in one)."""
+    def _run(
+        self, entries: list[tuple[int, Entry]], rows: int, last: int, counts: list[int], prompts: set[int]
+    ) -> torch.Tensor:
+        """Decode the entries into right-aligned logits [B, last, V]: each row in `prompts` alone (its prompt pass, the
+        same bits whatever else the pass holds), the rest together; in passes of `BATCH_TOKENS` (a tree must fit in
+        one)."""
         width = self.context.vocab_size if self.output_rows is None else min(self.output_rows, self.context.vocab_size)
-        logits = torch.zeros(rows, last, width, dtype=torch.float32)                  # [B, last, V]
-        slots = []                                                                    # (row, column) of each output
+        logits = torch.zeros(rows, last, width, dtype=torch.float32)  # [B, last, V]
+        slots = []  # (row, column) of each output
         seen = [0] * rows
         for i, entry in entries:
             if entry.output:
                 slots.append((i, last - min(last, counts[i]) + seen[i]))
                 seen[i] += 1
-        read = []                                                   # a prompt alone, the rest together; long: several decodes
+        read = []  # a prompt alone, the rest together; long: several decodes
         for prompt, group in groupby(entries, key=lambda item: item[0] if item[0] in prompts else None):
             group = [entry for _, entry in group]
             for start in range(0, len(group), BATCH_TOKENS):
-                read += self.context.decode(group[start:start + BATCH_TOKENS], prompt=prompt is not None)
+                read += self.context.decode(group[start : start + BATCH_TOKENS], prompt=prompt is not None)
         for (i, column), row in zip(slots, read):
             logits[i, column] = torch.from_numpy(row[:width])
         return logits
 
     def _make_room(self, needed: int) -> None:
-        """Repack the cache when a pass would not fit (the texts' dropped cells freed); refuse if even that is not enough."""
+        """Repack the cache when a pass would not fit (the texts' dropped cells freed); refuse if even that is not
+        enough."""
         if any(text.pending for text in self._texts.values()):
-            raise SpecdecError(f"the llama.cpp KV cache is full ({self.context.cells} cells) while a tree is pending: "
-                               "load the model with a larger context")
+            raise SpecdecError(
+                f"the llama.cpp KV cache is full ({self.context.cells} cells) while a tree is pending: "
+                "load the model with a larger context"
+            )
         self.context.repack([text.sequence for text in self._texts.values()])
         if needed > self.context.free:
-            raise SpecdecError(f"the llama.cpp KV cache is full ({self.context.cells} cells, {needed} more needed): "
-                               "load the model with a larger context")
+            raise SpecdecError(
+                f"the llama.cpp KV cache is full ({self.context.cells} cells, {needed} more needed): "
+                "load the model with a larger context"
+            )
 
     def keep(self, row: int, tokens: list[int]) -> None:
         """Keep only the cached tokens of `row` at these indices (increasing): a rollback, or a tree's accepted path."""
@@ -211,7 +236,7 @@ class LlamaCppRows:
         if prefix < text.committed:
             self.context.drop(text.sequence, prefix, -1)
         kept_views = {pending.view for pending in kept}
-        for pending in text.pending:                      # a view holds its own cell alone at its position
+        for pending in text.pending:  # a view holds its own cell alone at its position
             target = text.sequence if pending.view in kept_views else GARBAGE
             self.context.copy(pending.view, target, pending.position, pending.position + 1)
         for pending in text.pending:

@@ -48,8 +48,8 @@ from specdec.store import cache_dir, write_text
 from specdec.store.machine import cpu_facts
 
 SELF_TEST_TIMEOUT_S = 300
-LONG_TEXT = 300                  # tokens before the long-text pass: past 256 cells, attention's n_kv pads to 512
-PROMPT = 10                      # the prompt pass before every checked pass (on the fastest kernels: settings.py)
+LONG_TEXT = 300  # tokens before the long-text pass: past 256 cells, attention's n_kv pads to 512
+PROMPT = 10  # the prompt pass before every checked pass (on the fastest kernels: settings.py)
 
 
 @dataclass(frozen=True)
@@ -69,26 +69,27 @@ def first_difference(together: torch.Tensor, alone: torch.Tensor, what: str) -> 
 
 
 def steps(model, ids: torch.Tensor, prompt: int = PROMPT) -> torch.Tensor:
-    """The logits of `ids` after a prompt pass over the first `prompt` tokens, then one token a pass, [n - prompt + 1, V]
-    (the prompt pass's last row first): plain decoding, the reference every other pass must equal."""
+    """The logits of `ids` after a prompt pass over the first `prompt` tokens, then one token a pass, [n - prompt + 1,
+    V] (the prompt pass's last row first): plain decoding, the reference every other pass must equal."""
     rows = model.rows([0])
     first = rows.feed([ids[:prompt]])[0][0]
-    return torch.cat([first] + [rows.feed([ids[i:i + 1]])[0][0] for i in range(prompt, len(ids))])
+    return torch.cat([first] + [rows.feed([ids[i : i + 1]])[0][0] for i in range(prompt, len(ids))])
 
 
 def self_test(model) -> str | None:
     """None when `model`'s passes keep specdec's promise on this machine, else the first broken one (one line)."""
     text = torch.randint(0, model.vocab_size - 2, (LONG_TEXT + 6,), generator=torch.Generator().manual_seed(0))
-    reference = steps(model, text[:32])                                              # [23, V]: rows of tokens 9..31
+    reference = steps(model, text[:32])  # [23, V]: rows of tokens 9..31
     for k in (2, 6, 17):
         rows = model.rows([0])
         prompt, _ = rows.feed([text[:PROMPT]])
-        together, _ = rows.feed([text[PROMPT:PROMPT + k]], last=k)
-        reason = (first_difference(prompt[0], reference[:1], "a second 10-token prompt pass")
-                  or first_difference(together[0], reference[1:1 + k], f"a pass of {k} tokens"))
+        together, _ = rows.feed([text[PROMPT : PROMPT + k]], last=k)
+        reason = first_difference(prompt[0], reference[:1], "a second 10-token prompt pass") or first_difference(
+            together[0], reference[1 : 1 + k], f"a pass of {k} tokens"
+        )
         if reason:
             return reason
-    rows.rollback(0, 12)                                                             # after the 17-token pass
+    rows.rollback(0, 12)  # after the 17-token pass
     reason = first_difference(rows.feed([text[12:13]])[0][0], reference[3:4], "the step after a rollback")
     if reason:
         return reason
@@ -97,45 +98,50 @@ def self_test(model) -> str | None:
         return reason
     rows = model.rows([0])
     rows.feed([text[:LONG_TEXT]])
-    alone = torch.cat([rows.feed([text[i:i + 1]])[0][0] for i in range(LONG_TEXT, LONG_TEXT + 6)])
+    alone = torch.cat([rows.feed([text[i : i + 1]])[0][0] for i in range(LONG_TEXT, LONG_TEXT + 6)])
     rows.rollback(0, LONG_TEXT)
-    return first_difference(rows.feed([text[LONG_TEXT:LONG_TEXT + 6]], last=6)[0][0], alone,
-                            f"a 6-token pass after {LONG_TEXT} tokens")
+    return first_difference(
+        rows.feed([text[LONG_TEXT : LONG_TEXT + 6]], last=6)[0][0], alone, f"a 6-token pass after {LONG_TEXT} tokens"
+    )
 
 
 def same_rows_on_fewer_threads(model, fewer) -> str | None:
-    """None when one-token steps past `LONG_TEXT` tokens give the same bits on `model`'s threads and on `fewer`'s (a governed
-    model moves between the two: `specdec.runtime.llama_cpp.threads`), else where they part."""
+    """None when one-token steps past `LONG_TEXT` tokens give the same bits on `model`'s threads and on `fewer`'s (a
+    governed model moves between the two: `specdec.runtime.llama_cpp.threads`), else where they part."""
     text = torch.randint(0, model.vocab_size - 2, (LONG_TEXT + 6,), generator=torch.Generator().manual_seed(1))
     rows = [loaded.rows([0]) for loaded in (model, fewer)]
     for cache in rows:
         cache.feed([text[:LONG_TEXT]])
-    steps_of = [torch.cat([cache.feed([text[i:i + 1]])[0][0] for i in range(LONG_TEXT, LONG_TEXT + 6)]) for cache in rows]
+    steps_of = [
+        torch.cat([cache.feed([text[i : i + 1]])[0][0] for i in range(LONG_TEXT, LONG_TEXT + 6)]) for cache in rows
+    ]
     return first_difference(steps_of[0], steps_of[1], f"{fewer.threads} thread(s) instead of {model.threads}")
 
 
 def _tree(model, text: torch.Tensor, reference: torch.Tensor) -> str | None:
-    """A 6-node tree after a 10-token text: its nodes' rows, then the steps after keeping the path of its second branch."""
-    other = torch.tensor([int(text[20]), int(text[21]), int(text[22])])             # a second branch: other tokens
-    tokens = torch.cat([text[10:13], other])                                         # nodes 0-1-2 and 3-4-5
+    """A 6-node tree after a 10-token text: its nodes' rows, then the steps after keeping the path of its second
+    branch."""
+    other = torch.tensor([int(text[20]), int(text[21]), int(text[22])])  # a second branch: other tokens
+    tokens = torch.cat([text[10:13], other])  # nodes 0-1-2 and 3-4-5
     parents = [-1, 0, 1, -1, 3, 4]
     seen = torch.eye(6, dtype=torch.bool)
     for node, parent in enumerate(parents):
         if parent >= 0:
             seen[node] |= seen[parent]
-    attend = torch.cat([torch.ones(6, 10, dtype=torch.bool), seen], dim=1)          # [6 nodes, 10 cached + 6]
-    depth = seen.sum(dim=1) - 1                                                      # offsets: 0, 1, 2, 0, 1, 2
-    branch = torch.cat([text[:10], other, text[13:16]])                              # the second branch, then 3 more
+    attend = torch.cat([torch.ones(6, 10, dtype=torch.bool), seen], dim=1)  # [6 nodes, 10 cached + 6]
+    depth = seen.sum(dim=1) - 1  # offsets: 0, 1, 2, 0, 1, 2
+    branch = torch.cat([text[:10], other, text[13:16]])  # the second branch, then 3 more
     branch_reference = steps(model, branch)
     rows = model.rows([0])
     rows.feed([text[:10]])
     tree, _ = rows.feed([tokens], last=6, attend=[attend], offsets=[depth])
-    reason = (first_difference(tree[0, :3], reference[1:4], "a token tree's first branch")
-              or first_difference(tree[0, 3:], branch_reference[1:4], "a token tree's second branch"))
+    reason = first_difference(tree[0, :3], reference[1:4], "a token tree's first branch") or first_difference(
+        tree[0, 3:], branch_reference[1:4], "a token tree's second branch"
+    )
     if reason:
         return reason
     rows.keep(0, list(range(10)) + [13, 14, 15])
-    after = torch.cat([rows.feed([branch[i:i + 1]])[0][0] for i in range(13, 16)])
+    after = torch.cat([rows.feed([branch[i : i + 1]])[0][0] for i in range(13, 16)])
     return first_difference(after, branch_reference[4:7], "the steps after keeping a tree's second branch")
 
 
@@ -146,20 +152,24 @@ def probe(threads: int, settings: Settings) -> Verdict:
 
     with tempfile.TemporaryDirectory() as folder:
         try:
-            model = load_gguf(write_tiny_quantized_gguf(Path(folder) / "tiny.gguf"), threads=threads, context=1024,
-                              settings=settings)
+            model = load_gguf(
+                write_tiny_quantized_gguf(Path(folder) / "tiny.gguf"), threads=threads, context=1024, settings=settings
+            )
         except SpecdecError as error:
             return Verdict(False, first_line(error))
         reason = self_test(model)
-        if reason is None and threads > 1:               # a governed model also runs on one thread fewer: the same bits there
+        if reason is None and threads > 1:  # a governed model also runs on one thread fewer: the same bits there
             fewer = load_gguf(model.path, threads=threads - 1, context=1024, settings=settings)
             reason = same_rows_on_fewer_threads(model, fewer)
             fewer.close()
         model.close()
     if reason:
         return Verdict(False, f"llama.cpp failed this machine's exactness test: {reason}")
-    return Verdict(True, f"llama.cpp passed this machine's exactness test ({threads} thread{'s' if threads > 1 else ''}: "
-                         "passes, a tree and rollbacks bit-equal to one-token steps)")
+    return Verdict(
+        True,
+        f"llama.cpp passed this machine's exactness test ({threads} thread{'s' if threads > 1 else ''}: "
+        "passes, a tree and rollbacks bit-equal to one-token steps)",
+    )
 
 
 def library_digest(path: Path, kept: dict) -> str:
@@ -178,7 +188,8 @@ def verdict_path() -> Path:
 
 
 def check_machine(threads: int | None = None, settings: Settings = EXACT, path: Path | None = None) -> Verdict:
-    """This machine's verdict for the runtime: the kept one when nothing that could change it changed, else a new test."""
+    """This machine's verdict for the runtime: the kept one when nothing that could change it changed, else a new
+    test."""
     from specdec.runtime.llama_cpp.library import installed_version, library_path
     from specdec.runtime.llama_cpp.model import default_threads
 
@@ -193,8 +204,13 @@ def check_machine(threads: int | None = None, settings: Settings = EXACT, path: 
     except (OSError, ValueError):
         kept = {}
     kept.setdefault("library", {})
-    key = {**cpu_facts(), "library_sha256": library_digest(library, kept["library"]), "xllamacpp": installed_version(),
-           "settings": settings.key(), "threads": threads}
+    key = {
+        **cpu_facts(),
+        "library_sha256": library_digest(library, kept["library"]),
+        "xllamacpp": installed_version(),
+        "settings": settings.key(),
+        "threads": threads,
+    }
     name = json.dumps(key, sort_keys=True)
     if name in kept.get("verdicts", {}):
         return Verdict(**kept["verdicts"][name])
@@ -205,8 +221,15 @@ def check_machine(threads: int | None = None, settings: Settings = EXACT, path: 
 
 
 def _run_subprocess(threads: int, settings: Settings) -> Verdict:
-    command = [sys.executable, "-m", "specdec.runtime.llama_cpp.self_test", "--threads", str(threads),
-               "--settings", json.dumps(settings.key())]
+    command = [
+        sys.executable,
+        "-m",
+        "specdec.runtime.llama_cpp.self_test",
+        "--threads",
+        str(threads),
+        "--settings",
+        json.dumps(settings.key()),
+    ]
     try:
         completed = subprocess.run(command, capture_output=True, text=True, timeout=SELF_TEST_TIMEOUT_S)
     except subprocess.TimeoutExpired:
@@ -221,14 +244,15 @@ def _run_subprocess(threads: int, settings: Settings) -> Verdict:
 
 
 def check_runtime(threads: int | None = None, settings: Settings = EXACT) -> tuple[bool, str]:
-    """(usable, why): whether the llama.cpp runtime may run here with `threads`, and why not in one line (torch then)."""
+    """(usable, why): whether the llama.cpp runtime may run here with `threads`, and why not in one line (torch
+    then)."""
     verdict = check_machine(threads, settings)
     return verdict.usable, verdict.why
 
 
 def prove_library(library: Path) -> str:
-    """The self-test's verdict for a library built here (`native.build`), run in a subprocess with it; one `SpecdecError` line
-    when it fails."""
+    """The self-test's verdict for a library built here (`native.build`), run in a subprocess with it; one
+    `SpecdecError` line when it fails."""
     from specdec.runtime.llama_cpp.native import ENVIRONMENT
 
     before = os.environ.get(ENVIRONMENT)
@@ -246,9 +270,13 @@ def prove_library(library: Path) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="run llama.cpp's exactness self-test in this process, print the verdict")
+    parser = argparse.ArgumentParser(
+        description="run llama.cpp's exactness self-test in this process, print the verdict"
+    )
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--settings", default=json.dumps(EXACT.key()), help="a Settings as JSON (default: the exact ones)")
+    parser.add_argument(
+        "--settings", default=json.dumps(EXACT.key()), help="a Settings as JSON (default: the exact ones)"
+    )
     parser.add_argument("--defaults", action="store_true", help="llama.cpp's own defaults (the negative control)")
     args = parser.parse_args(argv)
     settings = LLAMA_DEFAULTS if args.defaults else replace(EXACT, **json.loads(args.settings))

@@ -30,8 +30,9 @@ The causes, one setting each (`EXACT`):
   of a 6-token pass after 300 tokens of text differed from one-token steps by up to 0.79 in the logits on the
   1.5B and 0.43 on the 0.5B, though every short pass was exact (identical at 1 thread). That path is taken
   only when K and V have the same type (F16 or F32, and an F32 cache is cast to F16 before attention), so V
-  in bfloat16 turns it off: every row then equal at 1 and 2 threads, at 300 and 700 tokens. K keeps llama.cpp's default F16 (the query is rounded to K's type for the
-  dot products); V values lose 3 mantissa bits but are summed in float32 instead of the default's float16.
+  in bfloat16 turns it off: every row then equal at 1 and 2 threads, at 300 and 700 tokens. K keeps llama.cpp's default
+  F16 (the query is rounded to K's type for the dot products); V values lose 3 mantissa bits but are summed in float32
+  instead of the default's float16.
 
 **The prompt pass runs on the fastest kernels** (`prompt_ubatch = 512`): a text's first pass, over its prompt, fills
 the KV cache with values no later pass recomputes, and its last row gives the first new token. Speculative and plain
@@ -77,12 +78,12 @@ FLASH_ATTENTION_AUTO, FLASH_ATTENTION_ENABLED = -1, 1
 class Settings:
     """The knobs that decide which kernels run (module docstring): `EXACT` is what this runtime uses."""
 
-    repacked_weights: bool = True                # model parameter use_extra_bufts: faster steps (module docstring)
+    repacked_weights: bool = True  # model parameter use_extra_bufts: faster steps (module docstring)
     flash_attention: int = FLASH_ATTENTION_ENABLED
-    ubatch: int = 3                              # tokens per ubatch: the repacked GEMM takes over at 4, tinyBLAS at 8
-    prompt_ubatch: int = 512                     # tokens per ubatch of a text's prompt pass: the fastest kernels (below)
+    ubatch: int = 3  # tokens per ubatch: the repacked GEMM takes over at 4, tinyBLAS at 8
+    prompt_ubatch: int = 512  # tokens per ubatch of a text's prompt pass: the fastest kernels (below)
     key_type: int = GGML_TYPE_F16
-    value_type: int = GGML_TYPE_BF16             # not F16: no split-KV path for one-token passes
+    value_type: int = GGML_TYPE_BF16  # not F16: no split-KV path for one-token passes
 
     def key(self) -> dict[str, object]:
         """What a self-test's verdict depends on, as JSON-ready values."""
@@ -90,34 +91,43 @@ class Settings:
 
 
 EXACT = Settings()
-LLAMA_DEFAULTS = Settings(repacked_weights=True, flash_attention=FLASH_ATTENTION_AUTO, ubatch=512,
-                          key_type=GGML_TYPE_F16, value_type=GGML_TYPE_F16)
-# A draft's settings: llama.cpp's own, its fastest kernels at every row count. A draft never needs batch invariance: only
-# the target's passes must give the bits of one-token steps, and the q a drafted token was sampled from is the q the rule
-# divides by, whatever kernel computed it. Measured on the zoo's 0.5B (Intel Xeon, AVX-512, 2 threads, the pinned wheel):
-# a step 41.9 ms either way, a tree level of 4 nodes 63 ms against 110, a 64-token prompt 0.41 s against 0.91 s.
+LLAMA_DEFAULTS = Settings(
+    repacked_weights=True,
+    flash_attention=FLASH_ATTENTION_AUTO,
+    ubatch=512,
+    key_type=GGML_TYPE_F16,
+    value_type=GGML_TYPE_F16,
+)
+# A draft's settings: llama.cpp's own, its fastest kernels at every row count. A draft never needs batch invariance:
+# only the target's passes must give the bits of one-token steps, and the q a drafted token was sampled from is the q
+# the rule divides by, whatever kernel computed it. Measured on the zoo's 0.5B (Intel Xeon, AVX-512, 2 threads, the
+# pinned wheel): a step 41.9 ms either way, a tree level of 4 nodes 63 ms against 110, a 64-token prompt 0.41 s against
+# 0.91 s.
 FASTEST = LLAMA_DEFAULTS
 
-BATCH_TOKENS = 512          # the longest pass one llama_decode takes (a longer causal pass is cut into several)
+BATCH_TOKENS = 512  # the longest pass one llama_decode takes (a longer causal pass is cut into several)
 
 
 def model_params(lib, settings: Settings = EXACT):
-    """`llama_model_params` for loading a GGUF: the defaults, weights repacked as `settings` say, read rather than mapped."""
+    """`llama_model_params` for loading a GGUF: the defaults, weights repacked as `settings` say, read rather than
+    mapped."""
     params = lib.llama_model_default_params()
     params.use_extra_bufts = settings.repacked_weights
-    # read into memory, not mapped: the repacked weights are a copy, and the mapped file's pages would stay resident beside
-    # it. `specdec run`'s default pair, measured (Intel Xeon, 2 threads): 3.01 GB resident mapped, 2.37 GB read
+    # read into memory, not mapped: the repacked weights are a copy, and the mapped file's pages would stay resident
+    # beside it. `specdec run`'s default pair, measured (Intel Xeon, 2 threads): 3.01 GB resident mapped, 2.37 GB read
     params.load_mode = lib.LLAMA_LOAD_MODE_NONE
-    params.n_gpu_layers = 0                      # a CPU runtime: nothing offloaded even where a GPU backend exists
+    params.n_gpu_layers = 0  # a CPU runtime: nothing offloaded even where a GPU backend exists
     return params
 
 
 def context_params(lib, settings: Settings, cells: int, sequences: int, threads: int):
-    """`llama_context_params` for a cache of `cells` token cells shared by `sequences` sequence ids (module docstring)."""
+    """`llama_context_params` for a cache of `cells` token cells shared by `sequences` sequence ids (module
+    docstring)."""
     params = lib.llama_context_default_params()
     params.n_ctx = cells
     params.n_batch = BATCH_TOKENS
-    params.n_ubatch = min(max(settings.ubatch, settings.prompt_ubatch), BATCH_TOKENS)   # passes are cut by `Context.decode`
+    # passes are cut by `Context.decode`
+    params.n_ubatch = min(max(settings.ubatch, settings.prompt_ubatch), BATCH_TOKENS)
     params.n_seq_max = sequences
     params.n_outputs_max_per_seq = 0
     params.n_threads = threads

@@ -1,4 +1,5 @@
-"""How many threads a llama.cpp context runs on: every core while that is fastest, one fewer when someone else holds a core.
+"""How many threads a llama.cpp context runs on: every core while that is fastest, one fewer when someone else holds a
+core.
 
 A llama.cpp pass splits each layer's work over its threads and waits at a barrier for the slowest. On a quiet
 2-core machine two threads beat one (Qwen2.5-Coder-1.5B Q4_K_M's step: 40.8 ms against 62.7, medians); when
@@ -25,18 +26,19 @@ from __future__ import annotations
 import statistics
 from collections import deque
 
-PROBE_AFTER = 128     # passes between two runs of the count not in use (a slow probe costs one pass: 1.3 s at worst here)
-WINDOW = 5            # passes each count and size remember
-SIZES = 17            # passes of up to this many rows are told apart by size: a 2-row pass is never weighed against a 9-row
-                      # one (lumped together, the count whose last passes were short looked faster, and 2-row passes ran on
-                      # one thread: 150-180 ms against 83-97 on two, the 1.5B on 2 AVX2 cores)
+PROBE_AFTER = 128  # passes between two runs of the count not in use (a slow probe costs one pass: 1.3 s at worst here)
+WINDOW = 5  # passes each count and size remember
+SIZES = 17  # passes of up to this many rows are told apart by size: a 2-row pass is never weighed against a 9-row
+# one (lumped together, the count whose last passes were short looked faster, and 2-row passes ran on
+# one thread: 150-180 ms against 83-97 on two, the 1.5B on 2 AVX2 cores)
 
 
 class Threads:
     """The thread count a context's next pass runs on, learned from how long its passes take (module docstring).
 
     >>> governor = Threads(cores=2)
-    >>> for seconds in (0.06, 0.09):                       # a one-row pass on two threads, then on one (its first probe)
+    >>> # a one-row pass on two threads, then on one (its first probe)
+    >>> for seconds in (0.06, 0.09):
     ...     count = governor.count_for(rows=1)
     ...     governor.passed(rows=1, seconds=seconds)
     >>> governor.count_for(rows=1), governor.count_for(rows=4)   # quiet: every core is faster; 4 rows: not timed yet
@@ -52,15 +54,15 @@ class Threads:
     """
 
     def __init__(self, cores: int, fixed: bool = False) -> None:
-        self.counts = sorted({max(1, cores), max(1, cores - 1)}, reverse=True)   # every core, and one fewer
+        self.counts = sorted({max(1, cores), max(1, cores - 1)}, reverse=True)  # every core, and one fewer
         self.count = self.counts[0]
-        self.fixed = fixed or len(self.counts) == 1                              # a count asked for is never changed
+        self.fixed = fixed or len(self.counts) == 1  # a count asked for is never changed
         self.recent: dict[tuple[int, int], deque] = {}
         self.passes = 0
 
     def count_for(self, rows: int) -> int:
-        """The count a pass over `rows` tokens runs on: one not timed at this size yet, else now and then the slower one (so
-        its times stay current), else the one whose recent passes of this size were faster."""
+        """The count a pass over `rows` tokens runs on: one not timed at this size yet, else now and then the slower one
+        (so its times stay current), else the one whose recent passes of this size were faster."""
         if self.fixed:
             return self.count
         size = min(rows, SIZES)

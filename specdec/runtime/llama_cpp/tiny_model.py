@@ -37,13 +37,15 @@ import gguf
 import numpy as np
 
 HIDDEN, LAYERS, HEADS, KV_HEADS, FFN, CONTEXT = 768, 2, 6, 1, 1536, 2048
-Q4_K_BYTES, Q6_K_BYTES, BLOCK = 144, 210, 256          # bytes of one K-quant block of 256 weights
-SCORE_SCALE = 0.1                                        # attn_q, attn_k: a softmax far from one-hot
+Q4_K_BYTES, Q6_K_BYTES, BLOCK = 144, 210, 256  # bytes of one K-quant block of 256 weights
+SCORE_SCALE = 0.1  # attn_q, attn_k: a softmax far from one-hot
 
 
 def byte_tokens() -> list[str]:
     """GPT-2's byte-level alphabet: each of the 256 bytes as the printable character byte-level BPE writes for it."""
-    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    printable = (
+        list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    )
     extra = [b for b in range(256) if b not in printable]
     mapping = {b: chr(b) for b in printable} | {b: chr(256 + i) for i, b in enumerate(extra)}
     return [mapping[b] for b in range(256)]
@@ -54,11 +56,12 @@ def _half(values: np.ndarray) -> np.ndarray:
 
 
 def q4_k(rng: np.random.Generator, rows: int, columns: int, scale: float = 1.0) -> np.ndarray:
-    """Random Q4_K blocks for a [rows, columns] matrix, as bytes [rows, columns / 256 * 144] (weights up to about 0.5 x scale)."""
+    """Random Q4_K blocks for a [rows, columns] matrix, as bytes [rows, columns / 256 * 144] (weights up to about 0.5 x
+    scale)."""
     blocks = columns // BLOCK
     out = rng.integers(0, 256, (rows, blocks, Q4_K_BYTES), dtype=np.uint8)
-    out[:, :, 0:2] = _half(rng.uniform(2e-4, 6e-4, (rows, blocks)) * scale)       # d
-    out[:, :, 2:4] = _half(rng.uniform(1e-4, 4e-4, (rows, blocks)) * scale)       # dmin
+    out[:, :, 0:2] = _half(rng.uniform(2e-4, 6e-4, (rows, blocks)) * scale)  # d
+    out[:, :, 2:4] = _half(rng.uniform(1e-4, 4e-4, (rows, blocks)) * scale)  # dmin
     return out.reshape(rows, blocks * Q4_K_BYTES)
 
 
@@ -66,8 +69,8 @@ def q6_k(rng: np.random.Generator, rows: int, columns: int) -> np.ndarray:
     """Random Q6_K blocks for a [rows, columns] matrix, as bytes [rows, columns / 256 * 210]."""
     blocks = columns // BLOCK
     out = rng.integers(0, 256, (rows, blocks, Q6_K_BYTES), dtype=np.uint8)
-    out[:, :, 192:208] = rng.integers(-64, 64, (rows, blocks, 16), dtype=np.int8).view(np.uint8)   # sub-scales
-    out[:, :, 208:210] = _half(rng.uniform(5e-5, 1.5e-4, (rows, blocks)))                          # d
+    out[:, :, 192:208] = rng.integers(-64, 64, (rows, blocks, 16), dtype=np.int8).view(np.uint8)  # sub-scales
+    out[:, :, 208:210] = _half(rng.uniform(5e-5, 1.5e-4, (rows, blocks)))  # d
     return out.reshape(rows, blocks * Q6_K_BYTES)
 
 
@@ -85,8 +88,8 @@ class Shape:
 
 
 def write_header(writer: gguf.GGUFWriter, tokens: list[str], merges: list[str], shape: Shape, file_type=None) -> None:
-    """A qwen2 model's metadata and its byte-level BPE tokenizer (the last two tokens control tokens: BOS, then EOS): what
-    llama.cpp and transformers both read from a GGUF file. The tests' float GGUF files are written with it too."""
+    """A qwen2 model's metadata and its byte-level BPE tokenizer (the last two tokens control tokens: BOS, then EOS):
+    what llama.cpp and transformers both read from a GGUF file. The tests' float GGUF files are written with it too."""
     vocab = len(tokens)
     writer.add_context_length(shape.context)
     writer.add_embedding_length(shape.hidden)
@@ -101,8 +104,8 @@ def write_header(writer: gguf.GGUFWriter, tokens: list[str], merges: list[str], 
     writer.add_tokenizer_model("gpt2")
     writer.add_tokenizer_pre("qwen2")
     writer.add_token_list(tokens)
-    writer.add_token_types([1] * (vocab - 2) + [3, 3])          # 1 normal, 3 control
-    writer.add_token_scores([0.0] * vocab)                      # transformers needs scores even for BPE
+    writer.add_token_types([1] * (vocab - 2) + [3, 3])  # 1 normal, 3 control
+    writer.add_token_scores([0.0] * vocab)  # transformers needs scores even for BPE
     writer.add_token_merges(merges)
     writer.add_eos_token_id(vocab - 1)
     writer.add_bos_token_id(vocab - 2)
@@ -111,19 +114,25 @@ def write_header(writer: gguf.GGUFWriter, tokens: list[str], merges: list[str], 
 def write_tiny_quantized_gguf(path: Path, seed: int = 0, layers: int = LAYERS, output_noise: float = 0.0) -> Path:
     """Write a tiny random qwen2 model, Q4_K/Q6_K like a Q4_K_M file, with a byte-level vocabulary of 512 tokens.
 
-    `output_noise`: the share of the output layer's quantized bytes drawn afresh (from another stream): the same seed with a
-    little noise is a draft that agrees with the model often, not always (what a distribution test needs)."""
+    `output_noise`: the share of the output layer's quantized bytes drawn afresh (from another stream): the same seed
+    with a little noise is a draft that agrees with the model often, not always (what a distribution test needs)."""
     rng = np.random.default_rng(seed)
     tokens = byte_tokens() + [f"Ġw{i}" for i in range(254)] + ["<|endoftext|>", "<|im_end|>"]
-    vocab = len(tokens)                                        # 512: a multiple of 8, as repacking wants
+    vocab = len(tokens)  # 512: a multiple of 8, as repacking wants
     writer = gguf.GGUFWriter(str(path), "qwen2")
-    write_header(writer, tokens, ["Ġ w"], Shape(HIDDEN, layers, HEADS, KV_HEADS, FFN, CONTEXT, 1000000.0),
-                 gguf.LlamaFileType.MOSTLY_Q4_K_M)
+    write_header(
+        writer,
+        tokens,
+        ["Ġ w"],
+        Shape(HIDDEN, layers, HEADS, KV_HEADS, FFN, CONTEXT, 1000000.0),
+        gguf.LlamaFileType.MOSTLY_Q4_K_M,
+    )
+
     def quantized(name: str, rows: int, columns: int, kind: str = "q4_k", scale: float = 1.0) -> None:
         data = q4_k(rng, rows, columns, scale) if kind == "q4_k" else q6_k(rng, rows, columns)
         if name == "output.weight" and output_noise > 0:
             noise = np.random.default_rng(seed + 1000)
-            blocks = data.reshape(rows, -1, Q6_K_BYTES)                    # only the 6-bit values, not the scales
+            blocks = data.reshape(rows, -1, Q6_K_BYTES)  # only the 6-bit values, not the scales
             redrawn = noise.random(blocks[:, :, :192].shape) < output_noise
             blocks[:, :, :192][redrawn] = noise.integers(0, 256, int(redrawn.sum()), dtype=np.uint8)
         qtype = gguf.GGMLQuantizationType.Q4_K if kind == "q4_k" else gguf.GGMLQuantizationType.Q6_K

@@ -33,10 +33,12 @@ its own, the new tokens it sees come before it in the pass, and it sees what the
     >>> plan = plan_views(committed=3, pending=[], positions=[3, 4, 4], attend=attend)
     >>> plan.committed_seen, plan.seen_by
     ([3, 3, 3], [[1, 2], [], []])
-    >>> plan_views(3, [], [3, 4, 4], torch.tensor([[1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 0], [1, 1, 1, 1, 1, 1]], dtype=torch.bool))
+    >>> plan_views(3, [], [3, 4, 4], torch.tensor([[1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 0], [1, 1, 1, 1, 1, 1]],
+    ...     dtype=torch.bool))
     Traceback (most recent call last):
     ...
-    ValueError: new token 2 sees 2 tokens at position 4: llama.cpp's cache draws text and tree paths only (one token per position)
+    ValueError: new token 2 sees 2 tokens at position 4: llama.cpp's cache draws text and tree paths only (one token per
+    position)
 
 Not handled: a token that does not see the whole text before its path (a window, a gap), and a new token
 that sees one placed after it in the pass; both are refused.
@@ -53,9 +55,9 @@ import torch
 class ViewPlan:
     """How one row's new tokens see the cache: what to copy into each view before the pass, and which ids to feed."""
 
-    committed_seen: list[int]           # per new token k: it sees the row's committed tokens at positions 0 .. n - 1
-    pending_seen: list[list[int]]       # per new token k: the row's pending tokens (indices among them) it sees
-    seen_by: list[list[int]]            # per new token j: the other new tokens that see it (their views join j's cell)
+    committed_seen: list[int]  # per new token k: it sees the row's committed tokens at positions 0 .. n - 1
+    pending_seen: list[list[int]]  # per new token k: the row's pending tokens (indices among them) it sees
+    seen_by: list[list[int]]  # per new token j: the other new tokens that see it (their views join j's cell)
 
 
 def is_plain_causal(pending: int, length: int, positions: list[int], attend: torch.Tensor | None) -> bool:
@@ -84,8 +86,10 @@ def plan_views(committed: int, pending: list[int], positions: list[int], attend:
     m, cached = len(positions), committed + len(pending)
     attend = attend.cpu().bool()
     if tuple(attend.shape) != (m, cached + m):
-        raise ValueError(f"attend must be [{m}, {cached + m}] for {m} new tokens after {cached} cached, got {tuple(attend.shape)}")
-    at: list[dict[int, tuple[str, int]]] = []              # per new token: position -> the token it sees there
+        raise ValueError(
+            f"attend must be [{m}, {cached + m}] for {m} new tokens after {cached} cached, got {tuple(attend.shape)}"
+        )
+    at: list[dict[int, tuple[str, int]]] = []  # per new token: position -> the token it sees there
     committed_seen, pending_seen, seen_by = [], [], [[] for _ in range(m)]
     for k in range(m):
         seen, tokens, sees = _what_it_sees(k, attend[k], committed, pending, positions)
@@ -99,8 +103,9 @@ def plan_views(committed: int, pending: list[int], positions: list[int], attend:
     return ViewPlan(committed_seen, pending_seen, seen_by)
 
 
-def _what_it_sees(k: int, row: torch.Tensor, committed: int, pending: list[int],
-                  positions: list[int]) -> tuple[int, dict[int, tuple[str, int]], list[tuple[str, int, int]]]:
+def _what_it_sees(
+    k: int, row: torch.Tensor, committed: int, pending: list[int], positions: list[int]
+) -> tuple[int, dict[int, tuple[str, int]], list[tuple[str, int, int]]]:
     """What new token `k` sees (`row`, its line of `attend`): how much of the text, the token at each position (kind,
     index), and the cached pending and new tokens it sees (kind, index, position); a ValueError when llama.cpp cannot
     draw it."""
@@ -110,25 +115,35 @@ def _what_it_sees(k: int, row: torch.Tensor, committed: int, pending: list[int],
     text = row[:committed]
     seen = int(text.sum())
     if not bool(text[:seen].all()):
-        raise ValueError(f"new token {k} sees part of the text with gaps: llama.cpp's cache draws a whole text prefix only")
+        raise ValueError(
+            f"new token {k} sees part of the text with gaps: llama.cpp's cache draws a whole text prefix only"
+        )
     tokens = {position: ("committed", position) for position in range(seen)}
     sees = [("pending", i, pending[i]) for i in range(len(pending)) if row[committed + i]]
     sees += [("new", j, positions[j]) for j in range(m) if row[cached + j]]
     for kind, index, position in sees:
         if position in tokens:
-            raise ValueError(f"new token {k} sees 2 tokens at position {position}: llama.cpp's cache draws text and "
-                             "tree paths only (one token per position)")
+            raise ValueError(
+                f"new token {k} sees 2 tokens at position {position}: llama.cpp's cache draws text and "
+                "tree paths only (one token per position)"
+            )
         tokens[position] = (kind, index)
         if kind == "new" and index > k:
-            raise ValueError(f"new token {k} sees new token {index}, which comes after it: order the pass's tokens "
-                             "so that each comes after the ones it sees")
+            raise ValueError(
+                f"new token {k} sees new token {index}, which comes after it: order the pass's tokens "
+                "so that each comes after the ones it sees"
+            )
     if sorted(tokens) != list(range(positions[k] + 1)):
-        raise ValueError(f"new token {k} (position {positions[k]}) does not see one token at every position from 0 "
-                         "to its own: llama.cpp's cache draws text and tree paths only")
+        raise ValueError(
+            f"new token {k} (position {positions[k]}) does not see one token at every position from 0 "
+            "to its own: llama.cpp's cache draws text and tree paths only"
+        )
     first_new = min(position for position, (kind, _) in tokens.items() if kind == "new")
     if any(kind != "new" for position, (kind, _) in tokens.items() if position > first_new):
-        raise ValueError(f"new token {k} sees a cached token placed after a new one: llama.cpp needs the cached "
-                         "part of a view before its new part")
+        raise ValueError(
+            f"new token {k} sees a cached token placed after a new one: llama.cpp needs the cached "
+            "part of a view before its new part"
+        )
     return seen, tokens, sees
 
 
@@ -137,5 +152,7 @@ def _check_tree_consistent(at: list[dict[int, tuple[str, int]]], positions: list
     for k in range(len(at)):
         for j in [index for kind, index in at[k].values() if kind == "new" and index != k]:
             if any(at[k][position] != at[j][position] for position in range(positions[j] + 1)):
-                raise ValueError(f"new token {k} sees new token {j} but not what {j} sees: llama.cpp's cache draws "
-                                 "tree-consistent patterns only")
+                raise ValueError(
+                    f"new token {k} sees new token {j} but not what {j} sees: llama.cpp's cache draws "
+                    "tree-consistent patterns only"
+                )
