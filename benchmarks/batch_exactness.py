@@ -4,10 +4,11 @@ Loads the zoo's Qwen2.5-Coder 0.5B -> 1.5B (float32 by default: the float model 
 with speculative decoding (the draft model, chains with the stop rule) and with plain decoding, and holds every row
 to the target's own greedy continuation from `model.generate(do_sample=False)` run on that prompt alone.
 
-    python benchmarks/batch_exactness.py                              # 4 built-in prompts of different lengths, 128
-    tokens python benchmarks/batch_exactness.py --prompts my-prompts.txt      # one prompt per line
-    python benchmarks/batch_exactness.py --quantization auto --draft-quantization auto   # `specdec run`'s default
-    precision
+    #  4 built-in prompts of different lengths, 128 tokens
+    python benchmarks/batch_exactness.py
+    python benchmarks/batch_exactness.py --prompts my-prompts.txt      # one prompt per line
+    #  `specdec run`'s default precision
+    python benchmarks/batch_exactness.py --quantization auto --draft-quantization auto
 
 Exit code 0 when every row is identical, 1 otherwise; one line per row either way.
 """

@@ -1,7 +1,7 @@
 """What an EAGLE-3 head buys, against the 0.5B draft model and against minutes of training, on the bench suite.
 
-    python benchmarks/eagle_curve.py --heads ~/.cache/specdec/heads/qwen2.5-coder-1.5b SNAPSHOT... --out
-    benchmarks/eagle-curve.csv
+    python benchmarks/eagle_curve.py --heads ~/.cache/specdec/heads/qwen2.5-coder-1.5b SNAPSHOT... \
+        --out benchmarks/eagle-curve.csv
 
 Heads are folders `save_head` wrote: the final one, and the snapshots `train_pair_head(snapshots=...)` kept along the
 way (their minutes of training are in `training/progress.json` or the folder's name). For every prompt of the bench

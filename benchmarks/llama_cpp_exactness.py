@@ -1,12 +1,16 @@
 """Is the llama.cpp runtime exact on the zoo's real GGUF files, and what does a step and a pass cost? Measured here.
 
-    python benchmarks/llama_cpp_exactness.py exactness            # the 1.5B and the 0.5B, exact settings, 1 and 2
-    threads python benchmarks/llama_cpp_exactness.py controls             # each exact setting undone alone, and
-    llama.cpp's defaults python benchmarks/llama_cpp_exactness.py timing --repeats 15  # one-token step ms at 1 and 2
-    threads, v(k) for k = 1..17 python benchmarks/llama_cpp_exactness.py timing --busy 1      # the same while another
-    process keeps a core busy python benchmarks/llama_cpp_exactness.py greedy --tokens 64   # a greedy speculative loop
-    (0.5B drafts 4) vs plain greedy python benchmarks/llama_cpp_exactness.py table --out
-    benchmarks/llama-cpp-exactness.jsonl   # the results as markdown
+    #  the 1.5B and the 0.5B, exact settings, 1 and 2 threads
+    python benchmarks/llama_cpp_exactness.py exactness
+    #  each exact setting undone alone, and llama.cpp's defaults
+    python benchmarks/llama_cpp_exactness.py controls
+    #  one-token step ms at 1 and 2 threads, v(k) for k = 1..17
+    python benchmarks/llama_cpp_exactness.py timing --repeats 15
+    python benchmarks/llama_cpp_exactness.py timing --busy 1      # the same while another process keeps a core busy
+    #  a greedy speculative loop (0.5B drafts 4) vs plain greedy
+    python benchmarks/llama_cpp_exactness.py greedy --tokens 64
+    #  the results as markdown
+    python benchmarks/llama_cpp_exactness.py table --out benchmarks/llama-cpp-exactness.jsonl
 
 Add `--out FILE` to a measuring part to append its results there as one JSON line.
 

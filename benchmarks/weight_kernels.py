@@ -1,11 +1,11 @@
 """Which weights make the fastest exact speculative decoding on this CPU? One-token steps and multi-token passes, side
 by side.
 
-    python benchmarks/weight_kernels.py --out guide/measurements/kernels.csv                  # specdec's choices (about
-    6 minutes) python benchmarks/weight_kernels.py --llama-bench
-    ~/.cache/specdec/llama.cpp-11434.0.0/build/bin/llama-bench \\
-        --out guide/measurements/kernels.csv                                          # and llama.cpp's, on the zoo's
-        GGUF files
+    # specdec's choices (about 6 minutes)
+    python benchmarks/weight_kernels.py --out guide/measurements/kernels.csv
+    # and llama.cpp's, on the zoo's GGUF files
+    python benchmarks/weight_kernels.py --llama-bench ~/.cache/specdec/llama.cpp-11434.0.0/build/bin/llama-bench \\
+        --out guide/measurements/kernels.csv
 
 Speculative decoding's speed is set by two costs (the lessons' notation): c, one draft step over one
 target step, and v(gamma), one target pass over gamma + 1 tokens over one step. Both depend on the

@@ -246,8 +246,8 @@ def verification_cost(saved: str) -> float:
 
 
 def _formula_against_run(saved: str) -> tuple:
-    """Chapter 1: the run's c, v and tokens per pass in the speedup formula, at the run's gamma and at the drafts per
-    pass it made."""
+    """Chapter 1: the run's c, v and tokens per pass in the speedup
+    formula, at the run's gamma and at the drafts per pass it made."""
     c, v, tpp = draft_cost_ratio(saved), verification_cost(saved), stats(saved, "tokens_per_target_pass")
     gamma = json.loads(saved)["settings"]["gamma"]
     drafted, passes = stats(saved, "drafted"), stats(saved, "target_passes")
@@ -1236,8 +1236,8 @@ def recycling_by_hand() -> tuple[float, ...]:
 
 
 def recycling_parents() -> str:
-    """The default template as the engine drafts it when the table fills every node: `DraftTree.parents`, -1 the
-    root."""
+    """The default template as the engine drafts it when the
+    table fills every node: `DraftTree.parents`, -1 the root."""
     import torch
 
     from specdec.engine.contract import DraftRequest
@@ -1598,8 +1598,8 @@ def _batch(saved: str, *keys: str) -> tuple:
 
 
 def _plain_batch_of_8(saved: str) -> tuple:
-    """A plain pass over the batch of 8 in one-row steps, the rows it held on average, and a token's cost in one-row
-    steps."""
+    """A plain pass over the batch of 8 in one-row steps, the rows
+    it held on average, and a token's cost in one-row steps."""
     import io
 
     import pandas as pd
@@ -1895,8 +1895,8 @@ HEAD_CURVE = (
 
 
 def _trained(saved: str) -> dict[str, float]:
-    """From a head's saved training/progress.json: tokens, minutes, top-1 agreement over the first and last ten
-    steps."""
+    """From a head's saved training/progress.json: tokens,
+    minutes, top-1 agreement over the first and last ten steps."""
     history = json.loads(saved)["history"]
     return {
         "tokens": history[-1]["tokens"],
@@ -2035,8 +2035,8 @@ def _control_row(saved: str, key: str) -> tuple[str, ...]:
 
 
 def engine_v(timing: dict, gamma: int) -> float:
-    """Chapter 1's v(gamma), a pass over gamma + 1 tokens in one-token steps, from the benchmark's v[k] over k
-    tokens."""
+    """Chapter 1's v(gamma), a pass over gamma + 1 tokens in
+    one-token steps, from the benchmark's v[k] over k tokens."""
     return timing["v"][gamma + 1]
 
 
@@ -2044,8 +2044,8 @@ TABLE_GAMMAS = (1, 2, 3, 4, 8, 16)  # the v(gamma) table's columns
 
 
 def share_of_tokens(timing: dict) -> tuple[float, float]:
-    """The least and the most of v(gamma) / (gamma + 1) over the table's gammas: how near a pass is to one step per
-    token."""
+    """The least and the most of v(gamma) / (gamma + 1) over the
+    table's gammas: how near a pass is to one step per token."""
     shares = [engine_v(timing, gamma) / (gamma + 1) for gamma in TABLE_GAMMAS]
     return min(shares), max(shares)
 
@@ -2056,15 +2056,15 @@ def _spelled(numbers: list[int]) -> str:
 
 
 def free_ceiling(timing: dict) -> tuple[float, int]:
-    """The most a draft that costs nothing and is always right can gain: the largest (gamma + 1) / v(gamma), and its
-    gamma."""
+    """The most a draft that costs nothing and is always right can
+    gain: the largest (gamma + 1) / v(gamma), and its gamma."""
     best = max(range(1, max(timing["v"])), key=lambda gamma: (gamma + 1) / engine_v(timing, gamma))
     return (best + 1) / engine_v(timing, best), best
 
 
 def draft_prediction(saved: str) -> tuple[float, float, float, int, float]:
-    """The 0.5B's step, the 1.5B's, c, and the policy's best chain at ASSUMED_ALPHA with that run's v (both on one
-    thread)."""
+    """The 0.5B's step, the 1.5B's, c, and the policy's best chain
+    at ASSUMED_ALPHA with that run's v (both on one thread)."""
     n = _llama(saved)
     draft, target = n["draft_t1"], n["busy_t1"]
     c = draft["step"] / target["step"]
@@ -2307,8 +2307,8 @@ NUMBERS += [
 
 
 def _two_pairs(saved: str) -> tuple:
-    """Chapter 7, exercise 2: the bfloat16 pair and the int8/int4 pair at alpha 0.8, gamma 5, from the AVX-512
-    kernels."""
+    """Chapter 7, exercise 2: the bfloat16 pair and the int8/int4
+    pair at alpha 0.8, gamma 5, from the AVX-512 kernels."""
     k = kernel_costs(saved)
     rounds = []
     for target, draft in (("bfloat16", "bfloat16"), ("float32 int8", "bfloat16 int4")):

@@ -159,8 +159,8 @@ class CourseTime:
 
 
 def chapter_time(text: str) -> CourseTime:
-    """One chapter's prose words, its lines of code, tables and formulas, and the estimates its exercises and lab open
-    with."""
+    """One chapter's prose words, its lines of code, tables and
+    formulas, and the estimates its exercises and lab open with."""
     exercises = sum(int(m) for m in EXERCISE_ESTIMATE.findall(exercises_section(text)))
     words, lines = reading_parts(text)
     return CourseTime(
@@ -172,8 +172,8 @@ def chapter_time(text: str) -> CourseTime:
 
 
 def chapter_phrase(time: CourseTime) -> str:
-    """How a chapter's first line states its time: 'About 14 minutes to read, 40 for the exercises and 30 for the
-    lab.'"""
+    """How a chapter's first line states its time: 'About 14
+    minutes to read, 40 for the exercises and 30 for the lab.'"""
     lab = f" and {time.lab_minutes} for the lab" if time.lab_minutes else ""
     return f"About {time.reading_minutes} minutes to read, {time.exercise_minutes} for the exercises{lab}."
 
@@ -232,8 +232,8 @@ def lab_minutes(lab: str, guide: Path = GUIDE) -> int:
 
 
 def path_lines(guide: Path = GUIDE) -> list[str]:
-    """The one-hour path as the guide's first page and chapter 0 state it: one markdown list item a step, the total, the
-    lab."""
+    """The one-hour path as the guide's first page and chapter 0
+    state it: one markdown list item a step, the total, the lab."""
     lines = []
     for name, headings, minutes in path_minutes(guide):
         what = (

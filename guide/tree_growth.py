@@ -180,8 +180,8 @@ def grow(
 
 
 class LawReader:
-    """A tree reader handing out fixed draft laws: `draft(path)` after the root and the tokens `path` (for
-    TreeDrafter)."""
+    """A tree reader handing out fixed draft laws: `draft(path)`
+    after the root and the tokens `path` (for TreeDrafter)."""
 
     name, draft_model, hidden_layers, internals = "draft laws", None, (), False
 

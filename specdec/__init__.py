@@ -18,8 +18,9 @@ contract, `tests/test_layers.py` proves it can fail):
     specdec/bench/         measurement: prompts, the harness and its methods, tables, charts, Spec-Bench, vLLM
     specdec/head_training.py   training a head for a loaded pair on ShareGPT
     specdec/pair/          a pair from a run spec to tokens: its resources, loading as planned, measuring, running
-    specdec/planner/       the one plan: each model's runtime and precision, the drafting and why, the header every door
-    prints specdec/run_spec.py    one run described once: pair, precision, drafting, decoding
+    specdec/planner/       the one plan: each model's runtime and precision, the drafting and why, the header every
+                           door prints
+    specdec/run_spec.py    one run described once: pair, precision, drafting, decoding
     specdec/registry/      the one list of drafting methods: what each needs, its options, how it drafts
     specdec/runtimes/      the runtimes as entries: what each runs here, how it loads, how a plan names it
     specdec/heads/         trained EAGLE-3 heads: the network, its tree reader, training, files

@@ -47,8 +47,8 @@ class HeadRun:
 def training_sequences(
     tokenizer: PreTrainedTokenizerBase, conversations: Iterable[Sequence[tuple[str, str]]], max_tokens: int = MAX_TOKENS
 ) -> list[torch.Tensor]:
-    """Each conversation's token ids [T <= max_tokens] in the tokenizer's chat template (plain text when it has
-    none)."""
+    """Each conversation's token ids [T <= max_tokens] in the
+    tokenizer's chat template (plain text when it has none)."""
     sequences = []
     for turns in conversations:
         messages = [{"role": role, "content": text} for role, text in turns]
@@ -63,8 +63,8 @@ def training_sequences(
 
 
 def history_rows(history: Sequence[Progress]) -> list[dict]:
-    """The progress of every step as plain rows (for a checkpoint's progress.json and the acceptance-by-minutes
-    curve)."""
+    """The progress of every step as plain rows (for a checkpoint's
+    progress.json and the acceptance-by-minutes curve)."""
     return [
         {
             "step": p.numbers["step"],
@@ -184,8 +184,8 @@ def train_for_target(
     checkpoint_every_s: float = 300.0,
     snapshots: str | Path | None = None,
 ) -> HeadRun:
-    """Load `target_name`, read ShareGPT, train its head for `minutes` (and/or `steps`) into `out` (default: the
-    cache)."""
+    """Load `target_name`, read ShareGPT, train its head for
+    `minutes` (and/or `steps`) into `out` (default: the cache)."""
     from specdec.zoo.sharegpt import fetch_sharegpt, read_conversations
 
     check_run_length(minutes, steps)

@@ -82,8 +82,8 @@ class RunSpec:
         return f"{self.draft}->{self.target}"
 
     def check(self) -> RunSpec:
-        """Refuse, in one line and before anything loads, what cannot run: a bad gamma, runtime, method, option or
-        corpus."""
+        """Refuse, in one line and before anything loads, what cannot
+        run: a bad gamma, runtime, method, option or corpus."""
         if not self.target.strip() or not self.draft.strip():
             raise SpecdecError("give both a draft and a target")
         # 1..64 (the method: below)

@@ -69,8 +69,8 @@ def pytest_collection_modifyitems(config, items):
 
 
 def cache_state(root: Path) -> dict[str, tuple[int, int]]:
-    """Every file under `root` with its size and modification time (nanoseconds): what a run of the suite must not
-    change."""
+    """Every file under `root` with its size and modification time
+    (nanoseconds): what a run of the suite must not change."""
     if not root.is_dir():
         return {}
     return {

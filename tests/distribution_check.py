@@ -74,8 +74,8 @@ def exact_distribution(
 
 
 def sampled_counts(generate: Callable[[int], list[int]], runs: int, length: int, skip_first: bool = True) -> Counter:
-    """Counts of (t_2..t_length) (or t_1..t_length) over `runs` seeded generations, one call each (for what cannot
-    batch)."""
+    """Counts of (t_2..t_length) (or t_1..t_length) over `runs`
+    seeded generations, one call each (for what cannot batch)."""
     start = 1 if skip_first else 0
     return Counter(tuple(generate(seed)[start:length]) for seed in range(runs))
 
@@ -102,8 +102,8 @@ def batched_runs(
 def speculative_fit(
     target, draft_factory, sampling: SamplingConfig, prompt=PROMPT, gamma_factory=lambda: 3, lengths=None, runs=RUNS
 ):
-    """The chi-square fit of the first round's tokens over `runs` rows against the exact distribution, and the
-    acceptance rate."""
+    """The chi-square fit of the first round's tokens over `runs`
+    rows against the exact distribution, and the acceptance rate."""
     exact = exact_distribution(target, prompt, LENGTH, sampling)
     results = batched_runs(target, draft_factory(), sampling, prompt, gamma_factory(), runs)
     if lengths is not None:

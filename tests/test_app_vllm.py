@@ -1,5 +1,5 @@
-"""The Compare page's vLLM engines under AppTest: a fake vLLM server (`fake_vllm.FakeServer`), and vLLM missing or
-down."""
+"""The Compare page's vLLM engines under AppTest: a fake vLLM
+server (`fake_vllm.FakeServer`), and vLLM missing or down."""
 
 from __future__ import annotations
 

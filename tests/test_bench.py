@@ -399,8 +399,8 @@ def test_a_draft_with_another_tokenizer_is_benchmarked_against_transformers_univ
 def test_transformers_assisted_generation_as_it_ships_gives_the_targets_greedy_tokens_and_leaves_the_draft_as_it_was(
     tiny_loaded_pair,
 ):
-    """ "assisted-default" sets nothing on the draft's generation config (transformers re-fits its threshold in a
-    copy)."""
+    """ "assisted-default" sets nothing on the draft's generation
+    config (transformers re-fits its threshold in a copy)."""
     from specdec.bench.hf_baselines import hf_generate
 
     pair = tiny_loaded_pair

@@ -84,8 +84,8 @@ def test_the_one_hour_path_fits_an_hour_with_its_lab_at_the_courses_one_pace():
 
 
 def pointers(heading: str) -> list[re.Pattern]:
-    """How a chapter refers to a section: its title in italics or quotes, 'step a' for 'Step a: ...', 'bug 3' for '3.
-    ...'."""
+    """How a chapter refers to a section: its title in italics or
+    quotes, 'step a' for 'Step a: ...', 'bug 3' for '3. ...'."""
     found = [re.compile(r"[*\"“]" + re.escape(heading) + r"[*\"”]", re.IGNORECASE)]
     step = re.match(r"Step ([a-e]):", heading)
     if step:

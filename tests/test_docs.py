@@ -1,7 +1,8 @@
 """The first docs a newcomer reads describe the house as it is: checked against the tree, so they cannot drift.
 
 - the layout page's table of modules (`docs/layout.md`, "What you get") has a row for every folder and top-level module
-  of `specdec/`, and each folder's row names every module and sub-folder in it;
+  of `specdec/`, and
+  each folder's row names every module and sub-folder in it;
 - its layers sentence names the layers of the import contract (`pyproject.toml`), in its order;
 - `help(specdec)` (the package docstring) names every folder and top-level module.
 
@@ -25,8 +26,8 @@ PACKAGE = ROOT / "specdec"
 
 
 def house(package: Path = PACKAGE) -> dict[str, set[str]]:
-    """'specdec/x/' -> the names its row must mention (its modules 'a.py' and sub-folders 'b/'); 'specdec/y.py' ->
-    set()."""
+    """'specdec/x/' -> the names its row must mention (its modules
+    'a.py' and sub-folders 'b/'); 'specdec/y.py' -> set()."""
     found: dict[str, set[str]] = {}
     for path in sorted(package.iterdir()):
         if path.is_dir() and (path / "__init__.py").is_file():

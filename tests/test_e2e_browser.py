@@ -176,8 +176,8 @@ def screenshot(page, name: str) -> None:
 
 
 def go_to(page, app_url: str, label: str) -> None:
-    """Follow the sidebar's link to a page, as a person would (opening the app with the test's settings first if
-    needed)."""
+    """Follow the sidebar's link to a page, as a person would
+    (opening the app with the test's settings first if needed)."""
     if not page.url.startswith(app_url):
         page.goto(f"{app_url}/?{SETTINGS}")
         settle(page, "text=Models on this machine")
@@ -323,8 +323,8 @@ def test_lessons_render_chapters_with_math_figures_and_solutions(page, app_url):
 
 
 def test_two_tabs_generate_at_once_and_take_turns(page, app_url):
-    """Two sessions press Generate together: the second waits in line with its place shown, then runs; both finish, no
-    error."""
+    """Two sessions press Generate together: the second waits in
+    line with its place shown, then runs; both finish, no error."""
     longer = SETTINGS.replace("max_new_tokens=64", "max_new_tokens=240")  # the tiny target holds 256 tokens
     tabs = [page.context.new_page(), page.context.new_page()]
     try:

@@ -116,8 +116,8 @@ def test_a_batch_of_texts_is_exact(trained):
 
 
 def test_training_lowers_the_loss_and_raises_tokens_per_pass():
-    """A real assertion on what training buys: the same head after 1 step and after 150, on ~1,000 tokens of the
-    target's own text."""
+    """A real assertion on what training buys: the same head after 1
+    step and after 150, on ~1,000 tokens of the target's own text."""
     target = tiny_model("llama", layers=4, seed=5)
     texts = own_texts(target, seed=1)
     losses = []
@@ -135,8 +135,8 @@ def test_training_lowers_the_loss_and_raises_tokens_per_pass():
 
 @pytest.fixture(scope="module")
 def small():
-    """A vocabulary of 8 (every continuation enumerable) and a head that can say only 6 of them (ids 0 and 5 left
-    out)."""
+    """A vocabulary of 8 (every continuation enumerable) and a
+    head that can say only 6 of them (ids 0 and 5 left out)."""
     target = tiny_model("gpt2", vocab_size=8, layers=3, seed=0)
     head = EagleHead.for_target(target, torch.tensor([1, 2, 3, 4, 6, 7]), seed=1)
     head = train_head(target, own_texts(target, count=16, vocab=8), steps=40, settings=SETTINGS, head=head)
@@ -163,8 +163,8 @@ def test_sampled_distribution_is_the_targets(small, sampling, weights):
 
 
 def unmapped(grow):
-    """BROKEN: the tree's tokens are drawn from the mapped q, but the rule is told q over the draft ids read as target
-    ids."""
+    """BROKEN: the tree's tokens are drawn from the mapped q, but
+    the rule is told q over the draft ids read as target ids."""
 
     def broken(self, state, sequence, max_depth, sampling, generator):
         tree = grow(self, state, sequence, max_depth, sampling, generator)

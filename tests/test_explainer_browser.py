@@ -193,8 +193,8 @@ def test_tree_of_two_guesses_keeps_p_and_keeps_a_guess_more_often(page):
 
 
 def test_tree_section_follows_the_bars(page):
-    """Change q with the keyboard: the tree's theory moves to specdec's value for the new p and q, and its counts
-    restart."""
+    """Change q with the keyboard: the tree's theory moves to
+    specdec's value for the new p and q, and its counts restart."""
     page.click("#tree-burst")
     page.focus('.bar[data-dist="q"][data-token="1"]')
     for _ in range(10):

@@ -119,8 +119,8 @@ GRID = [
 
 
 def test_the_html_computes_expected_tokens_and_speedup_as_theory_does():
-    """E[tokens], its alpha^k terms, the speedup, the best gamma and the guided-question search, on a grid, against
-    theory."""
+    """E[tokens], its alpha^k terms, the speedup, the best gamma
+    and the guided-question search, on a grid, against theory."""
     shown = run_javascript(
         explainer_math(),
         f"""
@@ -164,8 +164,8 @@ CHAIN_PROGRAM = """
 
 
 def test_the_html_chain_round_writes_p_and_averages_the_formula():
-    """The HTML's round, 40,000 times: its first token follows p, and its length averages sum(alpha^k) within 5 standard
-    errors."""
+    """The HTML's round, 40,000 times: its first token follows p,
+    and its length averages sum(alpha^k) within 5 standard errors."""
     shown = run_javascript(explainer_math(), CHAIN_PROGRAM)
     assert chi_square_test(shown["firsts"], [0.3, 0.4, 0.3]).p_value > 1e-4
     written = np.asarray(shown["written"])

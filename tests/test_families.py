@@ -122,8 +122,8 @@ def small_target():
 
 @pytest.fixture(scope="module")
 def echo_prompt(small_target):
-    """A prompt that ends with the target's own greedy text, so lookups and the table find what the target is likely to
-    say."""
+    """A prompt that ends with the target's own greedy text, so
+    lookups and the table find what the target is likely to say."""
     return [2, 3, 4] + reference_greedy(small_target, [2, 3, 4], max_new_tokens=8)
 
 

@@ -193,8 +193,8 @@ def test_drafted_tokens_after_an_accepted_end_of_sequence_are_not_counted_as_acc
 
 
 def test_a_chain_without_q_while_sampling_is_fixed_candidates(pairs):
-    """q=None is a point mass on each token: the rule keeps x with probability p(x) (the oracle's tokens are likely, so
-    often)."""
+    """q=None is a point mass on each token: the rule keeps x with
+    probability p(x) (the oracle's tokens are likely, so often)."""
     target, _ = pairs["gpt2"]
     greedy = autoregressive_generate(target, torch.tensor([3, 4]), max_new_tokens=8, temperature=0).tokens
     result = speculative_generate(

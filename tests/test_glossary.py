@@ -214,8 +214,8 @@ CHECK_IN_CHAPTER = {
 
 
 def glossary_heads(text: str) -> set[str]:
-    """Every name an entry heads with: '**Q4_K, Q6_K** — ...' gives {'q4_k', 'q6_k'}; '**alpha (α)**' gives {'alpha',
-    'α'}."""
+    """Every name an entry heads with: '**Q4_K, Q6_K** — ...' gives
+    {'q4_k', 'q6_k'}; '**alpha (α)**' gives {'alpha', 'α'}."""
     heads = set()
     for head in re.findall(r"^\*\*(.+?)\*\* — ", text, flags=re.MULTILINE):
         for name in re.split(r",\s*|\s*\(|\)", head):

@@ -147,8 +147,8 @@ def excerpts(text: str) -> list[tuple[str | None, str, str]]:
 
 
 def appears_verbatim(excerpt: str, source: str) -> bool:
-    """Whether each run of lines in `excerpt` (runs split at a line "...") is a run of lines of `source`, up to
-    indentation."""
+    """Whether each run of lines in `excerpt` (runs split at a line
+    "...") is a run of lines of `source`, up to indentation."""
     source_lines = source.splitlines()
     position = 0
     for chunk in re.split(r"^[ \t]*(?:#[ \t]*)?\.\.\.[ \t]*$\n?", excerpt, flags=re.MULTILINE):
@@ -335,8 +335,8 @@ def test_code_and_tables_are_read_at_their_own_speed():
 
 
 def test_the_one_hour_path_is_stated_on_the_first_page_and_in_chapter_0():
-    """The guide's first page and chapter 0 list the one-hour path as `reading_time.path_lines()` counts it, and it is
-    about an hour."""
+    """The guide's first page and chapter 0 list the one-hour path as
+    `reading_time.path_lines()` counts it, and it is about an hour."""
     lines = reading_time.path_lines()
     total = sum(minutes for _, _, minutes in reading_time.path_minutes()) + reading_time.lab_minutes(
         reading_time.PATH_LAB[0]

@@ -45,8 +45,8 @@ def load(source: str):
 
 
 def draw_tree(last: int, rng: np.random.Generator):
-    """Children drawn from Q without replacement, breadth-first; p and q rows from the tables, as a real round has
-    them."""
+    """Children drawn from Q without replacement, breadth-first;
+    p and q rows from the tables, as a real round has them."""
     tokens: list[int] = []
     parents = list(SHAPE)
     for parent in parents:

@@ -31,8 +31,8 @@ def checked_files() -> list[Path]:
 def named(
     source: str, methods: set[str] = frozenset(METHODS), classes: set[str] = frozenset(DRAFTER_CLASSES)
 ) -> list[str]:
-    """Each place in `source` that names a method (a string that is one, outside docstrings), a drafter class, or
-    `.module`."""
+    """Each place in `source` that names a method (a string that
+    is one, outside docstrings), a drafter class, or `.module`."""
     tree = ast.parse(source)
     docstrings = {
         id(node.body[0].value)
@@ -91,8 +91,8 @@ RUNTIME_HOMES = ("specdec/runtime/", "specdec/runtimes/")
 
 
 def compared_runtimes(source: str, names: frozenset[str] = frozenset(RUNTIMES)) -> list[str]:
-    """Each comparison in `source` (==, !=, in, not in, a match case) with a string that is a registered runtime's
-    name."""
+    """Each comparison in `source` (==, !=, in, not in, a match
+    case) with a string that is a registered runtime's name."""
     found = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Compare):
@@ -112,8 +112,8 @@ def compared_runtimes(source: str, names: frozenset[str] = frozenset(RUNTIMES)) 
 
 
 def test_nothing_outside_the_runtimes_compares_a_runtimes_name():
-    """Choosing, loading, describing a runtime: each reads the registry's entries (`specdec.runtimes`), never its
-    name."""
+    """Choosing, loading, describing a runtime: each reads the
+    registry's entries (`specdec.runtimes`), never its name."""
     files = sorted((ROOT / "specdec").rglob("*.py")) + sorted((ROOT / "pages").rglob("*.py")) + [ROOT / "app.py"]
     outside = [path for path in files if not str(path.relative_to(ROOT)).startswith(RUNTIME_HOMES)]
     assert {

@@ -366,8 +366,8 @@ BIASED = {
 
 
 def variant(lab: str, line: str | None, change: str) -> str:
-    """The lab's solution with `line` replaced by `change` (everywhere), or with `change` appended (it then redefines a
-    function)."""
+    """The lab's solution with `line` replaced by `change` (everywhere),
+    or with `change` appended (it then redefines a function)."""
     source = (LABS / lab / "solution.py").read_text(encoding="utf-8")
     if line is None:
         return source + "\n\n" + change + "\n"
@@ -450,8 +450,8 @@ def test_the_batch_lab_really_is_ragged():
 
 
 def test_the_tree_labs_cases_are_what_tree_drafter_grows_today():
-    """lab 04-tree grades against guide/labs/04-tree/cases.json with NumPy alone; TreeDrafter must still grow those
-    trees."""
+    """lab 04-tree grades against guide/labs/04-tree/cases.json
+    with NumPy alone; TreeDrafter must still grow those trees."""
     sys.path.insert(0, str(LABS.parent))
     import tree_growth  # guide/tree_growth.py
 
@@ -474,8 +474,8 @@ LAW_RTOL = 1e-5  # exp of a float32 log near -25 is good to about 25 ulps relati
 
 
 def case_difference(committed: list[dict], today: list[dict]) -> str | None:
-    """None when `today`'s tree-lab cases are `committed`'s (laws to the tolerances above, all else exactly), else the
-    first difference."""
+    """None when `today`'s tree-lab cases are `committed`'s (laws to the
+    tolerances above, all else exactly), else the first difference."""
     if len(committed) != len(today):
         return f"{len(committed)} cases committed, {len(today)} made today"
     for number, (old, new) in enumerate(zip(committed, today)):
@@ -566,8 +566,8 @@ def test_the_tie_check_frees_the_order_of_tied_tokens_and_nothing_else():
 
 
 def test_the_recycling_labs_cases_are_what_token_recycling_does_today():
-    """lab 05-recycling grades against guide/labs/05-recycling/cases.json with Python alone; the drafter must still make
-    them."""
+    """lab 05-recycling grades against guide/labs/05-recycling/cases.json
+    with Python alone; the drafter must still make them."""
     make = labs.load(LABS / "05-recycling" / "make_cases.py", "recycling_cases")
     committed = (LABS / "05-recycling" / "cases.json").read_text(encoding="utf-8")
     assert committed == make.cases_json(make.make_cases()), "run `python guide/labs/05-recycling/make_cases.py`"
@@ -599,8 +599,8 @@ def module_from(source: str) -> types.ModuleType:
 
 
 def largest_bias(lab: str, module: types.ModuleType) -> float:
-    """The largest error, in any token's probability, of the answer's law over what the lab's grader looks at
-    (exactly)."""
+    """The largest error, in any token's probability, of the
+    answer's law over what the lab's grader looks at (exactly)."""
     checks = labs.checks(lab)
     gaps = []
     if lab == "01-rule":
@@ -624,8 +624,8 @@ def largest_bias(lab: str, module: types.ModuleType) -> float:
 
 @pytest.mark.parametrize("lab, name, line, change", BIASES, ids=[f"{lab}: {name}" for lab, name, _, _ in BIASES])
 def test_an_answer_off_by_a_small_bias_fails_its_grader(lab, name, line, change, tmp_path):
-    """The negative control of the law checks: the answer is off by 0.005 to 0.03 in one token's probability, no
-    more."""
+    """The negative control of the law checks: the answer is
+    off by 0.005 to 0.03 in one token's probability, no more."""
     source = variant(lab, line, change)
     assert 0.0049 <= largest_bias(lab, module_from(source)) <= 0.03
     (tmp_path / "biased.py").write_text(source, encoding="utf-8")

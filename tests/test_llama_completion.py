@@ -80,8 +80,8 @@ def token_bytes(ids: list[int]) -> bytes:
 
 
 def prompts() -> list[bytes]:
-    """Printable ASCII without 'w' (no merge applies: one byte, one token), lengths 1 to 700 (past one ubatch of
-    512)."""
+    """Printable ASCII without 'w' (no merge applies: one byte,
+    one token), lengths 1 to 700 (past one ubatch of 512)."""
     rng = np.random.default_rng(7)
     alphabet = np.array([c for c in range(32, 127) if c != ord("w")], dtype=np.uint8)
     return [bytes(alphabet[rng.integers(0, len(alphabet), n)]) for n in (1, 2, 5, 9, 17, 64, 200, 511, 513, 700)]

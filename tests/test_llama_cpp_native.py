@@ -114,8 +114,8 @@ def test_the_build_compiles_passes_the_self_test_and_runs(store, capsys):  # pra
 
 
 def test_status_says_when_the_wheel_leaves_this_cpus_instruction_sets_unused(store, monkeypatch, capsys):
-    """An AVX-512 CPU on the wheel hears of `specdec runtime build` in one line; an AVX2 one, or one with a build, does
-    not."""
+    """An AVX-512 CPU on the wheel hears of `specdec runtime build`
+    in one line; an AVX2 one, or one with a build, does not."""
     monkeypatch.setattr(native, "cpu_flags", lambda: {"avx", "avx2", "fma", "f16c", "avx512f", "avx512_bf16"})
     assert main(["runtime", "status"]) == 0
     out = capsys.readouterr().out.splitlines()

@@ -191,8 +191,8 @@ def test_the_self_test_passes_with_the_exact_settings_and_refuses_llama_cpps_def
 
 
 def test_each_exact_setting_is_needed_on_the_tiny_model(tiny_path):
-    """Repacked weights are exact only in ubatches of at most 3 rows: 4 (their GEMM) and 512 fail; so does attention
-    without flash."""
+    """Repacked weights are exact only in ubatches of at most 3 rows:
+    4 (their GEMM) and 512 fail; so does attention without flash."""
     for changed in ({"ubatch": 4}, {"flash_attention": 0}, {"ubatch": 512}):
         loose = load_gguf(tiny_path, threads=1, context=512, settings=replace(EXACT, **changed))
         try:

@@ -173,8 +173,8 @@ def llama_exact_distribution(
 
 
 def sampled_fit(target, draft):
-    """The first round's tokens over RUNS runs (rows of batched calls, each its own random stream) against the exact
-    law."""
+    """The first round's tokens over RUNS runs (rows of batched
+    calls, each its own random stream) against the exact law."""
     exact = llama_exact_distribution(target, PROMPT, LENGTH, SAMPLING)
     counts, drafted, accepted = Counter(), 0, 0
     for start in range(0, RUNS, BATCH):
@@ -197,8 +197,8 @@ def sampled_fit(target, draft):
 @pytest.mark.slow
 @pytest.mark.parametrize("draft_settings", ["exact", "fastest"])
 def test_sampled_output_has_the_targets_distribution_on_llama_cpp(models, draft_settings):
-    """The draft on either settings: the rule divides by the q the drafted token was sampled from, whatever kernel made
-    it."""
+    """The draft on either settings: the rule divides by the q the
+    drafted token was sampled from, whatever kernel made it."""
     target, other, _, fast = models
     fit, acceptance = sampled_fit(target, other if draft_settings == "exact" else fast)
     assert fit.p_value > SIGNIFICANCE, fit

@@ -32,8 +32,8 @@ except (ImportError, SpecdecError) as error:  # pragma: no cover - depends on th
 
 @pytest.fixture()
 def tiny_files(tmp_path, monkeypatch):
-    """A tiny GGUF target and draft that cut text alike (the zoo's family check, stood in for: paths have no zoo
-    entry)."""
+    """A tiny GGUF target and draft that cut text alike (the
+    zoo's family check, stood in for: paths have no zoo entry)."""
     monkeypatch.setattr(planner_models, "_one_tokenizer", lambda target, draft: True)
     target = write_tiny_quantized_gguf(tmp_path / "target.gguf", seed=0)
     draft = write_tiny_quantized_gguf(tmp_path / "draft.gguf", seed=1)
@@ -65,8 +65,8 @@ def test_a_draft_runtime_that_cannot_be_is_one_line(tmp_path):
 
 
 def profile(step_s: float, slope: float) -> CostProfile:
-    """A target of one-token step `step_s` whose pass over k tokens costs 1 + slope * (k - 1) steps, and a draft step of
-    30 ms."""
+    """A target of one-token step `step_s` whose pass over k tokens
+    costs 1 + slope * (k - 1) steps, and a draft step of 30 ms."""
     return CostProfile(step_s, 0.030, {k: step_s * (1 + slope * (k - 1)) for k in (1, 2, 4, 8, 16)})
 
 

@@ -1,5 +1,5 @@
-"""A model's precision is resolved once (`specdec.kernels.precision`) and carried: by loading, the pair and the
-reports."""
+"""A model's precision is resolved once (`specdec.kernels.precision`)
+and carried: by loading, the pair and the reports."""
 
 import dataclasses
 

@@ -51,8 +51,8 @@ def test_a_hand_worked_race():
 
 
 def test_segments_never_leave_their_window_and_a_run_without_a_timeline_is_refused():
-    """A pass reported longer than its window (which `run_plan` cannot produce) is cut at the window's end, never drawn
-    past it."""
+    """A pass reported longer than its window (which `run_plan` cannot
+    produce) is cut at the window's end, never drawn past it."""
     odd = lane(result((PassTime(0.3, 0.5, 0.6, 2),), wall=0.6), "speculative")
     assert [(s.kind, s.start_s, s.end_s) for s in odd.segments] == [(DRAFT, 0.0, 0.3), (PASS, 0.3, 0.6)]
     with pytest.raises(SpecdecError, match="no timeline"):

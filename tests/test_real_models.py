@@ -100,8 +100,8 @@ BATCH_PROMPTS = [  # four lengths, four kinds of text
 
 @pytest.mark.parametrize("which", ["float32", "default"])
 def test_a_batch_of_four_prompts_gives_every_row_its_own_greedy_output(qwen_pair, quantized_pair, which):
-    """The batch issue's exactness goal: 4 prompts of different lengths at once, each row identical to its own
-    `generate`."""
+    """The batch issue's exactness goal: 4 prompts of different
+    lengths at once, each row identical to its own `generate`."""
     from specdec import Decoding
     from specdec.pair.running import encode_prompt, generate_plain_batch, generate_speculative_batch
 

@@ -37,8 +37,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 class RepeatLast:
-    """Guesses that the text's last token comes again, `times` times: fixed candidates, needing nothing but the
-    target."""
+    """Guesses that the text's last token comes again, `times`
+    times: fixed candidates, needing nothing but the target."""
 
     name, draft_model = "repeat-last", None
     capabilities = Capabilities(sizes_rounds=True, drafts="the last token again")
@@ -214,8 +214,8 @@ PLAIN_TYPES = {
 
 
 def kind_tests(source: str) -> list[str]:
-    """The `isinstance`/`issubclass` calls of a module that ask anything but a plain value's type (a drafter's, a
-    model's)."""
+    """The `isinstance`/`issubclass` calls of a module that ask
+    anything but a plain value's type (a drafter's, a model's)."""
     found = []
     for node in ast.walk(ast.parse(source)):
         if (

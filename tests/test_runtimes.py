@@ -24,8 +24,8 @@ NAME = "made-up"
 
 @pytest.fixture
 def made_up(monkeypatch):
-    """A runtime registered for one test (and taken out after it): torch under another name, refusing what `refused`
-    names."""
+    """A runtime registered for one test (and taken out after it):
+    torch under another name, refusing what `refused` names."""
     loads, refused = [], set()
 
     def load(request: LoadRequest) -> tuple[TorchModel, Precision]:

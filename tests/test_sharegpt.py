@@ -62,8 +62,8 @@ def test_the_complete_conversations_come_back_with_chat_roles_and_the_cut_one_do
 
 
 def test_a_cut_anywhere_in_the_last_record_loses_exactly_that_record(tmp_path):
-    """Every byte from the separator before it up to its closing brace, the middle of "✂" (3 bytes in UTF-8)
-    included."""
+    """Every byte from the separator before it up to its closing
+    brace, the middle of "✂" (3 bytes in UTF-8) included."""
     last = [("user", "This one is cut ✂ off"), ("assistant", "never seen")]
     for cut in range(LAST_START - 4, LAST_END):
         assert list(read_conversations(write(tmp_path, WHOLE_ARRAY[:cut]))) == COMPLETE, f"cut at byte {cut}"

@@ -59,8 +59,8 @@ def test_a_new_folder_replaces_the_old_one_whole(tmp_path):
 
 
 def test_a_crash_between_the_renames_leaves_the_old_folder_whole(tmp_path, monkeypatch):
-    """Step 1 (old folder aside) done, step 2 (new one in place) never happens: whoever looks next finds the old
-    folder."""
+    """Step 1 (old folder aside) done, step 2 (new one in place)
+    never happens: whoever looks next finds the old folder."""
     final = folder_with(tmp_path / "copy", {"weights": "old", "config": "old"})
     real_rename, renames = os.rename, []
 

@@ -1,5 +1,5 @@
-"""pages.common.trace and specdec.bench.comparison: what the Playground shows about one run, checked by hand and on real
-runs."""
+"""pages.common.trace and specdec.bench.comparison: what the
+Playground shows about one run, checked by hand and on real runs."""
 
 from __future__ import annotations
 
@@ -187,8 +187,8 @@ def test_greedy_check_wording_follows_the_dtype():
 
 
 def test_each_round_says_where_its_time_went():
-    """Round.draft_s and verify_s: the per-round split the Playground's timeline draws, adding up to the run's
-    totals."""
+    """Round.draft_s and verify_s: the per-round split the
+    Playground's timeline draws, adding up to the run's totals."""
     import torch
     from tiny_models import tiny_pair
 

@@ -51,8 +51,8 @@ def test_tree_attention_lets_each_node_see_its_ancestors_only():
 
 
 def test_a_tree_pass_equals_passes_over_each_branch():
-    """The masked pass gives every node the logits of a plain causal pass over its own branch (GPT-2: absolute positions
-    too)."""
+    """The masked pass gives every node the logits of a plain causal
+    pass over its own branch (GPT-2: absolute positions too)."""
     for architecture in ("gpt2", "llama", "qwen2"):
         target, _ = tiny_pair(architecture)
         text = torch.tensor([2, 3, 4])
@@ -296,8 +296,8 @@ TOY_CASES = [
 
 
 def no_correction_rule(p, q, candidates, rng):
-    """BROKEN: every guess is tested against p and q themselves, the first that passes is emitted, else a residual
-    sample."""
+    """BROKEN: every guess is tested against p and q themselves,
+    the first that passes is emitted, else a residual sample."""
     from specdec.reference.rule import sample_from
     from specdec.reference.theory import residual_distribution
 

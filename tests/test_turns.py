@@ -16,8 +16,8 @@ from pages.common.turns import Turns
 
 
 def run_jobs(turns: Turns, count: int, hold_s: float) -> tuple[list[tuple[str, int, float]], dict[int, list[int]]]:
-    """Start `count` jobs 50 ms apart; each holds its turn `hold_s`. Returns (events, places each was told while
-    waiting)."""
+    """Start `count` jobs 50 ms apart; each holds its turn `hold_s`.
+    Returns (events, places each was told while waiting)."""
     events, places = [], {job: [] for job in range(count)}
     lock = threading.Lock()
 

@@ -129,8 +129,8 @@ def test_a_fetch_that_completes_the_default_pair_prepares_it_as_specdec_run_load
 
 
 def test_a_fetch_beside_a_busy_process_does_not_time_the_pair(monkeypatch, capsys):
-    """Costs timed while another process works would be that process's, and kept: the fetch leaves them to the first
-    run."""
+    """Costs timed while another process works would be that
+    process's, and kept: the fetch leaves them to the first run."""
     import specdec.pair.loading
     import specdec.store.machine
     import specdec.zoo.status
@@ -287,8 +287,8 @@ def test_a_quantized_first_load_keeps_one_copy_that_also_serves_the_tokenizer(ti
 
 
 def test_an_embedding_the_gguf_file_does_not_give_back_bit_for_bit_is_stored(tiny_gguf_entry, monkeypatch):
-    """The embedding is left out of a quantized copy only when looking its rows up in the GGUF file gives the same
-    bits."""
+    """The embedding is left out of a quantized copy only when
+    looking its rows up in the GGUF file gives the same bits."""
     from specdec.zoo.gguf_files import GGUFEmbedding
 
     entry = tiny_gguf_entry
@@ -331,8 +331,8 @@ def test_rows_looked_up_in_a_gguf_file_have_the_bits_of_the_whole_table_dequanti
 
 
 def test_an_older_versions_unquantized_intermediate_is_removed_and_an_asked_for_copy_kept(tiny_gguf_entry):
-    """Migration: before manifest format 2 every quantized first load also kept the unquantized model (6 GB for the
-    1.5B)."""
+    """Migration: before manifest format 2 every quantized first
+    load also kept the unquantized model (6 GB for the 1.5B)."""
     from specdec.zoo.converted import FORMAT, find_converted, remove_superseded
 
     entry = tiny_gguf_entry
@@ -598,8 +598,8 @@ def test_a_load_stopped_part_way_leaves_no_copy_and_the_next_load_works(tiny_ggu
 
 
 def test_saving_a_copy_reports_the_bytes_written_up_to_the_total(tiny_gguf_entry):
-    """The save after a first load moves the progress bar: bytes of weights written, never backwards, ending at the
-    total."""
+    """The save after a first load moves the progress bar: bytes
+    of weights written, never backwards, ending at the total."""
     import struct
 
     from specdec.zoo.converted import saving_stage
@@ -622,8 +622,8 @@ def test_saving_a_copy_reports_the_bytes_written_up_to_the_total(tiny_gguf_entry
 
 
 def test_the_tensor_by_tensor_writer_writes_what_safetensors_writes(tmp_path):
-    """safetensors_writer against the trusted reference, `safetensors.torch.save_file`: the same bytes, read back the
-    same."""
+    """safetensors_writer against the trusted reference,
+    `safetensors.torch.save_file`: the same bytes, read back the same."""
     import hashlib
 
     from safetensors import safe_open

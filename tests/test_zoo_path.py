@@ -31,8 +31,8 @@ ORDER = ("loading", "kernel_library", "fetch", "catalog", "converted", "gguf_fil
 
 
 def zoo_entries(call) -> list[tuple[str | None, str]]:
-    """Run `call()` and return each entry into a zoo module as (the zoo module it came from or None, the module
-    entered)."""
+    """Run `call()` and return each entry into a zoo module as
+    (the zoo module it came from or None, the module entered)."""
     entries = []
 
     def name(frame) -> str:

@@ -89,8 +89,8 @@ def grade_here(lab: str, path: Path) -> list[str]:
 
 
 def grade(lab: str, path: Path, time_limit: float | None = None) -> list[str]:
-    """The problems the lab's checks find in the module at `path` (empty: passed), the code stopped after `time_limit`
-    s."""
+    """The problems the lab's checks find in the module at `path`
+    (empty: passed), the code stopped after `time_limit` s."""
     limit = time_limit if time_limit is not None else lab_time_limit(lab)
     with tempfile.TemporaryDirectory() as folder:
         report = Path(folder) / "problems.json"

@@ -1,7 +1,8 @@
 """A Playground batch: several prompts at once, speculative and plain, each row's text and rounds.
 
-    jobs.start(BATCH_RUN, batch_work(pair_loader(settings), prompts, chat, settings, turns), "a batch")   # both runs,
-    in a job st.session_state[BATCH]                           # a `BatchRun`, kept by the page when the job ends
+    # both runs, in a job
+    jobs.start(BATCH_RUN, batch_work(pair_loader(settings), prompts, chat, settings, turns), "a batch")
+    st.session_state[BATCH]                           # a `BatchRun`, kept by the page when the job ends
 
 The engine does the work (`specdec.engine.loop`, through `specdec.pair.running`); this module keeps what the
 page shows: every row's trace (`pages.common.trace`), whether each row's greedy tokens equal the target
@@ -69,8 +70,8 @@ def prompt_lines(text: str) -> list[str]:
 def batch_work(
     load: Callable[[Job], LoadedPair], prompts: list[str], chat: bool, settings: Settings, turns: Turns
 ) -> Callable[[Job], BatchRun]:
-    """The job of one batch: its turn, the pair, speculative then plain decoding of every row at once (each
-    reported)."""
+    """The job of one batch: its turn, the pair, speculative
+    then plain decoding of every row at once (each reported)."""
 
     def work(job: Job) -> BatchRun:
         with turns.turn(

@@ -375,8 +375,8 @@ def race_progress_figure(race: Race) -> go.Figure:
 
 
 def verification_cost_figure(curve: VerificationCurve, machine: str) -> go.Figure:
-    """The measured v(gamma) between its two bounds: 1 (a pass costs a step, as on a GPU) and gamma + 1 (no sharing at
-    all)."""
+    """The measured v(gamma) between its two bounds: 1 (a pass
+    costs a step, as on a GPU) and gamma + 1 (no sharing at all)."""
     figure = go.Figure()
     figure.add_trace(
         go.Scatter(

@@ -2,8 +2,8 @@
 
     head_pair_label(name)           # the sidebar's pair picker: 'EAGLE-3 head (trained) → target · cached'
     head_caption(settings)          # the sidebar, under the picker: how to get a head when the target has none
-    training_section(settings)      # the Playground: minutes, Train, a bar with the time left, Stop (the checkpoint
-    stays)
+    # the Playground: minutes, Train, a bar with the time left, Stop (the checkpoint stays)
+    training_section(settings)
 
 A head is the draft `eagle` of `specdec.registry` (its resource HEAD): the one `specdec heads train` (or this page)
 saved for the target in the cache (`specdec.heads.files.trained_head`). Training is

@@ -4,8 +4,8 @@
         if offer_downloads(settings):              # a button and a progress bar when weights are missing
             load = pair_loader(settings)          # built on the page: the shared cache, the pair's name
     ...
-    pair = load(job)                              # in a job (`pages.common.jobs`): from memory, or loaded with its
-    steps reported
+    # in a job (`pages.common.jobs`): from memory, or loaded with its steps reported
+    pair = load(job)
 
 A loaded pair lives in a dict held by `st.cache_resource` (shared by every session), keyed by each model's plan
 (`specdec.planner.choose_models`: the same choice `specdec run` makes), with room for one entry: choosing another pair
@@ -57,8 +57,8 @@ def shows_errors() -> Iterator[None]:
 
 @st.cache_data(ttl=60, show_spinner=False)
 def pair_availability_labels() -> dict[str, str]:
-    """Each pair's state (`specdec.registry.pairs`): 'cached', 'needs download (N MB)' or 'needs a model hub (~N
-    MB)'."""
+    """Each pair's state (`specdec.registry.pairs`): 'cached',
+    'needs download (N MB)' or 'needs a model hub (~N MB)'."""
     return {name: status.pair_availability(pair) for name, pair in pairs().items()}
 
 
@@ -166,8 +166,8 @@ def pair_loader(settings: Settings) -> Callable[[Job], LoadedPair]:
 
 
 def forget_head_pairs(target: str) -> None:
-    """Free a loaded pair that drafts with a trained head for `target` (its head was trained on: the next run reads the
-    new one)."""
+    """Free a loaded pair that drafts with a trained head for `target`
+    (its head was trained on: the next run reads the new one)."""
     if any(key[0][1] == target and drafts_with(key[2], HEAD) for key in _loaded_pairs()):
         _forget_loaded_pair()
 

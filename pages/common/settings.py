@@ -2,25 +2,28 @@
 
     settings, problems = Settings.from_query({"pair": "qwen2.5-coder-0.5b->qwen2.5-coder-1.5b", "method": "tree",
                                               "opt.budget": "8"}, ["cpu"])
-    settings.spec.drafting         # Drafting(method='tree', gamma=None, options=(('budget', '8'),)): what every page
-    runs settings.to_query()["method"]  # 'tree': a link with this query reproduces the settings
+    #  Drafting(method='tree', gamma=None, options=(('budget', '8'),)): what every page runs
+    settings.spec.drafting
+    settings.to_query()["method"]  # 'tree': a link with this query reproduces the settings
 
 Every page loads and generates with `settings.spec` (`specdec.pair.loading.load_spec`, `specdec.pair.running.generate`),
 and the planner's plan for it says what the run does (`Plan.header`, the line `specdec run` prints). Nothing here
 decides how a run drafts: which method a draft name stands for, what a method's options are and whether it sizes its own
-rounds are the registry's (`specdec.registry`); what a draft model drafts when left to itself is the policy's, and
-the run reports it.
+rounds are the registry's (`specdec.registry`); what a draft model drafts when left to itself is the policy's, and the
+run reports it.
 
 The query keys, one parser each (`PARSERS`, then the method's options):
 
     pair, custom_draft, custom_target      a pair of `specdec.registry.pairs()` ("draft->target"), or CUSTOM and two
-    names device, dtype, quantization, draft_quantization, runtime    how the models run
-    (`specdec.run_spec.ModelChoices`) method                                 AUTO (what the draft stands for, or the
-    policy's choice for a draft model)
+                                           names
+    device, dtype, quantization, draft_quantization, runtime    how the models run (`specdec.run_spec.ModelChoices`)
+    method                                 AUTO (what the draft stands for, or the policy's choice for a draft model)
                                            or a method of the registry that drafts with the pair's draft model
     opt.NAME                               one of the method's options ("opt.budget=8"), a field of its options
-    dataclass stop_rule, gamma                       stop_rule=True: the planner sizes the rounds; else a fixed gamma
-    1..64 (`GAMMA_RANGE`) max_new_tokens, temperature, top_k, top_p, seed     the decoding
+                                           dataclass
+    stop_rule, gamma                       stop_rule=True: the planner sizes the rounds; else a fixed gamma 1..64
+                                           (`GAMMA_RANGE`)
+    max_new_tokens, temperature, top_k, top_p, seed     the decoding
 
 Older links keep working: `tree=True&tree_budget=9` is the tree method with budget 9. A value in a link that
 is out of range, unknown or unfit for the pair is replaced by its default and reported in `problems`, so an old
@@ -106,8 +109,8 @@ def pair_choices() -> list[str]:
 
 @dataclass(frozen=True)
 class Settings:
-    """What the sidebar sets: the pair, how its models run, how it drafts, how it decodes; `spec` is the run they
-    describe."""
+    """What the sidebar sets: the pair, how its models run, how
+    it drafts, how it decodes; `spec` is the run they describe."""
 
     pair: str = DEFAULT_PAIR  # a pair of `specdec.registry.pairs()` "draft->target", or CUSTOM
     custom_draft: str = ""  # used when pair == CUSTOM
@@ -149,8 +152,8 @@ class Settings:
 
     @property
     def spec(self) -> RunSpec:
-        """The one run these settings describe: gamma only where the planner does not size the rounds and the method
-        does not."""
+        """The one run these settings describe: gamma only where the
+        planner does not size the rounds and the method does not."""
         method = self.chosen_method
         sizes_rounds = method is not None and method.capabilities.sizes_rounds
         models = ModelChoices(self.device, self.dtype, self.quantization, self.draft_quantization, self.runtime)
@@ -161,8 +164,8 @@ class Settings:
         return RunSpec(self.target, self.draft, models, drafting, self.decoding)
 
     def to_query(self) -> dict[str, str]:
-        """Every setting as text, the decoding's fields and the method's options flattened in; the custom names only for
-        a custom pair."""
+        """Every setting as text, the decoding's fields and the method's
+        options flattened in; the custom names only for a custom pair."""
         values = {name: str(value) for name, value in asdict(self).items() if name not in ("decoding", "options")}
         values |= {name: str(value) for name, value in asdict(self.decoding).items()}
         values |= {OPTION + name: text for name, text in self.options}
@@ -172,8 +175,8 @@ class Settings:
 
     @classmethod
     def from_query(cls, query: Mapping[str, str], devices: Sequence[str]) -> tuple[Settings, list[str]]:
-        """Settings from a query string's values; unknown, bad or unfit values fall back to defaults, listed in the
-        second result."""
+        """Settings from a query string's values; unknown, bad or unfit
+        values fall back to defaults, listed in the second result."""
         settings, problems, older = cls(), [], {}
         decoding_fields = {item.name for item in fields(Decoding)}
         for name, parse in PARSERS.items():
@@ -204,8 +207,8 @@ class Settings:
 
 
 def _fitting_method(settings: Settings) -> tuple[Settings, bool]:
-    """The settings with a method the pair can run (the one the draft stands for is written AUTO), and whether one was
-    dropped."""
+    """The settings with a method the pair can run (the one the draft
+    stands for is written AUTO), and whether one was dropped."""
     implied = implied_method(settings.draft)
     if implied is not None and settings.method == implied.name:
         return replace(settings, method=AUTO), False

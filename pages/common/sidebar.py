@@ -173,8 +173,8 @@ def _option_widgets(method: Method, initial: Settings) -> tuple[tuple[str, str],
 
 
 def _drafting(initial: Settings, draft: str) -> tuple[str, tuple[tuple[str, str], ...], bool, int]:
-    """The method, its options, whether the planner sizes the rounds, and gamma; returns them as `Settings` holds
-    them."""
+    """The method, its options, whether the planner sizes the
+    rounds, and gamma; returns them as `Settings` holds them."""
     method_name, method = _method_picker(initial, draft)
     options = _option_widgets(method, initial) if method is not None else ()
     own_rounds = method is not None and method.capabilities.sizes_rounds
@@ -215,8 +215,8 @@ def current_settings() -> Settings:
 
 
 def render_sidebar() -> Settings:
-    """Draw the shared sidebar's settings (Streamlit's page menu is above them) and return them (also written to the
-    URL)."""
+    """Draw the shared sidebar's settings (Streamlit's page menu
+    is above them) and return them (also written to the URL)."""
     devices = available_devices()
     initial = _initial_settings(devices)
     with st.sidebar:

@@ -48,8 +48,8 @@ class Turns:
 
     @contextmanager
     def turn(self, on_wait: Callable[[int, str], None], label: str = "another job") -> Iterator[None]:
-        """Wait for this job's turn (calling `on_wait(jobs ahead, the running job's label)`), run the block, then hand
-        over."""
+        """Wait for this job's turn (calling `on_wait(jobs ahead,
+        the running job's label)`), run the block, then hand over."""
         with self._changed:
             ticket = self._next_ticket
             self._next_ticket += 1

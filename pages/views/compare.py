@@ -69,8 +69,8 @@ def _choose_pairs() -> list[str]:
 
 
 def _tree_budget() -> int:
-    """The budget of "Also a token tree": the sidebar's, when it drafts with the tree method, else the tree method's
-    default."""
+    """The budget of "Also a token tree": the sidebar's, when it
+    drafts with the tree method, else the tree method's default."""
     chosen = dict(settings.options) if settings.method == TREE else {}
     return METHODS[TREE].parse_options(chosen).budget
 
@@ -87,8 +87,8 @@ def _bench_settings(
     families: bool = False,
     default: bool = True,
 ) -> BenchSettings:
-    """The boxes ticked, as `specdec bench` would read them (`BenchSettings.chosen`): every family is ALL, with its
-    defaults."""
+    """The boxes ticked, as `specdec bench` would read them
+    (`BenchSettings.chosen`): every family is ALL, with its defaults."""
     methods = ("speculative",) + (("assisted",) if assisted else ()) + ((ALL,) if families else ())
     labels = gamma_labels(
         range(gammas[0], gammas[1] + 1),
@@ -271,8 +271,8 @@ def show_costs() -> None:
 
 
 def show_batches(frame: pd.DataFrame) -> None:
-    """Throughput and the speculative gain against batch size (a vLLM server's gain against requests in flight beside
-    it)."""
+    """Throughput and the speculative gain against batch size (a
+    vLLM server's gain against requests in flight beside it)."""
     st.subheader("Batches")
     st.caption(
         "The same prompts at every batch size. Throughput: all new tokens over wall time; gain: speculative over plain "

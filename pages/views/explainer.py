@@ -1,5 +1,5 @@
-"""Explainer: edit p and q at one position and watch the accept/reject rule, alpha, the residual and the speedup
-formula."""
+"""Explainer: edit p and q at one position and watch the
+accept/reject rule, alpha, the residual and the speedup formula."""
 
 from __future__ import annotations
 
@@ -70,8 +70,8 @@ st.dataframe(
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def losslessness_check(p: tuple[float, ...], q: tuple[float, ...], trials: int, seed: int) -> LosslessnessCheck:
-    """The rule run `trials` times at one position (`specdec.reference.toy`), computed once per p, q, trials and
-    seed."""
+    """The rule run `trials` times at one position
+    (`specdec.reference.toy`), computed once per p, q, trials and seed."""
     return run_losslessness_check(p, q, trials, seed)
 
 
@@ -143,8 +143,8 @@ def _next_step() -> None:
 
 
 def _another_round(p: tuple[float, ...], q: tuple[float, ...], gamma: int, seed: int, forget: bool) -> None:
-    """New round (the current one counts even if not stepped to its end) or, with `forget`, the seed's first round
-    again."""
+    """New round (the current one counts even if not stepped to
+    its end) or, with `forget`, the seed's first round again."""
     if forget:
         st.session_state["explainer_rounds"] = []
     elif st.session_state["explainer_round_step"] <= len(st.session_state["explainer_round"].steps):

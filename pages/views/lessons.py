@@ -9,8 +9,8 @@ from pages.common.state import is_kept, keep, kept, remember
 
 
 def _initial_slug(slugs: list[str]) -> str:
-    """The chapter a link asks for (?chapter=...) on a session's first visit, else the remembered one, else the
-    first."""
+    """The chapter a link asks for (?chapter=...) on a session's
+    first visit, else the remembered one, else the first."""
     linked = st.query_params.get("chapter")
     if linked in slugs and not is_kept("lesson"):
         keep("lesson", linked)

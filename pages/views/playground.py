@@ -1,5 +1,5 @@
-"""Playground: run one prompt with speculative decoding and with the target alone, and see every token; train an EAGLE-3
-head."""
+"""Playground: run one prompt with speculative decoding and with
+the target alone, and see every token; train an EAGLE-3 head."""
 
 from __future__ import annotations
 
@@ -160,8 +160,8 @@ def _greedy_check(run: PlaygroundRun) -> None:
 
 
 def _fastest_plan() -> None:
-    """The plan the header names as fastest here, one click away: the method picker's FASTEST, the same prompt, run at
-    once."""
+    """The plan the header names as fastest here, one click away:
+    the method picker's FASTEST, the same prompt, run at once."""
     keep("method", FASTEST)
     st.session_state["playground_autorun"] = True
 
@@ -200,8 +200,8 @@ def _stopped_note(run: PlaygroundRun) -> str | None:
 
 
 def _keep_run(job: jobs.Job) -> None:
-    """The run that ended: finished, or what it had done when its Stop was clicked (a load stopped part-way keeps
-    nothing)."""
+    """The run that ended: finished, or what it had done when its
+    Stop was clicked (a load stopped part-way keeps nothing)."""
     stopped = stopped_while_loading(job)
     if stopped:
         st.session_state[NOTE] = (

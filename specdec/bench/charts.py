@@ -63,8 +63,8 @@ def category_figure(frame: pd.DataFrame) -> go.Figure:
 
 
 def benchmark_figures(frame: pd.DataFrame) -> dict[str, go.Figure]:
-    """The charts of a benchmark frame; a vLLM server's rows add the gain vs concurrency; a batch benchmark has its
-    own."""
+    """The charts of a benchmark frame; a vLLM server's rows add
+    the gain vs concurrency; a batch benchmark has its own."""
     if has_batches(frame):  # a batch benchmark: its own chart (the gamma charts have nothing to show)
         return {"batches": batch_figure(frame)}
     figures = {

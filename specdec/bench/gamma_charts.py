@@ -46,8 +46,8 @@ def _level(
     unit: str = "",
     emphasis: bool = False,
 ) -> None:
-    """The median `column` of `rows` as a level line for `pair` (a schedule with no gamma of its own), when there is
-    one."""
+    """The median `column` of `rows` as a level line for `pair`
+    (a schedule with no gamma of its own), when there is one."""
     if len(rows) and rows[column].notna().any():
         level = float(rows[column].median())
         figure.add_scatter(
@@ -146,8 +146,8 @@ def speedup_figure(frame: pd.DataFrame) -> go.Figure:
 
 
 def _speedup_lines(figure: go.Figure, frame: pd.DataFrame, pairs: list[str], pair: str, rows: pd.DataFrame) -> None:
-    """`pair`'s speedup vs gamma from its fixed-gamma `rows`: measured, predicted by theory, and transformers
-    assisted."""
+    """`pair`'s speedup vs gamma from its fixed-gamma `rows`:
+    measured, predicted by theory, and transformers assisted."""
     colour = pair_colour(pairs, pair)
     measured = _per_gamma(rows, "speedup")
     figure.add_scatter(
@@ -208,7 +208,7 @@ def _schedule(frame: pd.DataFrame, pair: str, method: str, schedule: str) -> pd.
 
 
 def transformers_defaults(frame: pd.DataFrame, pair: str) -> pd.DataFrame:
-    """transformers' assisted generation as it ships ("assisted-default"); in older CSVs, its dynamic schedule from 20
-    tokens."""
+    """transformers' assisted generation as it ships ("assisted-default");
+    in older CSVs, its dynamic schedule from 20 tokens."""
     shipped = frame[(frame["pair"] == pair) & (frame["method"] == "assisted-default")]
     return shipped if len(shipped) else _schedule(frame, pair, "assisted-dynamic", "adaptive")

@@ -113,8 +113,8 @@ def gamma_labels(
     tree_budget: int | None = None,
     default: bool = False,
 ) -> tuple[int | str, ...]:
-    """The labels for a set of choices (the Compare page's checkboxes): the stop rule, fixed gammas, adaptive, a tree,
-    the default."""
+    """The labels for a set of choices (the Compare page's checkboxes):
+    the stop rule, fixed gammas, adaptive, a tree, the default."""
     return check_gammas(
         ((STOP,) if stop else ())
         + tuple(fixed)

@@ -49,8 +49,8 @@ def hf_generate(
     eos_token_id: list[int],
     tokenizers: tuple | None = None,
 ) -> tuple[list[int], float]:
-    """Run one transformers baseline; return (new tokens, wall seconds). `tokenizers`: (target's, draft's) when they
-    differ."""
+    """Run one transformers baseline; return (new tokens, wall
+    seconds). `tokenizers`: (target's, draft's) when they differ."""
     input_ids = input_ids.to(target.device)
     kwargs = dict(
         max_new_tokens=max_new_tokens,

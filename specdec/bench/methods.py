@@ -55,8 +55,8 @@ class Outcome:
 
 
 class BenchMethod:
-    """The questions the harness asks of every method; the defaults suit a method that takes no gamma and runs
-    anywhere."""
+    """The questions the harness asks of every method; the defaults
+    suit a method that takes no gamma and runs anywhere."""
 
     name: str
     family: bool = False  # a drafting family run with its own defaults (its draft is the method itself)
@@ -157,8 +157,8 @@ class Family(BenchMethod):
 
 
 class Transformers(BenchMethod):
-    """One of transformers' own: `generate`, assisted generation (three ways) or its prompt lookup (torch models
-    only)."""
+    """One of transformers' own: `generate`, assisted generation
+    (three ways) or its prompt lookup (torch models only)."""
 
     def __init__(self, name: str) -> None:
         self.name = name

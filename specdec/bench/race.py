@@ -127,8 +127,8 @@ def race(speculative: GenerationResult, target_alone: GenerationResult) -> Race:
 
 
 def _example() -> GenerationResult:
-    """A prompt pass (0.4 s, one token) and one round (0.2 s drafting, 0.5 s verifying, three tokens), for the
-    doctests."""
+    """A prompt pass (0.4 s, one token) and one round (0.2 s
+    drafting, 0.5 s verifying, three tokens), for the doctests."""
     from specdec.engine.results import GenerationStats, PassTime
 
     return GenerationResult(

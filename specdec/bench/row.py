@@ -146,16 +146,16 @@ def _planned(pair: LoadedPair, result: GenerationResult | None) -> dict:
 
 
 def measured_cost_ratio(result: GenerationResult, costs: CostProfile) -> float | None:
-    """c as one run measured it: draft seconds per draft step (per drafting round without a draft model) over a target
-    step."""
+    """c as one run measured it: draft seconds per draft step (per
+    drafting round without a draft model) over a target step."""
     stats = result.stats
     steps = stats.draft_passes or sum(1 for round_ in result.rounds[1:] if round_.drafted)
     return stats.draft_time_s / steps / costs.target_step_s if steps else None
 
 
 def _oracle(pair: LoadedPair, run: Run, input_ids: torch.Tensor, outcome: Outcome, costs: CostProfile) -> float | None:
-    """The oracle bound for this run: from the draft's greedy agreement with the output when greedy (same tokenizer),
-    else from the trace."""
+    """The oracle bound for this run: from the draft's greedy agreement
+    with the output when greedy (same tokenizer), else from the trace."""
     if run.temperature == 0 and pair.draft is not None and not pair.cross_tokenizer and outcome.tokens:
         return greedy_oracle_speedup(draft_agreement(pair.draft, input_ids, outcome.tokens), costs)
     if outcome.result is not None and outcome.result.rounds:

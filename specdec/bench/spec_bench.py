@@ -121,8 +121,8 @@ def _earlier(method: str) -> str | None:
 
 
 def _family_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    """The speculative rows of every family: the pair's draft model at its default schedule, the target-only methods, a
-    head."""
+    """The speculative rows of every family: the pair's draft model
+    at its default schedule, the target-only methods, a head."""
     from specdec.bench.methods import families
 
     model = frame[(frame["method"] == "speculative") & frame["schedule"].isin(["default", "stop"])]

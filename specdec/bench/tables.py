@@ -88,8 +88,8 @@ BATCH_COLUMNS = ["batch_size", "variant", "prompts", "scaling", "exact", "second
 
 
 def precisions(frame: pd.DataFrame) -> dict[str, str]:
-    """How each pair's models ran, for a caption: {'d->t': 'target float32 int8, draft bfloat16 int4'} (older CSVs: the
-    dtype)."""
+    """How each pair's models ran, for a caption: {'d->t': 'target
+    float32 int8, draft bfloat16 int4'} (older CSVs: the dtype)."""
     described = {}
     for pair, rows in frame.groupby("pair"):
         row = rows.iloc[0]
@@ -150,8 +150,8 @@ def by_category(frame: pd.DataFrame, measure: str = "speedup") -> pd.DataFrame:
 
 
 def by_concurrency(frame: pd.DataFrame) -> pd.DataFrame:
-    """A vLLM server's rows per concurrency level: throughput, acceptance and speedup over the baseline server (none:
-    empty)."""
+    """A vLLM server's rows per concurrency level: throughput,
+    acceptance and speedup over the baseline server (none: empty)."""
     rows = frame[frame["engine"] == "vllm-server"]
     columns = [
         "pair",

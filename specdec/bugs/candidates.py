@@ -69,6 +69,6 @@ def told_it_was_drawn(p: Distribution, q: Distribution, candidate: int) -> np.nd
 
 
 def q_is_p(p: Distribution, q: Distribution) -> np.ndarray:
-    """BUG: a layer-skipping draft drawn from its own q, the rule told q = p ("it is the same model"): every draft is
-    kept."""
+    """BUG: a layer-skipping draft drawn from its own q, the rule
+    told q = p ("it is the same model"): every draft is kept."""
     return output_distribution(p, p, q)

@@ -105,8 +105,8 @@ def same_test_for_every_guess(p: Distribution, q: Distribution, guesses: int) ->
 
 
 def forgot_without_replacement(p: Distribution, q: Distribution, guesses: int) -> np.ndarray:
-    """BUG: the guesses are drawn without replacement, but the rule divides by q, not by q without the earlier
-    guesses."""
+    """BUG: the guesses are drawn without replacement, but the
+    rule divides by q, not by q without the earlier guesses."""
     return node_output(p, q, guesses, remove_from_s=False)
 
 

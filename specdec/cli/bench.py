@@ -149,8 +149,8 @@ def _bench_batches(args: argparse.Namespace):
 
 
 def _bench_specs(args: argparse.Namespace) -> list:
-    """One run spec per `--pairs` value, with the models as the benchmark's options choose them (checked before any
-    load)."""
+    """One run spec per `--pairs` value, with the models as the
+    benchmark's options choose them (checked before any load)."""
     from specdec.run_spec import ModelChoices, RunSpec
     from specdec.zoo.catalog import split_pair_name
 

@@ -53,8 +53,8 @@ def _suite_options(bench: argparse.ArgumentParser, bench_methods, families) -> N
 
 
 def _model_options(bench: argparse.ArgumentParser, RUNTIMES: tuple[str, ...]) -> None:
-    """How the models run (draft vocabulary, precision, seed, runtimes, device, dtype), and where the rows go
-    (--out)."""
+    """How the models run (draft vocabulary, precision, seed,
+    runtimes, device, dtype), and where the rows go (--out)."""
     bench.add_argument(
         "--draft-vocab-limit",
         type=positive_int,

@@ -87,8 +87,8 @@ def _list_models() -> int:
 
 
 def _fetch_models(names: list[str]) -> int:
-    """`specdec models fetch NAME...`: each model downloaded and checked, then the default pair prepared if this brought
-    it."""
+    """`specdec models fetch NAME...`: each model downloaded and
+    checked, then the default pair prepared if this brought it."""
     from specdec.zoo import catalog, status
 
     entries = [catalog.require_model(name) for name in names]  # refuse typos before downloading anything
@@ -163,8 +163,8 @@ def _table(rows: list[tuple[str, ...]]) -> str:
 
 
 def _fetch_progress(update) -> None:
-    """A bar on stderr, redrawn in place on a terminal; in a log one line per part and stage, each with the time
-    left."""
+    """A bar on stderr, redrawn in place on a terminal; in a
+    log one line per part and stage, each with the time left."""
     if not sys.stderr.isatty() and update.stage == "assemble":
         return  # keep logs short: only stage changes when not on a terminal
     bar = "#" * round(update.fraction * 30)

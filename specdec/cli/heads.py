@@ -16,8 +16,8 @@ from specdec.store import check_run_length
 
 
 def heads(args: argparse.Namespace) -> int:
-    """`specdec heads train`: load the target, read ShareGPT, train, save; one line per checkpointable step on
-    stderr."""
+    """`specdec heads train`: load the target, read ShareGPT,
+    train, save; one line per checkpointable step on stderr."""
     check_run_length(args.minutes, args.steps, ("--minutes", "--steps"))  # before the target loads
     from specdec.head_training import train_for_target
 

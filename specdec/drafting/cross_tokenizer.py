@@ -120,8 +120,8 @@ class CrossTokenizerDrafter:
         return retokenize(sequence.tolist(), self.target_tokenizer, self.draft_tokenizer)
 
     def draft(self, requests: dict[int, DraftRequest]) -> dict[int, DraftTree]:
-        """Steps 1-3 for every row: at most `limit` target tokens of drafted text after the row's text, fixed
-        candidates."""
+        """Steps 1-3 for every row: at most `limit` target tokens
+        of drafted text after the row's text, fixed candidates."""
         pending: dict[int, list[int]] = {}  # per row: draft ids its cache has not read yet
         for row, request in requests.items():
             wanted = self.draft_text(request.sequence)
@@ -163,8 +163,8 @@ class CrossTokenizerDrafter:
         self.cache.compact([row for row in self.cache.rows if not (row in verified and verified[row].finished)])
 
     def _keep_prefix(self, row: int, wanted: list[int]) -> int:
-        """Cut the row's cache to its longest prefix still valid for `wanted` (feeding at least one token); its
-        length."""
+        """Cut the row's cache to its longest prefix still valid
+        for `wanted` (feeding at least one token); its length."""
         same = 0
         for held, want in zip(self.held[row], wanted):
             if held != want:

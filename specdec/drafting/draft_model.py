@@ -65,8 +65,8 @@ class ModelDrafter:
         self.vocab_size = generation.vocab_size
 
     def draft(self, requests: dict[int, DraftRequest]) -> dict[int, DraftTree]:
-        """A chain for each row: its unseen text and first draft step in one pass, then one pass per token for all
-        rows."""
+        """A chain for each row: its unseen text and first draft
+        step in one pass, then one pass per token for all rows."""
         cache = self.cache
         # [m >= 1] each
         pending = {row: self._unseen(request.sequence, cache.length(row)) for row, request in requests.items()}
@@ -122,8 +122,8 @@ def confidence(logits: torch.Tensor, token: int, q: torch.Tensor | None) -> floa
 
 
 def check_draft_model(model: Model, generation: Generation, same_tokenizer: bool = True) -> None:
-    """Refuse a draft on another device than the target, or (sharing its tokenizer) one whose context cannot hold a
-    text."""
+    """Refuse a draft on another device than the target, or
+    (sharing its tokenizer) one whose context cannot hold a text."""
     if model.device != generation.target.device:
         raise SpecdecError(
             f"the draft is on {model.device} but the target on {generation.target.device}: load both on one device"

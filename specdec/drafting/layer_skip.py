@@ -60,8 +60,8 @@ from specdec.runtime import transformers_model
 
 
 def decoder_layers(model: PreTrainedModel) -> tuple[str, torch.nn.ModuleList]:
-    """The name and list of the decoder layers inside `model.base_model` (`layers` for Llama and Qwen2, `h` for
-    GPT-2)."""
+    """The name and list of the decoder layers inside
+    `model.base_model` (`layers` for Llama and Qwen2, `h` for GPT-2)."""
     count = model.config.get_text_config(decoder=True).num_hidden_layers
     for name, module in model.base_model.named_children():
         if isinstance(module, torch.nn.ModuleList) and len(module) == count:
@@ -116,8 +116,8 @@ def least_influential_layers(hidden: Sequence[torch.Tensor], count: int) -> list
 
 @dataclass
 class SkipText:
-    """One text's self-draft: the layers it skips, its stop rule, and (once the layers are known) the view that
-    drafts."""
+    """One text's self-draft: the layers it skips, its stop rule,
+    and (once the layers are known) the view that drafts."""
 
     prompt: torch.Tensor
     skipped: list[int]
@@ -126,8 +126,8 @@ class SkipText:
 
 
 class LayerSkipDrafter:
-    """The target drafting for itself with layers skipped: `skip` given, or the `fraction` least influential (module
-    docstring)."""
+    """The target drafting for itself with layers skipped: `skip`
+    given, or the `fraction` least influential (module docstring)."""
 
     name = "layer-skip"
 
@@ -175,8 +175,8 @@ class LayerSkipDrafter:
         self._proposed_at: float | None = None  # when the last proposals went to the target
 
     def layer_count_skipped(self) -> int:
-        """How many layers the draft skips: those given, else `fraction` of them (at most all but the first and the
-        last)."""
+        """How many layers the draft skips: those given, else
+        `fraction` of them (at most all but the first and the last)."""
         return (
             len(self.given)
             if self.given is not None
@@ -190,8 +190,8 @@ class LayerSkipDrafter:
 
     @property
     def c(self) -> float:
-        """The cost ratio the stop rule uses: given, measured (median draft step / median target step), else the share
-        kept."""
+        """The cost ratio the stop rule uses: given, measured (median
+        draft step / median target step), else the share kept."""
         if self.fixed_c is not None:
             return self.fixed_c
         if self._step_s and self._target_step_s:

@@ -78,8 +78,8 @@ class LookaheadDrafter:
 
     @staticmethod
     def declared(options: LookaheadOptions) -> Capabilities:
-        """What a lookahead drafter with these options declares (its instances and the registry's checks read this one
-        place)."""
+        """What a lookahead drafter with these options declares (its
+        instances and the registry's checks read this one place)."""
         return Capabilities(
             sizes_rounds=True,
             full_attention=True,
@@ -103,8 +103,8 @@ class LookaheadDrafter:
         self.texts = {row: self.start(prompt.tolist()) for row, prompt in generation.prompts.items()}
 
     def start(self, prompt: list[int]) -> Window:
-        """A text's window and pool: the first guesses are the prompt's own tokens (any guess will do: the target
-        replaces them)."""
+        """A text's window and pool: the first guesses are the prompt's
+        own tokens (any guess will do: the target replaces them)."""
         state = Window([[prompt[(i + j) % len(prompt)] for i in range(self.window)] for j in range(self.ngram - 1)])
         if self.pool_from_prompt:  # the prompt's own n-grams (LADE's POOL_FROM_PROMPT)
             for start in range(len(prompt) - self.ngram + 1):
@@ -115,8 +115,8 @@ class LookaheadDrafter:
         return {row: self.candidates(self.texts[row], request) for row, request in requests.items()}
 
     def candidates(self, state: Window, request: DraftRequest) -> DraftTree:
-        """The pool's n-grams after the root (the newest first) as a tree, with the window riding along as extra
-        rows."""
+        """The pool's n-grams after the root (the newest first)
+        as a tree, with the window riding along as extra rows."""
         root = int(request.sequence[-1])
         grams = list(reversed(state.pool.get(root, [])))[: self.max_candidates]  # the newest first
         tree = DraftTree.from_paths([gram[: request.limit] for gram in grams])
@@ -129,8 +129,8 @@ class LookaheadDrafter:
         return DraftTree(tree.tokens, tree.parents, None, self.window_rows(state, tree.size))
 
     def window_rows(self, state: Window, proposed: int) -> ExtraRows:
-        """The Jacobi window as extra rows after `proposed` candidate nodes: level 0's columns 1..W-1, then levels
-        1..N-2."""
+        """The Jacobi window as extra rows after `proposed` candidate
+        nodes: level 0's columns 1..W-1, then levels 1..N-2."""
         w, levels = self.window, len(state.levels)
         index: dict[tuple[int, int], int] = {}  # (level, column) -> row among the extra rows
         tokens, offsets = [], []
@@ -157,8 +157,8 @@ class LookaheadDrafter:
                 self.advance(self.texts[row], seen)
 
     def advance(self, state: Window, verified: Verified) -> None:
-        """The pass's predictions after the window's newest level: new n-grams for the pool, and the window one level
-        on."""
+        """The pass's predictions after the window's newest level:
+        new n-grams for the pool, and the window one level on."""
         if not state.used or verified.extra_logits is None:
             return  # the first pass, or a round without the window
         w, top = self.window, len(state.levels) - 1
@@ -175,8 +175,8 @@ class LookaheadDrafter:
             state.levels = state.levels[1:] + [list(state.levels[0])]
 
     def _remember(self, state: Window, gram: list[int]) -> None:
-        """Add an n-gram to the pool under its first token, unless it is there already; at most `candidates` per
-        token."""
+        """Add an n-gram to the pool under its first token, unless
+        it is there already; at most `candidates` per token."""
         first, rest = gram[0], tuple(gram[1:])
         grams = state.pool.setdefault(first, [])
         if rest in grams:

@@ -67,8 +67,8 @@ class SuffixDrafter:
 
     @staticmethod
     def declared(options: SuffixOptions) -> Capabilities:
-        """What a suffix drafter with these options declares (its instances and the registry's checks read this one
-        place)."""
+        """What a suffix drafter with these options declares (its
+        instances and the registry's checks read this one place)."""
         shape = f"suffix tree (up to {options.budget} nodes)" if options.tree else "suffix chain"
         return Capabilities(sizes_rounds=True, full_attention=options.tree, drafts=shape)
 
@@ -136,8 +136,8 @@ class SuffixDrafter:
 
 
 def _best_path(speculation: Speculation) -> Speculation:
-    """The chain down the speculation's likeliest first token, then each node's likeliest child (a chain of point
-    masses)."""
+    """The chain down the speculation's likeliest first token,
+    then each node's likeliest child (a chain of point masses)."""
     tokens, chances, node = [], [], -1
     while True:
         children = [i for i, parent in enumerate(speculation.parents) if parent == node]

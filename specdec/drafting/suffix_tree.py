@@ -39,8 +39,8 @@ class Node:
 
 @dataclass(frozen=True)
 class Speculation:
-    """A tree of continuations: tokens with their parents (-1: the matched node) and each one's chance of being
-    reached."""
+    """A tree of continuations: tokens with their parents (-1:
+    the matched node) and each one's chance of being reached."""
 
     tokens: tuple[int, ...]
     parents: tuple[int, ...]

@@ -255,8 +255,8 @@ class TokenRecyclingDrafter:
             self.remember(seen)
 
     def remember(self, verified: Verified) -> None:
-        """table[token of each row] = the target's top-k after it; rows on the accepted path are written last, so they
-        win."""
+        """table[token of each row] = the target's top-k after it;
+        rows on the accepted path are written last, so they win."""
         logits = verified.logits  # [K + N, V]: the last K text rows, then the nodes
         text = logits.shape[0] - verified.proposal.size  # K (the root the last of them)
         # the tokens they follow

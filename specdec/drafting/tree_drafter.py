@@ -146,8 +146,8 @@ class TreeDrafter:
     def reading(
         cls, reader: TreeReader, name: str | None = None, settings: TreeSettings = TreeSettings(), kind: str = "tree"
     ) -> TreeDrafter:
-        """The tree policy over `reader` (a trained head's, say), with `settings`' limits; `kind` names it in
-        reports."""
+        """The tree policy over `reader` (a trained head's, say),
+        with `settings`' limits; `kind` names it in reports."""
         return cls(None, name, settings.budget, settings.depth, settings.width, reader=reader, kind=kind)
 
     # --- the drafter contract (specdec.engine.contract) --------------------------------------------
@@ -237,8 +237,8 @@ class TreeDrafter:
         return DraftTree(sequence.new_tensor(tokens, dtype=torch.long), tuple(parents), table)
 
     def calibrate(self, state: TreeText, tested: tuple[bool | None, ...]) -> None:
-        """Teach the calibration a(confidence) every node the rule tested (True accepted, False rejected, None
-        untested)."""
+        """Teach the calibration a(confidence) every node the rule
+        tested (True accepted, False rejected, None untested)."""
         state.rule.observe(
             [(state.confidences[node], bool(outcome)) for node, outcome in enumerate(tested) if outcome is not None]
         )
@@ -254,8 +254,8 @@ class TreeDrafter:
         room: int,
         first_level: bool,
     ) -> list[int]:
-        """How many children each frontier node gets: the best slots while each beats the round's rate (module
-        docstring)."""
+        """How many children each frontier node gets: the best slots
+        while each beats the round's rate (module docstring)."""
         width = min(self.width, room, q.shape[-1])
         top = q.topk(width, dim=-1).values.tolist()  # [F, width], rows decreasing
         slots = sorted(

@@ -45,12 +45,12 @@ class TreeReader(Protocol):
         """Texts start: forget the previous ones."""
 
     def read_text(self, row: int, sequence: torch.Tensor) -> torch.Tensor:
-        """One pass over the text of `row` not read yet (`sequence` [n] is all of it, the root last): logits after the
-        root, [1, V]."""
+        """One pass over the text of `row` not read yet (`sequence` [n]
+        is all of it, the root last): logits after the root, [1, V]."""
 
     def read_level(self, row: int, new: list[int], tokens: list[int], parents: list[int]) -> torch.Tensor:
-        """One pass over the nodes `new` (indices into `tokens`/`parents`), each seeing the text and its ancestors:
-        [len(new), V]."""
+        """One pass over the nodes `new` (indices into `tokens`/`parents`),
+        each seeing the text and its ancestors: [len(new), V]."""
 
     def observe(self, row: int, verified: Verified) -> None:
         """After the target's verdict on `row`'s tree: keep what was accepted, drop every other node."""
@@ -115,8 +115,8 @@ class ModelReader:
         return fit_vocabulary(logits[0], self.vocab_size)  # [n, V]
 
     def observe(self, row: int, verified: Verified) -> None:
-        """Keep the text and the accepted nodes the draft has read (a prefix of the path); the rest of the path is read
-        next round."""
+        """Keep the text and the accepted nodes the draft has read (a
+        prefix of the path); the rest of the path is read next round."""
         state = self.texts[row]
         if not verified.proposal.size:  # nothing drafted: the cache is as it was
             return
@@ -128,8 +128,8 @@ class ModelReader:
         self.texts.pop(row, None)
 
     def _readable(self, ids: torch.Tensor) -> torch.Tensor:
-        """An id the draft has no embedding row for (only when the target has more rows) is read as 0: worse guesses,
-        same output."""
+        """An id the draft has no embedding row for (only when the target
+        has more rows) is read as 0: worse guesses, same output."""
         return ids.masked_fill(ids >= self.model.embedding_rows, 0).to(self.model.device)
 
 

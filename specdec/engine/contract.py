@@ -11,8 +11,9 @@ meets the loop (`specdec.engine.loop`) through three calls, the same for every m
     proposals = drafter.draft(requests)   a `DraftTree` (a chain is a tree of width one) after each text
     drafter.observe(verified)             what the target computed in the pass that just ran, and what the rule kept
 
-    one round:   draft ──► ONE target pass over [root, proposal, extra rows] ──► accept/reject ──► caches cut ──►
-    observe first round: (nothing drafted) ONE target pass over the prompt ──► the target's first token ──► observe
+    one round:   draft ──► ONE target pass over [root, proposal, extra rows] ──► accept/reject ──► caches cut
+                 ──► observe
+    first round: (nothing drafted) ONE target pass over the prompt ──► the target's first token ──► observe
 
 Every call speaks about several texts at once, keyed by row: a single text is a batch of one (row 0).
 A method that handles its rows one by one writes `{row: ... for row, request in requests.items()}`; one
@@ -24,8 +25,8 @@ hidden states, layer by layer, when the drafter asks): methods that learn from t
 table, a Medusa or EAGLE head) see what it computed, as vLLM's proposers receive `target_hidden_states`. A proposal may
 carry `ExtraRows`: tokens of the drafter's own that ride along in the same pass, with attention of their own (lookahead
 decoding's Jacobi window). The proposal's rows never attend to them, so p is untouched; their logits come back in
-`observe` and their keys and values are dropped after the pass. When a row's text is complete its
-`Verified.finished` is True, and the drafter may forget the row.
+`observe` and their keys and values are dropped after the pass. When a row's text is complete its `Verified.finished` is
+True, and the drafter may forget the row.
 
 What the loop needs to know about a method is declared once, as data, in `drafter.capabilities`, never
 probed: whether it sizes its own rounds (gamma must then be left out), whether the stop rule may cut its
@@ -92,8 +93,8 @@ class DraftCosts:
     verify: tuple[float, ...] = ()  # measured v(0), v(1), ... (non-decreasing), or () for the slope's line
 
     def v(self, k: int) -> float:
-        """The cost of a verification pass over k drafted tokens (k + 1 rows), in target steps; past the table, its last
-        slope."""
+        """The cost of a verification pass over k drafted tokens (k +
+        1 rows), in target steps; past the table, its last slope."""
         if not self.verify:
             return 1.0 + self.verify_slope * k
         last = len(self.verify) - 1
@@ -187,8 +188,8 @@ class Drafter(Protocol):
         """Forget the previous texts (a method may keep what it learned across texts); these start."""
 
     def draft(self, requests: dict[int, DraftRequest]) -> dict[int, DraftTree]:
-        """Propose, for each row asked, a chain or a tree of at most `request.limit` tokens on any path after its
-        text."""
+        """Propose, for each row asked, a chain or a tree of at
+        most `request.limit` tokens on any path after its text."""
 
     def observe(self, verified: dict[int, Verified]) -> None:
         """See what the target computed for each row in the pass that just ran, and what the rule kept."""

@@ -160,8 +160,8 @@ def check_round_length(name: str, sizes_rounds: bool, *lengths: object) -> None:
 
 
 def check_fits_context(model: Model, prompt_tokens: int, max_new_tokens: int, role: str = "model") -> None:
-    """Refuse a prompt plus new tokens that would run past the model's context window (`Model.context_length`, when
-    known)."""
+    """Refuse a prompt plus new tokens that would run past the
+    model's context window (`Model.context_length`, when known)."""
     limit = model.context_length
     if limit is None or prompt_tokens + max_new_tokens <= limit:
         return

@@ -79,8 +79,8 @@ class Rows(Protocol):
         offsets: Sequence[torch.Tensor | None] | None = None,
         hidden: bool = False,
     ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
-        """One forward pass over every row's new tokens: logits [B, last, V] and (if asked) hidden states per layer [B,
-        M, H]."""
+        """One forward pass over every row's new tokens: logits [B,
+        last, V] and (if asked) hidden states per layer [B, M, H]."""
 
     def keep(self, row: int, tokens: list[int]) -> None:
         """Keep only the cached tokens of `row` at these indices (increasing), in that order."""
@@ -109,8 +109,8 @@ class Model(Protocol):
     passes: int  # forward passes its caches have made: a run counts a draft's passes from outside
 
     def rows(self, rows: Sequence[int], output_rows: int | None = None) -> Rows:
-        """An empty cache for the texts `rows` (ids, in order); `output_rows=K`: logits of the first K ids only (a
-        draft's saving)."""
+        """An empty cache for the texts `rows` (ids, in order);
+        `output_rows=K`: logits of the first K ids only (a draft's saving)."""
 
     def weight_bytes(self) -> int:
         """Bytes of weights one decoding step reads: the ratio of a draft's and a target's is c from the weights."""

@@ -148,8 +148,8 @@ def verified(
     text: torch.Tensor,
     finished: bool,
 ) -> Verified:
-    """What the drafter is told of one row's pass (`Verified`), built in this one place: `logits` [K + N + E, V] are the
-    row's kept rows."""
+    """What the drafter is told of one row's pass (`Verified`), built in
+    this one place: `logits` [K + N + E, V] are the row's kept rows."""
     nodes = kept_text + row_layout.nodes
     return Verified(
         rows=row_layout.rows,

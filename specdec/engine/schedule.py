@@ -36,8 +36,8 @@ class GammaSchedule(Protocol):
         """A new round starts: draft at most this many tokens."""
 
     def keep_drafting(self, confidence: float) -> bool:
-        """The draft just proposed a token it was this sure of (its q of the token): draft another? (A fixed gamma:
-        yes.)"""
+        """The draft just proposed a token it was this sure of (its
+        q of the token): draft another? (A fixed gamma: yes.)"""
 
     def update(self, drafted: int, accepted: int) -> None:
         """A round drafted `drafted` tokens and the rule accepted the first `accepted` of them."""

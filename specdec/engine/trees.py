@@ -161,8 +161,8 @@ class DraftTree:
 
     @cached_property
     def is_chain(self) -> bool:
-        """True when every node's parent is the node before it (nothing drafted included): no mask needed, the chain
-        rule decides."""
+        """True when every node's parent is the node before it (nothing
+        drafted included): no mask needed, the chain rule decides."""
         return all(parent == node - 1 for node, parent in enumerate(self.parents))
 
     @cached_property

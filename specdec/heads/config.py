@@ -44,8 +44,8 @@ class HeadConfig:
     def for_target(
         cls, target: nn.Module, draft_vocab_size: int, layers: tuple[int, int, int] | None = None, name: str = ""
     ) -> HeadConfig:
-        """The config of a head for `target` (a transformers causal LM); a clear error for one with no hidden states to
-        read."""
+        """The config of a head for `target` (a transformers causal
+        LM); a clear error for one with no hidden states to read."""
         config = getattr(target, "config", None)
         hidden, count = getattr(config, "hidden_size", None), getattr(config, "num_hidden_layers", None)
         if not hidden or not count or not hasattr(target, "get_input_embeddings"):
@@ -79,8 +79,8 @@ class HeadConfig:
         )
 
     def check_target(self, target: nn.Module) -> HeadConfig:
-        """This config for `target` (a published head's unknown layer count and layers filled in); one line for a wrong
-        target."""
+        """This config for `target` (a published head's unknown layer
+        count and layers filled in); one line for a wrong target."""
         config = getattr(target, "config", None)
         seen = (
             getattr(config, "hidden_size", None),

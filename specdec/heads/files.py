@@ -17,8 +17,8 @@ which is then replaced by the store's. A published EAGLE-3 checkpoint (no manife
 or `layers.0.` names, `embed_tokens.weight` ignored (the target's own table is used).
 
     save_head(head, "heads/qwen")      # then: vllm serve Qwen/Qwen2.5-Coder-1.5B-Instruct \\
-    head = load_head("heads/qwen")     #   --speculative-config '{"method": "eagle3", "model": "heads/qwen",
-    "num_speculative_tokens": 4}'
+    #  --speculative-config '{"method": "eagle3", "model": "heads/qwen", "num_speculative_tokens": 4}'
+    head = load_head("heads/qwen")
 
 Not handled: heads with more than one decoder layer, checkpoints in pickle (.bin) format.
 """
@@ -147,8 +147,8 @@ def save_head(head: EagleHead, folder: str | Path, training: dict | None = None,
 
 
 def load_head(folder: str | Path, target: torch.nn.Module | None = None) -> EagleHead:
-    """Read a head saved by `save_head` (checked against its manifest) or a published EAGLE-3 checkpoint; bound to
-    `target` if given."""
+    """Read a head saved by `save_head` (checked against its manifest)
+    or a published EAGLE-3 checkpoint; bound to `target` if given."""
     folder = settle(folder)
     if not (folder / CONFIG).is_file() or not (folder / WEIGHTS).is_file():
         raise SpecdecError(
@@ -220,8 +220,8 @@ def _holds_a_head(folder: Path) -> bool:
 
 
 def config_from(raw: dict, tensors: dict[str, torch.Tensor]) -> HeadConfig:
-    """A `HeadConfig` from an EAGLE-3 config.json (ours or a published one); layers unknown until bound default to
-    vLLM's."""
+    """A `HeadConfig` from an EAGLE-3 config.json (ours or a
+    published one); layers unknown until bound default to vLLM's."""
     ours = raw.get("specdec", {})
     hidden, heads = raw["hidden_size"], raw["num_attention_heads"]
     target_layers = ours.get("target_layers") or 0

@@ -57,8 +57,8 @@ class RMSNorm(nn.Module):
 
 
 class Attention(nn.Module):
-    """Llama attention whose queries, keys and values read 2H inputs (the embedding and the hidden state side by
-    side)."""
+    """Llama attention whose queries, keys and values read 2H
+    inputs (the embedding and the hidden state side by side)."""
 
     def __init__(self, config: HeadConfig) -> None:
         super().__init__()
@@ -88,8 +88,8 @@ class Attention(nn.Module):
         return q, k, self.v_proj(x).view(n, self.kv_heads, self.dim)
 
     def attend(self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """softmax(q k^T / sqrt(dim)) v over the keys `mask` [n, K] allows: q [n, heads, dim], keys/values [K, kv_heads,
-        dim] -> [n, H]."""
+        """softmax(q k^T / sqrt(dim)) v over the keys `mask` [n, K] allows:
+        q [n, heads, dim], keys/values [K, kv_heads, dim] -> [n, H]."""
         repeat = self.heads // self.kv_heads
         keys, values = keys.repeat_interleave(repeat, dim=1), values.repeat_interleave(repeat, dim=1)  # [K, heads, dim]
         scores = torch.einsum("nhd,khd->hnk", q, keys) / math.sqrt(self.dim)  # [heads, n, K]
@@ -130,8 +130,8 @@ class MidLayer(nn.Module):
 
 
 class EagleHead(nn.Module):
-    """An EAGLE-3 head: fusion `fc`, one decoder layer `midlayer`, `norm`, `lm_head` over d tokens, and the maps `d2t`,
-    `t2d`."""
+    """An EAGLE-3 head: fusion `fc`, one decoder layer `midlayer`,
+    `norm`, `lm_head` over d tokens, and the maps `d2t`, `t2d`."""
 
     def __init__(self, config: HeadConfig) -> None:
         super().__init__()
@@ -204,8 +204,8 @@ class EagleHead(nn.Module):
 
     @property
     def dtype(self) -> torch.dtype:
-        """The dtype of the head's activations (its norms' weights: an int8 head's linear layers keep no float
-        weight)."""
+        """The dtype of the head's activations (its norms' weights:
+        an int8 head's linear layers keep no float weight)."""
         return self.norm.weight.dtype
 
     @property

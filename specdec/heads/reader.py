@@ -165,8 +165,8 @@ class HeadReader:
 
     @torch.inference_mode()
     def read_level(self, row: int, new: list[int], tokens: list[int], parents: list[int]) -> torch.Tensor:
-        """One head pass over the nodes `new`: each is (its token, its parent entry's g), sees the text entries and its
-        ancestors."""
+        """One head pass over the nodes `new`: each is (its token, its
+        parent entry's g), sees the text entries and its ancestors."""
         cache = self.texts[row]
         attend, offsets = level_layout(cache.length, cache.text, cache.read, new, parents)
         # [n, H]
@@ -180,8 +180,8 @@ class HeadReader:
         return logits
 
     def observe(self, row: int, verified: Verified) -> None:
-        """Drop every tree entry (the accepted ones too: the target's true features replace them); queue the kept rows'
-        features."""
+        """Drop every tree entry (the accepted ones too: the target's
+        true features replace them); queue the kept rows' features."""
         if verified.hidden is None:
             raise SpecdecError(
                 "the loop gave the EAGLE head no hidden states: it declares them in Capabilities.hidden_layers"
@@ -199,8 +199,8 @@ class HeadReader:
     def _feed(
         self, cache: HeadCache, ids: torch.Tensor, hidden: torch.Tensor, positions: torch.Tensor, attend: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """One head pass over new entries (ids [n], hidden [n, H]): their logits over the target's vocabulary [n, V] and
-        g [n, H]."""
+        """One head pass over new entries (ids [n], hidden [n, H]):
+        their logits over the target's vocabulary [n, V] and g [n, H]."""
         past = None if cache.keys is None else (cache.keys, cache.values)
         device = self.head.device
         draft_logits, g, k, v = self.head.step(ids.to(device), hidden, positions.to(device), past, attend.to(device))

@@ -73,8 +73,8 @@ class TrainingSettings:
 def target_features(
     target: nn.Module, ids: torch.Tensor, head: EagleHead
 ) -> tuple[tuple[torch.Tensor, ...], torch.Tensor]:
-    """One target pass over ids [T]: the three hidden states the head fuses (3 x [T, H]) and p over the draft vocabulary
-    [T, d]."""
+    """One target pass over ids [T]: the three hidden states the head
+    fuses (3 x [T, H]) and p over the draft vocabulary [T, d]."""
     output = target(input_ids=ids[None].to(head.device), output_hidden_states=True)
     features = tuple(output.hidden_states[layer][0].float() for layer in head.config.layers)
     labels = torch.softmax(output.logits[0].float()[:, head.draft_ids()], dim=-1)  # [T, d]
@@ -120,8 +120,8 @@ def unrolled_loss(
 
 
 def training_target(target: object) -> nn.Module:
-    """The transformers model a head trains on: the target's own modules, which only the torch runtime reaches (one line
-    else)."""
+    """The transformers model a head trains on: the target's own
+    modules, which only the torch runtime reaches (one line else)."""
     return transformers_model(target, "training a head")
 
 
@@ -212,8 +212,8 @@ def _train_step(
     optimizer: torch.optim.Optimizer,
     settings: TrainingSettings,
 ) -> tuple[float, float]:
-    """One step on one chunk: the target's pass, the training-time test's loss, a clipped AdamW update; (loss,
-    accuracy)."""
+    """One step on one chunk: the target's pass, the training-time
+    test's loss, a clipped AdamW update; (loss, accuracy)."""
     features, labels = target_features(target, piece, head)
     loss, accuracy = unrolled_loss(head, piece, tuple(f.clone() for f in features), labels.clone(), settings)
     optimizer.zero_grad()

@@ -139,8 +139,8 @@ class SharedInput:
         self._waiting: set[int] = set()  # the members that have not taken their columns of it yet
 
     def output(self, member: Int8Linear, x: torch.Tensor) -> torch.Tensor:  # [..., K] -> [..., N_member]
-        """`member`'s outputs for `x`: from the call its sibling made on an equal input, else from a new call for
-        all."""
+        """`member`'s outputs for `x`: from the call its sibling
+        made on an equal input, else from a new call for all."""
         last = self._input
         if id(member) in self._waiting and last.shape == x.shape and last.dtype == x.dtype and torch.equal(last, x):
             self._waiting.discard(id(member))

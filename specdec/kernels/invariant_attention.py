@@ -60,8 +60,8 @@ AttentionInterface.register(NAME, invariant_attention)
 
 
 def use_invariant_attention(model: PreTrainedModel) -> bool:
-    """Switch `model` to `invariant_attention` where its attention is plain causal softmax attention; say whether it
-    was."""
+    """Switch `model` to `invariant_attention` where its attention
+    is plain causal softmax attention; say whether it was."""
     config = model.config
     special = (
         getattr(config, "attn_logit_softcapping", None)

@@ -49,8 +49,8 @@ class PackedLinear(nn.Module):
         return cls(torch.ops.mkldnn._reorder_linear_weight(weight, 1), layer.bias, *weight.shape)
 
     def first_rows(self, rows: int) -> PackedLinear:
-        """A layer computing only the first `rows` outputs (a draft's vocabulary limit, `specdec.runtime.kv_cache`);
-        made once per size."""
+        """A layer computing only the first `rows` outputs (a draft's
+        vocabulary limit, `specdec.runtime.kv_cache`); made once per size."""
         if rows not in self._cuts:
             weight = self.packed.to_dense()[:rows].contiguous()  # [rows, K], back from the blocked layout
             bias = None if self.bias is None else self.bias[:rows]

@@ -12,9 +12,9 @@ carry; nothing downstream resolves them again.
     >>> target = resolve_precision("cpu", "auto", "auto", role="target")
     >>> target.name, target.kernel
     ('float32 int8', 'fbgemm int8 x int8, one activation scale per token')
-    >>> target.why
-    'int8 weights: auto on a CPU, cheap steps and cheap verification; float32 activations: auto on a CPU, exact
-    comparisons'
+    >>> target.why.split("; ")
+    ['int8 weights: auto on a CPU, cheap steps and cheap verification',
+     'float32 activations: auto on a CPU, exact comparisons']
     >>> target, draft = resolve_pair_precision("cpu", "auto", "auto", "auto")
     >>> draft.name, draft.kernel
     ('bfloat16 int4', 'aten int4pack, groups of 32, bfloat16 activations')

@@ -66,14 +66,14 @@ MIN_QUANTIZED_SHARE = 0.5  # refuse a model when less than this share of its wei
 
 
 def _layer_groups(model: nn.Module, quantization: str, names: list[str]) -> list[list[str]]:
-    """The layers `names` in the groups they are made in: int8 siblings sharing an input together (`int8_groups`), int4
-    alone."""
+    """The layers `names` in the groups they are made in: int8
+    siblings sharing an input together (`int8_groups`), int4 alone."""
     return int8_groups(model, names) if quantization == "int8" else [[name] for name in names]
 
 
 def _packed_group(layers: list[nn.Module]) -> list[nn.Module]:
-    """One group's layers, packed: int8 ones built unpacked alone or side by side (`SharedInput`); int4 ones pack as
-    built."""
+    """One group's layers, packed: int8 ones built unpacked alone
+    or side by side (`SharedInput`); int4 ones pack as built."""
     if not isinstance(layers[0], Int8Linear):
         return layers
     if len(layers) == 1:
@@ -155,8 +155,8 @@ def quantize_model(
 def apply_quantization(
     model: PreTrainedModel, quantization: str, strict: bool = True, on_layer: Callable[[int, int], None] | None = None
 ) -> PreTrainedModel:
-    """`quantize_model` for a `quantization` already checked for this device (`specdec.kernels.precision` did it,
-    once)."""
+    """`quantize_model` for a `quantization` already checked for
+    this device (`specdec.kernels.precision` did it, once)."""
     if quantization == "none":
         return model
     total = sum(parameter.numel() for parameter in model.parameters())
@@ -225,8 +225,8 @@ def _built_on_every_thread(
 
 
 def quantized_layer(quantization: str, layer: nn.Linear) -> nn.Module:
-    """`layer` with its weights in `quantization` ("int8", "int4" or "w8a8"); an int8 layer is left for its group to
-    pack."""
+    """`layer` with its weights in `quantization` ("int8", "int4"
+    or "w8a8"); an int8 layer is left for its group to pack."""
     if quantization == "int8":
         return Int8Linear.from_linear(layer, pack=False)
     return W8A8Linear.from_linear(layer) if quantization == "w8a8" else Int4Linear.from_linear(layer)

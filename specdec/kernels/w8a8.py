@@ -55,8 +55,8 @@ class Kernel:
 
 
 def quantize_tokens(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Each row of x [M, K] alone as int8 values (held in float) and its scale [M, 1]: absolute maximum over 127,
-    rounded to nearest."""
+    """Each row of x [M, K] alone as int8 values (held in float) and
+    its scale [M, 1]: absolute maximum over 127, rounded to nearest."""
     rows = x.float()
     scale = rows.abs().amax(dim=1, keepdim=True).clamp(min=1e-30) / 127  # [M, 1]
     return torch.round(rows / scale).clamp(-127, 127), scale
@@ -81,8 +81,8 @@ REFERENCE = Kernel(
 
 
 def vllm_kernel() -> Kernel:
-    """sgl's W8A8 kernel from vLLM's CPU library, which must already be loaded into torch (`w8a8_gate.activate` does
-    it)."""
+    """sgl's W8A8 kernel from vLLM's CPU library, which must
+    already be loaded into torch (`w8a8_gate.activate` does it)."""
     ops = torch.ops._C
     return Kernel(
         "vLLM CPU int8_scaled_mm_with_quant, int8 activations per token",

@@ -76,8 +76,8 @@ def cpu_refusal(facts: dict[str, object] | None = None) -> Verdict | None:
 
 
 def rows_agree(kernel: Kernel, shape: tuple[int, int], seed: int = 0) -> str | None:
-    """None when every pass of `PASSES` tokens gives each token the bits a one-token pass gives it, else which did
-    not."""
+    """None when every pass of `PASSES` tokens gives each token
+    the bits a one-token pass gives it, else which did not."""
     n, k = shape
     generator = torch.Generator().manual_seed(seed)
     weight_int8 = torch.randint(-127, 128, (n, k), generator=generator, dtype=torch.int8)
@@ -165,8 +165,8 @@ def self_test(kernel: Kernel) -> str | None:
 
 
 def probe(library: str) -> Verdict:
-    """In this process: load `library` and test its kernel. Run it in a subprocess (`check_machine`): it may die of
-    SIGILL."""
+    """In this process: load `library` and test its kernel. Run
+    it in a subprocess (`check_machine`): it may die of SIGILL."""
     try:
         torch.ops.load_library(library)
         kernel = vllm_kernel()
@@ -183,8 +183,8 @@ def _self_test_command(library: Path) -> list[str]:
 
 
 def check_machine(library: Path, library_sha256: str, verdict_path: Path) -> Verdict:
-    """The verdict for this machine: the kept one when nothing that could change it changed, else a new subprocess
-    test."""
+    """The verdict for this machine: the kept one when nothing
+    that could change it changed, else a new subprocess test."""
     facts = cpu_facts()
     key = {**facts, "torch": torch.__version__, "library_sha256": library_sha256}
     refused = cpu_refusal(facts)

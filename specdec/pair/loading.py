@@ -87,8 +87,8 @@ def load_spec(
 def _check_before_loading(
     spec: RunSpec, models: Sequence[ModelPlan | None], needs: Sequence[str], say: Callable[[str], None]
 ) -> None:
-    """What can be refused before anything loads: a W8A8 kernel that fails this machine's test, a missing resource (a
-    head)."""
+    """What can be refused before anything loads: a W8A8 kernel
+    that fails this machine's test, a missing resource (a head)."""
     if any(planned is not None and planned.precision.weights == "w8a8" for planned in models):
         require_w8a8(say)  # before anything is read: its kernel must pass this machine's test
     for need in needs:

@@ -30,8 +30,8 @@ if TYPE_CHECKING:
 
 
 def cost_key(resources: Resources, runtime: str) -> dict[str, object]:
-    """What measured costs are kept under: each model as its runtime names it (a file, its size, time and threads), the
-    CPU."""
+    """What measured costs are kept under: each model as its runtime
+    names it (a file, its size, time and threads), the CPU."""
     from specdec.store.machine import cpu_facts
 
     draft = resources.get(DRAFT_MODEL)
@@ -106,8 +106,8 @@ def load_key(pair: str, models: Sequence[ModelPlan | None]) -> str:
 
 
 def keep_load_time(pair: str, seconds: dict[str, float]) -> None:
-    """Keep how long loading `pair` (a `load_key`) took, stage by stage, so a page can say it before the next first
-    click."""
+    """Keep how long loading `pair` (a `load_key`) took, stage by
+    stage, so a page can say it before the next first click."""
     import json
 
     from specdec.store import cache_dir, write_text

@@ -101,8 +101,8 @@ class LoadedPair:
         )
 
     def spec(self, drafting: Drafting = Drafting(), decoding=None) -> RunSpec:
-        """A run spec for this pair's names with `drafting` (and `decoding`, default the spec's): for callers holding a
-        pair."""
+        """A run spec for this pair's names with `drafting` (and
+        `decoding`, default the spec's): for callers holding a pair."""
         from specdec.engine.inputs import Decoding
 
         return RunSpec(self.target_name, self.draft_name, drafting=drafting, decoding=decoding or Decoding())

@@ -4,11 +4,12 @@ Notation: p is the target, q the draft, gamma the drafted tokens per round, alph
 
     pair = load_spec(spec)                                                    # specdec.pair.loading
     input_ids = encode_prompt(pair.tokenizer, "Write a haiku.", chat=True)    # [1, T]
-    result = generate(pair, input_ids, spec)                                  # as the planner plans it; result.plan
-    says how plain = generate_plain(pair, input_ids, spec.decoding)                    # the target alone
+    # as the planner plans it; result.plan says how
+    result = generate(pair, input_ids, spec)
+    plain = generate_plain(pair, input_ids, spec.decoding)                    # the target alone
 
-    speculative_generate(target, draft, input_ids, temperature=0)             # models you loaded yourself: the same
-    planner
+    # models you loaded yourself: the same planner
+    speculative_generate(target, draft, input_ids, temperature=0)
 
 Everything a run does was decided by the planner (`specdec.planner`); here it is only run, with the plan's header line
 put on each result (`GenerationResult.plan`), so every report says the same.

@@ -91,16 +91,16 @@ def plan_drafting(
 
 
 def check_serves(target: Model, drafter: Drafter) -> None:
-    """Refuse, in one line naming the runtime that serves it, a drafter that needs what the target's runtime does not
-    give."""
+    """Refuse, in one line naming the runtime that serves it, a
+    drafter that needs what the target's runtime does not give."""
     refusal = refused(target, drafter.capabilities, drafter.name)
     if refusal is not None:
         raise SpecdecError(refusal)
 
 
 def refused(target: Model, capabilities: Capabilities, name: str) -> str | None:
-    """Why a drafter declaring `capabilities` cannot run on `target` (its runtime, its sliding windows), or None when it
-    can."""
+    """Why a drafter declaring `capabilities` cannot run on `target`
+    (its runtime, its sliding windows), or None when it can."""
     traits = target.traits
     if (capabilities.hidden_states or capabilities.hidden_layers) and not traits.hidden_states:
         return (

@@ -105,8 +105,8 @@ def choose_models(spec: RunSpec) -> tuple[ModelPlan, ModelPlan | None]:
 
 
 def _planned(role: str, file: ModelFile, runtime_name: str, precision: Precision, why: str) -> ModelPlan:
-    """A model's plan on its runtime: the runtime's settings for the role, and a file's own weights where it runs
-    those."""
+    """A model's plan on its runtime: the runtime's settings for
+    the role, and a file's own weights where it runs those."""
     runtime = RUNTIMES[runtime_name]
     settings = runtime.settings[role == "draft"]
     if runtime.own_weights and runtime.precision_of is not None:
@@ -115,8 +115,8 @@ def _planned(role: str, file: ModelFile, runtime_name: str, precision: Precision
 
 
 def _one_tokenizer(target: str, draft: str) -> bool:
-    """Whether the zoo says (one family) or the converted copies show (the same files) that two models cut text
-    alike."""
+    """Whether the zoo says (one family) or the converted copies
+    show (the same files) that two models cut text alike."""
     entries = [where(name).entry for name in (target, draft)]
     first, second = entries
     return (first is not None and second is not None and first.family == second.family) or same_tokenizer_files(

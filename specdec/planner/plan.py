@@ -35,8 +35,8 @@ from specdec.run_spec import FASTEST_PLAN, Drafting, RunSpec
 
 @dataclass(frozen=True)
 class Plan:
-    """What a run does: how each model runs (`target`, `draft`: None without a draft model) and how it drafts
-    (`drafting`)."""
+    """What a run does: how each model runs (`target`, `draft`:
+    None without a draft model) and how it drafts (`drafting`)."""
 
     pair_name: str  # "draft->target", as the run spec names the pair
     target: ModelPlan
@@ -49,8 +49,8 @@ class Plan:
         return self.draft is not None and self.drafting.drafter.draft_model is not None
 
     def header(self) -> str:
-        """The one line every door prints before a run: the pair, each model's runtime and precision, the drafting and
-        why."""
+        """The one line every door prints before a run: the pair,
+        each model's runtime and precision, the drafting and why."""
         draft_name, target_name = (_short(name) for name in self.pair_name.split("->", 1))
         parts = [f"target {self.target.describe()}"]
         if self.draft is not None:

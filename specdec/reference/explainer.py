@@ -7,8 +7,8 @@ round, alpha the chance a tested draft is accepted, c the draft cost / target co
     picture.overlap, picture.alpha, picture.residual, picture.accept_probability
     curve = speedup_curve(alpha=0.8, c=0.3, max_gamma=12)     # tokens per pass and speedup per gamma
     curve.best_gamma, curve.best_speedup
-    verification_curve(verify, c, alpha)                      # a machine's measured v(gamma): what drafting can gain
-    there
+    # a machine's measured v(gamma): what drafting can gain there
+    verification_curve(verify, c, alpha)
 
 Everything comes from `specdec.reference.theory` (the formulas) and `specdec.reference.toy` / `specdec.reference.rule`
 (the Monte-Carlo run of the rule); this module only arranges the results for display.

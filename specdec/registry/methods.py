@@ -45,8 +45,8 @@ class NoOptions:
 
 @dataclass(frozen=True)
 class Method:
-    """One drafting method: its name, its drafter, what it needs, its options and how it makes a drafter (module
-    docstring)."""
+    """One drafting method: its name, its drafter, what it needs,
+    its options and how it makes a drafter (module docstring)."""
 
     name: str  # what the CLI, the dashboard, the benchmark and the pairs call it
     summary: str  # one line, for lists and help

@@ -27,8 +27,8 @@ Resources = dict[str, Any]  # resource name -> what was loaded (the target: a mo
 
 @dataclass(frozen=True)
 class Resource:
-    """One thing a method may need besides the target: which draft names mean it, how it is loaded, where one is at
-    hand."""
+    """One thing a method may need besides the target: which draft
+    names mean it, how it is loaded, where one is at hand."""
 
     name: str
     summary: str

@@ -202,8 +202,8 @@ class BatchCache:
         self.keep(row, list(range(length)))
 
     def keep(self, row: int, tokens: list[int]) -> None:
-        """Keep only the tokens of `row` at these indices of its text (increasing): a rollback, or a tree's accepted
-        path."""
+        """Keep only the tokens of `row` at these indices of its
+        text (increasing): a rollback, or a tree's accepted path."""
         i = self._at[row]
         if tokens and (
             any(b <= a for a, b in zip(tokens, tokens[1:])) or tokens[0] < 0 or tokens[-1] >= self.lengths[i]
@@ -215,8 +215,8 @@ class BatchCache:
         self.lengths[i] = len(tokens)
 
     def compact(self, rows: Sequence[int] | None = None) -> None:
-        """Keep only `rows` (callers' ids, in this order; default: all), each row's text right-aligned, no dead
-        columns."""
+        """Keep only `rows` (callers' ids, in this order; default:
+        all), each row's text right-aligned, no dead columns."""
         rows = list(self.rows if rows is None else rows)
         order = [self._at[row] for row in rows]
         width = max((self.lengths[i] for i in order), default=0)

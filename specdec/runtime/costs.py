@@ -255,8 +255,8 @@ def keep_speed(target: str, option: str, threads: int | None, profile: CostProfi
 
 
 def kept_speeds(target: str, threads: int | None) -> dict[str, CostProfile]:
-    """The ways this machine ran `target` (with `threads`), each as measured (`keep_speed`); empty where none was
-    kept."""
+    """The ways this machine ran `target` (with `threads`), each
+    as measured (`keep_speed`); empty where none was kept."""
     from specdec.store import cache_dir
 
     try:

@@ -84,8 +84,8 @@ class TorchModel:
 
     @property
     def weights(self) -> str:
-        """'none', 'int8', 'int4' or 'w8a8': what the quantizer (`specdec.kernels.quantization`) marked the model
-        with."""
+        """'none', 'int8', 'int4' or 'w8a8': what the quantizer
+        (`specdec.kernels.quantization`) marked the model with."""
         return getattr(self.module, "specdec_quantization", "none")
 
     @property

@@ -32,8 +32,8 @@ def _kind(files, device: torch.device) -> list[str]:
 
 
 def _usable_here() -> str | None:
-    """Why llama.cpp cannot run on this machine (its library missing, or its exactness self-test failed here), or
-    None."""
+    """Why llama.cpp cannot run on this machine (its library
+    missing, or its exactness self-test failed here), or None."""
     from specdec.runtime.llama_cpp import check_runtime
 
     try:
@@ -48,8 +48,8 @@ def _precision_of(file: ModelFile, why: str, settings: str) -> Precision:
 
 
 def _load(request: LoadRequest):
-    """The GGUF file mapped into llama.cpp with the request's settings, named and holding its file's type as its
-    weights."""
+    """The GGUF file mapped into llama.cpp with the request's
+    settings, named and holding its file's type as its weights."""
     from specdec.runtime.llama_cpp import load_gguf
     from specdec.runtime.llama_cpp import settings as knobs
 

@@ -73,8 +73,8 @@ def _aside(final: Path) -> Path:
 
 
 def settle(final: str | Path) -> Path:
-    """Finish what a crash between `new_folder`'s renames left: put a whole old folder back, or delete it once
-    replaced."""
+    """Finish what a crash between `new_folder`'s renames left:
+    put a whole old folder back, or delete it once replaced."""
     final = Path(final)
     aside = _aside(final)
     if aside.exists():

@@ -1,8 +1,8 @@
 """This machine, in the few facts that decide which kernels run and how fast: what kept verdicts and timings are keyed
 by.
 
-    cpu_facts()      {"cpu": "AMD EPYC ...", "flags": ["avx2", "fma", ...]} from /proc/cpuinfo (empty where there is
-    none)
+    cpu_facts()      {"cpu": "AMD EPYC ...", "flags": ["avx2", "fma", ...]} from /proc/cpuinfo (empty where there
+                     is none)
 
 A verdict (the W8A8 gate's, llama.cpp's self-test) or a timing (measured costs) kept in the store holds for the
 machine these name; another CPU, or the same with other SIMD extensions, is asked again.
@@ -87,8 +87,8 @@ BUSY_FROM = 0.5  # cores' worth of other work from which a machine counts as bus
 
 
 def busy_now(seconds: float = 0.05) -> float | None:
-    """Cores' worth of work other processes do over the next `seconds` (this process sleeps meanwhile); None where
-    unknown."""
+    """Cores' worth of work other processes do over the next
+    `seconds` (this process sleeps meanwhile); None where unknown."""
     import time
 
     before = cpu_sample()

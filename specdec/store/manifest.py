@@ -126,8 +126,8 @@ def _read_stamps(folder: Path) -> tuple[dict, int]:
 
 
 def _write_stamps(folder: Path, stamps: dict[str, list[int]], patience_s: float = 2.0) -> None:
-    """Write the stamps, then wait until the file system's clock has moved past every stamped mtime (a tick,
-    usually)."""
+    """Write the stamps, then wait until the file system's clock
+    has moved past every stamped mtime (a tick, usually)."""
     newest = max((mtime for _, mtime in stamps.values()), default=0)
     deadline = time.monotonic() + patience_s
     while True:

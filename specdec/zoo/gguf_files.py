@@ -45,8 +45,8 @@ GGUF_TENSORS = "dequantizing GGUF tensors"
 
 @dataclass
 class GGUFRead:
-    """What one read of a GGUF file gives: the model, its tokenizer if asked for, where its embedding lies if asked
-    for."""
+    """What one read of a GGUF file gives: the model, its tokenizer
+    if asked for, where its embedding lies if asked for."""
 
     model: PreTrainedModel
     tokenizer: PreTrainedTokenizerBase | None = None
@@ -56,8 +56,8 @@ class GGUFRead:
 def read_model(
     path: Path, dtype: torch.dtype, report: Reporter, with_tokenizer: bool = False, find_embedding: bool = False
 ) -> GGUFRead:
-    """The model of a GGUF file in `dtype`, each step reported; its tokenizer and its embedding's place in the file if
-    asked."""
+    """The model of a GGUF file in `dtype`, each step reported; its
+    tokenizer and its embedding's place in the file if asked."""
     with parsed_once():
         with _steps_reported(report):
             model = _from_gguf(AutoModelForCausalLM, path, "model", dtype=dtype)
@@ -82,8 +82,8 @@ def read_tokenizer(path: Path) -> PreTrainedTokenizerBase:
 
 
 def _tokenizer_type(path: Path) -> dict[str, str]:
-    """{"tokenizer_type": the file's architecture} where transformers names a tokenizer after it, else {} (its slower
-    path)."""
+    """{"tokenizer_type": the file's architecture} where transformers
+    names a tokenizer after it, else {} (its slower path)."""
     from transformers.integrations.gguf.reader import read_gguf_metadata
     from transformers.models.auto.tokenization_auto import TOKENIZER_MAPPING_NAMES
 
@@ -95,8 +95,8 @@ def _tokenizer_type(path: Path) -> dict[str, str]:
 
 
 def _from_gguf(loader, path: Path, what: str, **kwargs):
-    """`loader.from_pretrained` on a GGUF file (no download, no code from a model repository), its failure in one
-    line."""
+    """`loader.from_pretrained` on a GGUF file (no download, no
+    code from a model repository), its failure in one line."""
     try:
         return loader.from_pretrained(
             str(path.parent), gguf_file=path.name, local_files_only=True, trust_remote_code=False, **kwargs
@@ -106,15 +106,15 @@ def _from_gguf(loader, path: Path, what: str, **kwargs):
 
 
 def embedding_in_file(path: Path, model: torch.nn.Module) -> dict[str, object] | None:
-    """Where `model`'s embedding table lies in the GGUF file at `path`, if looking its rows up there gives the same
-    bits."""
+    """Where `model`'s embedding table lies in the GGUF file at
+    `path`, if looking its rows up there gives the same bits."""
     with parsed_once():
         return _embedding_in_file(path, model)
 
 
 def _embedding_in_file(path: Path, model: torch.nn.Module) -> dict[str, object] | None:
-    """Only a plain `nn.Embedding` (Gemma's scales its rows) whose rows `GGUFEmbedding` gives back with the same
-    bits."""
+    """Only a plain `nn.Embedding` (Gemma's scales its rows)
+    whose rows `GGUFEmbedding` gives back with the same bits."""
     if type(model.get_input_embeddings()) is not torch.nn.Embedding:
         return None
     location = gguf_embedding_location(path)

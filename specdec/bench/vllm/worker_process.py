@@ -41,8 +41,8 @@ def find_vllm_python(explicit: str | None = None) -> Path:
 
 
 def worker_environment(python: Path, threads: int | None = None) -> dict[str, str]:
-    """vLLM's CPU settings: its threads bound to our cores and its Intel OpenMP preloaded (`run_worker` sets the
-    KV-cache size)."""
+    """vLLM's CPU settings: its threads bound to our cores and its
+    Intel OpenMP preloaded (`run_worker` sets the KV-cache size)."""
     environment = dict(os.environ)
     cores = threads or os.cpu_count() or 1
     environment.setdefault("VLLM_CPU_OMP_THREADS_BIND", f"0-{cores - 1}")  # its automatic binding used one core

@@ -40,8 +40,8 @@ GARBAGE = 0  # the sequence id whose cells no query reads: dropped tokens wait t
 
 @dataclass(frozen=True)
 class Entry:
-    """One token of a pass: its id, position, the sequence ids it joins (the first is its own), and whether its logits
-    are read."""
+    """One token of a pass: its id, position, the sequence ids it
+    joins (the first is its own), and whether its logits are read."""
 
     token: int
     position: int
@@ -114,8 +114,8 @@ class Context:
         self._free_ids.append(sequence)
 
     def drop(self, sequence: int, start: int = -1, end: int = -1) -> None:
-        """Forget `sequence`'s tokens at positions [start, end) (-1: open): their cells go to `GARBAGE`, never freed
-        here."""
+        """Forget `sequence`'s tokens at positions [start, end) (-1:
+        open): their cells go to `GARBAGE`, never freed here."""
         lib = self.library.lib
         lib.llama_memory_seq_cp(self.memory, sequence, GARBAGE, start, end)
         lib.llama_memory_seq_rm(self.memory, sequence, start, end)
@@ -125,8 +125,8 @@ class Context:
         self.library.lib.llama_memory_seq_cp(self.memory, source, target, start, end)
 
     def repack(self, sequences: list[int]) -> None:
-        """Copy the live `sequences` out, empty the cache, copy them back: no dropped cells left, each in position
-        order."""
+        """Copy the live `sequences` out, empty the cache, copy
+        them back: no dropped cells left, each in position order."""
         ffi, lib = self.library.ffi, self.library.lib
         saved = []
         for sequence in sequences:

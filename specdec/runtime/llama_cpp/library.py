@@ -94,8 +94,8 @@ def installed_version() -> str | None:
 
 
 def describe_mismatch(recorded: dict, found: dict, what: str) -> str | None:
-    """None when every recorded value is found (floats recorded as C's %a hex), else the first difference, in one
-    line."""
+    """None when every recorded value is found (floats recorded
+    as C's %a hex), else the first difference, in one line."""
     for name, value in recorded.items():
         have = found.get(name)
         same = float.fromhex(value) == have if isinstance(value, str) and value not in ("set",) else value == have

@@ -20,7 +20,7 @@ module builds one, on request only (the README's two commands never compile anyt
 
     >>> cpu_options({"avx", "avx2", "fma", "f16c", "avx512f", "avx512_vnni", "amx_tile"})[3:]
     ['-DGGML_F16C=ON', '-DGGML_AVX512=ON', '-DGGML_AVX512_VNNI=ON', '-DGGML_AVX512_BF16=OFF', '-DGGML_AVX512_VBMI=OFF',
-    '-DGGML_AMX_TILE=OFF', '-DGGML_AMX_INT8=OFF', '-DGGML_AMX_BF16=OFF']
+     '-DGGML_AMX_TILE=OFF', '-DGGML_AMX_INT8=OFF', '-DGGML_AMX_BF16=OFF']
 """
 
 from __future__ import annotations

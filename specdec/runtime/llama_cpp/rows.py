@@ -93,8 +93,8 @@ class LlamaCppRows:
         offsets: Sequence[torch.Tensor | None] | None = None,
         hidden: bool = False,
     ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
-        """One pass over every row's new tokens (`specdec.engine.model.Rows.feed`): logits [B, last, V],
-        right-aligned."""
+        """One pass over every row's new tokens
+        (`specdec.engine.model.Rows.feed`): logits [B, last, V], right-aligned."""
         if hidden:
             raise SpecdecError(
                 "the llama.cpp runtime has no per-layer hidden states: run methods that read them "
@@ -208,8 +208,8 @@ class LlamaCppRows:
         return logits
 
     def _make_room(self, needed: int) -> None:
-        """Repack the cache when a pass would not fit (the texts' dropped cells freed); refuse if even that is not
-        enough."""
+        """Repack the cache when a pass would not fit (the texts'
+        dropped cells freed); refuse if even that is not enough."""
         if any(text.pending for text in self._texts.values()):
             raise SpecdecError(
                 f"the llama.cpp KV cache is full ({self.context.cells} cells) while a tree is pending: "

@@ -119,8 +119,8 @@ def same_rows_on_fewer_threads(model, fewer) -> str | None:
 
 
 def _tree(model, text: torch.Tensor, reference: torch.Tensor) -> str | None:
-    """A 6-node tree after a 10-token text: its nodes' rows, then the steps after keeping the path of its second
-    branch."""
+    """A 6-node tree after a 10-token text: its nodes' rows, then
+    the steps after keeping the path of its second branch."""
     other = torch.tensor([int(text[20]), int(text[21]), int(text[22])])  # a second branch: other tokens
     tokens = torch.cat([text[10:13], other])  # nodes 0-1-2 and 3-4-5
     parents = [-1, 0, 1, -1, 3, 4]
@@ -188,8 +188,8 @@ def verdict_path() -> Path:
 
 
 def check_machine(threads: int | None = None, settings: Settings = EXACT, path: Path | None = None) -> Verdict:
-    """This machine's verdict for the runtime: the kept one when nothing that could change it changed, else a new
-    test."""
+    """This machine's verdict for the runtime: the kept one when
+    nothing that could change it changed, else a new test."""
     from specdec.runtime.llama_cpp.library import installed_version, library_path
     from specdec.runtime.llama_cpp.model import default_threads
 
@@ -244,8 +244,8 @@ def _run_subprocess(threads: int, settings: Settings) -> Verdict:
 
 
 def check_runtime(threads: int | None = None, settings: Settings = EXACT) -> tuple[bool, str]:
-    """(usable, why): whether the llama.cpp runtime may run here with `threads`, and why not in one line (torch
-    then)."""
+    """(usable, why): whether the llama.cpp runtime may run here
+    with `threads`, and why not in one line (torch then)."""
     verdict = check_machine(threads, settings)
     return verdict.usable, verdict.why
 

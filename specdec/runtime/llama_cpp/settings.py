@@ -30,9 +30,9 @@ The causes, one setting each (`EXACT`):
   of a 6-token pass after 300 tokens of text differed from one-token steps by up to 0.79 in the logits on the
   1.5B and 0.43 on the 0.5B, though every short pass was exact (identical at 1 thread). That path is taken
   only when K and V have the same type (F16 or F32, and an F32 cache is cast to F16 before attention), so V
-  in bfloat16 turns it off: every row then equal at 1 and 2 threads, at 300 and 700 tokens. K keeps llama.cpp's default
-  F16 (the query is rounded to K's type for the dot products); V values lose 3 mantissa bits but are summed in float32
-  instead of the default's float16.
+  in bfloat16 turns it off: every row then equal at 1 and 2 threads, at 300 and 700 tokens. K keeps llama.cpp's
+  default F16 (the query is rounded to K's type for the dot products); V values lose 3 mantissa bits but are summed
+  in float32 instead of the default's float16.
 
 **The prompt pass runs on the fastest kernels** (`prompt_ubatch = 512`): a text's first pass, over its prompt, fills
 the KV cache with values no later pass recomputes, and its last row gives the first new token. Speculative and plain
@@ -109,8 +109,8 @@ BATCH_TOKENS = 512  # the longest pass one llama_decode takes (a longer causal p
 
 
 def model_params(lib, settings: Settings = EXACT):
-    """`llama_model_params` for loading a GGUF: the defaults, weights repacked as `settings` say, read rather than
-    mapped."""
+    """`llama_model_params` for loading a GGUF: the defaults,
+    weights repacked as `settings` say, read rather than mapped."""
     params = lib.llama_model_default_params()
     params.use_extra_bufts = settings.repacked_weights
     # read into memory, not mapped: the repacked weights are a copy, and the mapped file's pages would stay resident
@@ -121,8 +121,8 @@ def model_params(lib, settings: Settings = EXACT):
 
 
 def context_params(lib, settings: Settings, cells: int, sequences: int, threads: int):
-    """`llama_context_params` for a cache of `cells` token cells shared by `sequences` sequence ids (module
-    docstring)."""
+    """`llama_context_params` for a cache of `cells` token cells
+    shared by `sequences` sequence ids (module docstring)."""
     params = lib.llama_context_default_params()
     params.n_ctx = cells
     params.n_batch = BATCH_TOKENS

@@ -56,8 +56,8 @@ def _half(values: np.ndarray) -> np.ndarray:
 
 
 def q4_k(rng: np.random.Generator, rows: int, columns: int, scale: float = 1.0) -> np.ndarray:
-    """Random Q4_K blocks for a [rows, columns] matrix, as bytes [rows, columns / 256 * 144] (weights up to about 0.5 x
-    scale)."""
+    """Random Q4_K blocks for a [rows, columns] matrix, as bytes
+    [rows, columns / 256 * 144] (weights up to about 0.5 x scale)."""
     blocks = columns // BLOCK
     out = rng.integers(0, 256, (rows, blocks, Q4_K_BYTES), dtype=np.uint8)
     out[:, :, 0:2] = _half(rng.uniform(2e-4, 6e-4, (rows, blocks)) * scale)  # d

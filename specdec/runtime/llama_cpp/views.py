@@ -33,12 +33,12 @@ its own, the new tokens it sees come before it in the pass, and it sees what the
     >>> plan = plan_views(committed=3, pending=[], positions=[3, 4, 4], attend=attend)
     >>> plan.committed_seen, plan.seen_by
     ([3, 3, 3], [[1, 2], [], []])
-    >>> plan_views(3, [], [3, 4, 4], torch.tensor([[1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 0], [1, 1, 1, 1, 1, 1]],
-    ...     dtype=torch.bool))
+    >>> sees_a_sibling = torch.tensor([[1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 0], [1, 1, 1, 1, 1, 1]], dtype=torch.bool)
+    >>> plan_views(3, [], [3, 4, 4], sees_a_sibling)
     Traceback (most recent call last):
     ...
-    ValueError: new token 2 sees 2 tokens at position 4: llama.cpp's cache draws text and tree paths only (one token per
-    position)
+    ValueError: new token 2 sees 2 tokens at position 4: llama.cpp's cache draws text and tree paths only
+    (one token per position)
 
 Not handled: a token that does not see the whole text before its path (a window, a gap), and a new token
 that sees one placed after it in the pass; both are refused.
