@@ -17,7 +17,7 @@ import time
 
 import torch
 
-from specdec.runtime.kv_cache import CachedModel
+from specdec.runtime.pytorch.kv_cache import CachedModel
 from specdec.kernels.packed_linear import pack_linear_layers
 from specdec.zoo.loading import load_model
 

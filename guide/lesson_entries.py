@@ -371,7 +371,7 @@ def batch_bug_demo() -> dict[str, float]:
     """The classic batching bug, computed on a tiny random Llama and a noisy copy of it as the draft (no download).
 
     Four prompts of different lengths, greedy, gamma 4, 24 tokens: with each row's own bookkeeping
-    (`specdec.runtime.batch_cache.BatchCache`) and with one count for the batch (`specdec.bugs.batches`).
+    (`specdec.runtime.pytorch.batch_cache.BatchCache`) and with one count for the batch (`specdec.bugs.batches`).
     Keys: "rows", "tokens", "right_rows" (rows equal to their own plain run), "bug_rows" (rows that differ with the
     bug), "bug_tokens" (their tokens that differ from the right ones, all rows), "first" (the earliest differing
     token, 1-based), "same_round" (1 if every row that differs was right in the first round).

@@ -84,7 +84,7 @@ _EXPORTS = {
     "RunSpec": "specdec.run_spec",
     "Drafting": "specdec.run_spec",
     "ModelChoices": "specdec.run_spec",
-    "TorchModel": "specdec.runtime.torch_model",
+    "TorchModel": "specdec.runtime.pytorch.torch_model",
     "Decoding": "specdec.engine.inputs",
     "Capabilities": "specdec.engine.contract",
     "Drafter": "specdec.engine.contract",

@@ -1,5 +1,5 @@
 """Batches: every row exact on its own, whatever its neighbours accept (`specdec.engine.loop`,
-`specdec.runtime.batch_cache`).
+`specdec.runtime.pytorch.batch_cache`).
 
 Against the trusted references:
 - greedy: every row equals its own plain decoding alone, for prompts of different lengths, rows that end
@@ -33,7 +33,7 @@ from specdec import (
     speculative_generate,
 )
 from specdec import ModelDrafter, batch_throughput
-from specdec.runtime.batch_cache import BatchCache
+from specdec.runtime.pytorch.batch_cache import BatchCache
 from specdec.engine.contract import Capabilities
 from specdec.engine.inputs import Decoding, row_generator
 from specdec.engine.sampling import SamplingConfig

@@ -84,7 +84,7 @@ def test_a_name_that_is_gone_is_reported_where_it_was_written():
     written = {
         "docs/old.md": "from specdec.pairing import load_spec; see `specdec.pair.loading.load_spec`",
         "specdec/x.py": "the loop (`specdec.generation.speculative`), the cache "
-        "(`specdec.runtime.batch_cache.BatchCache`)",
+        "(`specdec.runtime.pytorch.batch_cache.BatchCache`)",
     }
     assert unresolved(written) == {
         "docs/old.md": ["specdec.pairing"],

@@ -17,7 +17,7 @@ from test_greedy import PROMPTS, reference_greedy
 import specdec.engine.rounds
 from specdec import SpecdecError, speculative_generate
 from specdec.engine.contract import Capabilities, DraftRequest, Generation, Verified
-from specdec.runtime.kv_cache import CachedModel
+from specdec.runtime.pytorch.kv_cache import CachedModel
 from specdec.engine.sampling import SamplingConfig
 from specdec.engine.trees import DraftTree, ExtraRows, chain_parents, pass_attention
 

@@ -31,8 +31,8 @@ from specdec import (
     speculative_generate,
 )
 from specdec.drafting.layer_skip import least_influential_layers, skip_layers
-from specdec.runtime.one_row import OneRow
-from specdec.runtime.kv_cache import CachedModel
+from specdec.runtime.pytorch.one_row import OneRow
+from specdec.runtime.pytorch.kv_cache import CachedModel
 from specdec.engine.sampling import SamplingConfig
 from specdec.engine.tree_verification import _verdict, verify_tree_sampled
 from specdec.engine.verification import verify_sampled

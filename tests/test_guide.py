@@ -194,7 +194,7 @@ def test_the_algorithm_chapter_quotes_the_engine():
         "specdec/engine/loop.py",
         "specdec/engine/verification.py",
         "specdec/drafting/draft_model.py",
-        "specdec/runtime/kv_cache.py",
+        "specdec/runtime/pytorch/kv_cache.py",
     } <= sources, sources
 
 

@@ -13,8 +13,8 @@ import torch
 from tiny_models import target_cache_as, tiny_model, tiny_pair
 
 from specdec import ModelDrafter, speculative_generate
-from specdec.runtime.one_row import OneRow
-from specdec.runtime.kv_cache import CachedModel
+from specdec.runtime.pytorch.one_row import OneRow
+from specdec.runtime.pytorch.kv_cache import CachedModel
 from specdec.errors import SpecdecError
 
 

@@ -16,8 +16,8 @@ from test_greedy import chains_and_a_tree_equal_greedy
 from tiny_models import tiny_model, tiny_pair
 
 from specdec.runtime.costs import weight_cost_ratio
-from specdec.runtime.torch_model import weight_bytes
-from specdec.runtime.kv_cache import CachedModel
+from specdec.runtime.pytorch.torch_model import weight_bytes
+from specdec.runtime.pytorch.kv_cache import CachedModel
 from specdec.engine.sampling import SamplingConfig
 from specdec.engine.trees import DraftTree, tree_attention
 from specdec.kernels.packed_linear import PackedLinear, pack_linear_layers, packable

@@ -21,7 +21,7 @@ from transformers import DynamicCache
 import specdec.engine.rounds
 from specdec import SpecdecError, speculative_generate
 from specdec.runtime.costs import weight_cost_ratio
-from specdec.runtime.torch_model import TorchModel
+from specdec.runtime.pytorch.torch_model import TorchModel
 from specdec.engine.sampling import SamplingConfig
 from specdec.kernels.quantization import (
     Int4Linear,

@@ -16,7 +16,7 @@ from specdec import runtimes
 from specdec.cli import main
 from specdec.cli.parser import build_parser
 from specdec.kernels.precision import Precision
-from specdec.runtime.torch_model import TorchModel
+from specdec.runtime.pytorch.torch_model import TorchModel
 from specdec.runtimes import LoadRequest, Runtime
 
 NAME = "made-up"

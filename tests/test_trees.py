@@ -22,8 +22,8 @@ from tiny_models import target_cache_as, tiny_pair
 import specdec.engine.rounds
 import specdec.generation.run
 from specdec import SpecdecError, TreeDrafter, speculative_generate
-from specdec.runtime.one_row import OneRow
-from specdec.runtime.kv_cache import CachedModel
+from specdec.runtime.pytorch.one_row import OneRow
+from specdec.runtime.pytorch.kv_cache import CachedModel
 from specdec.engine.sampling import SamplingConfig, sample
 from specdec.engine.trees import ROOT, DraftTree, tree_attention
 from specdec.engine.verification import Verdict

@@ -27,7 +27,7 @@ from transformers import DynamicCache
 import specdec.engine.rounds
 import specdec.kernels.w8a8_gate as gate
 from specdec import SpecdecError
-from specdec.runtime.torch_model import TorchModel
+from specdec.runtime.pytorch.torch_model import TorchModel
 from specdec.engine.sampling import SamplingConfig
 from specdec.kernels import w8a8
 from specdec.kernels.quantization import quantization_of, quantize_model

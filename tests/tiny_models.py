@@ -210,7 +210,7 @@ def target_cache_as(monkeypatch, target: torch.nn.Module, cache_type) -> None:
     """Runs on `target` build its cache as `cache_type(model, rows)` (a checking, recording or broken cache); every
     other model's cache (the drafts') is built as usual. Passes still count on the target's model
     (`TorchModel.passes`)."""
-    from specdec.runtime.torch_model import TorchModel
+    from specdec.runtime.pytorch.torch_model import TorchModel
 
     rows_of = TorchModel.rows
 

@@ -20,8 +20,8 @@ from collections.abc import Sequence
 import torch
 from transformers import PreTrainedModel
 
-from specdec.runtime.batch_cache import BatchCache
-from specdec.runtime.torch_model import TorchModel
+from specdec.runtime.pytorch.batch_cache import BatchCache
+from specdec.runtime.pytorch.torch_model import TorchModel
 from specdec.engine.contract import DraftCosts, Drafter
 from specdec.engine.inputs import Decoding
 from specdec.engine.loop import speculate

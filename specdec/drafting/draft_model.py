@@ -10,7 +10,7 @@ target's resampled or bonus token, and after a full accept the last drafted toke
 of the next round, in the same pass as the first new draft step, so catching up costs no pass.
 
 Several texts draft together: ONE draft pass per step for every row still drafting (its cache is a
-`specdec.runtime.batch_cache.BatchCache`; one text's is a plain cache, `OneRow`). Each row stops on its
+`specdec.runtime.pytorch.batch_cache.BatchCache`; one text's is a plain cache, `OneRow`). Each row stops on its
 own, at its limit or where the stop rule says another token is not worth its cost for that row.
 
 It reports how sure it is of each token (its q of the token), so the stop rule

@@ -50,8 +50,8 @@ from transformers import PreTrainedModel
 
 from specdec.drafting.draft_model import ModelDrafter
 from specdec.engine.contract import Capabilities, DraftRequest, Generation, Verified
-from specdec.runtime.kv_cache import has_sliding_window
-from specdec.runtime.torch_model import TorchModel
+from specdec.runtime.pytorch.kv_cache import has_sliding_window
+from specdec.runtime.pytorch.torch_model import TorchModel
 from specdec.engine.stop_rule import ConfidenceStop
 from specdec.engine.timing import synchronize
 from specdec.engine.trees import DraftTree

@@ -214,7 +214,7 @@ class EagleHead(nn.Module):
 
     def weight_bytes(self) -> int:
         """Bytes of weights one head pass reads (the target's embedding table it borrows is not the head's)."""
-        from specdec.runtime.torch_model import weight_bytes
+        from specdec.runtime.pytorch.torch_model import weight_bytes
 
         return weight_bytes(self)
 

@@ -50,7 +50,7 @@ class PackedLinear(nn.Module):
 
     def first_rows(self, rows: int) -> PackedLinear:
         """A layer computing only the first `rows` outputs (a draft's
-        vocabulary limit, `specdec.runtime.kv_cache`); made once per size."""
+        vocabulary limit, `specdec.runtime.pytorch.kv_cache`); made once per size."""
         if rows not in self._cuts:
             weight = self.packed.to_dense()[:rows].contiguous()  # [rows, K], back from the blocked layout
             bias = None if self.bias is None else self.bias[:rows]
@@ -61,7 +61,8 @@ class PackedLinear(nn.Module):
 
     @property
     def packed_bytes(self) -> int:
-        """The packed weight's bytes, which `specdec.runtime.torch_model.weight_bytes` cannot see in the state dict."""
+        """The packed weight's bytes, which `specdec.runtime.pytorch.torch_model.weight_bytes`
+        cannot see in the state dict."""
         return self.out_features * self.in_features * self.packed.element_size()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # [..., K] -> [..., N]

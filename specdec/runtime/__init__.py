@@ -2,11 +2,15 @@
 
 Notation: p is the target, q the draft.
 
-- `torch_model`: transformers on torch (`TorchModel`): any Hugging Face causal LM, on a CPU, CUDA or MPS,
+One folder per runtime:
+
+- `pytorch`: transformers on torch (`TorchModel`): any Hugging Face causal LM, on a CPU, CUDA or MPS,
   with hidden states and internals for the methods that read them; its caches are `kv_cache` (one text)
   and `batch_cache` (several ragged texts)
 - `llama_cpp`: llama.cpp's own kernels for GGUF files, through its C API, with the settings that make
   them exact
+
+and `costs`: c and v(k) measured on the models as they run, kept per machine.
 
 The loop and the drafters never ask which runtime they hold: they read `model.traits`. `as_model` is the
 one place that tells a transformers model from a model already behind the contract.
@@ -50,7 +54,7 @@ def as_model(model: object):
     from transformers import PreTrainedModel
 
     if isinstance(model, PreTrainedModel):
-        from specdec.runtime.torch_model import TorchModel
+        from specdec.runtime.pytorch.torch_model import TorchModel
 
         return TorchModel(model)
     raise SpecdecError(

@@ -1,4 +1,4 @@
-"""The torch runtime's entry: any Hugging Face causal LM, on a CPU, CUDA or MPS (`specdec.runtime.torch_model`).
+"""The torch runtime's entry: any Hugging Face causal LM, on a CPU, CUDA or MPS (`specdec.runtime.pytorch.torch_model`).
 
 It is the fallback: it runs every model the others refuse, at the precision `specdec.kernels.precision` resolves (the
 zoo converts a GGUF file's weights for it once and keeps the copy).
@@ -11,7 +11,7 @@ zoo converts a GGUF file's weights for it once and keeps the copy).
 from __future__ import annotations
 
 from specdec.kernels.precision import Precision, kernel_of, resolve_precision  # noqa: F401  (the doctest's)
-from specdec.runtime.torch_model import TorchModel
+from specdec.runtime.pytorch.torch_model import TorchModel
 from specdec.runtimes.registry import FALLBACK, LoadRequest, Runtime, register
 from specdec.zoo.loading import load_model
 

@@ -18,7 +18,7 @@ Each text ("row") owns a sequence id S. Its tokens live in two places:
 tokens wait in a sequence nobody reads until the cache is full, then the live texts are repacked.
 
 Logits come back as float32 [B, last, V], right-aligned: row i's own tokens are its last min(last, m_i)
-rows, as `specdec.runtime.batch_cache.BatchCache` returns them. `output_rows=K` keeps the first K columns
+rows, as `specdec.runtime.pytorch.batch_cache.BatchCache` returns them. `output_rows=K` keeps the first K columns
 (llama.cpp computes the whole output layer either way: no saving, only the same shape as torch's).
 
 Not handled: hidden states (`feed(hidden=True)` is refused: llama.cpp's C API gives embeddings of the last

@@ -1,9 +1,9 @@
 """One text's cache behind the batch cache's interface: a `CachedModel` seen as a batch of one row.
 
 The loop and the draft model speak to one kind of cache whatever the number of texts
-(`specdec.runtime.batch_cache.rows_cache`). For one text it is a `OneRow`: no padding, no mask for a causal
+(`specdec.runtime.pytorch.batch_cache.rows_cache`). For one text it is a `OneRow`: no padding, no mask for a causal
 pass (the fastest path, and sliding-window models work), a tree's mask over the whole cached text, and
-nothing to compact (`specdec.runtime.kv_cache.CachedModel` does the work).
+nothing to compact (`specdec.runtime.pytorch.kv_cache.CachedModel` does the work).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 import torch
 from transformers import PreTrainedModel
 
-from specdec.runtime.kv_cache import CachedModel
+from specdec.runtime.pytorch.kv_cache import CachedModel
 
 
 class OneRow:

@@ -3,7 +3,7 @@
 Notation: p is the target, q the draft, c a draft step's cost over a target step, s the cost of one more
 token in a verification pass (v(k) = 1 + beta k).
 
-`TorchModel(hf_model)` is the model a run speaks to; its caches are `specdec.runtime.batch_cache`'s (a
+`TorchModel(hf_model)` is the model a run speaks to; its caches are `specdec.runtime.pytorch.batch_cache`'s (a
 `OneRow` for one text, a `BatchCache` for several), and it counts every forward pass any of them makes
 (`passes`), so a run counts a draft's passes from outside the drafter. It reaches the model's internals
 (`module`: hidden states, layers to skip, the embedding a trained head shares), runs on a CPU, CUDA or MPS,
@@ -25,9 +25,9 @@ import torch
 from transformers import PreTrainedModel
 
 from specdec.engine.model import ModelTraits
-from specdec.runtime.batch_cache import BatchCache, rows_cache
-from specdec.runtime.one_row import OneRow
-from specdec.runtime.kv_cache import has_sliding_window
+from specdec.runtime.pytorch.batch_cache import BatchCache, rows_cache
+from specdec.runtime.pytorch.one_row import OneRow
+from specdec.runtime.pytorch.kv_cache import has_sliding_window
 
 
 class TorchModel:

@@ -24,7 +24,7 @@ cache records the past (`activate_past_recording`): such a layer keeps every tok
 until the next `crop`, which removes the rejected tokens and trims the layer back to its window. A
 token tree's cache surgery (`keep`) needs every position, so trees refuse these models up front.
 
-One sequence at a time; a batch of ragged rows lives in `specdec.runtime.batch_cache`.
+One sequence at a time; a batch of ragged rows lives in `specdec.runtime.pytorch.batch_cache`.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ tests hold every row's greedy output to its own run alone.
 
 Sliding-window layers drop old tokens by their own count and read a mask of their own, so batches
 refuse those models up front (`check_batchable`); one text at a time they run as before
-(`specdec.runtime.kv_cache`). The loop and the draft model speak to one kind of cache whatever the
+(`specdec.runtime.pytorch.kv_cache`). The loop and the draft model speak to one kind of cache whatever the
 number of texts (`rows_cache`): a `BatchCache` for several, a `OneRow` (a `CachedModel` seen as a batch
 of one: no padding, no mask for a causal pass, sliding windows allowed) for one.
 
@@ -48,8 +48,8 @@ from collections.abc import Callable, Sequence
 import torch
 from transformers import DynamicCache, PreTrainedModel
 
-from specdec.runtime.kv_cache import has_sliding_window, restricted_head
-from specdec.runtime.one_row import OneRow
+from specdec.runtime.pytorch.kv_cache import has_sliding_window, restricted_head
+from specdec.runtime.pytorch.one_row import OneRow
 from specdec.errors import SpecdecError
 
 PAD_ID = 0  # the token fed in padding columns; nothing ever attends to them but themselves
@@ -74,7 +74,7 @@ class BatchCache:
         on_pass: Callable[[], None] | None = None,
     ) -> None:
         check_batchable(model)
-        self.on_pass = on_pass  # told of every pass (`specdec.runtime.torch_model` counts them)
+        self.on_pass = on_pass  # told of every pass (`specdec.runtime.pytorch.torch_model` counts them)
         self.model = model
         self.cache = DynamicCache(config=model.config)
         self.rows = list(range(rows)) if isinstance(rows, int) else list(rows)  # the caller's row ids, in cache order
