@@ -6,7 +6,7 @@ import hashlib
 import zipfile
 from pathlib import Path
 
-from specdec.zoo.catalog import ModelEntry, PackagePart, PackageSource
+from specdec.zoo.model_list import ModelEntry, PackagePart, PackageSource
 
 
 def build_wheel(folder: Path, package: str, version: str, member: str, data: bytes) -> Path:

