@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import torch
 
-from specdec.engine.sampling import sample
+from specdec.engine.sampling import argmax_rows, sample
 from specdec.engine.trees import ROOT, DraftTree, check_token_ids
 from specdec.engine.verification import Verdict
 
@@ -63,7 +63,7 @@ def verify_tree_greedy(target_logits: torch.Tensor, tree: DraftTree) -> Verdict:
     ((0,), 0, (True, False, None))
     """
     check_token_ids(tree.tokens, target_logits.shape[-1])
-    choices = target_logits.argmax(dim=-1).tolist()  # [N + 1]: the argmax after each row
+    choices = argmax_rows(target_logits).tolist()  # [N + 1]: the argmax after each row
     tokens = tree.tokens.tolist()
     tested: list[bool | None] = [None] * tree.size
     path: list[int] = []

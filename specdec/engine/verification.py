@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import torch
 
-from specdec.engine.sampling import sample
+from specdec.engine.sampling import argmax_rows, sample
 from specdec.engine.trees import check_token_ids
 
 
@@ -130,7 +130,7 @@ def verify_greedy(target_logits: torch.Tensor, drafted: torch.Tensor) -> Verdict
     """
     check_token_ids(drafted, target_logits.shape[-1])
     k = drafted.shape[0]
-    choices = target_logits.argmax(dim=-1)  # [k+1]
+    choices = argmax_rows(target_logits)  # [k+1]
     matches = (choices[:k] == drafted).tolist() + [False]
     accepted = matches.index(False)
     return chain_verdict(

@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
 
+import numpy as np
 import torch
 
 from specdec.errors import SpecdecError
@@ -191,7 +192,6 @@ class LlamaCppRows:
         same bits whatever else the pass holds), the rest together; in passes of `BATCH_TOKENS` (a tree must fit in
         one)."""
         width = self.context.vocab_size if self.output_rows is None else min(self.output_rows, self.context.vocab_size)
-        logits = torch.zeros(rows, last, width, dtype=torch.float32)  # [B, last, V]
         slots = []  # (row, column) of each output
         seen = [0] * rows
         for i, entry in entries:
@@ -203,6 +203,10 @@ class LlamaCppRows:
             group = [entry for _, entry in group]
             for start in range(0, len(group), BATCH_TOKENS):
                 read += self.context.decode(group[start : start + BATCH_TOKENS], prompt=prompt is not None)
+        if width == self.context.vocab_size and slots == [(i, column) for i in range(rows) for column in range(last)]:
+            # every slot filled, in order (a plain step, a chain's pass): the rows read are the logits, not copied again
+            return torch.from_numpy(np.stack(read) if len(read) > 1 else read[0][None]).view(rows, last, width)
+        logits = torch.zeros(rows, last, width, dtype=torch.float32)  # [B, last, V]
         for (i, column), row in zip(slots, read):
             logits[i, column] = torch.from_numpy(row[:width])
         return logits
