@@ -2622,6 +2622,26 @@ NUMBERS += [
     ),
 ]
 
+THREAD_WAIT_AVX512_RUN = (
+    "python benchmarks/thread_wait.py --rounds 2 --tokens 64 --out guide/measurements/avx512-bf16/thread-wait.csv"
+)
+
+NUMBERS += [
+    Measured(
+        RUNTIMES,
+        "the long spin made <<.1f>>-<<.1f>> tokens a second quiet and <<.1f>>-<<.1f>> beside a busy core. Sleeping made "
+        "<<.1f>>-<<.1f>> and <<.2f>>-<<.2f>>",
+        THREAD_WAIT_AVX512_RUN,
+        "avx512-bf16/thread-wait.csv",
+        lambda saved: (
+            *_waits(saved, "quiet", "spin 3M"),
+            *_waits(saved, "one core busy", "spin 3M"),
+            *_waits(saved, "quiet", "passive"),
+            *_waits(saved, "one core busy", "passive"),
+        ),
+    ),
+]
+
 SIDE_AVX2 = "avx2/side-by-side.csv"
 SIDE_AVX2_RUN = (
     "python benchmarks/llama_cpp.py --categories code summarization qa math --prompts-per-category 1 --llama-tools "
