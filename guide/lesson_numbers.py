@@ -2629,8 +2629,8 @@ THREAD_WAIT_AVX512_RUN = (
 NUMBERS += [
     Measured(
         RUNTIMES,
-        "the long spin made <<.1f>>-<<.1f>> tokens a second quiet and <<.1f>>-<<.1f>> beside a busy core. Sleeping made "
-        "<<.1f>>-<<.1f>> and <<.2f>>-<<.2f>>",
+        "the long spin made <<.1f>>-<<.1f>> tokens a second quiet and <<.1f>>-<<.1f>> beside a busy core. "
+        "Sleeping made <<.1f>>-<<.1f>> and <<.2f>>-<<.2f>>",
         THREAD_WAIT_AVX512_RUN,
         "avx512-bf16/thread-wait.csv",
         lambda saved: (
