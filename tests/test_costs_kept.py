@@ -83,9 +83,35 @@ def test_a_run_whose_passes_disagree_by_more_than_a_fifth_forgets_the_kept_costs
     assert pair.costs_off is None
     slower = [rounds[0]] + [SimpleNamespace(drafted=(1, 2), verify_s=kept.verify_s[2] * 1.3)] * 3
     recheck_costs(pair, SimpleNamespace(rounds=slower))  # 30% off: forgotten
-    assert round(pair.costs_off, 2) == 1.3
+    assert {passes: round(ratio, 2) for passes, ratio in pair.costs_off.items()} == {"target": 1.3}
     costs.measured_costs(None, None, pair.cost_key)
     assert len(made) == 2  # timed again at the next load
+
+
+def test_a_run_whose_draft_passes_disagree_forgets_the_kept_costs_and_says_so(monkeypatch):
+    from types import SimpleNamespace as Timed
+
+    from specdec.pair.measuring import recheck_costs
+
+    made = timings(monkeypatch, 0.0)
+    kept = costs.measured_costs(None, None, KEY | {"pair": "draft"})
+    target_pass = kept.verify_s[2]  # each round drafts 2 and its target pass takes what the kept costs predict
+
+    def run(draft_s: float, c: float = kept.c, tree=None):
+        chain = Timed(drafted=(1, 2), accepted=1, verify_s=target_pass, draft_s=draft_s, tree=tree)
+        first = Timed(drafted=(1, 2), accepted=1, verify_s=target_pass, draft_s=1.0, tree=None)  # reads the prompt
+        return Timed(rounds=[Timed(drafted=(), verify_s=1.0), first, chain, chain], draft_cost_ratio=c)
+
+    pair = Timed(costs=kept, cost_key=KEY | {"pair": "draft"}, costs_off=None)
+    recheck_costs(pair, run(2 * kept.draft_step_s * 1.1))  # 10% slower than two draft steps: kept
+    assert pair.costs_off is None and len(made) == 1
+    recheck_costs(pair, run(2 * kept.draft_step_s * 1.5, c=0.0))  # drafted without the draft model: not its timing
+    recheck_costs(pair, run(2 * kept.draft_step_s * 1.5, tree=object()))  # a tree's rounds are not one step a token
+    assert pair.costs_off is None and len(made) == 1
+    recheck_costs(pair, run(2 * kept.draft_step_s * 1.5))  # half again as slow: forgotten, and said
+    assert {passes: round(ratio, 2) for passes, ratio in pair.costs_off.items()} == {"draft": 1.5}
+    costs.measured_costs(None, None, pair.cost_key)
+    assert len(made) == 2
 
 
 def test_a_machine_that_cannot_say_its_load_keeps_its_timing_unflagged(monkeypatch):
@@ -93,3 +119,17 @@ def test_a_machine_that_cannot_say_its_load_keeps_its_timing_unflagged(monkeypat
     first = costs.measured_costs(None, None, KEY | {"pair": "unknown"})
     costs.measured_costs(None, None, KEY | {"pair": "unknown"})
     assert len(made) == 1 and "load unknown" in first.measured_under
+
+
+def test_specdec_run_says_which_passes_disagreed_with_the_kept_costs():
+    from types import SimpleNamespace
+
+    from specdec.cli.run import _measured_lines
+
+    pair = SimpleNamespace(costs=PROFILE, costs_off={"draft": 1.5}, draft=None)
+    lines = _measured_lines(pair, SimpleNamespace(verify_costs=(1.0, 2.0, 3.0)))
+    assert "This run's draft passes took 1.50x what the kept costs predict: they are timed again at the next load" in (
+        lines
+    )
+    agreed = SimpleNamespace(costs=PROFILE, costs_off=None, draft=None)
+    assert not any("took" in line for line in _measured_lines(agreed, SimpleNamespace(verify_costs=(1.0, 2.0))))

@@ -141,10 +141,10 @@ def _measured_lines(pair, result) -> list[str]:
         f"Measured here: a target step {pair.costs.target_step_s * 1e3:.0f} ms, v(k) for k = 1..8: {v} target steps"
         + (f" ({pair.costs.measured_under})" if pair.costs.measured_under else "")
     ]
-    if pair.costs_off is not None:
+    for passes, ratio in (pair.costs_off or {}).items():
         lines.append(
-            f"This run's target passes took {pair.costs_off:.2f}x what the kept costs predict: they are timed again at "
-            "the next load"
+            f"This run's {passes} passes took {ratio:.2f}x what the kept costs predict: they are timed again at the "
+            "next load"
         )
     if pair.draft is not None:
         used = (

@@ -54,8 +54,8 @@ class LoadedPair:
     # c and v(k) measured on this machine at load (the llama.cpp runtime), else None: estimated
     costs: CostProfile | None = None
     cost_key: dict[str, object] | None = None  # what `costs` are kept under (`specdec.runtime.costs.measured_costs`)
-    # the last run's passes over what `costs` predict, where they disagreed by more than 20%
-    costs_off: float | None = None
+    # the last run's target or draft passes over what `costs` predict, where they disagreed by more than 20%
+    costs_off: dict[str, float] | None = None
 
     @classmethod
     def from_models(
