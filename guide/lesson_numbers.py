@@ -337,6 +337,12 @@ NUMBERS += [
         r"where the check costs $v = <<.1f>>$ instead of 1: $S = <<.2f>>$",
         lambda: (1.2, walltime_speedup(0.7, 4, 0.4, 1.2)),
     ),
+    Computed(
+        MATH,
+        r"With $\alpha = <<.1f>>$, $\gamma = <<d>>$, $c = <<.1f>>$ and $u = <<.1f>>$, $S$ falls from <<.2f>> to "
+        r"<<.2f>>.",
+        lambda: (0.8, 4, 0.1, 0.1, walltime_speedup(0.8, 4, 0.1), walltime_speedup(0.8, 4, 0.1, catch_up=0.1)),
+    ),
     Measured(
         MATH,
         r"a draft step cost $c \approx <<.2f>>$ target steps",

@@ -133,3 +133,16 @@ def test_specdec_run_says_which_passes_disagreed_with_the_kept_costs():
     )
     agreed = SimpleNamespace(costs=PROFILE, costs_off=None, draft=None)
     assert not any("took" in line for line in _measured_lines(agreed, SimpleNamespace(verify_costs=(1.0, 2.0))))
+
+
+def test_the_costs_time_the_drafts_two_token_pass_and_price_it_as_its_catch_up():
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    tiny = LlamaForCausalLM(
+        LlamaConfig(hidden_size=8, intermediate_size=8, num_hidden_layers=1, num_attention_heads=1, vocab_size=16)
+    )
+    profile = costs.time_costs(tiny, tiny, ks=(1, 2), steps=1)
+    assert profile.draft_pair_s > 0 and profile.draft_step_s > 0
+    assert costs.draft_costs(profile, 0.5).catch_up == profile.catch_up
+    assert CostProfile(0.1, 0.02, {}, draft_pair_s=0.05).catch_up == pytest.approx(0.3)  # 30 ms over a 100 ms step
+    assert CostProfile(0.1, 0.02, {}).catch_up == 0.0  # not timed: nothing priced

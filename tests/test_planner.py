@@ -143,6 +143,19 @@ def test_the_default_shows_the_draft_at_work_where_it_cannot_pay_and_names_the_f
         assert paying.drafter.draft_model is draft and "predicted" not in paying.description
 
 
+def test_the_prediction_prices_the_drafts_catch_up_where_it_was_timed():
+    from dataclasses import replace
+
+    from specdec.planner.drafting import plan_for_draft_model
+
+    target = draft = _tiny_model()
+    # on a CPU the draft's two-token pass after a round that kept every draft costs another draft step
+    caught_up = plan_for_draft_model(target, draft, name="the-draft", costs=replace(STEEP, catch_up=STEEP.c))
+    assert "predicted at 0.71x the target alone" in caught_up.description, caught_up.description
+    # control: not timed (0), the prediction is Leviathan et al.'s with the measured v, as above
+    assert "predicted at 0.90x" in plan_for_draft_model(target, draft, name="the-draft", costs=STEEP).description
+
+
 def test_method_auto_is_the_fastest_plan_and_leaves_the_rounds_to_the_planner():
     spec = RunSpec(drafting=Drafting(method="auto"))
     assert spec.check() is spec

@@ -152,9 +152,15 @@ def _measured_lines(pair, result) -> list[str]:
             if result.draft_cost_ratio == pair.costs.c
             else f"; this run drafted without it: c = {result.draft_cost_ratio:.2f}"
         )
+        catch_up = (
+            f"; a pass over two tokens {pair.costs.draft_pair_s * 1e3:.0f} ms, what it reads after a round that kept "
+            f"every draft (catch-up {pair.costs.catch_up:.2f} target steps)"
+            if pair.costs.draft_pair_s
+            else ""
+        )
         lines.append(
             f"Measured here: the draft {pair.draft_name}'s step {pair.costs.draft_step_s * 1e3:.0f} ms, "
-            f"c = {pair.costs.c:.2f}{used}"
+            f"c = {pair.costs.c:.2f}{catch_up}{used}"
         )
     return lines
 

@@ -91,6 +91,7 @@ class DraftCosts:
     c: float
     verify_slope: float
     verify: tuple[float, ...] = ()  # measured v(0), v(1), ... (non-decreasing), or () for the slope's line
+    catch_up: float = 0.0  # the draft's extra cost after a round that kept every draft (`CostProfile.catch_up`)
 
     def v(self, k: int) -> float:
         """The cost of a verification pass over k drafted tokens (k +

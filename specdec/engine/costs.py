@@ -26,11 +26,23 @@ class CostProfile:
     draft_step_s: float  # draft, one new token (0 for a model-free drafter)
     verify_s: dict[int, float] = field(default_factory=dict)  # gamma -> target pass over gamma + 1 tokens
     measured_under: str = ""  # when and how it was timed, in words ("" where not said): what a report prints
+    draft_pair_s: float = (
+        0.0  # draft, a pass over two tokens: its first after a round that kept every draft (0: not timed)
+    )
 
     @property
     def c(self) -> float:
         """The cost ratio: one draft step / one target step."""
         return self.draft_step_s / self.target_step_s
+
+    @property
+    def catch_up(self) -> float:
+        """What the draft's two-token pass costs over its step, in target steps (0 where not timed).
+
+        >>> round(CostProfile(0.1, 0.02, {}, draft_pair_s=0.04).catch_up, 6)     # a second token costs another step
+        0.2
+        """
+        return max(0.0, self.draft_pair_s - self.draft_step_s) / self.target_step_s if self.draft_pair_s else 0.0
 
     def v(self, gamma: int) -> float:
         """The verification cost: a pass over gamma + 1 tokens / one target step.

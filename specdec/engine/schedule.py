@@ -120,7 +120,7 @@ class AdaptiveGamma:
     def next_gamma(self) -> int:
         alpha = min(self.alpha, 0.999)
         speedups = {
-            gamma: walltime_speedup(alpha, gamma, self.costs.c, self._verify_costs[gamma])
+            gamma: walltime_speedup(alpha, gamma, self.costs.c, self._verify_costs[gamma], self.costs.catch_up)
             for gamma in range(1, self.max_gamma + 1)
         }
         best = max(speedups, key=lambda gamma: speedups[gamma])

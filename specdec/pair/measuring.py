@@ -85,9 +85,10 @@ def draft_disagreement(costs: CostProfile, result: GenerationResult) -> float | 
     the pair's own draft model (the c it priced its rounds with is the kept one); None otherwise. The first drafting
     round is left out: the draft reads the prompt in it.
 
-    A draft step a drafted token, and one more after a round that kept every drafted token (or drafted none): the
-    draft has not read that round's last token, so its next first pass reads two, which on a CPU costs about two
-    steps (the first click's run on 2 AVX-512 cores: 16 such passes of 110, 29.9 ms against 14.3 for one token).
+    A draft step a drafted token, and the catch-up after a round that kept every drafted token (or drafted none): the
+    draft has not read that round's last token, so its next first pass reads two. That pass was timed with the costs
+    (`CostProfile.draft_pair_s`); where it was not, it is priced at two steps, what it cost on a CPU (the first click's
+    run on 2 AVX-512 cores: 16 such passes of 110, 29.9 ms against 14.3 for one token).
 
     >>> from types import SimpleNamespace as Timed
     >>> costs = CostProfile(0.1, 0.05, {2: 0.2})                                       # a draft step of 50 ms
@@ -100,12 +101,13 @@ def draft_disagreement(costs: CostProfile, result: GenerationResult) -> float | 
     """
     if costs.draft_step_s <= 0 or getattr(result, "draft_cost_ratio", None) != costs.c:
         return None
-    steps = observed = 0.0
+    catch_up = costs.draft_pair_s - costs.draft_step_s if costs.draft_pair_s else costs.draft_step_s
+    predicted = observed = 0.0
     for before, round_ in zip(result.rounds[1:], result.rounds[2:]):
         if round_.drafted and round_.tree is None:
-            steps += len(round_.drafted) + (before.accepted == len(before.drafted))
+            predicted += costs.draft_step_s * len(round_.drafted) + catch_up * (before.accepted == len(before.drafted))
             observed += round_.draft_s
-    return observed / (costs.draft_step_s * steps) if steps else None
+    return observed / predicted if predicted else None
 
 
 def recheck_costs(pair: LoadedPair, result: GenerationResult) -> None:

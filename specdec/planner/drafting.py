@@ -69,7 +69,7 @@ def plan_drafting(
     >>> # c = 1, float32 CPU
     >>> plan = plan_drafting(tiny, METHODS[CHAIN].make({DRAFT_MODEL: tiny}, METHODS[CHAIN].options()))
     >>> plan.description, plan.costs
-    ('chain, stop rule', DraftCosts(c=1.0, verify_slope=0.5, verify=()))
+    ('chain, stop rule', DraftCosts(c=1.0, verify_slope=0.5, verify=(), catch_up=0.0))
     """
     if gamma is not None and not isinstance(gamma, int):
         raise SpecdecError(

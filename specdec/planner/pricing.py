@@ -24,13 +24,14 @@ TREE_UP_TO_SLOPE = 0.1  # ... and one more token in a verification pass at most 
 
 def best_chain(costs: DraftCosts, alpha: float, max_gamma: int = 16) -> tuple[int, float]:
     """(gamma, predicted speedup over the target alone) of the best chain with these costs when each draft is accepted
-    with chance `alpha` (Leviathan et al.'s formula with the measured v(gamma)).
+    with chance `alpha` (Leviathan et al.'s formula with the measured v(gamma), and the draft's catch-up where timed).
 
     >>> best_chain(DraftCosts(0.4, 0.5, (1.0, 1.72, 1.95, 2.73, 3.82)), 0.9, max_gamma=4)
     (2, 0.985)
     """
     speedups = {
-        gamma: round(walltime_speedup(alpha, gamma, costs.c, costs.v(gamma)), 3) for gamma in range(1, max_gamma + 1)
+        gamma: round(walltime_speedup(alpha, gamma, costs.c, costs.v(gamma), costs.catch_up), 3)
+        for gamma in range(1, max_gamma + 1)
     }
     best = max(speedups, key=lambda gamma: speedups[gamma])
     return best, speedups[best]

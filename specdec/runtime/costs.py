@@ -100,7 +100,8 @@ COSTS_FILE = "costs.json"  # in the store: measured costs per models, runtime, C
 @torch.inference_mode()
 def time_costs(target: object, draft: object | None, ks: tuple[int, ...] = VERIFY_KS, steps: int = 3) -> CostProfile:
     """c and v(k) timed once, as a run would see them: a 32-token text cached, then the median of `steps` one-token
-    steps of each model and of `steps` passes over k + 1 tokens for each k (about 110 target steps in all: 7 s for
+    steps of each model, of the draft's passes over two tokens (`CostProfile.catch_up`) and of `steps` passes over k + 1
+    tokens for each k (about 110 target steps in all: 7 s for
     Qwen2.5-Coder-1.5B on llama.cpp on 2 quiet AVX2 cores); every pass rolled back."""
     target, draft = as_model(target), None if draft is None else as_model(draft)
     text = torch.arange(32, dtype=torch.long) % min(target.embedding_rows, 1000)  # any ids: timing does not read them
@@ -108,13 +109,14 @@ def time_costs(target: object, draft: object | None, ks: tuple[int, ...] = VERIF
     rows.feed([text])  # warm: the cache holds a text
     step = _median_pass_time(rows, text[:1], steps, target.device)
     verify = {k: statistics.median(_pass_time(rows, text[: k + 1], target.device) for _ in range(steps)) for k in ks}
-    draft_step = 0.0
+    draft_step = draft_pair = 0.0
     if draft is not None:
         draft_rows = draft.rows([0])
         draft_text = text % min(draft.embedding_rows, 1000)
         draft_rows.feed([draft_text])
         draft_step = _median_pass_time(draft_rows, draft_text[:1], steps, draft.device)
-    return CostProfile(step, draft_step, verify)
+        draft_pair = _median_pass_time(draft_rows, draft_text[:2], steps, draft.device)  # its catch-up pass
+    return CostProfile(step, draft_step, verify, draft_pair_s=draft_pair)
 
 
 def measured_costs(
@@ -134,7 +136,8 @@ def measured_costs(
     path, entry = _kept_file(COSTS_FILE), _entry(key)
     kept = _read(path)
     found = kept.get(entry)
-    if found is not None and set(ks) <= {int(k) for k in found["verify_s"]} and not found.get("busy"):
+    timed_all = found is not None and set(ks) <= {int(k) for k in found["verify_s"]} and "draft_pair_s" in found
+    if timed_all and not found.get("busy"):
         return _profile(found)
     if timing is not None:
         timing()
@@ -145,6 +148,7 @@ def measured_costs(
     kept[entry] = {
         "target_step_s": profile.target_step_s,
         "draft_step_s": profile.draft_step_s,
+        "draft_pair_s": profile.draft_pair_s,
         "verify_s": {str(k): s for k, s in profile.verify_s.items()},
         "measured": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "others_busy_cores": busy,
@@ -211,7 +215,11 @@ def _profile(found: dict) -> CostProfile:
         else "timed before conditions were kept"
     )
     return CostProfile(
-        found["target_step_s"], found["draft_step_s"], {int(k): s for k, s in found["verify_s"].items()}, under
+        found["target_step_s"],
+        found["draft_step_s"],
+        {int(k): s for k, s in found["verify_s"].items()},
+        under,
+        found.get("draft_pair_s", 0.0),
     )
 
 
@@ -226,7 +234,7 @@ def draft_costs(profile: CostProfile, verify_slope: float, up_to: int = 64) -> D
     verify = [1.0]
     for k in range(1, up_to + 1):
         verify.append(max(verify[-1], profile.v(k)))
-    return DraftCosts(profile.c, verify_slope, tuple(verify))
+    return DraftCosts(profile.c, verify_slope, tuple(verify), profile.catch_up)
 
 
 # in the store: each way this machine ran a target, its step and v(k), for the planner
