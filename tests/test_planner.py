@@ -131,7 +131,9 @@ def test_the_default_shows_the_draft_at_work_where_it_cannot_pay_and_names_the_f
     assert (
         "to show the draft at work" in shown.description and "predicted at 0.90x the target alone" in shown.description
     )
-    assert shown.description.endswith("the fastest exact plan here is prompt-lookup (--method auto)"), shown.description
+    assert shown.description.endswith(
+        "the fastest exact plan here is prompt-lookup (--method auto), at most 1.33x where all its drafts are right"
+    ), shown.description
     fastest = plan_for_draft_model(target, draft, name="the-draft", costs=STEEP, fastest=True)
     assert fastest.drafter.draft_model is None and fastest.description.startswith("chain"), fastest.description
     assert "prompt-lookup, the fastest exact plan here, instead of the-draft" in fastest.description

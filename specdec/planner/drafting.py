@@ -156,15 +156,19 @@ def plan_for_draft_model(
             )
             if fastest:
                 return faster
-            fastest_here = "plain decoding" if faster.drafter.name == PLAIN.drafter.name else faster.drafter.name
+            fastest_here = (
+                f"plain decoding ({FASTEST_PLAN_FLAG})"
+                if faster.drafter.name == PLAIN.drafter.name
+                else f"{faster.drafter.name} ({FASTEST_PLAN_FLAG}), at most {free_ceiling(costs):.2f}x where all its "
+                "drafts are right"
+            )
             return shown_anyway(
                 target,
                 draft,
                 costs,
                 rows,
                 f"its best chain, even agreeing {ASSUMED_ALPHA:.0%} of the time, is "
-                f"{predicted}, and these rounds are longer; the fastest exact plan here is {fastest_here} "
-                f"({FASTEST_PLAN_FLAG})",
+                f"{predicted}, and these rounds are longer; the fastest exact plan here is {fastest_here}",
             )
     tree = not named_length and rows == 1 and trees_pay(target, draft, costs)
     method = METHODS[TREE if tree else CHAIN]
@@ -202,12 +206,22 @@ def shown_anyway(target: Model, draft: Model, costs: DraftCosts, rows: int, verd
     )
 
 
+def free_ceiling(costs: DraftCosts) -> float:
+    """The most a free draft (c = 0) that is always right could make of these verification costs: the best chain's
+    predicted speedup at alpha 0.999.
+
+    >>> free_ceiling(DraftCosts(0.6, 1.0, (1.0, 1.9, 2.59, 3.66)))                  # 3 tokens for 2.59 steps
+    1.157
+    """
+    return best_chain(DraftCosts(0.0, costs.verify_slope, costs.verify), 0.999)[1]
+
+
 def plain_or_free(target: Model, costs: DraftCosts, rows: int, why: str) -> DraftingPlan:
     """Drafting that costs nothing where it can pay: the registry's FREE_DRAFT under a gamma that is 0 (a plain step)
     wherever no gamma is predicted to beat the target alone; plain decoding where even a free draft that is always right
     could not (v(k) > k + 1)."""
     free = DraftCosts(0.0, costs.verify_slope, costs.verify)
-    if best_chain(free, 0.999)[1] <= 1.0:
+    if free_ceiling(costs) <= 1.0:
         return replace(PLAIN, costs=costs, by_default=True, why=f"plain decoding, the fastest exact plan here, {why}")
     method = METHODS[FREE_DRAFT]
     drafter = method.make({TARGET: target}, method.parse_options(dict(FREE_DRAFT_OPTIONS)))
