@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import statistics
 import subprocess
 import sys
@@ -36,25 +35,16 @@ sys.path.insert(0, str(ROOT))
 TARGET = "qwen2.5-coder-1.5b"
 
 
-def llama_completion_tokens_per_s(tool: Path, model: Path, prompt_file: Path, tokens: int, threads: int) -> float:
-    """llama-completion's own generation speed (its `eval time` line: the tokens after the prompt pass)."""
-    command = [str(tool), "-m", str(model), "-f", str(prompt_file), "-n", str(tokens), "-t", str(threads)]
-    command += [
-        "-c",
-        "4096",
-        "--temp",
-        "0",
-        "--top-k",
-        "1",
-        "--ignore-eos",
-        "-s",
-        "0",
-        "-no-cnv",
-        "--no-display-prompt",
-    ]
+def llama_completion_tokens_per_s(tool: Path, model: Path, prompt_file: Path, prompt_ids: list[int], args) -> float:
+    """llama-completion's own generation speed (its `eval time` line: the tokens after the prompt pass), run and read as
+    the side-by-side benchmark runs and reads it (`benchmarks/llama_cpp.py`, which also checks its prompt's tokens)."""
+    from benchmarks.llama_cpp import llama_command, parse_completion
+
+    command = llama_command(
+        "llama-completion", tool.parent.parent, model, model, prompt_file, args.tokens, args.threads, 0, 4096
+    )
     done = subprocess.run(command, capture_output=True, text=True, check=True, stdin=subprocess.DEVNULL)
-    line = next(line for line in done.stderr.splitlines() if "eval time" in line and "prompt" not in line)
-    return float(re.search(r"([\d.]+) tokens per second", line).group(1))
+    return parse_completion(done.stdout, done.stderr, prompt_ids).tokens_per_s
 
 
 def main() -> None:
@@ -138,7 +128,7 @@ def main() -> None:
         has_tool = tool.is_file()
 
         def completion() -> float:
-            return llama_completion_tokens_per_s(tool, path, prompt_file, args.tokens, args.threads)
+            return llama_completion_tokens_per_s(tool, path, prompt_file, ids.reshape(-1).tolist(), args)
 
         runs = {"engine": engine, "bare": bare} | ({"llama-completion": completion} if has_tool else {})
         for run in runs.values():  # warm-up, unrecorded
