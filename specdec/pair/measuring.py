@@ -56,7 +56,7 @@ def costs_curve(pair: LoadedPair, alpha: float = ASSUMED_ALPHA, max_gamma: int =
     """This machine's measured v(gamma) for the pair, and the speedup it allows (`machine_costs`, `verification_curve`):
     the default policy's alpha unless another is given."""
     costs = draft_costs(machine_costs(pair), pair.target.verify_slope())
-    return verification_curve(costs.verify, costs.c, alpha, max_gamma)
+    return verification_curve(costs.verify, costs.c, alpha, max_gamma, costs.catch_up)
 
 
 DISAGREE_BY = 0.2  # a run whose passes took this much more or less than the kept costs predict re-times them

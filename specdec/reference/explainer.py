@@ -125,13 +125,16 @@ class VerificationCurve:
     gammas: list[int]
     v: list[float]  # a pass over gamma + 1 tokens, in one-token steps (1 where passes cost a step)
     ceiling: list[float]  # (gamma + 1) / v(gamma): the most any drafting can gain at this gamma
-    at_alpha: list[float]  # walltime_speedup(alpha, gamma, c, v(gamma))
+    at_alpha: list[float]  # walltime_speedup(alpha, gamma, c, v(gamma), catch_up)
     best_gamma: int  # where the ceiling is highest
     best_ceiling: float
 
 
-def verification_curve(verify: Sequence[float], c: float, alpha: float, max_gamma: int = 16) -> VerificationCurve:
-    """The curves for a measured table `verify` = (v(0) = 1, v(1), ...), extended by its last slope past its end.
+def verification_curve(
+    verify: Sequence[float], c: float, alpha: float, max_gamma: int = 16, catch_up: float = 0.0
+) -> VerificationCurve:
+    """The curves for a measured table `verify` = (v(0) = 1, v(1), ...), extended by its last slope past its end; the
+    draft's `catch_up` (`walltime_speedup`) priced in its own curve where it was timed.
 
     On a GPU v(gamma) is near 1 and the ceiling grows with gamma; on a CPU with few cores a pass over k tokens costs
     nearly k steps, and the ceiling stays near 1:
@@ -153,7 +156,7 @@ def verification_curve(verify: Sequence[float], c: float, alpha: float, max_gamm
         gammas,
         v,
         ceiling,
-        [walltime_speedup(alpha, g, c, cost) for g, cost in zip(gammas, v)],
+        [walltime_speedup(alpha, g, c, cost, catch_up) for g, cost in zip(gammas, v)],
         best,
         ceiling[best - 1],
     )
