@@ -26,9 +26,8 @@ class CostProfile:
     draft_step_s: float  # draft, one new token (0 for a model-free drafter)
     verify_s: dict[int, float] = field(default_factory=dict)  # gamma -> target pass over gamma + 1 tokens
     measured_under: str = ""  # when and how it was timed, in words ("" where not said): what a report prints
-    draft_pair_s: float = (
-        0.0  # draft, a pass over two tokens: its first after a round that kept every draft (0: not timed)
-    )
+    # draft, a pass over two tokens: its first after a round that kept every draft (0: not timed)
+    draft_pair_s: float = 0.0
 
     @property
     def c(self) -> float:
