@@ -325,7 +325,7 @@ def test_compare_times_the_pair_here_and_draws_v_and_the_speedup_it_allows(tmp_p
     ceiling = next(trace for trace in speedup.data if trace.name.startswith("a free draft"))
     curve, _ = app.session_state["compare_costs_curve"]
     assert values(ceiling.y) == curve.ceiling == [(g + 1) / cost for g, cost in zip(curve.gammas, v)]
-    again = verification_curve((1.0, *v), curve.c, curve.alpha)
+    again = verification_curve((1.0, *v), curve.c, curve.alpha, catch_up=curve.catch_up)
     assert again.at_alpha == curve.at_alpha and again.best_gamma == curve.best_gamma
 
 

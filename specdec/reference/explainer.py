@@ -128,6 +128,7 @@ class VerificationCurve:
     at_alpha: list[float]  # walltime_speedup(alpha, gamma, c, v(gamma), catch_up)
     best_gamma: int  # where the ceiling is highest
     best_ceiling: float
+    catch_up: float = 0.0  # the draft's catch-up priced in `at_alpha` (`walltime_speedup`)
 
 
 def verification_curve(
@@ -159,6 +160,7 @@ def verification_curve(
         [walltime_speedup(alpha, g, c, cost, catch_up) for g, cost in zip(gammas, v)],
         best,
         ceiling[best - 1],
+        catch_up,
     )
 
 
