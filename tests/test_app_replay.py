@@ -25,7 +25,7 @@ from dashboard_fixtures import TINY_PAIR
 
 from pages.common.replay import replay_step
 
-SAMPLED = dict(pair=TINY_PAIR, stop_rule="False", gamma="3", temperature="1.0", max_new_tokens="24", seed="1")
+SAMPLED = dict(pair=TINY_PAIR, stop_rule="False", gamma="3", temperature="1.0", max_new_tokens="24", seed="2")
 
 
 def replay_html(app, part: str) -> str:
