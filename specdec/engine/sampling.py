@@ -101,10 +101,11 @@ def sample(distribution: torch.Tensor, generator: torch.Generator | None) -> tor
     """Draw one token per row of `distribution` [n, V] (non-negative weights); returns shape [n] (long).
 
     On a CPU, by inverting the cumulative distribution: one uniform u per row, and the first token whose cumulative
-    weight exceeds u times the row's total (elsewhere `torch.multinomial`, as before: MPS has no float64). The sums are in float64, so each token's share of [0, total) is its weight to
-    about 1e-16. `torch.multinomial` draws the same law, but took 2.4 ms a row over Qwen2.5's 151,936 tokens (`timeit`,
-    AMD EPYC, AVX-512, torch 2.13), a tenth of a 1.5B model's step on llama.cpp: sampled plain decoding ran at 37.8
-    tokens/s this way against 34.0 (medians of 8 interleaved runs of 128 tokens).
+    weight exceeds u times the row's total (elsewhere `torch.multinomial`, as before: MPS has no float64). The sums are
+    in float64, so each token's share of [0, total) is its weight to about 1e-16. `torch.multinomial` draws the same
+    law, but took 2.4 ms a row over Qwen2.5's 151,936 tokens (`timeit`, AMD EPYC, AVX-512, torch 2.13), a tenth of a
+    1.5B model's step on llama.cpp: sampled plain decoding ran at 37.8 tokens/s this way against 34.0 (medians of 8
+    interleaved runs of 128 tokens).
 
     >>> sample(torch.tensor([[0.0, 1.0, 0.0], [0.0, 0.0, 2.0]]), None).tolist()
     [1, 2]
