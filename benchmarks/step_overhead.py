@@ -32,7 +32,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-TARGET = "qwen2.5-coder-1.5b"
 
 
 def llama_completion_tokens_per_s(tool: Path, model: Path, prompt_file: Path, prompt_ids: list[int], args) -> float:
@@ -68,13 +67,13 @@ def main() -> None:
     from specdec.runtime.llama_cpp import native
     from specdec.runtime.llama_cpp.context import Entry
     from specdec.runtime.llama_cpp.model import load_gguf
-    from specdec.zoo.catalog import resolve_model
-    from specdec.zoo.fetch import checkpoint_path, is_cached
 
-    entry = resolve_model(TARGET)
-    if entry is None or not is_cached(entry):
-        raise SystemExit(f"{TARGET} is not fetched: run `specdec models fetch {TARGET}` first")
-    path = Path(checkpoint_path(entry))
+    from benchmarks.llama_cpp import TARGET, BenchmarkError, model_path, prompt_text
+
+    try:
+        path = model_path(TARGET)
+    except BenchmarkError as error:
+        raise SystemExit(f"error: {error}") from None
     tool = args.llama_completion or native.folder() / "tools" / "bin" / "llama-completion"
     model = load_gguf(path, threads=args.threads)
     tokenizer = specdec.load_tokenizer(TARGET)
@@ -122,8 +121,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as scratch, torch.inference_mode():
         prompt_file = Path(scratch) / "prompt.txt"
-        turns = [{"role": role, "content": content} for role, content in prompt.messages]
-        text = tokenizer.apply_chat_template(turns, tokenize=False, add_generation_prompt=True)
+        text = prompt_text(tokenizer, prompt)
         prompt_file.write_text(text + "\n", encoding="utf-8")  # llama.cpp drops one final newline from a prompt file
         has_tool = tool.is_file()
 
