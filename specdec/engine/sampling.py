@@ -110,14 +110,13 @@ def sample(distribution: torch.Tensor, generator: torch.Generator | None) -> tor
     >>> sample(torch.tensor([[0.0, 1.0, 0.0], [0.0, 0.0, 2.0]]), None).tolist()
     [1, 2]
     """
-    if distribution.device.type != "cpu":
-        return torch.multinomial(distribution, num_samples=1, generator=generator).squeeze(-1)
-    cumulative = distribution.double().cumsum(dim=-1)  # [n, V]
-    u = torch.rand(cumulative.shape[0], 1, generator=generator, dtype=torch.float64, device=cumulative.device)
-    tokens = torch.searchsorted(cumulative, u * cumulative[:, -1:], right=True).squeeze(-1)  # [n]
-    if bool((tokens >= distribution.shape[-1]).any()):  # u * total rounded up to the total: a row's last draw
-        return torch.multinomial(distribution, num_samples=1, generator=generator).squeeze(-1)
-    return tokens
+    if distribution.device.type == "cpu":
+        cumulative = distribution.double().cumsum(dim=-1)  # [n, V]
+        u = torch.rand(cumulative.shape[0], 1, generator=generator, dtype=torch.float64, device=cumulative.device)
+        tokens = torch.searchsorted(cumulative, u * cumulative[:, -1:], right=True).squeeze(-1)  # [n]
+        if not bool((tokens >= distribution.shape[-1]).any()):  # else u * total rounded up to the total: drawn again
+            return tokens
+    return torch.multinomial(distribution, num_samples=1, generator=generator).squeeze(-1)
 
 
 def choose_next(

@@ -101,7 +101,7 @@ def draft_disagreement(costs: CostProfile, result: GenerationResult) -> float | 
     """
     if costs.draft_step_s <= 0 or getattr(result, "draft_cost_ratio", None) != costs.c:
         return None
-    catch_up = costs.draft_pair_s - costs.draft_step_s if costs.draft_pair_s else costs.draft_step_s
+    catch_up = costs.catch_up * costs.target_step_s if costs.draft_pair_s else costs.draft_step_s  # seconds
     predicted = observed = 0.0
     for before, round_ in zip(result.rounds[1:], result.rounds[2:]):
         if round_.drafted and round_.tree is None:
