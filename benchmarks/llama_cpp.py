@@ -38,10 +38,12 @@ Same work on both sides:
 
 Two speeds per run, in the CSV:
 - `tokens_per_s`: generation only, after the prompt pass. llama-completion: its `eval time` (the tokens after
-  the first); the speculative tools: their `decoded N tokens in X seconds`; specdec: from the first token
-  (first `on_token`/`on_round` call) to the end, tokens after the first.
-- `total_tokens_per_s`: the prompt pass included. llama.cpp: prompt eval + eval (encoded + decoded);
-  specdec: `time.perf_counter` around the generate call.
+  the first) plus their share of its sampling and printing (its `total time` less both passes' lines, shared evenly
+  among the new tokens; `eval time` alone is the time inside `llama_decode`); the speculative tools: their `decoded
+  N tokens in X seconds`; specdec: from the first token (first `on_token`/`on_round` call) to the end, tokens after
+  the first.
+- `total_tokens_per_s`: the prompt pass included. llama-completion: its `total time`; the speculative tools:
+  encoded + decoded; specdec: `time.perf_counter` around the generate call.
 
 Variants (`--specdec`, any number): METHOD:DTYPE:TARGET_QUANT[:DRAFT_QUANT][:tree|:gamma=N]
     plain:bfloat16:none                  the target alone, bfloat16 weights
@@ -339,7 +341,12 @@ def _find(pattern: str, log: str, tool: str, what: str) -> re.Match:
 
 
 def parse_completion(stdout: str, stderr: str, prompt_ids: list[int]) -> Measurement:
-    """llama-completion's perf lines: the prompt pass makes the first token, `eval time` the rest."""
+    """llama-completion's perf lines: the prompt pass makes the first token, `eval time` the rest.
+
+    `eval time` is the time inside `llama_decode` only. Its `total time` (from the prompt's tokenization to the last
+    token) also holds what our side's clock holds: sampling each token, printing it. Where it is printed, that time
+    (total less the two passes' lines) is shared evenly among the new tokens, so that both sides count the same work.
+    """
     tool = "llama-completion"
     prompt_ms, prompt_tokens = _find(
         r"prompt eval time\s*=\s*([0-9.]+)\s*ms\s*/\s*(\d+)\s*tokens", stderr, tool, "prompt eval time"
@@ -347,12 +354,16 @@ def parse_completion(stdout: str, stderr: str, prompt_ids: list[int]) -> Measure
     eval_ms, runs = _find(
         r"(?<!prompt )\beval time\s*=\s*([0-9.]+)\s*ms\s*/\s*(\d+)\s*runs", stderr, tool, "eval time"
     ).groups()
+    total = re.search(r"\btotal time\s*=\s*([0-9.]+)\s*ms", stderr)
     # --verbose-prompt
     printed_ids = [int(token) for token in re.findall(r"^[0-9.]+ I +(\d+) -> '", stderr, re.MULTILINE)]
     if printed_ids and printed_ids != prompt_ids:
         raise BenchmarkError(f"{tool} tokenized the prompt differently from specdec: {printed_ids} vs {prompt_ids}")
     check_prompt_tokens(tool, int(prompt_tokens), prompt_ids)
-    decode_s, total_s, new_tokens = float(eval_ms) / 1000, (float(prompt_ms) + float(eval_ms)) / 1000, int(runs) + 1
+    new_tokens, passes_ms = int(runs) + 1, float(prompt_ms) + float(eval_ms)
+    between_ms = max(0.0, float(total.group(1)) - passes_ms) if total else 0.0  # sampling, printing
+    decode_s = (float(eval_ms) + between_ms * int(runs) / new_tokens) / 1000
+    total_s = (passes_ms + between_ms) / 1000
     text = stdout.removesuffix("\n\n")  # it ends with a blank LOG line
     return Measurement(
         int(prompt_tokens), new_tokens, decode_s, int(runs) / decode_s, total_s, new_tokens / total_s, text=text

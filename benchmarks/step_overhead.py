@@ -10,7 +10,8 @@ order A B C on even rounds and C B A on odd ones, so slow drift hits all three a
 - **engine**: `autoregressive_generate`, the one loop with the drafter that drafts nothing, on specdec's llama.cpp
   runtime (the exact settings): what `specdec run --method plain` runs;
 - **bare**: the same runtime's `Context.decode`, one token a pass, and a NumPy argmax: nothing but the passes;
-- **llama-completion**: llama.cpp's own tool on its defaults (a subprocess; its `eval time` line), when one is found.
+- **llama-completion**: llama.cpp's own tool on its defaults (a subprocess; its `eval time` line with the tokens' share
+  of its sampling and printing, read as `benchmarks/llama_cpp.py` reads them), when one is found.
 
 Reported, each as the median over rounds: tokens a second after the prompt pass, each ratio to `llama-completion` (per
 round, then the median), and the engine's seconds a token outside `llama_decode` (its wall time less the time inside
@@ -35,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def llama_completion_tokens_per_s(tool: Path, model: Path, prompt_file: Path, prompt_ids: list[int], args) -> float:
-    """llama-completion's own generation speed (its `eval time` line: the tokens after the prompt pass), run and read as
+    """llama-completion's own generation speed (the tokens after the prompt pass), run and read as
     the side-by-side benchmark runs and reads it (`benchmarks/llama_cpp.py`, which also checks its prompt's tokens)."""
     from benchmarks.llama_cpp import llama_command, parse_completion
 

@@ -111,3 +111,19 @@ def test_any_other_failure_is_reported_as_it_was(tmp_path):
         bench.run_llama("llama-completion", args, prompt, "", [1, 2, 3], 4)
     assert not isinstance(caught.value, bench.IllegalInstruction) and "error: no model" in str(caught.value)
     assert os.access(bench.tool_path(args.build_dir, "llama-completion"), os.X_OK)
+
+
+def test_llama_completion_is_charged_its_sampling_and_printing_as_our_clock_is():
+    """eval time is the time inside llama_decode; total time also holds sampling and printing (5 ms here), which our
+    side's clock holds too: shared evenly among the 5 new tokens, 4 of them after the prompt pass."""
+    stderr = (
+        "prompt eval time =      10.00 ms /     3 tokens\n"
+        "       eval time =     100.00 ms /     4 runs\n"
+        "      total time =     115.00 ms /     7 tokens\n"
+    )
+    measured = bench.parse_completion("text\n\n", stderr, [1, 2, 3])
+    assert measured.seconds == pytest.approx(0.104) and measured.tokens_per_s == pytest.approx(4 / 0.104)
+    assert measured.total_seconds == pytest.approx(0.115) and measured.new_tokens == 5
+    # without the line (older builds print none), the passes alone, as before
+    older = bench.parse_completion("text\n\n", stderr.rsplit("      total", 1)[0], [1, 2, 3])
+    assert (older.seconds, older.total_seconds) == (pytest.approx(0.1), pytest.approx(0.11))
