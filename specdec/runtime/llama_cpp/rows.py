@@ -28,6 +28,7 @@ that still has pending tokens (a `SpecdecError`: load with a larger context).
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
@@ -229,9 +230,9 @@ class LlamaCppRows:
     def keep(self, row: int, tokens: list[int]) -> None:
         """Keep only the cached tokens of `row` at these indices (increasing): a rollback, or a tree's accepted path."""
         text = self._texts[row]
-        if tokens and (any(b <= a for a, b in zip(tokens, tokens[1:])) or tokens[0] < 0 or tokens[-1] >= text.length):
+        if tokens and (tokens != sorted(set(tokens)) or tokens[0] < 0 or tokens[-1] >= text.length):
             raise ValueError(f"tokens to keep must increase within 0..{text.length - 1}, got {tokens}")
-        prefix = sum(1 for index in tokens if index < text.committed)
+        prefix = bisect_left(tokens, text.committed)  # the committed tokens kept (built-ins: a round's text is long)
         if tokens[:prefix] != list(range(prefix)):
             raise ValueError(f"kept tokens must sit at positions 0, 1, 2, ...: {tokens} skips part of the text")
         kept = [text.pending[index - text.committed] for index in tokens[prefix:]]
