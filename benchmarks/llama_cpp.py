@@ -34,7 +34,8 @@ Same work on both sides:
   `--max-new-tokens` tokens; llama.cpp's speculative tools stop after the round that passes the limit, so they
   may make up to `--draft-n-max` more. `new_tokens` says how many each run made;
 - one untimed warm-up per variant before the first prompt; then, for each prompt, every variant back to back,
-  in order on one prompt and in reverse order on the next.
+  in order on one prompt and in reverse order on the next; `--repeats N` goes over the prompts N times, and the
+  tables take each prompt's median (on 2 cores one run of a prompt swings by several percent).
 
 Two speeds per run, in the CSV:
 - `tokens_per_s`: generation only, after the prompt pass. llama-completion: its `eval time` (the tokens after
@@ -711,6 +712,7 @@ class Row:
     text: str
     drafting: str = ""
     tokens: str = ""
+    repeat: int = 0  # which pass over the prompts (--repeats)
 
 
 def gguf_quantization(path: Path) -> str:
@@ -844,7 +846,8 @@ def run(args: argparse.Namespace) -> list[Row]:
             "llama_cpp": llama_label(args),
             "torch": torch.__version__,
         }
-        for index, (prompt, path, text, ids) in enumerate(inputs):
+        runs = [(repeat, prompt_input) for repeat in range(args.repeats) for prompt_input in inputs]
+        for index, (repeat, (prompt, path, text, ids)) in enumerate(runs):
             order = variants if index % 2 == 0 else variants[::-1]
             for position, variant in enumerate(order):
                 load = os.getloadavg()[0]
@@ -864,6 +867,7 @@ def run(args: argparse.Namespace) -> list[Row]:
                         round(load, 2),
                         **measured,
                         **machine,
+                        repeat=repeat,
                     )
                 )
                 accepted = "" if result.acceptance is None else f", acceptance {result.acceptance:.2f}"
@@ -893,10 +897,14 @@ def read_csv(path: Path) -> list[dict]:
 
 
 def summary_table(rows: list[dict], metric: str) -> str:
-    """Median `metric` per variant per category and overall, and the median per-prompt ratio to llama.cpp."""
+    """Median `metric` per variant per category and overall, and the median per-prompt ratio to llama.cpp; a prompt run
+    several times (--repeats) counts with its median."""
     categories = list(dict.fromkeys(row["category"] for row in rows))
     names = list(dict.fromkeys(f"{row['engine']} {row['variant']}" for row in rows))
-    value = {(f"{row['engine']} {row['variant']}", row["prompt_id"]): float(row[metric]) for row in rows}
+    repeats: dict[tuple[str, str], list[float]] = {}
+    for row in rows:
+        repeats.setdefault((f"{row['engine']} {row['variant']}", row["prompt_id"]), []).append(float(row[metric]))
+    value = {key: statistics.median(speeds) for key, speeds in repeats.items()}
     category_of = {row["prompt_id"]: row["category"] for row in rows}
     llama_plain = {prompt: speed for (name, prompt), speed in value.items() if name.startswith("llama.cpp plain")}
     llama_best: dict[str, float] = {}
@@ -931,10 +939,16 @@ def markdown(rows: list[dict]) -> str:
     )
     return (
         f"{header}\n\nGenerating (after the prompt pass), tokens/s, median over "
-        f"prompts:\n\n{summary_table(rows, 'tokens_per_s')}\n\n"
+        f"prompts{repeats_said(rows)}:\n\n{summary_table(rows, 'tokens_per_s')}\n\n"
         f"With the prompt pass, tokens/s:\n\n{summary_table(rows, 'total_tokens_per_s')}\n\n"
         f"Greedy text against llama-completion's:\n\n{same_text_table(rows)}\n"
     )
+
+
+def repeats_said(rows: list[dict]) -> str:
+    """' (each prompt's median over its 3 runs)' when the prompts ran several times, else ''."""
+    count = max(int(row.get("repeat") or 0) for row in rows) + 1
+    return f" (each prompt's median over its {count} runs)" if count > 1 else ""
 
 
 def same_text_table(rows: list[dict]) -> str:
@@ -999,6 +1013,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--categories", nargs="+", default=list(CATEGORIES))
     parser.add_argument("--prompts-per-category", type=int, default=2)
     parser.add_argument("--max-new-tokens", type=int, default=128)
+    parser.add_argument(
+        "--repeats", type=int, default=1, help="passes over the prompts (the tables take each prompt's median)"
+    )
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--draft-n-max", type=int, default=16, help="llama.cpp's --spec-draft-n-max")
     parser.add_argument("--llama-tools", nargs="*", choices=tuple(LLAMA_TOOLS), default=list(LLAMA_TOOLS))
@@ -1027,6 +1044,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    if args.repeats < 1:
+        raise SystemExit(f"error: --repeats takes a count of at least 1, got {args.repeats}")
     try:
         if args.step == "build":
             kind = "native" if args.build == "auto" else args.build

@@ -127,3 +127,18 @@ def test_llama_completion_is_charged_its_sampling_and_printing_as_our_clock_is()
     # without the line (older builds print none), the passes alone, as before
     older = bench.parse_completion("text\n\n", stderr.rsplit("      total", 1)[0], [1, 2, 3])
     assert (older.seconds, older.total_seconds) == (pytest.approx(0.1), pytest.approx(0.11))
+
+
+def test_a_prompt_run_several_times_counts_with_its_median():
+    def row(engine, variant, speed, repeat):
+        return {"engine": engine, "variant": variant, "category": "code", "prompt_id": "code-1",
+                "tokens_per_s": str(speed), "repeat": str(repeat)}  # fmt: skip
+
+    rows = [row("llama.cpp", "plain Q4_K_M", speed, r) for r, speed in enumerate((40.0, 10.0, 30.0))]
+    rows += [row("specdec", "auto", speed, r) for r, speed in enumerate((33.0, 36.0, 1.0))]
+    table = bench.summary_table(rows, "tokens_per_s").splitlines()
+    assert table[2] == "| llama.cpp plain Q4_K_M | 30.0 | 30.0 | 1.00 | 1.00 |"
+    assert table[3] == "| specdec auto | 33.0 | 33.0 | 1.10 | 1.10 |"
+    assert bench.repeats_said(rows) == " (each prompt's median over its 3 runs)" and bench.repeats_said(rows[:1]) == ""
+    with pytest.raises(SystemExit, match="--repeats takes a count of at least 1, got 0"):
+        bench.main(["--repeats", "0"])
