@@ -34,7 +34,8 @@ Same work on both sides:
   `--max-new-tokens` tokens; llama.cpp's speculative tools stop after the round that passes the limit, so they
   may make up to `--draft-n-max` more. `new_tokens` says how many each run made;
 - one untimed warm-up per variant before the first prompt; then, for each prompt, every variant back to back,
-  in order on one prompt and in reverse order on the next; `--repeats N` goes over the prompts N times, and the
+  in order on one prompt and in reverse order on the next; `--repeats N` goes over the prompts N times, the order
+  turned by one variant each time (a variant's place in the order moved its speed by a few percent), and the
   tables take each prompt's median (on 2 cores one run of a prompt swings by several percent).
 
 Two speeds per run, in the CSV:
@@ -848,7 +849,8 @@ def run(args: argparse.Namespace) -> list[Row]:
         }
         runs = [(repeat, prompt_input) for repeat in range(args.repeats) for prompt_input in inputs]
         for index, (repeat, (prompt, path, text, ids)) in enumerate(runs):
-            order = variants if index % 2 == 0 else variants[::-1]
+            turned = variants[repeat % len(variants) :] + variants[: repeat % len(variants)]  # each its turn first
+            order = turned if index % 2 == 0 else turned[::-1]
             for position, variant in enumerate(order):
                 load = os.getloadavg()[0]
                 result = measure(variant, args, models, tokenizer, path, text, ids, args.max_new_tokens)
