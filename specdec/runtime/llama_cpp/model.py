@@ -47,6 +47,7 @@ import torch
 from specdec.engine.model import ModelTraits
 from specdec.errors import SpecdecError
 from specdec.runtime.llama_cpp.context import Context
+from specdec.runtime.llama_cpp.huge_pages import HugePagesOnLoad, wanted
 from specdec.runtime.llama_cpp.library import Library, load_library
 from specdec.runtime.llama_cpp.rows import LlamaCppRows
 from specdec.runtime.llama_cpp.settings import EXACT, Settings, model_params
@@ -213,12 +214,18 @@ def _untied_embedding_bytes(path: Path) -> int:
 
 
 def load_gguf(
-    path: str | Path, threads: int | None = None, context: int = CONTEXT_TOKENS, settings: Settings = EXACT
+    path: str | Path,
+    threads: int | None = None,
+    context: int = CONTEXT_TOKENS,
+    settings: Settings = EXACT,
+    huge_pages: bool | None = None,
 ) -> LlamaCppModel:
     """Map a GGUF file into llama.cpp with the exact settings; one `SpecdecError` line when it cannot be read.
 
     `threads`: a fixed count; None (default): every core this process may use, or one fewer, chosen pass by pass by
-    how fast each runs now (`specdec.runtime.llama_cpp.threads`); `context`: cells per text.
+    how fast each runs now (`specdec.runtime.llama_cpp.threads`); `context`: cells per text; `huge_pages`: ask the
+    kernel to back the weights with huge pages (`specdec.runtime.llama_cpp.huge_pages`: the same bits, a faster step,
+    a slower load; None: where `SPECDEC_HUGE_PAGES=1`).
     """
     path = Path(path).expanduser()
     if not path.is_file():
@@ -233,7 +240,10 @@ def load_gguf(
         raise SpecdecError(f"threads must be at least 1, got {threads}")
     library = load_library()
     ffi, lib = library.ffi, library.lib
-    handle = lib.llama_model_load_from_file(str(path).encode(), model_params(lib, settings))
+    params, pages = model_params(lib, settings), HugePagesOnLoad(ffi, wanted() if huge_pages is None else huge_pages)
+    if pages.callback is not None:
+        params.progress_callback = pages.callback  # the weights on huge pages: a faster step, the same bits
+    handle = lib.llama_model_load_from_file(str(path).encode(), params)
     if handle == ffi.NULL:
         raise SpecdecError(
             f"llama.cpp could not load {path}: the file is corrupt, truncated or of an architecture this "
