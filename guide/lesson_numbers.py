@@ -2708,3 +2708,27 @@ NUMBERS += [
         ),
     ),
 ]
+
+HUGE_PAGES_RUN = "python benchmarks/huge_pages.py --rounds 8 --out guide/measurements/avx512-bf16/huge-pages.json"
+
+
+def _huge_pages(saved: str) -> tuple[float, float, float, float, float, float]:
+    """Step ratio, tokens a second (huge, small), load seconds (huge, small), and the tokens after which the slower
+    load is paid back (to the hundred)."""
+    report = json.loads(saved)
+    huge, small = report["tokens_per_s"]["huge"], report["tokens_per_s"]["small"]
+    load_huge, load_small = report["load_s"]["huge"], report["load_s"]["small"]
+    payback = (load_huge - load_small) / (1 / small - 1 / huge)
+    return report["step_x"], huge, small, load_huge, load_small, round(payback, -2)
+
+
+NUMBERS += [
+    Measured(
+        KERNELS_CHAPTER,
+        "a step ran <<.2f>>x as fast (<<.1f>> against <<.1f>> tokens a second). But a load took <<.1f>> s instead of "
+        "<<.1f>> s: the VM hands out fresh memory slowly in huge pages. That pays back after about <<.0f>> tokens",
+        HUGE_PAGES_RUN,
+        "avx512-bf16/huge-pages.json",
+        _huge_pages,
+    ),
+]
