@@ -13,8 +13,8 @@ against now) and advises them, so every page the read then touches is a huge one
 Pages are where bytes live, not what they are: the weights, and so every logit, are the same bits either way.
 
 It is opt-in (`SPECDEC_HUGE_PAGES=1`): on this project's 2-core VMs huge pages cost more at load than a short run
-wins back (`python benchmarks/huge_pages.py`: a step about 4% faster, a load of the 1.5B about 0.5-1 s slower, as
-the kernel hands out fresh memory for them). A process that generates thousands of tokens gains.
+wins back. `python benchmarks/huge_pages.py` measured a step 1.05x as fast, and a load of the 1.5B 10 s after the last
+at 2.4 s instead of 1.1 s (the VM hands out fresh memory slowly in huge pages): paid back after about 900 tokens.
 
     loading = HugePagesOnLoad(ffi)               # before llama_model_load_from_file: notes the regions there now
     params.progress_callback = loading.callback  # None where there is nothing to ask (not Linux, `always`, `never`)
