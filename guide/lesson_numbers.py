@@ -2732,3 +2732,24 @@ NUMBERS += [
         _huge_pages,
     ),
 ]
+
+SIDE_HUGE_RUN = (
+    "SPECDEC_HUGE_PAGES=1 python benchmarks/llama_cpp.py --build-dir ~/.cache/specdec/llama_cpp/native-*/tools "
+    "--categories code summarization qa math --prompts-per-category 1 --repeats 4 --llama-tools completion --specdec "
+    "llama.cpp:plain llama.cpp:auto --out guide/measurements/avx512-bf16/side-by-side-huge-pages.csv"
+)
+
+NUMBERS += [
+    Measured(
+        KERNELS_CHAPTER,
+        "With huge pages it made <<.2f>>x, <<.2f>>x, <<.2f>>x and <<.2f>>x `llama-completion`",
+        SIDE_HUGE_RUN,
+        "avx512-bf16/side-by-side-huge-pages.csv",
+        lambda saved: tuple(
+            ours / theirs
+            for ours, theirs in zip(
+                _side_rates(saved, SIDE_AVX2_VARIANTS[2][1]), _side_rates(saved, SIDE_AVX2_VARIANTS[0][1])
+            )
+        ),
+    ),
+]
