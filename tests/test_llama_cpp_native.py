@@ -17,7 +17,7 @@ import pytest
 
 from specdec.cli import main
 from specdec.errors import SpecdecError
-from specdec.runtime.llama_cpp import native
+from specdec.runtime.llama_cpp import huge_pages, native
 from specdec.runtime.llama_cpp.library import library_path, wheel_library
 from specdec.runtime.llama_cpp.self_test import Verdict, prove_library
 
@@ -57,7 +57,8 @@ def test_a_build_is_used_only_on_the_cpu_it_was_recorded_for(store, monkeypatch)
     assert library_path() == wheel_library()  # gone: not used
 
 
-def test_status_names_the_library_and_how_to_build_llama_completion_on_the_same_kernels(store, capsys):
+def test_status_names_the_library_and_how_to_build_llama_completion_on_the_same_kernels(store, capsys, monkeypatch):
+    monkeypatch.setattr(huge_pages, "thp_setting", lambda: "")  # a kernel without huge pages: no line about them
     assert main(["runtime", "status"]) == 0
     assert "(the wheel)" in capsys.readouterr().out  # nothing built: no commands
     library = store / "libllama.so"
@@ -118,8 +119,8 @@ def test_status_says_when_the_wheel_leaves_this_cpus_instruction_sets_unused(sto
     in one line; an AVX2 one, or one with a build, does not."""
     monkeypatch.setattr(native, "cpu_flags", lambda: {"avx", "avx2", "fma", "f16c", "avx512f", "avx512_bf16"})
     assert main(["runtime", "status"]) == 0
-    out = capsys.readouterr().out.splitlines()
-    assert out[-1].startswith("This CPU has avx512f, avx512_bf16;") and "specdec runtime build" in out[-1], out
+    (line,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("This CPU has")]
+    assert line.startswith("This CPU has avx512f, avx512_bf16;") and "specdec runtime build" in line, line
     monkeypatch.setattr(native, "cpu_flags", lambda: {"avx", "avx2", "fma", "f16c"})
     assert main(["runtime", "status"]) == 0
     assert "runtime build" not in capsys.readouterr().out
@@ -129,3 +130,13 @@ def test_status_says_when_the_wheel_leaves_this_cpus_instruction_sets_unused(sto
     record(library, native.build_flags())
     assert main(["runtime", "status"]) == 0
     assert "runtime build" not in capsys.readouterr().out
+
+
+def test_status_says_whether_loads_ask_for_huge_pages(store, capsys, monkeypatch):
+    monkeypatch.setattr(huge_pages, "thp_setting", lambda: "madvise")
+    monkeypatch.delenv("SPECDEC_HUGE_PAGES", raising=False)
+    assert main(["runtime", "status"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith("huge pages for the weights: off; SPECDEC_HUGE_PAGES=1")
+    monkeypatch.setenv("SPECDEC_HUGE_PAGES", "1")
+    assert main(["runtime", "status"]) == 0
+    assert "asked for (SPECDEC_HUGE_PAGES=1)" in capsys.readouterr().out.splitlines()[-1]

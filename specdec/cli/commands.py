@@ -181,7 +181,7 @@ def _fetch_progress(update) -> None:
 
 def runtime(args: argparse.Namespace) -> int:
     """`specdec runtime build / status / remove`: llama.cpp built for this CPU (`specdec.runtime.llama_cpp.native`)."""
-    from specdec.runtime.llama_cpp import native
+    from specdec.runtime.llama_cpp import huge_pages, native
     from specdec.runtime.llama_cpp.library import library_path
     from specdec.runtime.llama_cpp.self_test import prove_library
 
@@ -207,6 +207,8 @@ def runtime(args: argparse.Namespace) -> int:
             print("\n".join(f"  {command}" for command in commands))
         if (line := native.advice(built=built)) is not None:
             print(line)
+        if pages := huge_pages.status():
+            print(pages)
     else:
         print("Removed the build: the wheel's library runs again." if native.remove() else "No build to remove.")
     return 0

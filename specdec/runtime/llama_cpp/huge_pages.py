@@ -104,6 +104,23 @@ def wanted() -> bool:
     return os.environ.get("SPECDEC_HUGE_PAGES", "").strip() == "1"
 
 
+def status(setting: str | None = None, asked: bool | None = None) -> str:
+    """One line for `specdec runtime status`: whether loads ask for huge pages here ("" where the kernel has none).
+
+    >>> print(status("madvise", asked=False))
+    huge pages for the weights: off; SPECDEC_HUGE_PAGES=1 asks for them (a faster step, a slower load: docs/hardware.md)
+    >>> status("always", asked=False)
+    "huge pages for the weights: always (this machine's setting)"
+    """
+    setting, asked = thp_setting() if setting is None else setting, wanted() if asked is None else asked
+    if setting in ("always", "never"):
+        return f"huge pages for the weights: {setting} (this machine's setting)"
+    if setting != "madvise":
+        return ""
+    said = "asked for (SPECDEC_HUGE_PAGES=1)" if asked else "off; SPECDEC_HUGE_PAGES=1 asks for them"
+    return f"huge pages for the weights: {said} (a faster step, a slower load: docs/hardware.md)"
+
+
 class HugePagesOnLoad:
     """A `llama_progress_callback` that advises the regions a load made, once, before their first byte is read.
 
