@@ -39,7 +39,9 @@ def test_load_a_local_folder_in_the_asked_dtype(tmp_path):
 
     if packable(torch.nn.Linear(2, 2).to(torch.bfloat16)):  # bfloat16 on a CPU: laid out once for oneDNN
         assert type(model.lm_head) is PackedLinear
-    assert type(load_model(str(folder), device="cpu", dtype="float32").lm_head) is torch.nn.Linear
+    assert type(load_model(str(folder), device="cpu", dtype="float32", role="draft").lm_head) is torch.nn.Linear
+    if packable(torch.nn.Linear(2, 2), (torch.float32,)):  # a float32 target: packed, its rows proved at load
+        assert type(load_model(str(folder), device="cpu", dtype="float32").lm_head) is PackedLinear
     assert load_tokenizer(str(folder)).decode([2, 3]) == "w2 w3"
 
 

@@ -36,9 +36,13 @@ class PackedLinear(nn.Module):
     True
     """
 
-    def __init__(self, packed: torch.Tensor, bias: torch.Tensor | None, out_features: int, in_features: int) -> None:
+    def __init__(
+        self, packed: torch.Tensor, bias: torch.Tensor | None, out_features: int, in_features: int, min_rows: int = 1
+    ) -> None:
         super().__init__()
         self.out_features, self.in_features = out_features, in_features
+        # a call with fewer rows is padded to this many (`rows_invariant`): oneDNN multiplies one row by another kernel
+        self.min_rows = min_rows
         self.packed = packed  # not a buffer: mkldnn tensors have no storage to save
         self.bias = None if bias is None else nn.Parameter(bias.detach(), requires_grad=False)
         self._cuts: dict[int, PackedLinear] = {}  # first_rows(k) for each k asked
@@ -55,7 +59,11 @@ class PackedLinear(nn.Module):
             weight = self.packed.to_dense()[:rows].contiguous()  # [rows, K], back from the blocked layout
             bias = None if self.bias is None else self.bias[:rows]
             self._cuts[rows] = PackedLinear(
-                torch.ops.mkldnn._reorder_linear_weight(weight, 1), bias, weight.shape[0], self.in_features
+                torch.ops.mkldnn._reorder_linear_weight(weight, 1),
+                bias,
+                weight.shape[0],
+                self.in_features,
+                self.min_rows,
             )
         return self._cuts[rows]
 
@@ -67,7 +75,10 @@ class PackedLinear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # [..., K] -> [..., N]
         rows = x.reshape(-1, self.in_features)  # [M, K]
-        y = torch.ops.mkldnn._linear_pointwise(rows, self.packed, self.bias, "none", [], "")  # [M, N]
+        m = rows.shape[0]
+        if m < self.min_rows:  # padded with zero rows, which no kept row reads
+            rows = torch.cat([rows, rows.new_zeros(self.min_rows - m, self.in_features)])  # [min_rows, K]
+        y = torch.ops.mkldnn._linear_pointwise(rows, self.packed, self.bias, "none", [], "")[:m]  # [M, N]
         return y.reshape(*x.shape[:-1], self.out_features)
 
     def extra_repr(self) -> str:
@@ -77,25 +88,40 @@ class PackedLinear(nn.Module):
         )
 
 
-def packable(layer: nn.Module) -> bool:
-    """A plain bfloat16 `nn.Linear` on a CPU whose oneDNN computes in bfloat16."""
+def packable(layer: nn.Module, dtypes: tuple[torch.dtype, ...] = (torch.bfloat16,)) -> bool:
+    """A plain `nn.Linear` in one of `dtypes` on a CPU whose oneDNN computes in it (bfloat16 needs its kernels)."""
     return (
         type(layer) is nn.Linear
-        and layer.weight.dtype == torch.bfloat16
+        and layer.weight.dtype in dtypes
         and layer.weight.device.type == "cpu"
         and torch.backends.mkldnn.is_available()
-        and torch.ops.mkldnn._is_mkldnn_bf16_supported()
+        and (layer.weight.dtype != torch.bfloat16 or torch.ops.mkldnn._is_mkldnn_bf16_supported())
     )
 
 
-def pack_linear_layers(model: nn.Module) -> int:
-    """Swap every packable layer of `model` for a `PackedLinear`, in place; return how many were swapped.
+def pack_linear_layers(model: nn.Module, dtypes: tuple[torch.dtype, ...] = (torch.bfloat16,)) -> int:
+    """Swap every layer of `model` packable in `dtypes` for a `PackedLinear`, in place; return how many were swapped.
 
     An output layer tied to the input embedding keeps the embedding's table (the lookup needs it) and
     gets a packed copy of its own: the only extra memory this costs.
     """
-    targets = [(name, layer) for name, layer in model.named_modules() if packable(layer)]
+    targets = [(name, layer) for name, layer in model.named_modules() if packable(layer, dtypes)]
     for name, layer in targets:
         parent_name, _, child = name.rpartition(".")
         setattr(model.get_submodule(parent_name) if parent_name else model, child, PackedLinear.from_linear(layer))
     return len(targets)
+
+
+def set_min_rows(model: nn.Module, rows: int) -> int:
+    """Pad every `PackedLinear` call of `model` to at least `rows` rows; return how many layers there are.
+
+    Measured on an Intel Xeon with AVX-512 VNNI (no AMX, no AVX-512 BF16; `benchmarks/batch_invariance.py`): oneDNN
+    gives a one-row call other bits than the same row in a call of 2..64 rows, in float32 and bfloat16 alike, and
+    every call of 2..64 rows the same bits per row. Padded to two rows, a pass's rows are one-token steps' rows.
+    """
+    layers = [layer for layer in model.modules() if isinstance(layer, PackedLinear)]
+    for layer in layers:
+        layer.min_rows = rows
+        for cut in layer._cuts.values():
+            cut.min_rows = rows
+    return len(layers)

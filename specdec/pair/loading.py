@@ -84,6 +84,24 @@ def load_spec(
     return LoadedPair(spec.target, spec.draft, resources, models, seconds, costs=costs, cost_key=key)
 
 
+def one_token_passes(name: str, planned: ModelPlan, model: Model) -> str | None:
+    """One line when the target's self-test found no pass longer than one token exact here (k* = 1), else None.
+
+    Such a target runs plain: every pass is cut into one-token steps (`specdec.runtime.pytorch.cut`), so the output is
+    still the target's own, and no drafted token can be checked for less than a step. The line names the paths whose
+    longer passes passed here."""
+    if getattr(model, "k_star", None) != 1:
+        return None
+    from specdec.kernels.batch_invariance import passing_paths
+
+    passed = passing_paths()
+    where = f"paths that passed here: {', '.join(passed)}" if passed else "try --quantization int8, --runtime llama.cpp"
+    return (
+        f"{name} in {planned.precision.name} on torch verifies one token a pass on this machine ({model.rows_check}),"
+        f" so it runs plain, exactly, and speculation cannot pay: {where}"
+    )
+
+
 def _check_before_loading(
     spec: RunSpec, models: Sequence[ModelPlan | None], needs: Sequence[str], say: Callable[[str], None]
 ) -> None:
@@ -197,7 +215,11 @@ def _load_planned(
     model, precision = RUNTIMES[planned.runtime].load(request)
     planned = replace(planned, precision=precision)
     seconds[planned.role] = time.perf_counter() - start
-    say(f"Loaded {planned.role} {planned.name} in {seconds[planned.role]:.1f} s ({planned.runtime}: {planned.why})")
+    note = one_token_passes(planned.name, planned, model) if planned.role == "target" else None
+    say(  # before the draft loads, before any token: a target that verifies one token a pass says so here
+        f"Loaded {planned.role} {planned.name} in {seconds[planned.role]:.1f} s ({planned.runtime}: {planned.why})"
+        + (f"; {note}" if note else "")
+    )
     return model, planned
 
 

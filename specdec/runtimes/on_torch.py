@@ -1,5 +1,8 @@
 """The torch runtime's entry: any Hugging Face causal LM, on a CPU, CUDA or MPS (`specdec.runtime.pytorch.torch_model`).
 
+A target proves on this machine which passes give one-token steps' bits (`specdec.kernels.batch_invariance`), and
+every pass it makes is cut into those sizes.
+
 It is the fallback: it runs every model the others refuse, at the precision `specdec.kernels.precision` resolves (the
 zoo converts a GGUF file's weights for it once and keeps the copy).
 
@@ -10,6 +13,7 @@ zoo converts a GGUF file's weights for it once and keeps the copy).
 
 from __future__ import annotations
 
+from specdec.kernels.batch_invariance import check_target
 from specdec.kernels.precision import Precision, kernel_of, resolve_precision  # noqa: F401  (the doctest's)
 from specdec.runtime.pytorch.torch_model import TorchModel
 from specdec.runtimes.registry import FALLBACK, LoadRequest, Runtime, register
@@ -19,7 +23,11 @@ from specdec.zoo.loading import load_model
 def _load(request: LoadRequest) -> tuple[TorchModel, Precision]:
     """The zoo's module (converted once, kept) behind the model contract, and its precision as it holds it."""
     module = request.build_module()
-    return TorchModel(module, request.name), request.precision.as_loaded(module)
+    if request.role != "target":  # a draft needs no batch invariance: any kernel may compute q
+        return TorchModel(module, request.name), request.precision.as_loaded(module)
+    verdict = check_target(module)  # which passes give one-token steps' bits here; kept, so later loads run nothing
+    model = TorchModel(module, request.name, cut=verdict.sizes, rows_check=verdict.why)
+    return model, request.precision.as_loaded(module)
 
 
 def _read_off(model, why: str) -> tuple[Precision, str]:

@@ -42,6 +42,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from specdec.errors import SpecdecError, first_line
+from specdec.kernels.invariant_attention import use_invariant_attention
 from specdec.kernels.packed_linear import pack_linear_layers
 from specdec.kernels.precision import Precision, resolve_precision
 from specdec.kernels.quantization import apply_quantization
@@ -87,8 +88,13 @@ def load_model(
             model, precision.weights, precision.strict, report.counter(converted.QUANTIZING.format(precision.weights))
         )
     model = model.to(precision.device).eval()
+    exact_float = role == "target" and precision.weights == "none" and precision.device.type == "cpu"
     if packed:
-        pack_linear_layers(model)  # bfloat16 on a CPU: the same bits, about twice as fast (`packed_linear`)
+        # bfloat16 on a CPU: the same bits, about twice as fast (`packed_linear`); a target's float32 too, whose
+        # oneDNN rows are the same bits for every pass of 2..64 rows (`specdec.kernels.batch_invariance`)
+        pack_linear_layers(model, (torch.bfloat16, torch.float32) if exact_float else (torch.bfloat16,))
+    if exact_float:
+        use_invariant_attention(model)  # a token's attention in float64: the same in a pass as alone
     return model
 
 

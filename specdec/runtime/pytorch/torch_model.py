@@ -7,7 +7,9 @@ token in a verification pass (v(k) = 1 + beta k).
 `OneRow` for one text, a `BatchCache` for several), and it counts every forward pass any of them makes
 (`passes`), so a run counts a draft's passes from outside the drafter. It reaches the model's internals
 (`module`: hidden states, layers to skip, the embedding a trained head shares), runs on a CPU, CUDA or MPS,
-and is exact in float32 (the tests hold it to `generate`).
+and, as a target loaded through the zoo, cuts every pass into the sizes its self-test proved exact on this machine
+(`cut`: `specdec.kernels.batch_invariance`, `specdec.runtime.pytorch.cut`). A model built by hand is not checked:
+in float32 its rows equal one-token steps' up to rounding in the last bits, not bit for bit.
 
     model = TorchModel(AutoModelForCausalLM.from_pretrained("gpt2"))
     rows = model.rows([0])
@@ -26,6 +28,7 @@ from transformers import PreTrainedModel
 
 from specdec.engine.model import ModelTraits
 from specdec.runtime.pytorch.batch_cache import BatchCache, rows_cache
+from specdec.runtime.pytorch.cut import CutRows
 from specdec.runtime.pytorch.one_row import OneRow
 from specdec.runtime.pytorch.kv_cache import has_sliding_window
 
@@ -40,7 +43,14 @@ class TorchModel:
     (6, 'torch', True)
     """
 
-    def __init__(self, module: PreTrainedModel, name: str | None = None, counts_into: TorchModel | None = None) -> None:
+    def __init__(
+        self,
+        module: PreTrainedModel,
+        name: str | None = None,
+        counts_into: TorchModel | None = None,
+        cut: tuple[int, ...] | None = None,
+        rows_check: str = "",
+    ) -> None:
         self.module = module
         self.name = name or model_name(module)
         sliding = has_sliding_window(module)
@@ -49,6 +59,9 @@ class TorchModel:
         )
         self.passes = 0  # forward passes of every cache made from this model
         self.counts_into = counts_into  # a model whose count includes this one's (a view of it)
+        # a target's passes are cut into these sizes, each proved exact here (`specdec.runtime.pytorch.cut`)
+        self.cut = cut
+        self.rows_check = rows_check  # the self-test's verdict in one line (`specdec.kernels.batch_invariance`)
 
     def view(self, module: PreTrainedModel, name: str | None = None) -> TorchModel:
         """Another module built from this one's weights (the target with layers skipped): its passes count here too."""
@@ -96,8 +109,14 @@ class TorchModel:
             return ()
         return (configured,) if isinstance(configured, int) else tuple(configured)
 
-    def rows(self, rows: Sequence[int], output_rows: int | None = None) -> BatchCache | OneRow:
-        return rows_cache(self.module, rows, output_rows, on_pass=self._counted)
+    @property
+    def k_star(self) -> int | None:
+        """The longest pass proved to give one-token steps' bits here (1: none longer), None when never checked."""
+        return None if self.cut is None else max(self.cut, default=1)
+
+    def rows(self, rows: Sequence[int], output_rows: int | None = None) -> BatchCache | OneRow | CutRows:
+        cache = rows_cache(self.module, rows, output_rows, on_pass=self._counted)
+        return cache if self.cut is None else CutRows(cache, self.cut)
 
     def _counted(self) -> None:
         self.passes += 1
