@@ -7,7 +7,7 @@ planner's drafting for this pair) and the same target alone, interleaved, each p
 token. Writes one CSV row per path and prompt.
 
     python benchmarks/batch_invariance.py --paths float32:none bfloat16:none float32:int8 --max-new-tokens 128 \\
-        --out guide/measurements/avx512-vnni/batch-invariance.csv
+        --out benchmarks/batch-invariance-avx512-vnni.csv
 
 Needs the models fetched (`specdec models fetch qwen2.5-coder-0.5b qwen2.5-coder-1.5b`); time it on a quiet machine.
 """
