@@ -78,7 +78,7 @@ def test_run_prints_the_report(capsys, model_folders):
         "--- OUTPUT ---",
         "--- STATS ---",
         "avg tokens per target pass:",
-        "(>1 means speedup)",
+        "(tokens decided per target pass, not a speedup: --compare times one)",
         "acceptance rate (accepted/drafted):",
         "alpha (accepted/tested):",
         "wall-clock speedup:",

@@ -57,6 +57,19 @@ BROKEN = {
             None,
             "def accept_probability(p, q, x):\n    return 0.0\n\n\ndef residual(p, q):\n    return p",
         ),
+        (  # its law is p, and it keeps sum(q p) of the drafts instead of sum(min(p, q)) (issue 68)
+            "the fixed-candidate test: keep x with p(x), else resample from p without x",
+            None,
+            "def speculative_sample(p, q, rng):\n    x = int(rng.choice(len(q), p=q))\n"
+            "    if rng.random() < p[x]:\n        return x\n"
+            "    rest = p.copy()\n    rest[x] = 0.0\n    return int(rng.choice(len(p), p=rest / rest.sum()))",
+        ),
+        (  # its law is p and it depends on q, but it never tests the draft (issue 68)
+            "a draw from p shifted by the draft",
+            None,
+            "def speculative_sample(p, q, rng):\n    x = int(rng.choice(len(q), p=q))\n"
+            "    y = int(rng.choice(len(p), p=np.roll(p, -x)))\n    return (y + x) % len(p)",
+        ),
     ],
     "02-toy": [
         (

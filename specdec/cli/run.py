@@ -179,7 +179,8 @@ def _report_text(pair, text, result, baseline, check, gamma: int | None) -> str:
         "--- OUTPUT ---",
         text,
         "--- STATS ---",
-        f"avg tokens per target pass: {stats.tokens_per_target_pass:.2f}   (>1 means speedup)",
+        f"avg tokens per target pass: {stats.tokens_per_target_pass:.2f}   "
+        "(tokens decided per target pass, not a speedup: --compare times one)",
         f"acceptance rate (accepted/drafted): {acceptance}   ({stats.accepted} of {stats.drafted} drafted tokens "
         "accepted)",
         f"alpha (accepted/tested): {alpha}   ({stats.accepted} of {tested} tested; drafts after a rejection are never "

@@ -11,7 +11,10 @@ q.
    equals p(y) for every y: random pairs (some with zeros in q), q with zeros where p is not, p with zeros
    where q is not, p == q, disjoint supports.
 3. `speculative_sample` drafts from q: with the same seed and the same p, two different q must give
-   different tokens somewhere (a sample that ignores q and draws from p directly has the law p too).
+   different tokens somewhere (a sample that ignores q and draws from p directly has the law p too); and it keeps
+   the drafted x with the rule's probability, sum(min(p, q)): the joint law of (x, output), computed exactly as in
+   4, shows a sampler whose law is p but that tests x another way (accept with p(x), else resample from p without
+   x: it keeps sum(q p)) or never tests it (a draw from p shifted by x).
 4. `speculative_sample` itself outputs p: its law is computed exactly by driving it with a controlled random
    source (`controlled_random.driven_law`: every way its draws can fall, not a sample), on the hand-picked pairs
    and a few random ones, and must be within 1e-9 of p for every token: a sample off by 1e-6 in one token's
@@ -69,6 +72,18 @@ def exact_output(module, p: np.ndarray, q: np.ndarray) -> np.ndarray:
     return keep + rejected * np.asarray(module.residual(p, q), dtype=np.float64)
 
 
+def differing(yours: np.ndarray, want: np.ndarray) -> str:
+    """The entries where `yours` is not `want`, to ten digits (rounded arrays can look the same when they differ).
+
+    >>> differing(np.array([0.0, 0.6667, 0.3333]), np.array([0.0, 2 / 3, 1 / 3]))
+    'entry 1 is 0.6667000000 where it should be 0.6666666667; entry 2 is 0.3333000000 where it should be 0.3333333333'
+    """
+    if yours.shape != want.shape:
+        return f"yours has {yours.size} entries where it should have {want.size}"
+    wrong = [i for i in range(len(want)) if not np.isclose(yours[i], want[i], atol=1e-9)]
+    return "; ".join(f"entry {i} is {yours[i]:.10f} where it should be {want[i]:.10f}" for i in wrong[:3])
+
+
 def value_problems(module, cases) -> list[str]:
     """accept_probability and residual against their definitions, token by token."""
     for name, p, q in cases:
@@ -82,10 +97,7 @@ def value_problems(module, cases) -> list[str]:
         if not np.allclose(p, q):
             want, yours = residual_distribution(p, q), np.asarray(module.residual(p, q), dtype=np.float64)
             if yours.shape != want.shape or not np.allclose(yours, want, atol=1e-9):
-                return [
-                    f"{name}: residual(p, q) should be norm(max(0, p - q)) = {np.round(want, 3)}, yours is "
-                    f"{np.round(yours, 3)}"
-                ]
+                return [f"{name}: residual(p, q) should be norm(max(0, p - q)): {differing(yours, want)}"]
     return []
 
 
@@ -103,6 +115,78 @@ def drafts_from_q(module) -> list[str]:
     return []
 
 
+class Drafted:
+    """The random source as the learner's code sees it, passed through, remembering its first draw: the drafted x.
+
+    x is what the first draw gives: `rng.choice(len(q), p=q)`'s value, or for a uniform u the token whose slice of
+    q's cumulative sum u falls in (code that inverts q's cumulative sum by hand). A first draw from another law is
+    recorded as "not from q". Comparisons with a symbolic u branch the driven law, so the law stays exact.
+    """
+
+    def __init__(self, rng, q: np.ndarray) -> None:
+        self.rng, self.q, self.x = rng, q, None
+
+    def choice(self, a, *args, **kwargs):
+        value = self.rng.choice(a, *args, **kwargs)
+        if self.x is None:
+            weights = kwargs.get("p", args[2] if len(args) > 2 else None)
+            drafts = weights is not None and np.shape(weights) == self.q.shape and np.allclose(weights, self.q)
+            self.x = int(value) if drafts else "not from q"
+        return value
+
+    def random(self, *args, **kwargs):
+        u = self.rng.random(*args, **kwargs)
+        if self.x is None:
+            self.x = self._token_at(u)
+        return u
+
+    def uniform(self, low=0.0, high=1.0, *args, **kwargs):
+        value = self.rng.uniform(low, high, *args, **kwargs)
+        if self.x is None:
+            self.x = self._token_at((value - low) / (high - low))
+        return value
+
+    def _token_at(self, u) -> int:
+        token, total = 0, 0.0
+        for index in range(len(self.q) - 1):
+            total += float(self.q[index])
+            if not u < total:
+                token = index + 1
+        return token
+
+    def __getattr__(self, name: str):
+        return getattr(self.rng, name)
+
+
+def keeps_what_the_rule_keeps(module, name: str, p: np.ndarray, q: np.ndarray) -> list[str]:
+    """The rule keeps a drafted x with probability sum(min(p, q)) (chapter 1's alpha): a sampler whose law is p but
+    which tests x another way (accept with p(x), then resample from p without x) keeps fewer, and one that never
+    tests x at all (a draw from p shifted by x) keeps them by chance only. The joint law of (x, output) says which."""
+
+    def draft_and_output(rng):
+        drafted = Drafted(rng, q)
+        output = int(module.speculative_sample(p, q, drafted))
+        return drafted.x if drafted.x is not None else "no draw", output
+
+    law, tolerance = driven_law(draft_and_output)
+    if law is None:  # code the controlled source cannot follow: the law check above sampled it
+        return []
+    odd = sum(weight for (x, _), weight in law.items() if not isinstance(x, (int, np.integer)))
+    if odd > tolerance:
+        return [
+            f"{name}: speculative_sample's first draw should be the draft, x from q (rng.choice(len(q), p=q)); "
+            f"yours drew from another law first with probability {odd:.4f}"
+        ]
+    kept, want = sum(weight for (x, y), weight in law.items() if x == y), float(np.minimum(p, q).sum())
+    if abs(kept - want) > tolerance:
+        return [
+            f"{name}: speculative_sample keeps the drafted token with probability {kept:.4f}, where the rule keeps it "
+            f"with probability sum(min(p, q)) = {want:.4f} (p = {np.round(p, 3)}, q = {np.round(q, 3)}): its law is "
+            "p, but it is not the rule. Keep x with accept_probability(p, q, x), else draw from residual(p, q)"
+        ]
+    return []
+
+
 def grade(module) -> list[str]:
     cases = pairs(np.random.default_rng(0))
     problems = value_problems(module, cases)
@@ -112,7 +196,8 @@ def grade(module) -> list[str]:
         out = exact_output(module, p, q)
         if not np.allclose(out, p, atol=1e-9):
             problems.append(
-                f"{name}: p = {np.round(p, 3)}, q = {np.round(q, 3)}: your rule outputs {np.round(out, 3)}, not p"
+                f"{name}: p = {np.round(p, 3)}, q = {np.round(q, 3)}: your rule's output law is not p: "
+                f"{differing(out, p)}"
             )
     if problems:
         return problems[:3]
@@ -120,7 +205,7 @@ def grade(module) -> list[str]:
     if problems:
         return problems
     for name, p, q in cases[:HAND_PICKED] + cases[-RANDOM_LAWS:]:
-        problems += sample_law_problems(module, name, p, q)
+        problems += sample_law_problems(module, name, p, q) or keeps_what_the_rule_keeps(module, name, p, q)
         if problems:
             return problems
     return problems
