@@ -146,3 +146,32 @@ def test_the_costs_time_the_drafts_two_token_pass_and_price_it_as_its_catch_up()
     assert costs.draft_costs(profile, 0.5).catch_up == profile.catch_up
     assert CostProfile(0.1, 0.02, {}, draft_pair_s=0.05).catch_up == pytest.approx(0.3)  # 30 ms over a 100 ms step
     assert CostProfile(0.1, 0.02, {}).catch_up == 0.0  # not timed: nothing priced
+
+
+def _keep_speeds(cache: str, option: str, count: int) -> None:
+    import os
+
+    os.environ["SPECDEC_CACHE"] = cache
+    for i in range(count):
+        costs.keep_speed(f"target-{i}", option, 2, PROFILE)
+
+
+def test_two_jobs_keeping_costs_at_once_lose_nothing(monkeypatch, tmp_path):
+    """Two processes and two threads keep speeds and costs into the same files at once: every entry survives (each
+    read-change-write holds the file's lock; `specdec.store.update_json`)."""
+    import multiprocessing
+    import threading
+
+    timings(monkeypatch, 0.0)
+    jobs = [
+        multiprocessing.get_context("spawn").Process(target=_keep_speeds, args=(str(tmp_path), o, 15)) for o in "ab"
+    ]
+    jobs += [threading.Thread(target=_keep_speeds, args=(str(tmp_path), o, 15)) for o in "cd"]
+    jobs += [threading.Thread(target=costs.measured_costs, args=(None, None, KEY | {"target": t})) for t in "xyz"]
+    for job in jobs:
+        job.start()
+    for job in jobs:
+        job.join()
+    speeds = json.loads((tmp_path / costs.SPEEDS_FILE).read_text())
+    assert len(speeds) == 15 and all(set(options) == set("abcd") for options in speeds.values())
+    assert len(json.loads((tmp_path / costs.COSTS_FILE).read_text())) == 3

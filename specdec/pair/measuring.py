@@ -143,20 +143,11 @@ def load_key(pair: str, models: Sequence[ModelPlan | None]) -> str:
 def keep_load_time(pair: str, seconds: dict[str, float]) -> None:
     """Keep how long loading `pair` (a `load_key`) took, stage by
     stage, so a page can say it before the next first click."""
-    import json
 
-    from specdec.store import cache_dir, write_text
+    from specdec.store import cache_dir, update_json
 
-    path = cache_dir() / LOAD_TIMES
-    try:
-        kept = json.loads(path.read_text())
-    except (OSError, ValueError):
-        kept = {}
-    kept[pair] = {
-        "seconds": round(sum(seconds.values()), 1),
-        "stages": {name: round(s, 1) for name, s in seconds.items()},
-    }
-    write_text(path, json.dumps(kept, indent=1))
+    timed = {"seconds": round(sum(seconds.values()), 1), "stages": {name: round(s, 1) for name, s in seconds.items()}}
+    update_json(cache_dir() / LOAD_TIMES, lambda kept: kept.__setitem__(pair, timed))  # two pages' loads at once
 
 
 def last_load_time(pair: str) -> float | None:

@@ -131,11 +131,10 @@ def measured_costs(
     under: a machine pays for the timing once per pair and setting. A timing beside other work (`BUSY_FROM` cores or
     more of it, measured during the timing) is taken again once; still busy, it is used for this run and kept flagged,
     and the next load times it again. `timing()` is called just before a timing (to say so)."""
-    from specdec.store import write_text
+    from specdec.store import update_json
 
     path, entry = _kept_file(COSTS_FILE), _entry(key)
-    kept = _read(path)
-    found = kept.get(entry)
+    found = _read(path).get(entry)
     timed_all = found is not None and set(ks) <= {int(k) for k in found["verify_s"]} and "draft_pair_s" in found
     if timed_all and not found.get("busy"):
         return _profile(found)
@@ -145,7 +144,7 @@ def measured_costs(
         profile, busy = _timed_with_load(target, draft, ks)
         if busy is None or busy < BUSY_FROM:  # quiet, or no way to know (no /proc/stat): kept as it is
             break
-    kept[entry] = {
+    measured = {
         "target_step_s": profile.target_step_s,
         "draft_step_s": profile.draft_step_s,
         "draft_pair_s": profile.draft_pair_s,
@@ -155,20 +154,19 @@ def measured_costs(
         "busy": busy is not None and busy >= BUSY_FROM,
         "wait_policy": wait_policy_in_force(),
     }
-    write_text(path, json.dumps(kept, indent=1))
-    return _profile(kept[entry])
+    update_json(path, lambda kept: kept.__setitem__(entry, measured))  # under a lock: another job's entry stays
+    return _profile(measured)
 
 
 def forget_costs(key: dict[str, object]) -> None:
     """Drop the costs kept for `key` (as `measured_costs` keys them, this process's wait policy added): the next load of
     the pair times them again. What a run whose own passes disagree with them asks
     (`specdec.pair.measuring.recheck_costs`)."""
-    from specdec.store import write_text
+    from specdec.store import update_json
 
-    path = _kept_file(COSTS_FILE)
-    kept = _read(path)
-    if kept.pop(_entry(key), None) is not None:
-        write_text(path, json.dumps(kept, indent=1))
+    path, entry = _kept_file(COSTS_FILE), _entry(key)
+    if entry in _read(path):
+        update_json(path, lambda kept: kept.pop(entry, None))
 
 
 def _entry(key: dict[str, object]) -> str:
@@ -250,16 +248,15 @@ def _speeds_key(target: str, threads: int | None) -> str:
 def keep_speed(target: str, option: str, threads: int | None, profile: CostProfile) -> None:
     """Keep what `profile` measured of `target` run as `option` ("llama.cpp", "torch w8a8") on this machine: the planner
     weighs the ways a target can run here by these (`specdec.planner.models`)."""
-    from specdec.store import write_text
+    from specdec.store import update_json
 
-    path = _kept_file(SPEEDS_FILE)
-    kept = _read(path)
-    kept.setdefault(_speeds_key(target, threads), {})[option] = {
+    measured = {
         "target_step_s": profile.target_step_s,
         "draft_step_s": profile.draft_step_s,
         "verify_s": {str(k): s for k, s in profile.verify_s.items()},
     }
-    write_text(path, json.dumps(kept, indent=1))
+    name = _speeds_key(target, threads)
+    update_json(_kept_file(SPEEDS_FILE), lambda kept: kept.setdefault(name, {}).__setitem__(option, measured))
 
 
 def kept_speeds(target: str, threads: int | None) -> dict[str, CostProfile]:

@@ -44,7 +44,7 @@ import torch
 
 from specdec.errors import SpecdecError, first_line
 from specdec.runtime.llama_cpp.settings import EXACT, LLAMA_DEFAULTS, Settings
-from specdec.store import cache_dir, write_text
+from specdec.store import cache_dir, update_json
 from specdec.store.machine import cpu_facts
 
 SELF_TEST_TIMEOUT_S = 300
@@ -215,8 +215,12 @@ def check_machine(threads: int | None = None, settings: Settings = EXACT, path: 
     if name in kept.get("verdicts", {}):
         return Verdict(**kept["verdicts"][name])
     verdict = _run_subprocess(threads, settings)
-    kept.setdefault("verdicts", {})[name] = asdict(verdict)
-    write_text(path, json.dumps(kept, indent=2))
+
+    def keep(store: dict) -> None:  # under a lock: a verdict another process kept meanwhile stays
+        store.setdefault("verdicts", {})[name] = asdict(verdict)
+        store["library"] = kept["library"]
+
+    update_json(path, keep)
     return verdict
 
 
