@@ -9,7 +9,9 @@ token. Writes one CSV row per path and prompt.
     python benchmarks/batch_invariance.py --paths float32:none bfloat16:none float32:int8 --max-new-tokens 128 \\
         --out benchmarks/batch-invariance-avx512-vnni.csv
 
-Needs the models fetched (`specdec models fetch qwen2.5-coder-0.5b qwen2.5-coder-1.5b`); time it on a quiet machine.
+`--self-test-only` runs each path's self-test afresh instead (k*, the padding chosen, its seconds: what a first
+load pays). Needs the models fetched (`specdec models fetch qwen2.5-coder-0.5b qwen2.5-coder-1.5b`); time it on a
+quiet machine.
 """
 
 from __future__ import annotations
@@ -52,13 +54,34 @@ def first_difference(a: list[int], b: list[int]) -> int | None:
     return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), None if len(a) == len(b) else min(len(a), len(b)))
 
 
+def self_tests(paths: list[str]) -> int:
+    """Each path's self-test run afresh (not the kept verdict): k*, the padding it chose, and how long it took."""
+    from specdec.kernels.batch_invariance import self_test
+    from specdec.zoo.loading import load_model
+
+    for path in paths:
+        dtype, quantization = path.split(":")
+        module = load_model(TARGET, device="cpu", dtype=dtype, quantization=quantization, role="target")
+        verdict = self_test(module)
+        print(
+            f"{path}: k* = {verdict.k_star}, one-row calls padded to {verdict.min_rows}, {verdict.seconds:.1f} s"
+            f" ({verdict.why})",
+            flush=True,
+        )
+        del module
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--paths", nargs="+", default=["float32:none", "bfloat16:none", "float32:int8"])
     parser.add_argument("--categories", nargs="+", default=["code", "summarization", "qa", "math"])
     parser.add_argument("--max-new-tokens", type=int, default=128)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--self-test-only", action="store_true", help="time each path's self-test afresh, no runs")
     args = parser.parse_args(argv)
+    if args.self_test_only:
+        return self_tests(args.paths)
     rows = []
     print(f"CPU: {cpu_facts()['cpu']} {cpu_facts()['flags']}", flush=True)
     for path in args.paths:
