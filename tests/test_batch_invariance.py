@@ -16,7 +16,8 @@ whose output layer can be made to switch kernels past a row count, as oneDNN's a
 from __future__ import annotations
 
 import json
-import multiprocessing
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -237,14 +238,24 @@ def _write_many(path, prefix, count):
         update_json(path, lambda kept, i=i: kept.__setitem__(f"{prefix}{i}", i))
 
 
+WRITER = """
+import sys
+from specdec.store.kept import update_json
+for i in range(25):
+    update_json(sys.argv[1], lambda kept, i=i: kept.__setitem__(sys.argv[2] + str(i), i))
+"""
+
+
 def test_two_writers_at_once_lose_nothing(tmp_path):
+    """Two processes (which import the store alone: no torch) and two threads write 25 entries each at once."""
     path = tmp_path / "kept.json"
-    workers = [multiprocessing.get_context("spawn").Process(target=_write_many, args=(path, p, 25)) for p in "ab"]
+    workers = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), p]) for p in "ab"]
     threads = [threading.Thread(target=_write_many, args=(path, t, 25)) for t in "cd"]
-    for worker in workers + threads:
-        worker.start()
-    for worker in workers + threads:
-        worker.join()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert all(worker.wait(timeout=60) == 0 for worker in workers)
     assert len(read_json(path)) == 100
 
 
