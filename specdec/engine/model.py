@@ -34,7 +34,9 @@ that order; the kept tokens' positions must be 0, 1, 2, ... again (a text and an
 
 A runtime is exact for speculative decoding when a row's logits do not depend on how its tokens were cut
 into passes: one pass over k tokens gives, row for row, the logits of k one-token passes (batch
-invariance). transformers on torch in float32 is (the tests hold it to `generate`); llama.cpp is with the
+invariance). A torch target loaded through the runtimes proves on this machine up to which pass size it is
+(`specdec.kernels.batch_invariance`: k*) and cuts every pass into checked sizes; a transformers model built by hand is
+not checked (in float32 its rows equal one-token steps' up to the last bits, not bit for bit). llama.cpp is with the
 settings `specdec.runtime.llama_cpp` fixes, and a self-test proves it on this machine before it is used.
 """
 
