@@ -278,3 +278,11 @@ def test_a_target_with_no_exact_pass_runs_plain_and_says_so_in_one_line():
 
 def test_a_verdict_names_its_sizes():
     assert RowsVerdict(5, 2, "").sizes == (2, 3, 4, 5)
+
+
+def test_a_model_the_self_test_cannot_view_runs_plain_and_says_why():
+    class NoLayers(nn.Module):  # no decoder layers to keep: the view cannot be made
+        base_model = property(lambda self: nn.Module())
+
+    verdict = self_test(NoLayers())
+    assert verdict.k_star == 1 and verdict.sizes == () and "cannot run on this NoLayers" in verdict.why
