@@ -203,14 +203,10 @@ def _run(module: nn.Module, sizes: tuple[int, ...] = SIZES) -> tuple[int, str]:
                 k_star, why = passed, reason
     if k_star > 1:
         rows = _steps(view, text[: PROMPT + max(sizes)], PROMPT)  # real rows into the output layer
-        head_passed, reason = _output_layer(module.get_output_embeddings(), rows.to(_dtype(module)), sizes)
+        head_passed, reason = _output_layer(module.get_output_embeddings(), rows, sizes)
         if head_passed < k_star:
             k_star, why = head_passed, reason
     return k_star, why
-
-
-def _dtype(module: nn.Module) -> torch.dtype:
-    return next(module.parameters()).dtype
 
 
 def self_test(module: nn.Module) -> RowsVerdict:
