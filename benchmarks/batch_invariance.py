@@ -25,6 +25,7 @@ from pathlib import Path
 
 import torch
 
+from specdec.bench.comparison import first_difference
 from specdec.bench.prompts import encode_bench_prompt, suite
 from specdec.engine.inputs import Decoding
 from specdec.pair.loading import load_pair
@@ -48,10 +49,6 @@ def v_of_k(target, sizes=(1, 2, 4, 8, 12, 17), rounds=3) -> dict[int, float]:
             rows.rollback(0, 64)
     step = statistics.median(times[1])
     return {k: statistics.median(t) / step for k, t in times.items()} | {0: step}
-
-
-def first_difference(a: list[int], b: list[int]) -> int | None:
-    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), None if len(a) == len(b) else min(len(a), len(b)))
 
 
 def self_tests(paths: list[str]) -> int:
