@@ -39,7 +39,6 @@ Not handled: early exit with a trained head (LayerSkip, Elhoushi et al. 2024), s
 
 from __future__ import annotations
 
-import copy
 import statistics
 import time
 from collections.abc import Sequence
@@ -51,46 +50,13 @@ from transformers import PreTrainedModel
 from specdec.drafting.draft_model import ModelDrafter
 from specdec.engine.contract import Capabilities, DraftRequest, Generation, Verified
 from specdec.runtime.pytorch.kv_cache import has_sliding_window
+from specdec.runtime.pytorch.layers import decoder_layers, skip_layers
 from specdec.runtime.pytorch.torch_model import TorchModel
 from specdec.engine.stop_rule import ConfidenceStop
 from specdec.engine.timing import synchronize
 from specdec.engine.trees import DraftTree
 from specdec.errors import SpecdecError
 from specdec.runtime import transformers_model
-
-
-def decoder_layers(model: PreTrainedModel) -> tuple[str, torch.nn.ModuleList]:
-    """The name and list of the decoder layers inside
-    `model.base_model` (`layers` for Llama and Qwen2, `h` for GPT-2)."""
-    count = model.config.get_text_config(decoder=True).num_hidden_layers
-    for name, module in model.base_model.named_children():
-        if isinstance(module, torch.nn.ModuleList) and len(module) == count:
-            return name, module
-    raise SpecdecError(
-        f"could not find the decoder layers of this {type(model).__name__}: skip layers of a Llama, Qwen2 or "
-        "GPT-2 style model"
-    )
-
-
-def skip_layers(model: PreTrainedModel, skip: Sequence[int]) -> PreTrainedModel:
-    """A view of `model` that runs every decoder layer but those in `skip`: shared weights, nothing copied.
-
-    >>> from transformers import LlamaConfig, LlamaForCausalLM
-    >>> model = LlamaForCausalLM(LlamaConfig(hidden_size=8, intermediate_size=8, num_hidden_layers=4,
-    ...     num_attention_heads=1,
-    ...                                      vocab_size=6))
-    >>> view = skip_layers(model, [1, 2])
-    >>> len(view.model.layers), len(model.model.layers), view.model.layers[1] is model.model.layers[3]
-    (2, 4, True)
-    """
-    name, layers = decoder_layers(model)
-    base = copy.copy(model.base_model)
-    base._modules = dict(base._modules)
-    base._modules[name] = torch.nn.ModuleList(layer for index, layer in enumerate(layers) if index not in set(skip))
-    view = copy.copy(model)
-    view._modules = dict(model._modules)
-    view._modules[model.base_model_prefix] = base
-    return view
 
 
 def least_influential_layers(hidden: Sequence[torch.Tensor], count: int) -> list[int]:

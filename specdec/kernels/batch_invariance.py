@@ -40,7 +40,6 @@ model is not taken on trust: transformers' attention gives its 2-token pass othe
 
 from __future__ import annotations
 
-import copy
 import time
 from dataclasses import asdict, dataclass
 
@@ -49,7 +48,9 @@ import transformers
 from torch import nn
 
 from specdec.kernels.packed_linear import PackedLinear, set_min_rows
+from specdec.errors import SpecdecError
 from specdec.runtime.pytorch.kv_cache import CachedModel
+from specdec.runtime.pytorch.layers import decoder_layers, skip_layers
 from specdec.store import cache_dir, read_json, update_json
 from specdec.store.machine import cpu_facts
 
@@ -86,17 +87,10 @@ class _Hidden(nn.Module):
 
 
 def _view(module: nn.Module) -> nn.Module:
-    """`module` running only its first and last decoder layers, its output layer replaced by `_Hidden`: shared weights,
-    nothing copied."""
-    base = copy.copy(module.base_model)
-    base._modules = dict(base._modules)
-    name, layers = next(
-        (name, child) for name, child in module.base_model.named_children() if isinstance(child, nn.ModuleList)
-    )
-    base._modules[name] = nn.ModuleList([layers[0], layers[-1]] if len(layers) > 1 else [layers[0]])
-    view = copy.copy(module)
-    view._modules = dict(module._modules)
-    view._modules[module.base_model_prefix] = base
+    """`module` running only its first and last decoder layers (`skip_layers`), its output layer replaced by `_Hidden`:
+    shared weights, nothing copied."""
+    _, layers = decoder_layers(module)
+    view = skip_layers(module, range(1, len(layers) - 1))  # its own `_modules`: the head can be swapped in it alone
     head = module.get_output_embeddings()
     view._modules[next(n for n, child in module.named_children() if child is head)] = _Hidden(head.in_features)
     return view
@@ -117,8 +111,11 @@ def _steps(view: nn.Module, ids: torch.Tensor, prompt: int) -> torch.Tensor:
     return torch.cat([cache.feed(ids[i : i + 1]) for i in range(prompt, len(ids))])
 
 
-def _largest_passing(view: nn.Module, text: torch.Tensor, prompt: int, sizes: tuple[int, ...]) -> tuple[int, str]:
-    """(the largest size up to which every pass after `prompt` tokens equals one-token steps, why the next failed).
+def _largest_passing(
+    view: nn.Module, text: torch.Tensor, prompt: int, sizes: tuple[int, ...]
+) -> tuple[int, str, torch.Tensor]:
+    """(the largest size up to which every pass after `prompt` tokens equals one-token steps, why the next failed, the
+    one-token steps' rows computed as the reference).
 
     One prompt pass, then the one-token steps (the reference), then each pass after a rollback to the prompt: the
     prompt's rows are computed once."""
@@ -134,9 +131,9 @@ def _largest_passing(view: nn.Module, text: torch.Tensor, prompt: int, sizes: tu
         cache.rollback(prompt)
         reason = _differ(cache.feed(text[prompt : prompt + size], last=size), reference, f"a pass of {size} tokens")
         if reason:
-            return passed, f"{reason} after {prompt} tokens"
+            return passed, f"{reason} after {prompt} tokens", reference
         passed = size
-    return passed, ""
+    return passed, "", reference
 
 
 def _tree_and_rollback(view: nn.Module, text: torch.Tensor) -> str | None:
@@ -190,7 +187,7 @@ def _run(module: nn.Module, sizes: tuple[int, ...] = SIZES) -> tuple[int, str]:
     view = _view(module)
     vocab = module.get_input_embeddings().num_embeddings
     text = torch.randint(0, vocab, (max(LONG_TEXTS) + 32,), generator=torch.Generator().manual_seed(0))
-    k_star, why = _largest_passing(view, text, PROMPT, sizes)
+    k_star, why, reference = _largest_passing(view, text, PROMPT, sizes)
     if k_star >= 6:
         reason = _tree_and_rollback(view, text)
         if reason:
@@ -198,12 +195,11 @@ def _run(module: nn.Module, sizes: tuple[int, ...] = SIZES) -> tuple[int, str]:
     for length in LONG_TEXTS:
         checked = tuple(size for size in LONG_SIZES if size <= k_star)
         if checked:
-            passed, reason = _largest_passing(view, text, length, checked)
+            passed, reason, _ = _largest_passing(view, text, length, checked)
             if reason:  # the sizes between the last that passed and this one are not known here: not trusted
                 k_star, why = passed, reason
-    if k_star > 1:
-        rows = _steps(view, text[: PROMPT + max(sizes)], PROMPT)  # real rows into the output layer
-        head_passed, reason = _output_layer(module.get_output_embeddings(), rows, sizes)
+    if k_star > 1:  # the reference steps' rows, all of `sizes` (past 2 they were all taken), into the output layer
+        head_passed, reason = _output_layer(module.get_output_embeddings(), reference, sizes)
         if head_passed < k_star:
             k_star, why = head_passed, reason
     return k_star, why
@@ -217,7 +213,7 @@ def self_test(module: nn.Module) -> RowsVerdict:
         set_min_rows(module, 1)  # as loaded, whatever an earlier verdict set
         try:
             k_star, why = _run(module)
-        except (StopIteration, AttributeError, RuntimeError, ValueError, IndexError) as error:
+        except (SpecdecError, StopIteration, AttributeError, RuntimeError, ValueError, IndexError) as error:
             # a model the view cannot be made of: no pass is trusted, so it runs plain, exactly
             reason = f"the self-test cannot run on this {type(module).__name__} ({type(error).__name__}: {error})"
             return RowsVerdict(1, 1, reason.splitlines()[0], time.perf_counter() - start)
